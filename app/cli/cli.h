@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace organ::cli {
+
+// Exit codes shared by every command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInvalid = 1; // an input file is invalid, or the job failed
+inline constexpr int kExitUsage = 2;   // bad command line
+
+// Thrown for a bad command line; main prints it with the command's usage and exits 2.
+struct UsageError {
+    std::string message;
+};
+
+// A small argument list: flags and "--name value" / "--name=value" options, the rest positional.
+class Arguments {
+public:
+    Arguments(std::vector<std::string> args, std::vector<std::string> flags,
+              std::vector<std::string> options);
+    bool flag(std::string_view name) const;
+    std::optional<std::string> option(std::string_view name) const;
+    std::uint64_t unsignedOption(std::string_view name, std::uint64_t fallback) const;
+    const std::vector<std::string>& positional() const { return m_positional; }
+
+private:
+    std::vector<std::pair<std::string, std::string>> m_values;
+    std::vector<std::string> m_positional;
+};
+
+int runInspect(const std::vector<std::string>& args);
+int runSpecimen(const std::vector<std::string>& args);
+
+// Progress on stderr: a redrawn bar on a terminal, plain lines otherwise.
+class ProgressPrinter {
+public:
+    explicit ProgressPrinter(std::string label);
+    void update(std::uint64_t done, std::uint64_t total, std::string_view stage);
+    void finish();
+
+private:
+    std::string m_label;
+    bool m_terminal;
+    int m_lastPercent = -1;
+};
+
+} // namespace organ::cli

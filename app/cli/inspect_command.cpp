@@ -1,0 +1,51 @@
+#include "anatomy.h"
+#include "cli.h"
+#include "format_error.h"
+#include "gguf_model.h"
+#include "model_report.h"
+
+#include <cstdio>
+#include <iostream>
+#include <limits>
+
+namespace organ::cli {
+
+int runInspect(const std::vector<std::string>& args) {
+    const Arguments parsed(args, {"--tensors", "--metadata", "--json"}, {"--max-array"});
+    if (parsed.positional().empty()) {
+        throw UsageError{"inspect needs at least one GGUF file"};
+    }
+    const bool json = parsed.flag("--json");
+    const std::uint64_t maxArray =
+        parsed.unsignedOption("--max-array", json ? std::numeric_limits<std::uint64_t>::max() : 8);
+    nlohmann::json documents = nlohmann::json::array();
+    int status = kExitOk;
+    bool first = true;
+    for (const auto& path : parsed.positional()) {
+        try {
+            const auto model = GgufModel::open(path);
+            const ModelAnatomy anatomy = analyzeAnatomy(*model);
+            if (json) {
+                documents.push_back(modelToJson(*model, anatomy, maxArray));
+                continue;
+            }
+            std::cout << (first ? "" : "\n") << summaryText(*model, anatomy);
+            if (parsed.flag("--tensors")) {
+                std::cout << "\n" << tensorTableText(*model, anatomy);
+            }
+            if (parsed.flag("--metadata")) {
+                std::cout << "\n" << metadataText(*model, static_cast<std::size_t>(maxArray));
+            }
+            first = false;
+        } catch (const std::exception& error) {
+            std::cerr << "organ inspect: " << error.what() << "\n";
+            status = kExitInvalid;
+        }
+    }
+    if (json && !documents.empty()) {
+        std::cout << (documents.size() == 1 ? documents.front() : documents).dump(2) << "\n";
+    }
+    return status;
+}
+
+} // namespace organ::cli

@@ -1,0 +1,56 @@
+#include "cli.h"
+
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+
+namespace {
+
+constexpr const char* kUsage = R"(organ — surgery on GGUF language models
+
+usage:
+  organ inspect FILE... [--tensors] [--metadata] [--json] [--max-array N]
+      Summary of each model: architecture, parameters, size, quantization mix,
+      bits per weight, layers and anatomical systems.
+      --tensors     every tensor: name, system, role, layer, dtype, shape, offset, bytes
+      --metadata    every metadata key (arrays shown by length and first N items)
+      --json        everything as JSON (see docs/inspect-json.md)
+      --max-array N items shown per metadata array (default 8; all with --json)
+  organ specimen OUT.gguf [--seed N]
+      Writes a small llama model with structured weights and a tokenizer.
+  organ help
+      This text.
+
+exit status: 0 success, 1 invalid input or failed job, 2 bad usage
+)";
+
+} // namespace
+
+int main(int argc, char** argv) {
+    using namespace organ::cli;
+    const std::map<std::string, std::function<int(const std::vector<std::string>&)>> commands{
+        {"inspect", runInspect},
+        {"specimen", runSpecimen},
+    };
+    if (argc < 2) {
+        std::cerr << kUsage;
+        return kExitUsage;
+    }
+    const std::string command = argv[1];
+    if (command == "help" || command == "--help" || command == "-h") {
+        std::cout << kUsage;
+        return kExitOk;
+    }
+    const auto it = commands.find(command);
+    if (it == commands.end()) {
+        std::cerr << "organ: unknown command '" << command << "'\n\n" << kUsage;
+        return kExitUsage;
+    }
+    try {
+        return it->second(std::vector<std::string>(argv + 2, argv + argc));
+    } catch (const UsageError& error) {
+        std::cerr << "organ " << command << ": " << error.message << "\n\n" << kUsage;
+        return kExitUsage;
+    }
+}

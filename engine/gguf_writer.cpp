@@ -1,0 +1,372 @@
+#include "gguf_writer.h"
+
+#include "format_error.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unordered_set>
+
+namespace organ {
+namespace {
+
+constexpr std::size_t kChunk = 4u << 20;
+
+template <typename T> void put(std::vector<std::byte>& out, T value) {
+    const auto* p = reinterpret_cast<const std::byte*>(&value);
+    out.insert(out.end(), p, p + sizeof(T));
+}
+
+void putString(std::vector<std::byte>& out, std::string_view text) {
+    put<std::uint64_t>(out, text.size());
+    const auto* p = reinterpret_cast<const std::byte*>(text.data());
+    out.insert(out.end(), p, p + text.size());
+}
+
+std::uint64_t alignUp(std::uint64_t value, std::uint64_t alignment) {
+    return value + (alignment - value % alignment) % alignment;
+}
+
+// A fast 64-bit digest of what was written, compared with the re-opened file.
+class Digest {
+public:
+    // Equal byte sequences give equal digests however they are split into chunks.
+    void update(std::span<const std::byte> bytes) {
+        std::size_t i = 0;
+        for (; m_tailBytes != 0 && i < bytes.size(); ++i) {
+            feed(bytes[i]);
+        }
+        for (; i + 8 <= bytes.size(); i += 8) {
+            std::uint64_t word;
+            std::memcpy(&word, bytes.data() + i, 8);
+            mix(word);
+        }
+        for (; i < bytes.size(); ++i) {
+            feed(bytes[i]);
+        }
+    }
+    std::uint64_t value() const {
+        std::uint64_t h = m_state ^ (m_tail * 0x9E3779B97F4A7C15ull) ^ m_tailBytes;
+        h ^= h >> 33;
+        h *= 0xFF51AFD7ED558CCDull;
+        h ^= h >> 33;
+        return h;
+    }
+
+private:
+    void feed(std::byte b) {
+        m_tail |= static_cast<std::uint64_t>(b) << (8 * m_tailBytes);
+        if (++m_tailBytes == 8) {
+            mix(m_tail);
+            m_tail = 0;
+            m_tailBytes = 0;
+        }
+    }
+    void mix(std::uint64_t word) {
+        m_state ^= word * 0x87C37B91114253D5ull;
+        m_state = (m_state << 31) | (m_state >> 33);
+        m_state *= 0x4CF5AD432745937Full;
+    }
+    std::uint64_t m_state = 0x243F6A8885A308D3ull;
+    std::uint64_t m_tail = 0;
+    unsigned m_tailBytes = 0;
+};
+
+struct PlannedTensor {
+    const TensorToWrite* tensor;
+    std::uint64_t bytes;
+    std::uint64_t offset;
+    std::uint64_t digest = 0;
+};
+
+class OutputFile {
+public:
+    explicit OutputFile(std::string path) : m_path(std::move(path)) {
+        m_fd = ::open(m_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (m_fd < 0) {
+            throw IoError(fileLabel(m_path) + ": cannot create: " + std::strerror(errno));
+        }
+    }
+    ~OutputFile() {
+        if (m_fd >= 0) {
+            ::close(m_fd);
+        }
+        if (!m_keep) {
+            ::unlink(m_path.c_str());
+        }
+    }
+    void write(std::span<const std::byte> bytes) {
+        while (!bytes.empty()) {
+            const ssize_t n = ::write(m_fd, bytes.data(), bytes.size());
+            if (n < 0) {
+                if (errno == EINTR) {
+                    continue;
+                }
+                throw IoError(fileLabel(m_path) + ": write failed: " + std::strerror(errno));
+            }
+            bytes = bytes.subspan(static_cast<std::size_t>(n));
+        }
+    }
+    void finish() {
+        if (::fsync(m_fd) != 0) {
+            throw IoError(fileLabel(m_path) + ": fsync failed: " + std::strerror(errno));
+        }
+        const int fd = m_fd;
+        m_fd = -1;
+        if (::close(fd) != 0) {
+            throw IoError(fileLabel(m_path) + ": close failed: " + std::strerror(errno));
+        }
+    }
+    void keep() { m_keep = true; }
+
+private:
+    std::string m_path;
+    int m_fd = -1;
+    bool m_keep = false;
+};
+
+void syncFolderOf(const std::string& path) {
+    const auto slash = path.find_last_of('/');
+    const std::string folder = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        ::fsync(fd);
+        ::close(fd);
+    }
+}
+
+std::uint32_t alignmentOf(const GgufWriteSpec& spec, const std::string& label) {
+    for (const auto& [key, value] : spec.metadata) {
+        if (key != "general.alignment") {
+            continue;
+        }
+        const auto v = value.asUInt();
+        if (value.type() != ValueType::U32 || !v || *v == 0 || (*v & (*v - 1)) != 0) {
+            throw FormatError(label + ": key 'general.alignment' must be a u32 power of two");
+        }
+        return static_cast<std::uint32_t>(*v);
+    }
+    return kGgufDefaultAlignment;
+}
+
+std::vector<PlannedTensor> planTensors(const GgufWriteSpec& spec, std::uint32_t alignment,
+                                       const std::string& label) {
+    std::vector<PlannedTensor> planned;
+    planned.reserve(spec.tensors.size());
+    std::unordered_set<std::string_view> names;
+    std::uint64_t offset = 0;
+    for (const auto& tensor : spec.tensors) {
+        const std::string named = label + ": tensor '" + tensor.name + "'";
+        if (tensor.name.empty() || tensor.name.size() > kGgufMaxTensorName) {
+            throw FormatError(named + ": a name must have 1 to 63 bytes");
+        }
+        if (!names.insert(tensor.name).second) {
+            throw FormatError(named + ": the name appears twice");
+        }
+        if (tensor.nDims > kGgufMaxDims) {
+            throw FormatError(named + ": more than 4 dimensions");
+        }
+        const auto& traits = traitsOf(tensor.type);
+        std::uint64_t elements = 1;
+        for (std::uint32_t d = 0; d < tensor.nDims; ++d) {
+            if (tensor.ne[d] != 0 &&
+                elements > std::numeric_limits<std::uint64_t>::max() / 2 / tensor.ne[d]) {
+                throw FormatError(named + ": its element count overflows 64 bits");
+            }
+            elements *= tensor.ne[d];
+        }
+        if (tensor.ne[0] % traits.blockSize != 0) {
+            throw FormatError(named + ": rows of " + std::to_string(tensor.ne[0]) + " are not whole " +
+                              std::string(traits.name) + " blocks");
+        }
+        const std::uint64_t blocks = elements / traits.blockSize;
+        if (blocks > std::numeric_limits<std::uint64_t>::max() / 2 / traits.bytesPerBlock) {
+            throw FormatError(named + ": its size overflows 64 bits");
+        }
+        const std::uint64_t bytes = blocks * traits.bytesPerBlock;
+        if (!tensor.source.generate && tensor.source.bytes.size() != bytes) {
+            throw FormatError(named + ": the source holds " + groupDigits(tensor.source.bytes.size()) +
+                              " bytes, the tensor needs " + groupDigits(bytes));
+        }
+        planned.push_back({&tensor, bytes, offset});
+        offset = alignUp(offset + bytes, alignment);
+    }
+    return planned;
+}
+
+std::vector<std::byte> encodeHeader(const GgufWriteSpec& spec, const std::vector<PlannedTensor>& planned,
+                                    std::uint32_t alignment) {
+    std::vector<std::byte> header;
+    put<std::uint32_t>(header, 0x46554747u);
+    put<std::uint32_t>(header, 3);
+    put<std::uint64_t>(header, spec.tensors.size());
+    put<std::uint64_t>(header, spec.metadata.size());
+    for (const auto& [key, value] : spec.metadata) {
+        putString(header, key);
+        put<std::uint32_t>(header, static_cast<std::uint32_t>(value.type()));
+        value.appendEncodedV3(header);
+    }
+    for (const auto& plan : planned) {
+        const TensorToWrite& tensor = *plan.tensor;
+        putString(header, tensor.name);
+        put<std::uint32_t>(header, tensor.nDims);
+        for (std::uint32_t d = 0; d < tensor.nDims; ++d) {
+            put<std::uint64_t>(header, tensor.ne[d]);
+        }
+        put<std::uint32_t>(header, static_cast<std::uint32_t>(tensor.type));
+        put<std::uint64_t>(header, plan.offset);
+    }
+    header.resize(static_cast<std::size_t>(alignUp(header.size(), alignment)), std::byte{0});
+    return header;
+}
+
+void refuseInputs(const std::string& path, const GgufWriteSpec& spec) {
+    for (const std::string& candidate : {path, path + ".partial"}) {
+        FileIdentity identity;
+        if (!identityOf(candidate, identity)) {
+            continue;
+        }
+        bool isSource = MappedFile::isOpenAsInput(identity);
+        for (const auto& tensor : spec.tensors) {
+            isSource = isSource || (tensor.source.mapping && tensor.source.mapping->identity() == identity);
+        }
+        if (isSource) {
+            throw IoError(fileLabel(candidate) + ": refusing to write over a file that is open as an input");
+        }
+    }
+}
+
+// Re-opens the written file and checks it against the plan and the digests.
+void verify(const std::string& path, const GgufWriteSpec& spec, const std::vector<PlannedTensor>& planned,
+            ProgressThrottle& throttle, std::uint64_t total) {
+    const auto written = GgufFile::open(path);
+    const std::string label = fileLabel(path);
+    if (written->metadata().size() != spec.metadata.size() || written->tensors().size() != planned.size()) {
+        throw FormatError(label + ": verification failed: the re-opened file has other counts");
+    }
+    std::uint64_t done = 0;
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        const TensorInfo& info = written->tensors()[i];
+        const TensorToWrite& tensor = *planned[i].tensor;
+        if (info.name != tensor.name || info.type != tensor.type ||
+            info.relativeOffset != planned[i].offset || info.bytes != planned[i].bytes) {
+            throw FormatError(label + ": verification failed: tensor '" + tensor.name +
+                              "' differs from the plan");
+        }
+        const auto bytes = written->tensorData(info);
+        Digest digest;
+        for (std::uint64_t at = 0; at < bytes.size(); at += kChunk) {
+            const auto chunk =
+                bytes.subspan(static_cast<std::size_t>(at),
+                              static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, bytes.size() - at)));
+            digest.update(chunk);
+            written->mapping()->release(info.fileOffset + at, chunk.size());
+            done += chunk.size();
+            throttle.report(done, total, "verifying");
+        }
+        if (digest.value() != planned[i].digest) {
+            throw FormatError(label + ": verification failed: the bytes of tensor '" + tensor.name +
+                              "' read back differ from those written");
+        }
+    }
+}
+
+} // namespace
+
+void GgufWriteSpec::set(const std::string& key, MetaValue value) {
+    for (auto& entry : metadata) {
+        if (entry.first == key) {
+            entry.second = std::move(value);
+            return;
+        }
+    }
+    metadata.emplace_back(key, std::move(value));
+}
+
+GgufWriteSpec specFromFile(const GgufFile& file) {
+    GgufWriteSpec spec;
+    for (const auto& entry : file.metadata()) {
+        spec.metadata.emplace_back(entry.key, entry.value);
+    }
+    for (const auto& info : file.tensors()) {
+        spec.tensors.push_back(
+            {info.name, info.type, info.nDims, info.ne, {file.tensorData(info), {}, file.mapping(), {}}});
+    }
+    return spec;
+}
+
+JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress,
+                    const StopToken* stop) {
+    const std::string label = fileLabel(path);
+    const std::string partial = path + ".partial";
+    try {
+        const std::uint32_t alignment = alignmentOf(spec, label);
+        auto planned = planTensors(spec, alignment, label);
+        refuseInputs(path, spec);
+        const std::vector<std::byte> header = encodeHeader(spec, planned, alignment);
+        std::uint64_t total = 0;
+        for (const auto& plan : planned) {
+            total += plan.bytes;
+        }
+        ProgressThrottle throttle(progress);
+        std::vector<std::byte> buffer;
+        const std::vector<std::byte> zeros(alignment, std::byte{0});
+        std::uint64_t done = 0;
+        {
+            OutputFile out(partial);
+            out.write(header);
+            for (auto& plan : planned) {
+                const TensorSource& source = plan.tensor->source;
+                Digest digest;
+                for (std::uint64_t at = 0; at < plan.bytes; at += kChunk) {
+                    if (stop != nullptr && stop->stopRequested()) {
+                        return JobResult::cancelled();
+                    }
+                    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, plan.bytes - at));
+                    std::span<const std::byte> chunk;
+                    if (source.generate) {
+                        buffer.resize(n);
+                        source.generate(at, buffer);
+                        chunk = buffer;
+                    } else {
+                        chunk = source.bytes.subspan(static_cast<std::size_t>(at), n);
+                    }
+                    out.write(chunk);
+                    digest.update(chunk);
+                    if (source.mapping) {
+                        const auto base =
+                            static_cast<std::uint64_t>(chunk.data() - source.mapping->bytes().data());
+                        source.mapping->release(base, n);
+                    }
+                    done += n;
+                    throttle.report(done, total, "writing");
+                }
+                plan.digest = digest.value();
+                out.write(std::span(zeros).first(
+                    static_cast<std::size_t>(alignUp(plan.bytes, alignment) - plan.bytes)));
+            }
+            out.finish();
+            if (::rename(partial.c_str(), path.c_str()) != 0) {
+                throw IoError(label + ": cannot rename the partial file into place: " + std::strerror(errno));
+            }
+            out.keep();
+        }
+        syncFolderOf(path);
+        try {
+            verify(path, spec, planned, throttle, total);
+        } catch (...) {
+            ::unlink(path.c_str());
+            throw;
+        }
+        throttle.report(total, total, "done", true);
+        return JobResult::ok();
+    } catch (const std::exception& error) {
+        return JobResult::failed(error.what());
+    }
+}
+
+} // namespace organ

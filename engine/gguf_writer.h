@@ -1,0 +1,50 @@
+#pragma once
+
+#include "gguf_file.h"
+#include "job.h"
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace organ {
+
+// Where the writer gets a tensor's bytes: a span (of a mapped file or a buffer) or a
+// callback that fills `out` with the bytes starting at `offset`. Only one chunk of a
+// few MiB is ever in flight, so writing a 100 GB model needs a few MiB of memory.
+struct TensorSource {
+    std::span<const std::byte> bytes;
+    std::function<void(std::uint64_t offset, std::span<std::byte> out)> generate;
+    std::shared_ptr<const MappedFile> mapping; // set when `bytes` lies in this mapping
+    std::shared_ptr<const void> owner;         // keeps a buffer behind `bytes` alive
+};
+
+struct TensorToWrite {
+    std::string name;
+    TensorType type = TensorType::F32;
+    std::uint32_t nDims = 1;
+    std::array<std::uint64_t, kGgufMaxDims> ne{1, 1, 1, 1};
+    TensorSource source;
+};
+
+struct GgufWriteSpec {
+    std::vector<std::pair<std::string, MetaValue>> metadata; // in file order
+    std::vector<TensorToWrite> tensors;                      // in file order
+
+    void set(const std::string& key, MetaValue value); // replaces or appends
+};
+
+// Everything in a parsed file, with tensor bytes taken from its mapping: writing this
+// back unchanged reproduces a v3 file byte for byte.
+GgufWriteSpec specFromFile(const GgufFile& file);
+
+// Writes GGUF v3 to `path`: first to `path.partial` in the same folder, checking every
+// write and the close, fsync, rename into place, then re-opens the result and checks
+// that its layout and every tensor's bytes are what was meant. Refuses to overwrite a
+// file that is open as an input. On cancel or failure no file is left behind.
+// Runs on the calling thread.
+JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress = {},
+                    const StopToken* stop = nullptr);
+
+} // namespace organ

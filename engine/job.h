@@ -1,0 +1,63 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace organ {
+
+struct Progress {
+    std::uint64_t done = 0;
+    std::uint64_t total = 0;
+    std::string_view stage;
+};
+
+// Called on the worker thread, at most about ten times a second.
+using ProgressFn = std::function<void(const Progress&)>;
+
+// Set from any thread; long jobs check it per tensor or per few MiB.
+class StopToken {
+public:
+    bool stopRequested() const noexcept { return m_stop.load(std::memory_order_relaxed); }
+    void requestStop() noexcept { m_stop.store(true, std::memory_order_relaxed); }
+
+private:
+    std::atomic<bool> m_stop{false};
+};
+
+// The outcome of a long job: no exceptions cross the job boundary.
+struct JobResult {
+    enum class Status { Ok, Cancelled, Failed };
+    Status status = Status::Ok;
+    std::string message;
+
+    static JobResult ok() { return {}; }
+    static JobResult cancelled() { return {Status::Cancelled, "cancelled"}; }
+    static JobResult failed(std::string message) { return {Status::Failed, std::move(message)}; }
+    bool isOk() const { return status == Status::Ok; }
+};
+
+// Calls a ProgressFn no more often than every 100 ms, plus once at the end.
+class ProgressThrottle {
+public:
+    explicit ProgressThrottle(const ProgressFn& fn) : m_fn(fn) {}
+    void report(std::uint64_t done, std::uint64_t total, std::string_view stage, bool force = false) {
+        if (!m_fn) {
+            return;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (force || now - m_last >= std::chrono::milliseconds(100)) {
+            m_last = now;
+            m_fn(Progress{done, total, stage});
+        }
+    }
+
+private:
+    const ProgressFn& m_fn;
+    std::chrono::steady_clock::time_point m_last{};
+};
+
+} // namespace organ

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace organ {
+
+// Identity of a file on disk (device and inode), so that the writer can refuse to
+// overwrite a file that is open as an input, whatever path or hard link names it.
+struct FileIdentity {
+    std::uint64_t device = 0;
+    std::uint64_t inode = 0;
+    friend bool operator==(const FileIdentity&, const FileIdentity&) = default;
+};
+
+// A read-only memory mapping of a whole file. Opening maps the file; nothing is read
+// until the caller touches the bytes. While any MappedFile is alive its identity is
+// registered, and isOpenAsInput() reports it.
+class MappedFile {
+public:
+    static std::shared_ptr<const MappedFile> open(const std::string& path);
+    ~MappedFile();
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    const std::string& path() const { return m_path; }
+    std::uint64_t size() const { return m_size; }
+    std::span<const std::byte> bytes() const { return {m_data, static_cast<std::size_t>(m_size)}; }
+    FileIdentity identity() const { return m_identity; }
+
+    // Tells the kernel that a range will not be needed soon, so that streaming a
+    // 100 GB model through the writer keeps the resident set small.
+    void release(std::uint64_t offset, std::uint64_t length) const;
+
+    static bool isOpenAsInput(const FileIdentity& identity);
+
+private:
+    MappedFile() = default;
+    std::string m_path;
+    const std::byte* m_data = nullptr;
+    std::uint64_t m_size = 0;
+    FileIdentity m_identity;
+};
+
+// The identity of an existing path, or nullopt-like {0,0} when it does not exist.
+bool identityOf(const std::string& path, FileIdentity& out);
+
+} // namespace organ
