@@ -220,7 +220,10 @@ std::vector<std::byte> encodeHeader(const GgufWriteSpec& spec, const std::vector
         put<std::uint32_t>(header, static_cast<std::uint32_t>(tensor.type));
         put<std::uint64_t>(header, plan.offset);
     }
-    header.resize(static_cast<std::size_t>(alignUp(header.size(), alignment)), std::byte{0});
+    // A file without tensors ends with its metadata, as llama.cpp's vocabulary files do.
+    if (!planned.empty()) {
+        header.resize(static_cast<std::size_t>(alignUp(header.size(), alignment)), std::byte{0});
+    }
     return header;
 }
 

@@ -1,0 +1,220 @@
+// The writer: byte-identical round trips of real files, v1/v2 -> v3, alignment,
+// streamed sources, cancel and failure leaving nothing behind, inputs never overwritten.
+#include "fixtures.h"
+#include "format_error.h"
+#include "gguf_writer.h"
+#include "shared_models.h"
+
+#include <QDirIterator>
+#include <QTemporaryDir>
+#include <QTest>
+#include <cstring>
+#include <unistd.h>
+
+using namespace organ;
+using namespace organ::testing;
+
+class TestWriter : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QString path(const QString& name) const { return m_dir.filePath(name); }
+
+    static QStringList sharedFiles() {
+        QStringList files;
+        QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            files << it.next();
+        }
+        files.sort();
+        return files;
+    }
+
+private slots:
+    void roundTripIsByteIdentical_data() {
+        QTest::addColumn<QString>("source");
+        for (const QString& file : sharedFiles()) {
+            QTest::newRow(qPrintable(QFileInfo(file).fileName())) << file;
+        }
+        if (sharedFiles().isEmpty()) {
+            QTest::newRow("shared models") << sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        }
+    }
+
+    void roundTripIsByteIdentical() {
+        QFETCH(QString, source);
+        ORGAN_REQUIRE_SHARED(source);
+        const auto file = GgufFile::open(source.toStdString());
+        const QString out = path(QStringLiteral("roundtrip.gguf"));
+        const JobResult result = writeGguf(out.toStdString(), specFromFile(*file));
+        QVERIFY2(result.isOk(), result.message.c_str());
+        QVERIFY(!QFileInfo::exists(out + QStringLiteral(".partial")));
+        if (file->version() == 3) {
+            QVERIFY2(readAll(out) == readAll(source), "a v3 file did not come back byte for byte");
+            return;
+        }
+        const auto written = GgufFile::open(out.toStdString());
+        QCOMPARE(written->version(), 3u);
+        QCOMPARE(written->tensors().size(), file->tensors().size());
+        for (std::size_t i = 0; i < file->tensors().size(); ++i) {
+            const auto a = file->tensorData(file->tensors()[i]);
+            const auto b = written->tensorData(written->tensors()[i]);
+            QVERIFY(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+        }
+        for (std::size_t i = 0; i < file->metadata().size(); ++i) {
+            QVERIFY(written->metadata()[i].value == file->metadata()[i].value);
+        }
+    }
+
+    void rewritesVersionOneAsThree() {
+        const QString source = sharedModel(QStringLiteral("stories260K-f32-ggufv1.gguf"));
+        ORGAN_REQUIRE_SHARED(source);
+        const auto v1 = GgufFile::open(source.toStdString());
+        const QString out = path(QStringLiteral("v3.gguf"));
+        QVERIFY(writeGguf(out.toStdString(), specFromFile(*v1)).isOk());
+        const auto v3 = GgufFile::open(out.toStdString());
+        QCOMPARE(v3->version(), 3u);
+        QCOMPARE(v3->find("tokenizer.ggml.tokens")->arraySize(), std::uint64_t(512));
+        QCOMPARE(v3->find("tokenizer.ggml.tokens")->toDisplay(3), v1->find("tokenizer.ggml.tokens")->toDisplay(3));
+        for (const auto& t1 : v1->tensors()) {
+            const TensorInfo* t3 = v3->findTensor(t1.name);
+            QVERIFY(t3 != nullptr);
+            const auto a = v1->tensorData(t1);
+            const auto b = v3->tensorData(*t3);
+            QVERIFY(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+        }
+    }
+
+    void alignmentFromMetadata() {
+        GgufWriteSpec spec;
+        spec.set("general.alignment", MetaValue::fromU32(256));
+        spec.tensors.push_back(patternTensor("x", TensorType::F32, {3}, 1));
+        spec.tensors.push_back(patternTensor("y", TensorType::F16, {5, 3}, 2));
+        const QString out = path(QStringLiteral("aligned.gguf"));
+        QVERIFY(writeFixture(out, spec));
+        const auto file = GgufFile::open(out.toStdString());
+        QCOMPARE(file->alignment(), 256u);
+        QCOMPARE(file->dataOffset() % 256, std::uint64_t(0));
+        QCOMPARE(file->tensors()[1].relativeOffset, std::uint64_t(256));
+        const QByteArray bytes = readAll(out);
+        QCOMPARE(std::uint64_t(bytes.size()), file->dataOffset() + 512);
+        // Padding is zeros.
+        for (std::uint64_t i = file->headerSize(); i < file->dataOffset(); ++i) {
+            QCOMPARE(bytes[int(i)], char(0));
+        }
+        for (std::uint64_t i = file->dataOffset() + 12; i < file->dataOffset() + 256; ++i) {
+            QCOMPARE(bytes[int(i)], char(0));
+        }
+    }
+
+    void badAlignmentRefused() {
+        GgufWriteSpec spec;
+        spec.set("general.alignment", MetaValue::fromU32(48));
+        const JobResult result = writeGguf(path(QStringLiteral("bad.gguf")).toStdString(), spec);
+        QVERIFY(!result.isOk());
+        QVERIFY2(QString::fromStdString(result.message).contains(QStringLiteral("power of two")), result.message.c_str());
+        QVERIFY(!QFileInfo::exists(path(QStringLiteral("bad.gguf"))));
+    }
+
+    // A callback source is asked for each chunk; a 12 MiB tensor crosses chunk borders.
+    void streamsFromCallback() {
+        GgufWriteSpec spec;
+        TensorToWrite t;
+        t.name = "big";
+        t.type = TensorType::I8;
+        t.nDims = 1;
+        t.ne[0] = 12u << 20;
+        int calls = 0;
+        t.source.generate = [&calls](std::uint64_t offset, std::span<std::byte> out) {
+            ++calls;
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                out[i] = static_cast<std::byte>((offset + i) % 251);
+            }
+        };
+        spec.tensors.push_back(std::move(t));
+        const QString out = path(QStringLiteral("stream.gguf"));
+        std::vector<Progress> reports;
+        const JobResult result =
+            writeGguf(out.toStdString(), spec, [&](const Progress& p) { reports.push_back({p.done, p.total, {}}); });
+        QVERIFY2(result.isOk(), result.message.c_str());
+        QCOMPARE(calls, 3);
+        QVERIFY(!reports.empty());
+        QCOMPARE(reports.back().done, reports.back().total);
+        const auto file = GgufFile::open(out.toStdString());
+        const auto data = file->tensorData(file->tensors()[0]);
+        for (std::uint64_t i : {std::uint64_t(0), std::uint64_t(4u << 20) - 1, std::uint64_t(4u << 20), data.size() - 1}) {
+            QCOMPARE(static_cast<int>(data[i]), int(i % 251));
+        }
+        QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("*.partial")}).size(), 0);
+    }
+
+    void cancelLeavesNoFile() {
+        GgufWriteSpec spec;
+        TensorToWrite t;
+        t.name = "big";
+        t.type = TensorType::I8;
+        t.nDims = 1;
+        t.ne[0] = 16u << 20;
+        StopToken stop;
+        t.source.generate = [&stop](std::uint64_t offset, std::span<std::byte> out) {
+            std::memset(out.data(), 1, out.size());
+            if (offset > 0) {
+                stop.requestStop();
+            }
+        };
+        spec.tensors.push_back(std::move(t));
+        const QString out = path(QStringLiteral("cancelled.gguf"));
+        const JobResult result = writeGguf(out.toStdString(), spec, {}, &stop);
+        QCOMPARE(result.status, JobResult::Status::Cancelled);
+        QVERIFY(!QFileInfo::exists(out));
+        QVERIFY(!QFileInfo::exists(out + QStringLiteral(".partial")));
+    }
+
+    void failureLeavesNoFile() {
+        GgufWriteSpec spec;
+        spec.tensors.push_back(patternTensor("x", TensorType::F32, {4}, 1));
+        spec.tensors.push_back(patternTensor("x", TensorType::F32, {4}, 1));
+        const QString out = path(QStringLiteral("duplicate.gguf"));
+        const JobResult duplicate = writeGguf(out.toStdString(), spec);
+        QVERIFY(!duplicate.isOk());
+        QVERIFY2(QString::fromStdString(duplicate.message).contains(QStringLiteral("appears twice")), duplicate.message.c_str());
+        QVERIFY(!QFileInfo::exists(out));
+
+        spec.tensors.pop_back();
+        const QString missingFolder = path(QStringLiteral("no/such/folder/out.gguf"));
+        const JobResult io = writeGguf(missingFolder.toStdString(), spec);
+        QVERIFY(!io.isOk());
+        QVERIFY2(QString::fromStdString(io.message).contains(QStringLiteral("out.gguf.partial: cannot create")), io.message.c_str());
+
+        spec.tensors[0].source.bytes = spec.tensors[0].source.bytes.first(3);
+        const JobResult shortSource = writeGguf(out.toStdString(), spec);
+        QVERIFY(!shortSource.isOk());
+        QVERIFY(!QFileInfo::exists(out));
+    }
+
+    void refusesToOverwriteAnInput() {
+        GgufWriteSpec spec;
+        spec.tensors.push_back(patternTensor("x", TensorType::F32, {4}, 1));
+        const QString input = path(QStringLiteral("input.gguf"));
+        QVERIFY(writeFixture(input, spec));
+        const QByteArray before = readAll(input);
+        const auto opened = GgufFile::open(input.toStdString());
+        // Writing the open file's own contents over it, and writing anything else over it.
+        for (const GgufWriteSpec& attempt : {specFromFile(*opened), spec}) {
+            const JobResult result = writeGguf(input.toStdString(), attempt);
+            QVERIFY(!result.isOk());
+            QVERIFY2(QString::fromStdString(result.message).contains(QStringLiteral("open as an input")), result.message.c_str());
+        }
+        // Through a symbolic link and a hard link too.
+        const QString symlink = path(QStringLiteral("symlink.gguf"));
+        const QString hardlink = path(QStringLiteral("hardlink.gguf"));
+        QVERIFY(QFile::link(input, symlink));
+        QCOMPARE(::link(input.toLocal8Bit().constData(), hardlink.toLocal8Bit().constData()), 0);
+        QVERIFY(!writeGguf(symlink.toStdString(), spec).isOk());
+        QVERIFY(!writeGguf(hardlink.toStdString(), spec).isOk());
+        QCOMPARE(readAll(input), before);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestWriter)
+#include "tst_writer.moc"

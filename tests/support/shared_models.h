@@ -1,0 +1,33 @@
+#pragma once
+
+#include <QByteArray>
+#include <QDir>
+#include <QFileInfo>
+#include <QString>
+#include <QTest>
+
+// Interoperability tests read the real GGUF files in ../shared/models. Where they are
+// missing the test fails under CI=true and is skipped, visibly, anywhere else.
+namespace organ::testing {
+
+inline QString sharedDir() {
+    const QByteArray fromEnv = qgetenv("ORGAN_SHARED_DIR");
+    return QDir::cleanPath(fromEnv.isEmpty() ? QStringLiteral(ORGAN_SHARED_DIR) : QString::fromLocal8Bit(fromEnv));
+}
+
+inline QString sharedModel(const QString& relative) { return sharedDir() + QStringLiteral("/models/") + relative; }
+inline QString sharedReference(const QString& relative) { return sharedDir() + QStringLiteral("/reference/") + relative; }
+
+inline bool runningInCi() { return qgetenv("CI") == "true"; }
+
+} // namespace organ::testing
+
+#define ORGAN_REQUIRE_SHARED(path)                                                                                    \
+    do {                                                                                                              \
+        if (!QFileInfo::exists(path)) {                                                                               \
+            if (organ::testing::runningInCi()) {                                                                      \
+                QFAIL(qPrintable(QStringLiteral("shared test file missing in CI: ") + (path)));                      \
+            }                                                                                                         \
+            QSKIP(qPrintable(QStringLiteral("shared test file missing (../shared/models): ") + (path)));             \
+        }                                                                                                             \
+    } while (false)
