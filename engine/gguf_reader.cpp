@@ -58,7 +58,7 @@ private:
                     std::string_view records) const {
         if (count > m_in.remaining() / minRecord) {
             m_in.fail(at, what,
-                      std::to_string(count) + " " + std::string(records) + " cannot fit in the " +
+                      groupDigits(count) + " " + std::string(records) + " cannot fit in the " +
                           groupDigits(m_in.remaining()) + " bytes left of the file (" +
                           groupDigits(m_in.size()) + " bytes)");
         }

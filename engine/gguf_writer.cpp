@@ -290,6 +290,18 @@ void GgufWriteSpec::set(const std::string& key, MetaValue value) {
     metadata.emplace_back(key, std::move(value));
 }
 
+GgufLayout layoutGguf(const GgufWriteSpec& spec, const std::string& label) {
+    const std::uint32_t alignment = alignmentOf(spec, label);
+    const auto planned = planTensors(spec, alignment, label);
+    GgufLayout layout;
+    layout.header = encodeHeader(spec, planned, alignment);
+    layout.fileSize = layout.header.size();
+    if (!planned.empty()) {
+        layout.fileSize += planned.back().offset + alignUp(planned.back().bytes, alignment);
+    }
+    return layout;
+}
+
 GgufWriteSpec specFromFile(const GgufFile& file) {
     GgufWriteSpec spec;
     for (const auto& entry : file.metadata()) {

@@ -39,6 +39,14 @@ struct GgufWriteSpec {
 // back unchanged reproduces a v3 file byte for byte.
 GgufWriteSpec specFromFile(const GgufFile& file);
 
+// The header a spec would be written with (metadata, tensor infos, padding) and the
+// size of the whole file. Tensor sources are not read.
+struct GgufLayout {
+    std::vector<std::byte> header;
+    std::uint64_t fileSize = 0;
+};
+GgufLayout layoutGguf(const GgufWriteSpec& spec, const std::string& label);
+
 // Writes GGUF v3 to `path`: first to `path.partial` in the same folder, checking every
 // write and the close, fsync, rename into place, then re-opens the result and checks
 // that its layout and every tensor's bytes are what was meant. Refuses to overwrite a

@@ -41,7 +41,8 @@ private slots:
         QTest::addColumn<QString>("role");
         QTest::addColumn<int>("layer"); // -1: none
         auto row = [](const char* name, const char* system, const char* role, int layer) {
-            QTest::newRow(name) << QString::fromUtf8(name) << QString::fromUtf8(system) << QString::fromUtf8(role) << layer;
+            QTest::newRow(name) << QString::fromUtf8(name) << QString::fromUtf8(system)
+                                << QString::fromUtf8(role) << layer;
         };
         row("token_embd.weight", "embed", "token_embd", -1);
         row("output.weight", "embed", "output", -1);
@@ -112,7 +113,8 @@ private slots:
 
     void everySharedModel() {
         ORGAN_REQUIRE_SHARED(sharedModel(QString()));
-        QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files, QDirIterator::Subdirectories);
+        QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files,
+                        QDirIterator::Subdirectories);
         int files = 0;
         while (it.hasNext()) {
             const QString path = it.next();
@@ -138,7 +140,8 @@ private slots:
             // Every tensor of these real files is known to the table.
             for (std::size_t i = 0; i < anatomy.tensors.size(); ++i) {
                 QVERIFY2(anatomy.tensors[i].system != System::Other,
-                         qPrintable(path + QStringLiteral(": ") + QString::fromStdString(model->tensors()[i].name)));
+                         qPrintable(path + QStringLiteral(": ") +
+                                    QString::fromStdString(model->tensors()[i].name)));
             }
             if (const auto blocks = model->archValue("block_count"); blocks && !model->tensors().empty()) {
                 QCOMPARE(std::uint64_t(anatomy.layerCount()), *blocks);
@@ -153,7 +156,8 @@ private slots:
         ORGAN_REQUIRE_SHARED(path);
         const auto model = GgufModel::open(path.toStdString());
         const ModelAnatomy a = analyzeAnatomy(*model);
-        const std::map<std::string, int> expected{{"embed", 2}, {"skeleton", 20}, {"organ", 15}, {"norm", 11}};
+        const std::map<std::string, int> expected{
+            {"embed", 2}, {"skeleton", 20}, {"organ", 15}, {"norm", 11}};
         QCOMPARE(systemCounts(a), expected);
         QCOMPARE(a.layerCount(), 5u);
         for (const auto& layer : a.byLayer) {
@@ -170,7 +174,7 @@ private slots:
         const auto model = GgufModel::open(path.toStdString());
         const ModelAnatomy a = analyzeAnatomy(*model);
         QCOMPARE(a.byType.size(), std::size_t(3));
-        QCOMPARE(a.byType.at(TensorType::F16).tensors, std::uint64_t(5)); // ffn_down kept in F16
+        QCOMPARE(a.byType.at(TensorType::F16).tensors, std::uint64_t(5));  // ffn_down kept in F16
         QCOMPARE(a.byType.at(TensorType::F32).tensors, std::uint64_t(11)); // norms
         QVERIFY(a.total.bitsPerWeight() > 8.5 && a.total.bitsPerWeight() < 16.0);
         QVERIFY(QString::fromStdString(organ::quantizationMix(a)).startsWith(QStringLiteral("Q8_0 ")));
@@ -180,36 +184,41 @@ private slots:
         QTest::addColumn<QString>("file");
         QTest::addColumn<QStringList>("expectedRoles");
         QTest::addColumn<QString>("systems"); // "embed=1,skeleton=..."
-        QTest::newRow("deepseek2") << QStringLiteral("zoo/tiny-deepseek2-f32.gguf")
-                                   << QStringList{QStringLiteral("attn_q_a"), QStringLiteral("attn_q_b"),
-                                                  QStringLiteral("attn_kv_a_mqa"), QStringLiteral("attn_k_b"),
-                                                  QStringLiteral("attn_v_b"), QStringLiteral("ffn_gate_exps"),
-                                                  QStringLiteral("ffn_up_shexp"), QStringLiteral("ffn_gate_inp"),
-                                                  QStringLiteral("exp_probs_b.bias")}
-                                   << QString();
+        QTest::newRow("deepseek2")
+            << QStringLiteral("zoo/tiny-deepseek2-f32.gguf")
+            << QStringList{QStringLiteral("attn_q_a"),        QStringLiteral("attn_q_b"),
+                           QStringLiteral("attn_kv_a_mqa"),   QStringLiteral("attn_k_b"),
+                           QStringLiteral("attn_v_b"),        QStringLiteral("ffn_gate_exps"),
+                           QStringLiteral("ffn_up_shexp"),    QStringLiteral("ffn_gate_inp"),
+                           QStringLiteral("exp_probs_b.bias")}
+            << QString();
         QTest::newRow("qwen2moe") << QStringLiteral("zoo/tiny-qwen2moe-f32.gguf")
-                                  << QStringList{QStringLiteral("ffn_gate_inp_shexp"), QStringLiteral("ffn_down_exps"),
+                                  << QStringList{QStringLiteral("ffn_gate_inp_shexp"),
+                                                 QStringLiteral("ffn_down_exps"),
                                                  QStringLiteral("attn_q.bias")}
                                   << QString();
         QTest::newRow("lora") << QStringLiteral("zoo/stories260K-lora-r8-f32.gguf")
-                              << QStringList{QStringLiteral("attn_q.lora_a"), QStringLiteral("ffn_down.lora_b")}
+                              << QStringList{QStringLiteral("attn_q.lora_a"),
+                                             QStringLiteral("ffn_down.lora_b")}
                               << QStringLiteral("adapter=70");
         QTest::newRow("mamba") << QStringLiteral("zoo/tiny-mamba-f32.gguf")
                                << QStringList{QStringLiteral("ssm_a"), QStringLiteral("ssm_conv1d.bias")}
                                << QStringLiteral("embed=1,norm=3,skeleton=18");
         QTest::newRow("bert") << QStringLiteral("zoo/tiny-bert-f32.gguf")
                               << QStringList{QStringLiteral("token_types"), QStringLiteral("pos_embd"),
-                                             QStringLiteral("attn_output_norm"), QStringLiteral("layer_output_norm.bias")}
+                                             QStringLiteral("attn_output_norm"),
+                                             QStringLiteral("layer_output_norm.bias")}
                               << QString();
         QTest::newRow("gpt2") << QStringLiteral("zoo/tiny-gpt2-f32.gguf")
                               << QStringList{QStringLiteral("attn_qkv"), QStringLiteral("attn_qkv.bias"),
                                              QStringLiteral("pos_embd")}
                               << QString();
         QTest::newRow("gemma3") << QStringLiteral("zoo/tiny-gemma3-f32.gguf")
-                                << QStringList{QStringLiteral("post_attention_norm"), QStringLiteral("post_ffw_norm"),
-                                               QStringLiteral("attn_k_norm")}
+                                << QStringList{QStringLiteral("post_attention_norm"),
+                                               QStringLiteral("post_ffw_norm"), QStringLiteral("attn_k_norm")}
                                 << QString();
-        QTest::newRow("phi3") << QStringLiteral("zoo/tiny-phi3-f32.gguf") << QStringList{QStringLiteral("attn_qkv")}
+        QTest::newRow("phi3") << QStringLiteral("zoo/tiny-phi3-f32.gguf")
+                              << QStringList{QStringLiteral("attn_qkv")}
                               << QStringLiteral("embed=2,norm=5,organ=4,skeleton=4");
     }
 
@@ -240,9 +249,13 @@ private slots:
         const QString text = QString::fromUtf8(docs.readAll());
         for (const auto& rule : anatomyRules()) {
             const QString stem = QString::fromUtf8(rule.stem.data(), qsizetype(rule.stem.size()));
-            const QString cell = QStringLiteral("| `") + stem + (rule.match == AnatomyRule::Match::Prefix ? QStringLiteral("*") : QString()) +
-                                 QStringLiteral("` | ") + QString::fromUtf8(systemName(rule.system).data()) + QStringLiteral(" |");
-            QVERIFY2(text.contains(cell), qPrintable(QStringLiteral("docs/anatomy.md lacks the row ") + cell));
+            const QString cell =
+                QStringLiteral("| `") + stem +
+                (rule.match == AnatomyRule::Match::Prefix ? QStringLiteral("*") : QString()) +
+                QStringLiteral("` | ") + QString::fromUtf8(systemName(rule.system).data()) +
+                QStringLiteral(" |");
+            QVERIFY2(text.contains(cell),
+                     qPrintable(QStringLiteral("docs/anatomy.md lacks the row ") + cell));
         }
     }
 };

@@ -25,17 +25,17 @@ enum class Field {
     Version,
     TensorCount,
     KvCount,
-    KeyLength,     // of key `index`
-    ValueType,     // of key `index`
-    Value,         // first bytes of the value of key `index` (a string's length, an array's element type)
-    ArrayCount,    // of the array value of key `index`
-    InnerType,     // element type of the first inner array of the nested array at key `index`
-    NameLength,    // of tensor `index`
-    DimCount,      // of tensor `index`
-    Dim0,          // of tensor `index`
-    Dim1,          // of tensor `index`
-    TensorType,    // of tensor `index`
-    TensorOffset,  // of tensor `index`
+    KeyLength,    // of key `index`
+    ValueType,    // of key `index`
+    Value,        // first bytes of the value of key `index` (a string's length, an array's element type)
+    ArrayCount,   // of the array value of key `index`
+    InnerType,    // element type of the first inner array of the nested array at key `index`
+    NameLength,   // of tensor `index`
+    DimCount,     // of tensor `index`
+    Dim0,         // of tensor `index`
+    Dim1,         // of tensor `index`
+    TensorType,   // of tensor `index`
+    TensorOffset, // of tensor `index`
 };
 
 struct Fixture {
@@ -50,10 +50,12 @@ GgufWriteSpec fixtureSpec() {
     spec.set("general.architecture", MetaValue::fromString("llama"));
     spec.set("general.alignment", MetaValue::fromU32(32));
     spec.set("test.flag", MetaValue::fromBool(true));
-    spec.set("test.array", MetaValue::fromArray(ValueType::U32, {MetaValue::fromU32(1), MetaValue::fromU32(2)}));
+    spec.set("test.array",
+             MetaValue::fromArray(ValueType::U32, {MetaValue::fromU32(1), MetaValue::fromU32(2)}));
     spec.set("test.nested",
-             MetaValue::fromArray(ValueType::Array, {MetaValue::fromArray(ValueType::I8, {MetaValue::fromI8(-1)}),
-                                                     MetaValue::fromArray(ValueType::String, {MetaValue::fromString("x")})}));
+             MetaValue::fromArray(ValueType::Array,
+                                  {MetaValue::fromArray(ValueType::I8, {MetaValue::fromI8(-1)}),
+                                   MetaValue::fromArray(ValueType::String, {MetaValue::fromString("x")})}));
     spec.set("test.aaaa", MetaValue::fromString("first"));
     spec.set("test.bbbb", MetaValue::fromString("second"));
     spec.tensors.push_back(patternTensor("a.weight", TensorType::F32, {8, 2}, 1));
@@ -284,7 +286,8 @@ private slots:
         std::memcpy(bytes.data() + second.offset + 8, "test.aaaa", 9);
         QVERIFY(writeAll(path(QStringLiteral("dupkey.gguf")), bytes));
         const QString error = openError(path(QStringLiteral("dupkey.gguf")));
-        QVERIFY2(error.contains(QStringLiteral("key 'test.aaaa'")) && error.contains(QStringLiteral("appears twice")),
+        QVERIFY2(error.contains(QStringLiteral("key 'test.aaaa'")) &&
+                     error.contains(QStringLiteral("appears twice")),
                  qPrintable(error));
     }
 
@@ -294,7 +297,8 @@ private slots:
         std::memcpy(bytes.data() + second.infoOffset + 8, "a.weight", 8);
         QVERIFY(writeAll(path(QStringLiteral("dupname.gguf")), bytes));
         const QString error = openError(path(QStringLiteral("dupname.gguf")));
-        QVERIFY2(error.contains(QStringLiteral("tensor 'a.weight'")) && error.contains(QStringLiteral("appears twice")),
+        QVERIFY2(error.contains(QStringLiteral("tensor 'a.weight'")) &&
+                     error.contains(QStringLiteral("appears twice")),
                  qPrintable(error));
     }
 
@@ -354,7 +358,8 @@ private slots:
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("expected");
         QTest::newRow("missing") << QStringLiteral("missing.gguf") << QStringLiteral("cannot open");
-        QTest::newRow("directory") << QStringLiteral("folder.gguf") << QStringLiteral("is not a regular file");
+        QTest::newRow("directory") << QStringLiteral("folder.gguf")
+                                   << QStringLiteral("is not a regular file");
         QTest::newRow("empty") << QStringLiteral("empty.gguf") << QStringLiteral("not a GGUF file");
         QTest::newRow("text") << QStringLiteral("text.gguf") << QStringLiteral("not a GGUF file");
     }
@@ -366,7 +371,8 @@ private slots:
         writeAll(path(QStringLiteral("empty.gguf")), QByteArray());
         writeAll(path(QStringLiteral("text.gguf")), QByteArray("hello, this is not a model\n"));
         const QString error = openError(path(name));
-        QVERIFY2(error.startsWith(name + QStringLiteral(": ")) && error.contains(expected), qPrintable(error));
+        QVERIFY2(error.startsWith(name + QStringLiteral(": ")) && error.contains(expected),
+                 qPrintable(error));
     }
 
     // The example the issue gives: a tensor past the end names the file, the tensor and both sizes.
@@ -377,9 +383,11 @@ private slots:
         QVERIFY(writeAll(path(QStringLiteral("model.gguf")), bytes));
         const QString error = openError(path(QStringLiteral("model.gguf")));
         const std::uint64_t end = m_fixture.file->dataOffset() + offset + 68;
-        const QString expected = QStringLiteral("model.gguf: tensor 'b.weight': data ends at byte %1, past the end of the file (%2 bytes)")
-                                     .arg(QString::fromStdString(groupDigits(end)))
-                                     .arg(QString::fromStdString(groupDigits(std::uint64_t(bytes.size()))));
+        const QString expected =
+            QStringLiteral(
+                "model.gguf: tensor 'b.weight': data ends at byte %1, past the end of the file (%2 bytes)")
+                .arg(QString::fromStdString(groupDigits(end)))
+                .arg(QString::fromStdString(groupDigits(std::uint64_t(bytes.size()))));
         QCOMPARE(error, expected);
     }
 };

@@ -21,10 +21,11 @@ private slots:
     void matchesReferenceTable_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("table");
-        QTest::newRow("stories260K-f32") << QStringLiteral("stories260K-f32.gguf")
-                                         << QStringLiteral("stories260K-f32.tensor-stats.tsv");
-        QTest::newRow("llama-2-tiny-random-f16") << QStringLiteral("llama-2-tiny-random-f16.gguf")
-                                                 << QStringLiteral("llama-2-tiny-random-f16.tensor-stats.tsv");
+        QTest::newRow("stories260K-f32")
+            << QStringLiteral("stories260K-f32.gguf") << QStringLiteral("stories260K-f32.tensor-stats.tsv");
+        QTest::newRow("llama-2-tiny-random-f16")
+            << QStringLiteral("llama-2-tiny-random-f16.gguf")
+            << QStringLiteral("llama-2-tiny-random-f16.tensor-stats.tsv");
     }
 
     void matchesReferenceTable() {
@@ -84,7 +85,8 @@ private slots:
     void versionOneMatchesVersionThree() {
         ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32-ggufv1.gguf")));
         ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
-        const auto v1 = GgufFile::open(sharedModel(QStringLiteral("stories260K-f32-ggufv1.gguf")).toStdString());
+        const auto v1 =
+            GgufFile::open(sharedModel(QStringLiteral("stories260K-f32-ggufv1.gguf")).toStdString());
         const auto v3 = GgufFile::open(sharedModel(QStringLiteral("stories260K-f32.gguf")).toStdString());
         QCOMPARE(v1->version(), 1u);
         QCOMPARE(v1->tensors().size(), std::size_t(48));
@@ -106,7 +108,8 @@ private slots:
 
     void everySharedFileOpens() {
         ORGAN_REQUIRE_SHARED(sharedModel(QString()));
-        QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files, QDirIterator::Subdirectories);
+        QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files,
+                        QDirIterator::Subdirectories);
         int files = 0;
         while (it.hasNext()) {
             const QString path = it.next();
@@ -160,15 +163,18 @@ private slots:
             const char* name;
             uint number, block, bytes;
         } expected[] = {
-            {"F32", 0, 1, 4},         {"F16", 1, 1, 2},        {"Q4_0", 2, 32, 18},      {"Q4_1", 3, 32, 20},
-            {"Q5_0", 6, 32, 22},      {"Q5_1", 7, 32, 24},     {"Q8_0", 8, 32, 34},      {"Q8_1", 9, 32, 36},
-            {"Q2_K", 10, 256, 84},    {"Q3_K", 11, 256, 110},  {"Q4_K", 12, 256, 144},   {"Q5_K", 13, 256, 176},
-            {"Q6_K", 14, 256, 210},   {"Q8_K", 15, 256, 292},  {"IQ2_XXS", 16, 256, 66}, {"IQ2_XS", 17, 256, 74},
-            {"IQ3_XXS", 18, 256, 98}, {"IQ1_S", 19, 256, 50},  {"IQ4_NL", 20, 32, 18},   {"IQ3_S", 21, 256, 110},
-            {"IQ2_S", 22, 256, 82},   {"IQ4_XS", 23, 256, 136}, {"I8", 24, 1, 1},        {"I16", 25, 1, 2},
-            {"I32", 26, 1, 4},        {"I64", 27, 1, 8},       {"F64", 28, 1, 8},        {"IQ1_M", 29, 256, 56},
-            {"BF16", 30, 1, 2},       {"TQ1_0", 34, 256, 54},  {"TQ2_0", 35, 256, 66},   {"MXFP4", 39, 32, 17},
-            {"NVFP4", 40, 64, 36},    {"Q1_0", 41, 128, 18},   {"Q2_0", 42, 64, 18},
+            {"F32", 0, 1, 4},         {"F16", 1, 1, 2},         {"Q4_0", 2, 32, 18},
+            {"Q4_1", 3, 32, 20},      {"Q5_0", 6, 32, 22},      {"Q5_1", 7, 32, 24},
+            {"Q8_0", 8, 32, 34},      {"Q8_1", 9, 32, 36},      {"Q2_K", 10, 256, 84},
+            {"Q3_K", 11, 256, 110},   {"Q4_K", 12, 256, 144},   {"Q5_K", 13, 256, 176},
+            {"Q6_K", 14, 256, 210},   {"Q8_K", 15, 256, 292},   {"IQ2_XXS", 16, 256, 66},
+            {"IQ2_XS", 17, 256, 74},  {"IQ3_XXS", 18, 256, 98}, {"IQ1_S", 19, 256, 50},
+            {"IQ4_NL", 20, 32, 18},   {"IQ3_S", 21, 256, 110},  {"IQ2_S", 22, 256, 82},
+            {"IQ4_XS", 23, 256, 136}, {"I8", 24, 1, 1},         {"I16", 25, 1, 2},
+            {"I32", 26, 1, 4},        {"I64", 27, 1, 8},        {"F64", 28, 1, 8},
+            {"IQ1_M", 29, 256, 56},   {"BF16", 30, 1, 2},       {"TQ1_0", 34, 256, 54},
+            {"TQ2_0", 35, 256, 66},   {"MXFP4", 39, 32, 17},    {"NVFP4", 40, 64, 36},
+            {"Q1_0", 41, 128, 18},    {"Q2_0", 42, 64, 18},
         };
         for (const auto& e : expected) {
             QTest::newRow(e.name) << QString::fromUtf8(e.name) << e.number << e.block << e.bytes;
@@ -213,14 +219,17 @@ private slots:
         spec.set("v.i64", MetaValue::fromI64(-9000000000000000000ll));
         spec.set("v.f64", MetaValue::fromF64(-2.25));
         const std::vector<MetaValue> scalars = {
-            MetaValue::fromU8(1),  MetaValue::fromI8(-1),  MetaValue::fromU16(2),       MetaValue::fromI16(-2),
-            MetaValue::fromU32(3), MetaValue::fromI32(-3), MetaValue::fromF32(0.5f),    MetaValue::fromBool(false),
-            MetaValue::fromString("s"), MetaValue::fromU64(4), MetaValue::fromI64(-4), MetaValue::fromF64(0.25)};
+            MetaValue::fromU8(1),     MetaValue::fromI8(-1),      MetaValue::fromU16(2),
+            MetaValue::fromI16(-2),   MetaValue::fromU32(3),      MetaValue::fromI32(-3),
+            MetaValue::fromF32(0.5f), MetaValue::fromBool(false), MetaValue::fromString("s"),
+            MetaValue::fromU64(4),    MetaValue::fromI64(-4),     MetaValue::fromF64(0.25)};
         for (const auto& scalar : scalars) {
-            spec.set("a." + std::string(valueTypeName(scalar.type())), MetaValue::fromArray(scalar.type(), {scalar, scalar}));
+            spec.set("a." + std::string(valueTypeName(scalar.type())),
+                     MetaValue::fromArray(scalar.type(), {scalar, scalar}));
         }
-        spec.set("a.array", MetaValue::fromArray(ValueType::Array, {MetaValue::fromArray(ValueType::U8, {MetaValue::fromU8(9)}),
-                                                                    MetaValue::fromArray(ValueType::String, {})}));
+        spec.set("a.array", MetaValue::fromArray(ValueType::Array,
+                                                 {MetaValue::fromArray(ValueType::U8, {MetaValue::fromU8(9)}),
+                                                  MetaValue::fromArray(ValueType::String, {})}));
         spec.set("a.empty", MetaValue::fromArray(ValueType::F32, {}));
         const QString path = dir.filePath(QStringLiteral("values.gguf"));
         QVERIFY(writeFixture(path, spec));

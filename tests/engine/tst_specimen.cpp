@@ -77,12 +77,21 @@ private slots:
     }
 
     void hasWhatLlamaCppNeeds() {
-        const char* keys[] = {"general.architecture", "llama.context_length", "llama.embedding_length",
-                              "llama.block_count", "llama.feed_forward_length", "llama.rope.dimension_count",
-                              "llama.attention.head_count", "llama.attention.head_count_kv",
-                              "llama.attention.layer_norm_rms_epsilon", "tokenizer.ggml.model",
-                              "tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type",
-                              "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"};
+        const char* keys[] = {"general.architecture",
+                              "llama.context_length",
+                              "llama.embedding_length",
+                              "llama.block_count",
+                              "llama.feed_forward_length",
+                              "llama.rope.dimension_count",
+                              "llama.attention.head_count",
+                              "llama.attention.head_count_kv",
+                              "llama.attention.layer_norm_rms_epsilon",
+                              "tokenizer.ggml.model",
+                              "tokenizer.ggml.tokens",
+                              "tokenizer.ggml.scores",
+                              "tokenizer.ggml.token_type",
+                              "tokenizer.ggml.bos_token_id",
+                              "tokenizer.ggml.eos_token_id"};
         for (const char* key : keys) {
             QVERIFY2(m_a->find(key) != nullptr, key);
         }
@@ -106,7 +115,8 @@ private slots:
         const std::uint64_t e = *m_a->archValue("embedding_length");
         const std::uint64_t f = *m_a->archValue("feed_forward_length");
         const std::uint64_t blocks = *m_a->archValue("block_count");
-        const std::uint64_t kv = e / *m_a->archValue("attention.head_count") * *m_a->archValue("attention.head_count_kv");
+        const std::uint64_t kv =
+            e / *m_a->archValue("attention.head_count") * *m_a->archValue("attention.head_count_kv");
         QCOMPARE(m_a->findTensor("token_embd.weight")->ne, (std::array<std::uint64_t, 4>{e, vocab, 1, 1}));
         QCOMPARE(m_a->findTensor("output.weight")->ne, (std::array<std::uint64_t, 4>{e, vocab, 1, 1}));
         for (std::uint64_t b = 0; b < blocks; ++b) {

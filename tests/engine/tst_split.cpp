@@ -19,8 +19,8 @@ class TestSplit : public QObject {
     std::string prefix(const QString& name) const { return m_dir.filePath(name).toStdString(); }
 
     // Writes `parts` files of two tensors each; `tamper` may change a part's spec.
-    void writeSplit(const QString& name, std::uint16_t parts, std::uint16_t declaredCount, std::int32_t declaredTensors,
-                    int tamperedPart = -1, std::uint16_t tamperedCount = 0) {
+    void writeSplit(const QString& name, std::uint16_t parts, std::uint16_t declaredCount,
+                    std::int32_t declaredTensors, int tamperedPart = -1, std::uint16_t tamperedCount = 0) {
         for (std::uint16_t part = 0; part < parts; ++part) {
             GgufWriteSpec spec;
             if (part == 0) {
@@ -31,8 +31,10 @@ class TestSplit : public QObject {
             spec.set("split.count", MetaValue::fromU16(part == tamperedPart ? tamperedCount : declaredCount));
             spec.set("split.tensors.count", MetaValue::fromI32(declaredTensors));
             for (int i = 0; i < 2; ++i) {
-                const std::string tensor = "blk." + std::to_string(part) + ".t" + std::to_string(i) + ".weight";
-                spec.tensors.push_back(patternTensor(tensor, TensorType::F32, {4, 2}, std::uint8_t(part * 2 + i)));
+                const std::string tensor =
+                    "blk." + std::to_string(part) + ".t" + std::to_string(i) + ".weight";
+                spec.tensors.push_back(
+                    patternTensor(tensor, TensorType::F32, {4, 2}, std::uint8_t(part * 2 + i)));
             }
             QVERIFY(writeFixture(QString::fromStdString(splitPartPath(prefix(name), part + 1, parts)), spec));
         }
@@ -85,7 +87,8 @@ private slots:
 
     void missingPart() {
         writeSplit(QStringLiteral("missing"), 3, 3, 6);
-        QVERIFY(QFile::remove(QString::fromStdString(splitPartPath(prefix(QStringLiteral("missing")), 3, 3))));
+        QVERIFY(
+            QFile::remove(QString::fromStdString(splitPartPath(prefix(QStringLiteral("missing")), 3, 3))));
         const QString error = openError(splitPartPath(prefix(QStringLiteral("missing")), 1, 3));
         QVERIFY2(error.contains(QStringLiteral("part 3 of 3 is missing")) &&
                      error.contains(QStringLiteral("missing-00003-of-00003.gguf: cannot open")),
@@ -95,8 +98,9 @@ private slots:
     void inconsistentCount() {
         writeSplit(QStringLiteral("count"), 3, 3, 6, 1, 4);
         const QString error = openError(splitPartPath(prefix(QStringLiteral("count")), 1, 3));
-        QVERIFY2(error.contains(QStringLiteral("count-00002-of-00003.gguf: key 'split.count' is 4, expected 3")),
-                 qPrintable(error));
+        QVERIFY2(
+            error.contains(QStringLiteral("count-00002-of-00003.gguf: key 'split.count' is 4, expected 3")),
+            qPrintable(error));
     }
 
     void wrongTensorTotal() {
@@ -109,7 +113,8 @@ private slots:
     void countDisagreesWithFileName() {
         writeSplit(QStringLiteral("named"), 2, 3, 4);
         const QString error = openError(splitPartPath(prefix(QStringLiteral("named")), 1, 2));
-        QVERIFY2(error.contains(QStringLiteral("says 3 parts, but the file name does not end in -00001-of-00003.gguf")),
+        QVERIFY2(error.contains(
+                     QStringLiteral("says 3 parts, but the file name does not end in -00001-of-00003.gguf")),
                  qPrintable(error));
     }
 };

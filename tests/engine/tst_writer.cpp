@@ -22,7 +22,8 @@ class TestWriter : public QObject {
 
     static QStringList sharedFiles() {
         QStringList files;
-        QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files, QDirIterator::Subdirectories);
+        QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files,
+                        QDirIterator::Subdirectories);
         while (it.hasNext()) {
             files << it.next();
         }
@@ -75,7 +76,8 @@ private slots:
         const auto v3 = GgufFile::open(out.toStdString());
         QCOMPARE(v3->version(), 3u);
         QCOMPARE(v3->find("tokenizer.ggml.tokens")->arraySize(), std::uint64_t(512));
-        QCOMPARE(v3->find("tokenizer.ggml.tokens")->toDisplay(3), v1->find("tokenizer.ggml.tokens")->toDisplay(3));
+        QCOMPARE(v3->find("tokenizer.ggml.tokens")->toDisplay(3),
+                 v1->find("tokenizer.ggml.tokens")->toDisplay(3));
         for (const auto& t1 : v1->tensors()) {
             const TensorInfo* t3 = v3->findTensor(t1.name);
             QVERIFY(t3 != nullptr);
@@ -112,7 +114,8 @@ private slots:
         spec.set("general.alignment", MetaValue::fromU32(48));
         const JobResult result = writeGguf(path(QStringLiteral("bad.gguf")).toStdString(), spec);
         QVERIFY(!result.isOk());
-        QVERIFY2(QString::fromStdString(result.message).contains(QStringLiteral("power of two")), result.message.c_str());
+        QVERIFY2(QString::fromStdString(result.message).contains(QStringLiteral("power of two")),
+                 result.message.c_str());
         QVERIFY(!QFileInfo::exists(path(QStringLiteral("bad.gguf"))));
     }
 
@@ -134,15 +137,17 @@ private slots:
         spec.tensors.push_back(std::move(t));
         const QString out = path(QStringLiteral("stream.gguf"));
         std::vector<Progress> reports;
-        const JobResult result =
-            writeGguf(out.toStdString(), spec, [&](const Progress& p) { reports.push_back({p.done, p.total, {}}); });
+        const JobResult result = writeGguf(out.toStdString(), spec, [&](const Progress& p) {
+            reports.push_back({p.done, p.total, {}});
+        });
         QVERIFY2(result.isOk(), result.message.c_str());
         QCOMPARE(calls, 3);
         QVERIFY(!reports.empty());
         QCOMPARE(reports.back().done, reports.back().total);
         const auto file = GgufFile::open(out.toStdString());
         const auto data = file->tensorData(file->tensors()[0]);
-        for (std::uint64_t i : {std::uint64_t(0), std::uint64_t(4u << 20) - 1, std::uint64_t(4u << 20), data.size() - 1}) {
+        for (std::uint64_t i :
+             {std::uint64_t(0), std::uint64_t(4u << 20) - 1, std::uint64_t(4u << 20), data.size() - 1}) {
             QCOMPARE(static_cast<int>(data[i]), int(i % 251));
         }
         QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("*.partial")}).size(), 0);
@@ -177,14 +182,17 @@ private slots:
         const QString out = path(QStringLiteral("duplicate.gguf"));
         const JobResult duplicate = writeGguf(out.toStdString(), spec);
         QVERIFY(!duplicate.isOk());
-        QVERIFY2(QString::fromStdString(duplicate.message).contains(QStringLiteral("appears twice")), duplicate.message.c_str());
+        QVERIFY2(QString::fromStdString(duplicate.message).contains(QStringLiteral("appears twice")),
+                 duplicate.message.c_str());
         QVERIFY(!QFileInfo::exists(out));
 
         spec.tensors.pop_back();
         const QString missingFolder = path(QStringLiteral("no/such/folder/out.gguf"));
         const JobResult io = writeGguf(missingFolder.toStdString(), spec);
         QVERIFY(!io.isOk());
-        QVERIFY2(QString::fromStdString(io.message).contains(QStringLiteral("out.gguf.partial: cannot create")), io.message.c_str());
+        QVERIFY2(
+            QString::fromStdString(io.message).contains(QStringLiteral("out.gguf.partial: cannot create")),
+            io.message.c_str());
 
         spec.tensors[0].source.bytes = spec.tensors[0].source.bytes.first(3);
         const JobResult shortSource = writeGguf(out.toStdString(), spec);
@@ -203,7 +211,8 @@ private slots:
         for (const GgufWriteSpec& attempt : {specFromFile(*opened), spec}) {
             const JobResult result = writeGguf(input.toStdString(), attempt);
             QVERIFY(!result.isOk());
-            QVERIFY2(QString::fromStdString(result.message).contains(QStringLiteral("open as an input")), result.message.c_str());
+            QVERIFY2(QString::fromStdString(result.message).contains(QStringLiteral("open as an input")),
+                     result.message.c_str());
         }
         // Through a symbolic link and a hard link too.
         const QString symlink = path(QStringLiteral("symlink.gguf"));

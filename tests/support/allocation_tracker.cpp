@@ -36,12 +36,24 @@ void release(void* p) noexcept {
 
 } // namespace
 
-void* operator new(std::size_t size) { return allocate(size); }
-void* operator new[](std::size_t size) { return allocate(size); }
-void operator delete(void* p) noexcept { release(p); }
-void operator delete[](void* p) noexcept { release(p); }
-void operator delete(void* p, std::size_t) noexcept { release(p); }
-void operator delete[](void* p, std::size_t) noexcept { release(p); }
+void* operator new(std::size_t size) {
+    return allocate(size);
+}
+void* operator new[](std::size_t size) {
+    return allocate(size);
+}
+void operator delete(void* p) noexcept {
+    release(p);
+}
+void operator delete[](void* p) noexcept {
+    release(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    release(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    release(p);
+}
 
 namespace organ::testing {
 
@@ -50,6 +62,8 @@ void resetPeakAllocation() {
     g_peak = g_live.load();
 }
 
-std::size_t peakAllocationSinceReset() { return g_peak.load() - g_base.load(); }
+std::size_t peakAllocationSinceReset() {
+    return g_peak.load() - g_base.load();
+}
 
 } // namespace organ::testing

@@ -18,7 +18,8 @@ TensorToWrite patternTensor(const std::string& name, TensorType type, std::vecto
         elements *= dims[d];
     }
     const auto& traits = traitsOf(type);
-    auto buffer = std::make_shared<std::vector<std::byte>>(elements / traits.blockSize * traits.bytesPerBlock);
+    auto buffer =
+        std::make_shared<std::vector<std::byte>>(elements / traits.blockSize * traits.bytesPerBlock);
     for (std::size_t i = 0; i < buffer->size(); ++i) {
         // Small values: valid as floats of every width, never NaN patterns in F16/F32.
         (*buffer)[i] = static_cast<std::byte>((i * 7 + seed) % 61);

@@ -12,22 +12,29 @@ namespace organ::testing {
 
 inline QString sharedDir() {
     const QByteArray fromEnv = qgetenv("ORGAN_SHARED_DIR");
-    return QDir::cleanPath(fromEnv.isEmpty() ? QStringLiteral(ORGAN_SHARED_DIR) : QString::fromLocal8Bit(fromEnv));
+    return QDir::cleanPath(fromEnv.isEmpty() ? QStringLiteral(ORGAN_SHARED_DIR)
+                                             : QString::fromLocal8Bit(fromEnv));
 }
 
-inline QString sharedModel(const QString& relative) { return sharedDir() + QStringLiteral("/models/") + relative; }
-inline QString sharedReference(const QString& relative) { return sharedDir() + QStringLiteral("/reference/") + relative; }
+inline QString sharedModel(const QString& relative) {
+    return sharedDir() + QStringLiteral("/models/") + relative;
+}
+inline QString sharedReference(const QString& relative) {
+    return sharedDir() + QStringLiteral("/reference/") + relative;
+}
 
-inline bool runningInCi() { return qgetenv("CI") == "true"; }
+inline bool runningInCi() {
+    return qgetenv("CI") == "true";
+}
 
 } // namespace organ::testing
 
-#define ORGAN_REQUIRE_SHARED(path)                                                                                    \
-    do {                                                                                                              \
-        if (!QFileInfo::exists(path)) {                                                                               \
-            if (organ::testing::runningInCi()) {                                                                      \
-                QFAIL(qPrintable(QStringLiteral("shared test file missing in CI: ") + (path)));                      \
-            }                                                                                                         \
-            QSKIP(qPrintable(QStringLiteral("shared test file missing (../shared/models): ") + (path)));             \
-        }                                                                                                             \
+#define ORGAN_REQUIRE_SHARED(path)                                                                           \
+    do {                                                                                                     \
+        if (!QFileInfo::exists(path)) {                                                                      \
+            if (organ::testing::runningInCi()) {                                                             \
+                QFAIL(qPrintable(QStringLiteral("shared test file missing in CI: ") + (path)));              \
+            }                                                                                                \
+            QSKIP(qPrintable(QStringLiteral("shared test file missing (../shared/models): ") + (path)));     \
+        }                                                                                                    \
     } while (false)

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <QMainWindow>
+#include <QStringList>
+
+class QMenu;
+class QStackedWidget;
+class QTabWidget;
+
+namespace organ::widgets {
+class ModelView;
+}
+
+namespace organ::app {
+
+// The workbench window: wiring only. Each open model is a tab holding a ModelView.
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Opens each file in a tab; a file that cannot be opened is reported in a dialog
+    // naming the file and the problem. Returns how many opened.
+    int openFiles(const QStringList& paths);
+    QTabWidget* documents() const { return m_documents; }
+    widgets::ModelView* currentView() const;
+    QStringList recentFiles() const;
+
+public slots:
+    void openDialog();
+    void closeCurrent();
+    void showAbout();
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildMenus();
+    void rememberRecent(const QString& path);
+    void rebuildRecentMenu();
+    void showError(const QString& title, const QString& message);
+    void updateTitle();
+
+    QStackedWidget* m_stack = nullptr;
+    QTabWidget* m_documents = nullptr;
+    QMenu* m_recentMenu = nullptr;
+};
+
+} // namespace organ::app

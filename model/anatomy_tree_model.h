@@ -1,0 +1,46 @@
+#pragma once
+
+#include "anatomy_tree.h"
+
+#include <QAbstractItemModel>
+#include <memory>
+
+namespace organ::model {
+
+// The anatomy tree of one model (system → layer → tensor, or layer → system → tensor).
+// It shows an immutable ModelSnapshot; internalId is the node index in the flat tree.
+class AnatomyTreeModel : public QAbstractItemModel {
+    Q_OBJECT
+public:
+    enum Column { Name, Role, DType, Shape, Parameters, Bytes, ColumnCount };
+
+    explicit AnatomyTreeModel(QObject* parent = nullptr);
+
+    void setSnapshot(std::shared_ptr<const ModelSnapshot> snapshot);
+    void setGrouping(TreeGrouping grouping);
+    TreeGrouping grouping() const { return m_grouping; }
+    const ModelSnapshot* snapshot() const { return m_snapshot.get(); }
+
+    // The index of a tensor's row (column 0), or an invalid index.
+    QModelIndex indexOfTensor(int tensor) const;
+
+    QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
+    QModelIndex parent(const QModelIndex& child) const override;
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+private:
+    const AnatomyTree* tree() const;
+    const AnatomyNode& node(const QModelIndex& index) const;
+    QString nodeName(const AnatomyNode& node) const;
+    QVariant displayData(const AnatomyNode& node, int column) const;
+    QVariant sortData(const AnatomyNode& node, int column) const;
+
+    std::shared_ptr<const ModelSnapshot> m_snapshot;
+    TreeGrouping m_grouping = TreeGrouping::SystemLayer;
+    std::vector<int> m_nodeOfTensor;
+};
+
+} // namespace organ::model

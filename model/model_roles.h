@@ -1,0 +1,17 @@
+#pragma once
+
+#include <Qt>
+
+namespace organ::model {
+
+// Item data roles shared by every model of the workbench, in one place.
+enum ItemRole {
+    SortRole = Qt::UserRole + 1, // numbers as numbers, so that sizes sort by value
+    NodeKindRole,                // AnatomyNode::Kind as int
+    TensorIndexRole,             // index into GgufModel::tensors(), -1 for groups
+    SystemRole,                  // System as int
+    LayerRole,                   // layer number, -1 when none
+    FilterRole,                  // the text that the filter box matches
+};
+
+} // namespace organ::model

@@ -1,0 +1,146 @@
+// Item models under QAbstractItemModelTester, attached before any data is loaded.
+#include "anatomy_filter_proxy.h"
+#include "anatomy_tree_model.h"
+#include "metadata_table_model.h"
+#include "model_roles.h"
+#include "shared_models.h"
+#include "specimen.h"
+
+#include <QAbstractItemModelTester>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace organ;
+using namespace organ::model;
+using namespace organ::testing;
+
+namespace {
+
+int countTensors(const QAbstractItemModel& m, const QModelIndex& parent = {}) {
+    int n = 0;
+    for (int r = 0; r < m.rowCount(parent); ++r) {
+        const QModelIndex i = m.index(r, 0, parent);
+        n += i.data(NodeKindRole).toInt() == int(AnatomyNode::Kind::Tensor) ? 1 : countTensors(m, i);
+    }
+    return n;
+}
+
+} // namespace
+
+class TestModels : public QObject {
+    Q_OBJECT
+
+    std::shared_ptr<const ModelSnapshot> stories() {
+        return ModelSnapshot::open(sharedModel(QStringLiteral("stories260K-f32.gguf")).toStdString());
+    }
+
+private slots:
+    void anatomyTreeBySystem() {
+        ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
+        AnatomyTreeModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setSnapshot(stories());
+        QCOMPARE(model.rowCount(), 4); // embed, skeleton, organ, norm
+        QCOMPARE(model.index(0, 0).data().toString(), QStringLiteral("embed"));
+        QCOMPARE(model.index(2, 0).data().toString(), QStringLiteral("organ"));
+        const QModelIndex organ = model.index(2, 0);
+        QCOMPARE(model.rowCount(organ), 5);
+        const QModelIndex layer3 = model.index(3, 0, organ);
+        QCOMPARE(layer3.data().toString(), QStringLiteral("layer 3"));
+        QCOMPARE(model.rowCount(layer3), 3);
+        QCOMPARE(model.index(0, 0, layer3).data().toString(), QStringLiteral("blk.3.ffn_gate.weight"));
+        QCOMPARE(model.index(0, AnatomyTreeModel::DType, layer3).data().toString(), QStringLiteral("F32"));
+        QCOMPARE(model.index(0, AnatomyTreeModel::Shape, layer3).data().toString(),
+                 QStringLiteral("64 × 172"));
+        QCOMPARE(model.index(0, AnatomyTreeModel::Parameters, layer3).data(SortRole).toULongLong(), 11008ull);
+        QCOMPARE(model.index(2, AnatomyTreeModel::Parameters).data(SortRole).toULongLong(), 15ull * 11008);
+        QCOMPARE(model.index(2, AnatomyTreeModel::Bytes).data(SortRole).toULongLong(), 15ull * 44032);
+        // Outside-layer tensors sit directly under their system.
+        QCOMPARE(model.index(0, 0, model.index(0, 0)).data().toString(), QStringLiteral("token_embd.weight"));
+        QCOMPARE(countTensors(model), 48);
+        const QModelIndex found =
+            model.indexOfTensor(int(model.snapshot()->model->findTensor("blk.3.ffn_down.weight") -
+                                    model.snapshot()->model->tensors().data()));
+        QCOMPARE(found.data().toString(), QStringLiteral("blk.3.ffn_down.weight"));
+    }
+
+    void anatomyTreeByLayer() {
+        ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
+        AnatomyTreeModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setSnapshot(stories());
+        model.setGrouping(TreeGrouping::LayerSystem);
+        QCOMPARE(model.rowCount(), 6); // outside layers + 5 layers
+        QCOMPARE(model.index(0, 0).data().toString(), QStringLiteral("outside layers"));
+        QCOMPARE(model.index(1, 0).data().toString(), QStringLiteral("layer 0"));
+        const QModelIndex layer0 = model.index(1, 0);
+        QCOMPARE(model.rowCount(layer0), 3); // skeleton, organ, norm
+        QCOMPARE(model.index(1, 0, layer0).data().toString(), QStringLiteral("organ"));
+        QCOMPARE(model.index(1, AnatomyTreeModel::Role, layer0).data().toString(),
+                 QStringLiteral("3 tensors"));
+        QCOMPARE(countTensors(model), 48);
+    }
+
+    void filterProxy() {
+        ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
+        AnatomyTreeModel model;
+        AnatomyFilterProxy proxy;
+        QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        proxy.setSourceModel(&model);
+        model.setSnapshot(stories());
+        QCOMPARE(countTensors(proxy), 48);
+        proxy.setFilterFixedString(QStringLiteral("ffn_down"));
+        QCOMPARE(countTensors(proxy), 5);
+        QCOMPARE(proxy.rowCount(), 1); // only the organ system keeps a match
+        proxy.setFilterFixedString(QStringLiteral("BLK.2."));
+        QCOMPARE(countTensors(proxy), 9);
+        proxy.setFilterFixedString(QString());
+        proxy.setSystemVisible(System::Norm, false);
+        proxy.setSystemVisible(System::Embed, false);
+        QCOMPARE(countTensors(proxy), 35);
+        QCOMPARE(proxy.rowCount(), 2);
+        proxy.setSystemVisible(System::Norm, true);
+        QCOMPARE(countTensors(proxy), 46);
+        // Sorting by bytes puts the largest system first.
+        proxy.sort(AnatomyTreeModel::Bytes, Qt::DescendingOrder);
+        QCOMPARE(proxy.index(0, 0).data().toString(), QStringLiteral("organ"));
+    }
+
+    void metadataTable() {
+        ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
+        MetadataTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setModel(stories()->model);
+        QCOMPARE(model.rowCount(), 19);
+        QCOMPARE(model.columnCount(), 3);
+        bool found = false;
+        for (int r = 0; r < model.rowCount(); ++r) {
+            if (model.index(r, 0).data().toString() == QStringLiteral("tokenizer.ggml.tokens")) {
+                QCOMPARE(model.index(r, 1).data().toString(), QStringLiteral("array[string]"));
+                QVERIFY(model.index(r, 2).data().toString().startsWith(
+                    QStringLiteral("[512 × string] <unk>, <s>, </s>")));
+                found = true;
+            }
+        }
+        QVERIFY(found);
+        model.setModel(nullptr);
+        QCOMPARE(model.rowCount(), 0);
+    }
+
+    void resetBetweenModels() {
+        QTemporaryDir dir;
+        const std::string a = dir.filePath(QStringLiteral("a.gguf")).toStdString();
+        QVERIFY(writeSpecimen(a, 3).isOk());
+        AnatomyTreeModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setSnapshot(ModelSnapshot::open(a));
+        QCOMPARE(countTensors(model), 39);
+        model.setGrouping(TreeGrouping::LayerSystem);
+        QCOMPARE(countTensors(model), 39);
+        model.setSnapshot(nullptr);
+        QCOMPARE(model.rowCount(), 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestModels)
+#include "tst_models.moc"

@@ -1,0 +1,123 @@
+// The window, offscreen: opens a real file, shows its tree and metadata, reports a bad
+// file in a dialog, opens the demo specimens, and saves a screenshot for a person to look at.
+#include "anatomy_filter_proxy.h"
+#include "demo_models.h"
+#include "fixtures.h"
+#include "main_window.h"
+#include "model_view.h"
+#include "shared_models.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeView>
+
+using namespace organ;
+using namespace organ::testing;
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+
+    static QMessageBox* errorDialog() {
+        for (QWidget* w : QApplication::topLevelWidgets()) {
+            if (auto* box = qobject_cast<QMessageBox*>(w); box != nullptr && box->isVisible()) {
+                return box;
+            }
+        }
+        return nullptr;
+    }
+
+    static void saveScreenshot(QWidget* window, const QString& name) {
+        const QString folder = QStringLiteral(ORGAN_SCREENSHOT_DIR);
+        QDir().mkpath(folder);
+        QVERIFY(window->grab().save(folder + u'/' + name));
+    }
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        QCoreApplication::setOrganizationName(QStringLiteral("OrganWorkbenchTests"));
+        QSettings().clear();
+    }
+
+    void opensRealFile() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QCOMPARE(window.openFiles({path}), 1);
+        QCOMPARE(window.documents()->count(), 1);
+        widgets::ModelView* view = window.currentView();
+        QVERIFY(view != nullptr);
+        QCOMPARE(window.windowTitle(), QStringLiteral("stories260K-f32 — Organ Workbench"));
+        QVERIFY(view->headerText().contains(QStringLiteral("292.80 K")));
+        QVERIFY(view->headerText().contains(QStringLiteral("5 layers")));
+        QAbstractItemModel* tree = view->anatomyView()->model();
+        QCOMPARE(tree->rowCount(), 4);
+        QVERIFY(view->anatomyView()->isExpanded(tree->index(0, 0)));
+        QCOMPARE(view->metadataView()->model()->rowCount(), 19);
+        view->filterEdit()->setText(QStringLiteral("ffn_up"));
+        QCOMPARE(tree->rowCount(), 1);
+        view->filterEdit()->clear();
+        view->findChild<QCheckBox*>(QStringLiteral("system-norm"))->setChecked(false);
+        QCOMPARE(tree->rowCount(), 3);
+        view->findChild<QCheckBox*>(QStringLiteral("system-norm"))->setChecked(true);
+        view->anatomyView()->expandAll();
+        saveScreenshot(&window, QStringLiteral("main-window-anatomy.png"));
+        QCOMPARE(window.recentFiles().first(), QFileInfo(path).absoluteFilePath());
+    }
+
+    void badFileShowsError() {
+        const QString bad = m_dir.filePath(QStringLiteral("broken.gguf"));
+        QVERIFY(
+            writeAll(bad, QByteArray("GGUF\x02\0\0\0\xff\xff\xff\xff\xff\xff\xff\xff\0\0\0\0\0\0\0\0", 24)));
+        app::MainWindow window;
+        window.show();
+        QCOMPARE(window.openFiles({bad}), 0);
+        QCOMPARE(window.documents()->count(), 0);
+        QMessageBox* box = errorDialog();
+        QVERIFY(box != nullptr);
+        QVERIFY2(
+            box->text().startsWith(QStringLiteral(
+                "broken.gguf: tensor count at byte 8: 18 446 744 073 709 551 615 tensor infos cannot fit")),
+            qPrintable(box->text()));
+        saveScreenshot(box, QStringLiteral("main-window-error.png"));
+        box->accept();
+    }
+
+    void dropOpensFiles() {
+        QString error;
+        const QStringList demos = app::writeDemoModels(m_dir.path(), &error);
+        QCOMPARE(demos.size(), 2);
+        app::MainWindow window;
+        window.show();
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(demos[0]), QUrl::fromLocalFile(demos[1])});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &drop);
+        QCOMPARE(window.documents()->count(), 2);
+        QCOMPARE(window.documents()->tabText(0), QStringLiteral("specimen-recipient"));
+        QCOMPARE(window.documents()->tabText(1), QStringLiteral("specimen-donor"));
+        window.currentView()->metadataView()->resizeColumnsToContents();
+        saveScreenshot(&window, QStringLiteral("main-window-demo.png"));
+        window.closeCurrent();
+        QTRY_COMPARE(window.documents()->count(), 1);
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_main_window.moc"

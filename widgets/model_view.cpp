@@ -1,0 +1,144 @@
+#include "model_view.h"
+
+#include "anatomy_filter_proxy.h"
+#include "anatomy_tree_model.h"
+#include "format_error.h"
+#include "metadata_table_model.h"
+#include "model_report.h"
+#include "model_roles.h"
+
+#include <QButtonGroup>
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QRadioButton>
+#include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+namespace organ::widgets {
+namespace {
+
+QString text(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+} // namespace
+
+ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent)
+    : QWidget(parent), m_snapshot(std::move(snapshot)) {
+    auto* layout = new QVBoxLayout(this);
+    m_header = new QLabel(headerText(), this);
+    m_header->setTextFormat(Qt::RichText);
+    m_header->setWordWrap(true);
+    m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_header);
+    m_tabs = new QTabWidget(this);
+    m_tabs->addTab(buildAnatomyTab(), tr("&Anatomy"));
+    m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
+    layout->addWidget(m_tabs, 1);
+}
+
+QString ModelView::headerText() const {
+    const ModelSummary s = summarize(*m_snapshot->model, m_snapshot->anatomy);
+    const QString arch = s.architecture.empty() ? tr("no architecture") : text(s.architecture);
+    QString files = text(fileLabel(s.path));
+    if (s.shards > 1) {
+        files += tr(" (%1 files)").arg(s.shards);
+    }
+    return tr("<b>%1</b> &nbsp; %2 &nbsp;·&nbsp; %3 parameters &nbsp;·&nbsp; %4 &nbsp;·&nbsp; %5 layers<br>"
+              "<small>%6 &nbsp;·&nbsp; %7 bits/weight &nbsp;·&nbsp; %8 &nbsp;·&nbsp; GGUF v%9</small>")
+        .arg(text(s.name).toHtmlEscaped(), arch.toHtmlEscaped(), text(humanCount(s.parameters)),
+             text(humanBytes(s.fileSize)))
+        .arg(s.layers)
+        .arg(files.toHtmlEscaped())
+        .arg(s.bitsPerWeight, 0, 'f', 2)
+        .arg(text(s.quantizationMix).toHtmlEscaped())
+        .arg(s.version);
+}
+
+QWidget* ModelView::buildAnatomyTab() {
+    auto* tab = new QWidget(this);
+    auto* layout = new QVBoxLayout(tab);
+    auto* bar = new QHBoxLayout;
+    m_filter = new QLineEdit(tab);
+    m_filter->setPlaceholderText(tr("Filter tensors by name (e.g. ffn_down or blk.3.)"));
+    m_filter->setClearButtonEnabled(true);
+    bar->addWidget(m_filter, 1);
+
+    m_treeModel = new model::AnatomyTreeModel(this);
+    m_treeModel->setSnapshot(m_snapshot);
+    m_proxy = new model::AnatomyFilterProxy(this);
+    m_proxy->setSourceModel(m_treeModel);
+    connect(m_filter, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
+
+    for (std::size_t i = 0; i < kSystemCount; ++i) {
+        const auto system = static_cast<System>(i);
+        if (m_snapshot->anatomy.bySystem[i].tensors == 0) {
+            continue;
+        }
+        const auto name = systemName(system);
+        auto* toggle = new QCheckBox(QString::fromUtf8(name.data(), qsizetype(name.size())), tab);
+        toggle->setChecked(true);
+        toggle->setObjectName(QStringLiteral("system-") + toggle->text());
+        connect(toggle, &QCheckBox::toggled, this,
+                [this, system](bool on) { m_proxy->setSystemVisible(system, on); });
+        bar->addWidget(toggle);
+    }
+    auto* bySystem = new QRadioButton(tr("by system"), tab);
+    auto* byLayer = new QRadioButton(tr("by layer"), tab);
+    bySystem->setChecked(true);
+    connect(byLayer, &QRadioButton::toggled, this,
+            [this](bool on) { setGrouping(on ? TreeGrouping::LayerSystem : TreeGrouping::SystemLayer); });
+    bar->addSpacing(12);
+    bar->addWidget(bySystem);
+    bar->addWidget(byLayer);
+    layout->addLayout(bar);
+
+    m_tree = new QTreeView(tab);
+    m_tree->setModel(m_proxy);
+    m_tree->setSortingEnabled(true);
+    m_tree->sortByColumn(-1, Qt::AscendingOrder);
+    m_tree->setUniformRowHeights(true);
+    m_tree->setAlternatingRowColors(true);
+    m_tree->header()->setStretchLastSection(false);
+    m_tree->header()->setSectionResizeMode(model::AnatomyTreeModel::Name, QHeaderView::Stretch);
+    for (int c = model::AnatomyTreeModel::Role; c < model::AnatomyTreeModel::ColumnCount; ++c) {
+        m_tree->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+    }
+    m_tree->expandToDepth(0);
+    layout->addWidget(m_tree, 1);
+    return tab;
+}
+
+void ModelView::setGrouping(TreeGrouping grouping) {
+    m_treeModel->setGrouping(grouping);
+    m_tree->expandToDepth(0);
+}
+
+QWidget* ModelView::buildMetadataTab() {
+    m_metadataModel = new model::MetadataTableModel(this);
+    m_metadataModel->setModel(m_snapshot->model);
+    auto* proxy = new QSortFilterProxyModel(this);
+    proxy->setSourceModel(m_metadataModel);
+    proxy->setSortRole(model::SortRole);
+    m_metadata = new QTableView(this);
+    m_metadata->setModel(proxy);
+    m_metadata->setSortingEnabled(true);
+    m_metadata->sortByColumn(-1, Qt::AscendingOrder);
+    m_metadata->setWordWrap(false);
+    m_metadata->setAlternatingRowColors(true);
+    m_metadata->verticalHeader()->hide();
+    m_metadata->horizontalHeader()->setSectionResizeMode(model::MetadataTableModel::Key,
+                                                         QHeaderView::ResizeToContents);
+    m_metadata->horizontalHeader()->setSectionResizeMode(model::MetadataTableModel::Type,
+                                                         QHeaderView::ResizeToContents);
+    m_metadata->horizontalHeader()->setStretchLastSection(true);
+    return m_metadata;
+}
+
+} // namespace organ::widgets

@@ -1,0 +1,54 @@
+#pragma once
+
+#include "anatomy_tree.h"
+
+#include <QWidget>
+#include <memory>
+
+class QLabel;
+class QLineEdit;
+class QTabWidget;
+class QTableView;
+class QTreeView;
+class QToolButton;
+
+namespace organ::model {
+class AnatomyFilterProxy;
+class AnatomyTreeModel;
+class MetadataTableModel;
+} // namespace organ::model
+
+namespace organ::widgets {
+
+// One open model: a header with its vital facts, then tabs for its anatomy tree
+// (filterable, sortable, groupable by system or by layer) and its metadata.
+class ModelView : public QWidget {
+    Q_OBJECT
+public:
+    explicit ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent = nullptr);
+
+    const ModelSnapshot& snapshot() const { return *m_snapshot; }
+    QTreeView* anatomyView() const { return m_tree; }
+    QTableView* metadataView() const { return m_metadata; }
+    model::AnatomyTreeModel* anatomyModel() const { return m_treeModel; }
+    model::AnatomyFilterProxy* anatomyProxy() const { return m_proxy; }
+    QLineEdit* filterEdit() const { return m_filter; }
+    QString headerText() const;
+
+private:
+    QWidget* buildAnatomyTab();
+    QWidget* buildMetadataTab();
+    void setGrouping(TreeGrouping grouping);
+
+    std::shared_ptr<const ModelSnapshot> m_snapshot;
+    QLabel* m_header = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    QTreeView* m_tree = nullptr;
+    QTableView* m_metadata = nullptr;
+    QLineEdit* m_filter = nullptr;
+    model::AnatomyTreeModel* m_treeModel = nullptr;
+    model::AnatomyFilterProxy* m_proxy = nullptr;
+    model::MetadataTableModel* m_metadataModel = nullptr;
+};
+
+} // namespace organ::widgets
