@@ -18,38 +18,36 @@ std::string groupDigits(std::uint64_t value) {
     return out;
 }
 
-std::string humanBytes(std::uint64_t bytes) {
-    static constexpr std::array<const char*, 6> units{"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double value = static_cast<double>(bytes);
+namespace {
+
+// "1.24 B" / "1.13 MiB": divides by `base` until the value fits the unit.
+template <std::size_t N>
+std::string scaled(std::uint64_t value, double base, const std::array<const char*, N>& units) {
+    double scaledValue = static_cast<double>(value);
     std::size_t unit = 0;
-    while (value >= 1024.0 && unit + 1 < units.size()) {
-        value /= 1024.0;
+    while (scaledValue >= base && unit + 1 < units.size()) {
+        scaledValue /= base;
         ++unit;
     }
     char buffer[32];
     if (unit == 0) {
-        std::snprintf(buffer, sizeof buffer, "%llu B", static_cast<unsigned long long>(bytes));
+        std::snprintf(buffer, sizeof buffer, "%llu%s", static_cast<unsigned long long>(value), units[0]);
     } else {
-        std::snprintf(buffer, sizeof buffer, "%.2f %s", value, units[unit]);
+        std::snprintf(buffer, sizeof buffer, "%.2f%s", scaledValue, units[unit]);
     }
     return buffer;
 }
 
+} // namespace
+
+std::string humanBytes(std::uint64_t bytes) {
+    static constexpr std::array<const char*, 6> units{" B", " KiB", " MiB", " GiB", " TiB", " PiB"};
+    return scaled(bytes, 1024.0, units);
+}
+
 std::string humanCount(std::uint64_t count) {
     static constexpr std::array<const char*, 5> units{"", " K", " M", " B", " T"};
-    double value = static_cast<double>(count);
-    std::size_t unit = 0;
-    while (value >= 1000.0 && unit + 1 < units.size()) {
-        value /= 1000.0;
-        ++unit;
-    }
-    char buffer[32];
-    if (unit == 0) {
-        std::snprintf(buffer, sizeof buffer, "%llu", static_cast<unsigned long long>(count));
-    } else {
-        std::snprintf(buffer, sizeof buffer, "%.2f%s", value, units[unit]);
-    }
-    return buffer;
+    return scaled(count, 1000.0, units);
 }
 
 std::string fileLabel(std::string_view path) {

@@ -195,6 +195,19 @@ private slots:
         QCOMPARE(tensorTypeFromName(name.toLower().toStdString()), traits->type);
     }
 
+    void numbersForPeople() {
+        QCOMPARE(groupDigits(0), std::string("0"));
+        QCOMPARE(groupDigits(999), std::string("999"));
+        QCOMPARE(groupDigits(1000), std::string("1 000"));
+        QCOMPARE(groupDigits(9123456789ull), std::string("9 123 456 789"));
+        QCOMPARE(humanBytes(512), std::string("512 B"));
+        QCOMPARE(humanBytes(1536), std::string("1.50 KiB"));
+        QCOMPARE(humanBytes(45ull << 30), std::string("45.00 GiB"));
+        QCOMPARE(humanCount(999), std::string("999"));
+        QCOMPARE(humanCount(70553706496ull), std::string("70.55 B"));
+        QCOMPARE(fileLabel("/a/b/model.gguf"), std::string("model.gguf"));
+    }
+
     void removedTypesAreUnknown() {
         for (uint removed : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 43u, 1000u}) {
             QVERIFY2(!tensorTypeTraits(removed).has_value(), qPrintable(QString::number(removed)));
