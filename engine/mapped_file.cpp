@@ -85,8 +85,12 @@ void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
         return;
     }
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    const std::uint64_t begin = offset / page * page;
-    const std::uint64_t end = std::min(offset + length, m_size);
+    // Whole pages around the range: a page shared with the next range only faults in again.
+    // The kernel maps large page-cache folios (up to 2 MiB) whole on a fault, pages before
+    // the range included; reaching 2 MiB back releases those too.
+    constexpr std::uint64_t kFolioSlack = 2u << 20;
+    const std::uint64_t begin = (offset - std::min(offset, kFolioSlack)) / page * page;
+    const std::uint64_t end = std::min((offset + length + page - 1) / page * page, m_size);
     if (end > begin) {
         ::madvise(const_cast<std::byte*>(m_data) + begin, static_cast<std::size_t>(end - begin),
                   MADV_DONTNEED);
