@@ -6,6 +6,7 @@
 #include "anatomy.h"
 #include "gguf_model.h"
 #include "gguf_writer.h"
+#include "proc_status.h"
 
 #include <algorithm>
 #include <chrono>
@@ -20,22 +21,6 @@
 using namespace organ;
 
 namespace {
-
-long residentKiB(const char* field) {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind(field, 0) == 0) {
-            return std::stol(line.substr(std::string(field).size()));
-        }
-    }
-    return -1;
-}
-
-void resetPeak() {
-    // Writing 5 to clear_refs resets VmHWM to the current resident size (Linux >= 4.0).
-    std::ofstream("/proc/self/clear_refs") << "5";
-}
 
 std::string token(std::size_t i) {
     static const char* const pieces[] = {"the", "ing", "er", "Ġ", "tion", "al", "re", "on", "st", "ed"};
@@ -127,13 +112,13 @@ void measure(const std::string& path, std::uint64_t size) {
     long peakGrowth = 0;
     std::size_t tensors = 0;
     for (int run = 0; run < kRuns; ++run) {
-        resetPeak();
-        const long before = residentKiB("VmRSS:");
+        resetPeakResident();
+        const long before = processStatusKiB("VmRSS:");
         const auto start = std::chrono::steady_clock::now();
         const auto model = GgufModel::open(path);
         const ModelAnatomy anatomy = analyzeAnatomy(*model);
         const auto stop = std::chrono::steady_clock::now();
-        peakGrowth = std::max(peakGrowth, residentKiB("VmHWM:") - before);
+        peakGrowth = std::max(peakGrowth, processStatusKiB("VmHWM:") - before);
         tensors = anatomy.tensors.size();
         times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     }

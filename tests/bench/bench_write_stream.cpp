@@ -3,6 +3,7 @@
 // few MiB whatever the size. Usage: bench_write_stream [FOLDER] [GiB, default 4]
 #include "gguf_file.h"
 #include "gguf_writer.h"
+#include "proc_status.h"
 
 #include <chrono>
 #include <cstdio>
@@ -15,22 +16,11 @@ using namespace organ;
 
 namespace {
 
-long statusKiB(const char* field) {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind(field, 0) == 0) {
-            return std::stol(line.substr(std::string(field).size()));
-        }
-    }
-    return -1;
-}
-
 void report(const char* what, const JobResult& result, double seconds, std::uint64_t bytes, long baseKiB) {
     std::printf(
         "%-30s %s  %.2f GiB in %.2f s (%.0f MiB/s, write + verify)  RSS %.1f MiB before, peak %.1f MiB\n",
         what, result.isOk() ? "ok" : result.message.c_str(), bytes / 1073741824.0, seconds,
-        bytes / 1048576.0 / seconds, baseKiB / 1024.0, statusKiB("VmHWM:") / 1024.0);
+        bytes / 1048576.0 / seconds, baseKiB / 1024.0, processStatusKiB("VmHWM:") / 1024.0);
 }
 
 } // namespace
@@ -55,8 +45,8 @@ int main(int argc, char** argv) {
         };
         spec.tensors.push_back(std::move(t));
     }
-    std::ofstream("/proc/self/clear_refs") << "5";
-    const long base = statusKiB("VmRSS:");
+    resetPeakResident();
+    const long base = processStatusKiB("VmRSS:");
     auto start = std::chrono::steady_clock::now();
     JobResult result = writeGguf(first, spec);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -65,8 +55,8 @@ int main(int argc, char** argv) {
 
     {
         const auto source = GgufFile::open(first);
-        std::ofstream("/proc/self/clear_refs") << "5";
-        const long copyBase = statusKiB("VmRSS:");
+        resetPeakResident();
+        const long copyBase = processStatusKiB("VmRSS:");
         start = std::chrono::steady_clock::now();
         result = writeGguf(second, specFromFile(*source));
         seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -3,7 +3,6 @@
 #include "anatomy.h"
 #include "shared_models.h"
 
-#include <QDirIterator>
 #include <QFile>
 #include <QTest>
 #include <set>
@@ -113,11 +112,8 @@ private slots:
 
     void everySharedModel() {
         ORGAN_REQUIRE_SHARED(sharedModel(QString()));
-        QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files,
-                        QDirIterator::Subdirectories);
         int files = 0;
-        while (it.hasNext()) {
-            const QString path = it.next();
+        for (const QString& path : sharedGgufFiles()) {
             const auto model = GgufModel::open(path.toStdString());
             const ModelAnatomy anatomy = analyzeAnatomy(*model);
             QCOMPARE(anatomy.tensors.size(), model->tensors().size());

@@ -5,7 +5,6 @@
 #include "gguf_model.h"
 #include "shared_models.h"
 
-#include <QDirIterator>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
@@ -108,11 +107,8 @@ private slots:
 
     void everySharedFileOpens() {
         ORGAN_REQUIRE_SHARED(sharedModel(QString()));
-        QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files,
-                        QDirIterator::Subdirectories);
         int files = 0;
-        while (it.hasNext()) {
-            const QString path = it.next();
+        for (const QString& path : sharedGgufFiles()) {
             try {
                 const auto model = GgufModel::open(path.toStdString());
                 std::uint64_t end = 0;

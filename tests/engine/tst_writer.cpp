@@ -5,7 +5,6 @@
 #include "gguf_writer.h"
 #include "shared_models.h"
 
-#include <QDirIterator>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstring>
@@ -20,24 +19,13 @@ class TestWriter : public QObject {
     QTemporaryDir m_dir;
     QString path(const QString& name) const { return m_dir.filePath(name); }
 
-    static QStringList sharedFiles() {
-        QStringList files;
-        QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files,
-                        QDirIterator::Subdirectories);
-        while (it.hasNext()) {
-            files << it.next();
-        }
-        files.sort();
-        return files;
-    }
-
 private slots:
     void roundTripIsByteIdentical_data() {
         QTest::addColumn<QString>("source");
-        for (const QString& file : sharedFiles()) {
+        for (const QString& file : sharedGgufFiles()) {
             QTest::newRow(qPrintable(QFileInfo(file).fileName())) << file;
         }
-        if (sharedFiles().isEmpty()) {
+        if (sharedGgufFiles().isEmpty()) {
             QTest::newRow("shared models") << sharedModel(QStringLiteral("stories260K-f32.gguf"));
         }
     }

@@ -2,6 +2,7 @@
 
 #include <QByteArray>
 #include <QDir>
+#include <QDirIterator>
 #include <QFileInfo>
 #include <QString>
 #include <QTest>
@@ -21,6 +22,18 @@ inline QString sharedModel(const QString& relative) {
 }
 inline QString sharedReference(const QString& relative) {
     return sharedDir() + QStringLiteral("/reference/") + relative;
+}
+
+// Every *.gguf below ../shared/models, sorted; empty when the folder is missing.
+inline QStringList sharedGgufFiles() {
+    QStringList files;
+    QDirIterator it(sharedModel(QString()), {QStringLiteral("*.gguf")}, QDir::Files,
+                    QDirIterator::Subdirectories);
+    while (it.hasNext()) {
+        files << it.next();
+    }
+    files.sort();
+    return files;
 }
 
 inline bool runningInCi() {
