@@ -134,7 +134,7 @@ void measure(const std::string& path, std::uint64_t size) {
 int main(int argc, char** argv) {
     const std::string folder = argc > 1 ? argv[1] : std::filesystem::temp_directory_path().string();
     const std::string a = folder + "/bench-70b-layout.gguf";
-    const std::string b = folder + "/bench-70b-layout-x16.gguf";
+    const std::string b = folder + "/bench-70b-layout-wide.gguf";
     const std::uint64_t sizeA = writeSparse(a, seventyB(1));
     const std::uint64_t sizeB = writeSparse(b, seventyB(4));
     std::printf("header %.1f MiB (tokenizer included); tensor data is a sparse hole\n",
