@@ -1,5 +1,6 @@
 #include "gguf_writer.h"
 
+#include "digest.h"
 #include "format_error.h"
 
 #include <algorithm>
@@ -30,51 +31,6 @@ void putString(std::vector<std::byte>& out, std::string_view text) {
 std::uint64_t alignUp(std::uint64_t value, std::uint64_t alignment) {
     return value + (alignment - value % alignment) % alignment;
 }
-
-// A fast 64-bit digest of what was written, compared with the re-opened file.
-class Digest {
-public:
-    // Equal byte sequences give equal digests however they are split into chunks.
-    void update(std::span<const std::byte> bytes) {
-        std::size_t i = 0;
-        for (; m_tailBytes != 0 && i < bytes.size(); ++i) {
-            feed(bytes[i]);
-        }
-        for (; i + 8 <= bytes.size(); i += 8) {
-            std::uint64_t word;
-            std::memcpy(&word, bytes.data() + i, 8);
-            mix(word);
-        }
-        for (; i < bytes.size(); ++i) {
-            feed(bytes[i]);
-        }
-    }
-    std::uint64_t value() const {
-        std::uint64_t h = m_state ^ (m_tail * 0x9E3779B97F4A7C15ull) ^ m_tailBytes;
-        h ^= h >> 33;
-        h *= 0xFF51AFD7ED558CCDull;
-        h ^= h >> 33;
-        return h;
-    }
-
-private:
-    void feed(std::byte b) {
-        m_tail |= static_cast<std::uint64_t>(b) << (8 * m_tailBytes);
-        if (++m_tailBytes == 8) {
-            mix(m_tail);
-            m_tail = 0;
-            m_tailBytes = 0;
-        }
-    }
-    void mix(std::uint64_t word) {
-        m_state ^= word * 0x87C37B91114253D5ull;
-        m_state = (m_state << 31) | (m_state >> 33);
-        m_state *= 0x4CF5AD432745937Full;
-    }
-    std::uint64_t m_state = 0x243F6A8885A308D3ull;
-    std::uint64_t m_tail = 0;
-    unsigned m_tailBytes = 0;
-};
 
 struct PlannedTensor {
     const TensorToWrite* tensor;

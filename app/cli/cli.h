@@ -34,6 +34,7 @@ private:
 };
 
 int runInspect(const std::vector<std::string>& args);
+int runMeasure(const std::vector<std::string>& args);
 int runSpecimen(const std::vector<std::string>& args);
 
 // Progress on stderr: a redrawn bar on a terminal, plain lines otherwise.

@@ -17,6 +17,14 @@ usage:
       --metadata    every metadata key (arrays shown by length and first N items)
       --json        everything as JSON (see docs/inspect-json.md)
       --max-array N items shown per metadata array (default 8; all with --json)
+  organ measure FILE... [--sample N|all] [--threads N] [--json F] [--csv F]
+                [--markdown F] [--no-cache]
+      Z-measure of every tensor (θ from 0° noise to 90° structure): a table per
+      model, the per-system summary and, with several files, the Z-ranking.
+      --sample N    values per tensor (default 100000); all: every value
+      --threads N   worker threads (default: one per core)
+      --json F, --csv F, --markdown F   write the full results (docs/measure.md)
+      --no-cache    measure afresh instead of using the stored results
   organ specimen OUT.gguf [--seed N]
       Writes a small llama model with structured weights and a tokenizer.
   organ help
@@ -31,6 +39,7 @@ int main(int argc, char** argv) {
     using namespace organ::cli;
     const std::map<std::string, std::function<int(const std::vector<std::string>&)>> commands{
         {"inspect", runInspect},
+        {"measure", runMeasure},
         {"specimen", runSpecimen},
     };
     if (argc < 2) {

@@ -1,0 +1,35 @@
+#pragma once
+
+#include "measure_report.h"
+
+#include <optional>
+#include <string>
+
+namespace organ {
+
+// Stored measurements in the user's cache folder, one JSON file per (file, parameters).
+// An entry is found only for the same path, size, modification time and header bytes of
+// every file of the model, and the same Z-measure version and sample: a changed file is
+// never served stale results.
+class MeasurementCache {
+public:
+    // $ORGAN_CACHE_DIR, else $XDG_CACHE_HOME/organ-workbench, else ~/.cache/organ-workbench.
+    static std::string defaultFolder();
+
+    explicit MeasurementCache(std::string folder = defaultFolder());
+    const std::string& folder() const { return m_folder; }
+
+    // The entry's file name for this model and these parameters.
+    std::string keyFor(const GgufModel& model, const ZParams& params) const;
+
+    // Fills m.measurement (and aggregates it) from a stored entry; false when there is none
+    // or it does not match the model.
+    bool load(MeasuredModel& m, const ZParams& params) const;
+    // Writes the entry atomically; failures are reported, never thrown.
+    bool store(const MeasuredModel& m, std::string* error = nullptr) const;
+
+private:
+    std::string m_folder;
+};
+
+} // namespace organ

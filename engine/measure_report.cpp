@@ -1,0 +1,357 @@
+#include "measure_report.h"
+
+#include "format_error.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace organ {
+namespace {
+
+nlohmann::json optionalNumber(const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::optional<double> numberOrNothing(const nlohmann::json& j, const char* key) {
+    const auto it = j.find(key);
+    return it == j.end() || it->is_null() ? std::nullopt : std::optional<double>(it->get<double>());
+}
+
+std::string fixed(const std::optional<double>& v, int digits) {
+    if (!v) {
+        return "—";
+    }
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.*f", digits, *v);
+    return buffer;
+}
+
+std::string pad(std::string text, std::size_t width, bool right = false) {
+    std::size_t points = 0;
+    for (unsigned char c : text) {
+        points += (c & 0xC0) != 0x80;
+    }
+    if (points >= width) {
+        return text;
+    }
+    const std::string fill(width - points, ' ');
+    return right ? fill + text : text + fill;
+}
+
+nlohmann::json sampleJson(const ZParams& p) {
+    return p.sample == kSampleAll ? nlohmann::json("all") : nlohmann::json(p.sample);
+}
+
+nlohmann::json groupJson(const ThetaGroup& g) {
+    const bool any = g.measured != 0;
+    return {{"key", g.key},
+            {"tensors", g.tensors},
+            {"measured", g.measured},
+            {"parameters", g.parameters},
+            {"theta_mean", any ? nlohmann::json(g.thetaMean) : nlohmann::json(nullptr)},
+            {"theta_min", any ? nlohmann::json(g.thetaMin) : nlohmann::json(nullptr)},
+            {"theta_max", any ? nlohmann::json(g.thetaMax) : nlohmann::json(nullptr)},
+            {"signal_mean", any ? nlohmann::json(g.signalMean) : nlohmann::json(nullptr)}};
+}
+
+std::optional<double> groupTheta(const ThetaGroup& g) {
+    return g.measured ? std::optional(g.thetaMean) : std::nullopt;
+}
+
+// Indices of measured tensors, lowest θ first.
+std::vector<std::size_t> byTheta(const MeasuredModel& m) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
+        if (m.measurement.tensors[i].hasTheta()) {
+            order.push_back(i);
+        }
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return *m.measurement.tensors[a].theta < *m.measurement.tensors[b].theta;
+    });
+    return order;
+}
+
+std::string sampleText(const ZParams& p) {
+    return p.sample == kSampleAll ? std::string("every value") : groupDigits(p.sample) + " values";
+}
+
+} // namespace
+
+nlohmann::json zResultToJson(const ZResult& z) {
+    return {{"n", z.n},
+            {"N", z.N},
+            {"constant", z.constant},
+            {"non_finite", z.nonFinite},
+            {"H", optionalNumber(z.H)},
+            {"K", optionalNumber(z.K)},
+            {"C", optionalNumber(z.C)},
+            {"sH", optionalNumber(z.sH)},
+            {"sK", optionalNumber(z.sK)},
+            {"sC", optionalNumber(z.sC)},
+            {"theta", optionalNumber(z.theta)},
+            {"signal", optionalNumber(z.signal)},
+            {"beta", optionalNumber(z.beta)},
+            {"energies", z.levelEnergies},
+            {"spectrum_non_finite", z.spectrumNonFinite}};
+}
+
+ZResult zResultFromJson(const nlohmann::json& j) {
+    ZResult z;
+    z.n = j.at("n").get<std::uint64_t>();
+    z.N = j.at("N").get<std::uint64_t>();
+    z.constant = j.at("constant").get<bool>();
+    z.nonFinite = j.at("non_finite").get<std::uint64_t>();
+    z.H = numberOrNothing(j, "H");
+    z.K = numberOrNothing(j, "K");
+    z.C = numberOrNothing(j, "C");
+    z.sH = numberOrNothing(j, "sH");
+    z.sK = numberOrNothing(j, "sK");
+    z.sC = numberOrNothing(j, "sC");
+    z.theta = numberOrNothing(j, "theta");
+    z.signal = numberOrNothing(j, "signal");
+    z.beta = numberOrNothing(j, "beta");
+    z.levelEnergies = j.at("energies").get<std::vector<double>>();
+    z.spectrumNonFinite = j.at("spectrum_non_finite").get<std::uint64_t>();
+    return z;
+}
+
+nlohmann::json measurementToJson(const MeasuredModel& m) {
+    const ModelMeasurement& mm = m.measurement;
+    nlohmann::json tensors = nlohmann::json::array();
+    for (std::size_t i = 0; i < mm.tensors.size(); ++i) {
+        const TensorInfo& t = m.model->tensors()[i];
+        const TensorAnatomy& a = m.anatomy.tensors[i];
+        nlohmann::json entry = zResultToJson(mm.tensors[i]);
+        entry["name"] = t.name;
+        entry["system"] = systemName(a.system);
+        entry["role"] = a.role;
+        entry["layer"] = a.layer ? nlohmann::json(*a.layer) : nlohmann::json(nullptr);
+        entry["dtype"] = tensorTypeName(t.type);
+        tensors.push_back(std::move(entry));
+    }
+    auto groups = [](const std::vector<ThetaGroup>& list) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& g : list) {
+            out.push_back(groupJson(g));
+        }
+        return out;
+    };
+    return {{"path", mm.path},
+            {"name", mm.name},
+            {"architecture", mm.architecture},
+            {"z_measure", kZMeasureVersion},
+            {"parameters", {{"sample", sampleJson(mm.params)}}},
+            {"from_cache", mm.fromCache},
+            {"model", groupJson(mm.model)},
+            {"systems", groups(mm.bySystem)},
+            {"roles", groups(mm.byRole)},
+            {"layers", groups(mm.byLayer)},
+            {"tensors", std::move(tensors)}};
+}
+
+nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models) {
+    nlohmann::json list = nlohmann::json::array();
+    std::vector<ModelMeasurement> measurements;
+    for (const auto& m : models) {
+        list.push_back(measurementToJson(m));
+        measurements.push_back(m.measurement);
+    }
+    nlohmann::json ranking = nlohmann::json::array();
+    int rank = 0;
+    for (const ModelMeasurement* r : zRanking(measurements)) {
+        auto row = groupJson(r->model);
+        row["rank"] = ++rank;
+        row["path"] = r->path;
+        row["name"] = r->name;
+        ranking.push_back(std::move(row));
+    }
+    const ZParams params = models.empty() ? ZParams{} : models.front().measurement.params;
+    return {{"z_measure", kZMeasureVersion},
+            {"parameters", {{"sample", sampleJson(params)}}},
+            {"models", std::move(list)},
+            {"ranking", std::move(ranking)}};
+}
+
+std::string measurementsCsv(const std::vector<MeasuredModel>& models) {
+    std::ostringstream out;
+    out << "model,tensor,system,role,layer,dtype,n,N,H,K,C,sH,sK,sC,theta,signal,beta,constant,non_finite\n";
+    auto number = [](const std::optional<double>& v) {
+        if (!v) {
+            return std::string();
+        }
+        char buffer[40];
+        std::snprintf(buffer, sizeof buffer, "%.10g", *v);
+        return std::string(buffer);
+    };
+    auto quoted = [](const std::string& text) {
+        std::string q = "\"";
+        for (char c : text) {
+            q += c == '"' ? std::string("\"\"") : std::string(1, c);
+        }
+        return q + "\"";
+    };
+    for (const auto& m : models) {
+        for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
+            const ZResult& z = m.measurement.tensors[i];
+            const TensorInfo& t = m.model->tensors()[i];
+            const TensorAnatomy& a = m.anatomy.tensors[i];
+            out << quoted(m.measurement.name) << ',' << quoted(t.name) << ',' << systemName(a.system) << ','
+                << quoted(a.role) << ',' << (a.layer ? std::to_string(*a.layer) : std::string()) << ','
+                << tensorTypeName(t.type) << ',' << z.n << ',' << z.N << ',' << number(z.H) << ','
+                << number(z.K) << ',' << number(z.C) << ',' << number(z.sH) << ',' << number(z.sK) << ','
+                << number(z.sC) << ',' << number(z.theta) << ',' << number(z.signal) << ',' << number(z.beta)
+                << ',' << (z.constant ? "true" : "false") << ',' << z.nonFinite << '\n';
+        }
+    }
+    return out.str();
+}
+
+std::string measurementsMarkdown(const std::vector<MeasuredModel>& models) {
+    std::ostringstream out;
+    const ZParams params = models.empty() ? ZParams{} : models.front().measurement.params;
+    out << "# Z-measure report\n\n";
+    out << "Z-measure " << kZMeasureVersion << ", " << sampleText(params)
+        << " per tensor. θ runs from 0° (noise) to 90° (structure); signal = sin θ.\n\n";
+    out << "## Ranking\n\n| # | model | θ mean | signal | tensors | parameters "
+           "|\n|---|---|---|---|---|---|\n";
+    std::vector<ModelMeasurement> measurements;
+    for (const auto& m : models) {
+        measurements.push_back(m.measurement);
+    }
+    int rank = 0;
+    for (const ModelMeasurement* r : zRanking(measurements)) {
+        out << "| " << ++rank << " | " << r->name << " | " << fixed(groupTheta(r->model), 2) << "° | "
+            << fixed(r->model.measured ? std::optional(r->model.signalMean) : std::nullopt, 3) << " | "
+            << r->model.measured << " | " << humanCount(r->model.parameters) << " |\n";
+    }
+    for (const auto& m : models) {
+        const ModelMeasurement& mm = m.measurement;
+        out << "\n## " << mm.name << "\n\n`" << fileLabel(mm.path) << "` · "
+            << (mm.architecture.empty() ? "?" : mm.architecture) << " · " << humanCount(mm.model.parameters)
+            << " parameters · θ mean " << fixed(groupTheta(mm.model), 2) << "° over " << mm.model.measured
+            << " of " << mm.model.tensors << " tensors\n\n";
+        out << "### By anatomical system\n\n| system | tensors | θ mean | θ min | θ max | signal "
+               "|\n|---|---|---|---|---|---|\n";
+        for (const auto& g : mm.bySystem) {
+            const bool any = g.measured != 0;
+            out << "| " << g.key << " | " << g.measured << " | " << fixed(groupTheta(g), 2) << "° | "
+                << fixed(any ? std::optional(g.thetaMin) : std::nullopt, 2) << "° | "
+                << fixed(any ? std::optional(g.thetaMax) : std::nullopt, 2) << "° | "
+                << fixed(any ? std::optional(g.signalMean) : std::nullopt, 3) << " |\n";
+        }
+        if (!mm.byLayer.empty()) {
+            out << "\n### By layer\n\n| layer | θ mean | θ min | θ max |\n|---|---|---|---|\n";
+            for (const auto& g : mm.byLayer) {
+                const bool any = g.measured != 0;
+                out << "| " << g.key << " | " << fixed(groupTheta(g), 2) << "° | "
+                    << fixed(any ? std::optional(g.thetaMin) : std::nullopt, 2) << "° | "
+                    << fixed(any ? std::optional(g.thetaMax) : std::nullopt, 2) << "° |\n";
+            }
+        }
+        out << "\n### Lowest θ (closest to noise)\n\n| tensor | system | role | dtype | θ | H | K | C |\n"
+               "|---|---|---|---|---|---|---|---|\n";
+        const auto order = byTheta(m);
+        for (std::size_t k = 0; k < std::min<std::size_t>(10, order.size()); ++k) {
+            const std::size_t i = order[k];
+            const ZResult& z = mm.tensors[i];
+            out << "| `" << m.model->tensors()[i].name << "` | " << systemName(m.anatomy.tensors[i].system)
+                << " | " << m.anatomy.tensors[i].role << " | " << tensorTypeName(m.model->tensors()[i].type)
+                << " | " << fixed(z.theta, 2) << "° | " << fixed(z.H, 3) << " | " << fixed(z.K, 2) << " | "
+                << fixed(z.C, 2) << " |\n";
+        }
+        std::vector<std::string> constant;
+        std::vector<std::string> flagged;
+        for (std::size_t i = 0; i < mm.tensors.size(); ++i) {
+            if (mm.tensors[i].constant) {
+                constant.push_back(m.model->tensors()[i].name);
+            }
+            if (mm.tensors[i].nonFinite != 0 || mm.tensors[i].spectrumNonFinite != 0) {
+                flagged.push_back(m.model->tensors()[i].name + " (" + groupDigits(mm.tensors[i].nonFinite) +
+                                  ")");
+            }
+        }
+        if (!constant.empty()) {
+            out << "\nConstant tensors (no θ): " << constant.size() << ", e.g. `" << constant.front()
+                << "`.\n";
+        }
+        if (!flagged.empty()) {
+            out << "\n**Non-finite values (NaN or ±∞), left out of the statistics:** ";
+            for (std::size_t k = 0; k < flagged.size(); ++k) {
+                out << (k ? ", " : "") << '`' << flagged[k] << '`';
+            }
+            out << "\n";
+        }
+    }
+    return out.str();
+}
+
+std::string tensorThetaTable(const MeasuredModel& m) {
+    std::size_t width = 6;
+    for (const auto& t : m.model->tensors()) {
+        width = std::max(width, t.name.size());
+    }
+    std::ostringstream out;
+    out << pad("tensor", width + 2) << pad("system", 10) << pad("role", 18) << pad("layer", 6, true) << "  "
+        << pad("dtype", 8) << pad("θ", 7, true) << pad("H", 7, true) << pad("K", 9, true) << pad("C", 9, true)
+        << pad("β", 7, true) << "\n";
+    for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
+        const ZResult& z = m.measurement.tensors[i];
+        const TensorAnatomy& a = m.anatomy.tensors[i];
+        std::string theta = z.constant ? "const" : fixed(z.theta, 2);
+        if (z.nonFinite != 0) {
+            theta += "!";
+        }
+        out << pad(m.model->tensors()[i].name, width + 2) << pad(std::string(systemName(a.system)), 10)
+            << pad(a.role, 18) << pad(a.layer ? std::to_string(*a.layer) : "-", 6, true) << "  "
+            << pad(std::string(tensorTypeName(m.model->tensors()[i].type)), 8) << pad(theta, 7, true)
+            << pad(fixed(z.H, 3), 7, true) << pad(fixed(z.K, 2), 9, true) << pad(fixed(z.C, 2), 9, true)
+            << pad(fixed(z.beta, 2), 7, true) << "\n";
+    }
+    return out.str();
+}
+
+std::string systemThetaTable(const MeasuredModel& m) {
+    std::ostringstream out;
+    out << pad("system", 10) << pad("tensors", 8, true) << pad("θ mean", 9, true) << pad("θ min", 8, true)
+        << pad("θ max", 8, true) << pad("signal", 8, true) << "\n";
+    auto row = [&](const ThetaGroup& g) {
+        const bool any = g.measured != 0;
+        out << pad(g.key, 10) << pad(std::to_string(g.measured), 8, true)
+            << pad(fixed(groupTheta(g), 2), 9, true)
+            << pad(fixed(any ? std::optional(g.thetaMin) : std::nullopt, 2), 8, true)
+            << pad(fixed(any ? std::optional(g.thetaMax) : std::nullopt, 2), 8, true)
+            << pad(fixed(any ? std::optional(g.signalMean) : std::nullopt, 3), 8, true) << "\n";
+    };
+    for (const auto& g : m.measurement.bySystem) {
+        row(g);
+    }
+    ThetaGroup whole = m.measurement.model;
+    whole.key = "model";
+    row(whole);
+    return out.str();
+}
+
+std::string rankingTable(const std::vector<MeasuredModel>& models) {
+    std::vector<ModelMeasurement> measurements;
+    std::size_t width = 5;
+    for (const auto& m : models) {
+        measurements.push_back(m.measurement);
+        width = std::max(width, m.measurement.name.size());
+    }
+    std::ostringstream out;
+    out << pad("#", 3, true) << "  " << pad("model", width + 2) << pad("θ mean", 9, true)
+        << pad("signal", 8, true) << pad("tensors", 9, true) << pad("parameters", 12, true) << "\n";
+    int rank = 0;
+    for (const ModelMeasurement* r : zRanking(measurements)) {
+        out << pad(std::to_string(++rank), 3, true) << "  " << pad(r->name, width + 2)
+            << pad(fixed(groupTheta(r->model), 2) + "°", 9, true)
+            << pad(fixed(r->model.measured ? std::optional(r->model.signalMean) : std::nullopt, 3), 8, true)
+            << pad(std::to_string(r->model.measured), 9, true)
+            << pad(humanCount(r->model.parameters), 12, true) << "\n";
+    }
+    return out.str();
+}
+
+} // namespace organ

@@ -1,0 +1,37 @@
+#pragma once
+
+#include "anatomy.h"
+#include "gguf_model.h"
+#include "model_measure.h"
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace organ {
+
+// A model with its anatomy and its measurement: what every report needs.
+struct MeasuredModel {
+    std::shared_ptr<const GgufModel> model;
+    ModelAnatomy anatomy;
+    ModelMeasurement measurement;
+};
+
+nlohmann::json zResultToJson(const ZResult& z);
+ZResult zResultFromJson(const nlohmann::json& j);
+
+// One model: identity, parameters, groups and every tensor (docs/measure-json.md).
+nlohmann::json measurementToJson(const MeasuredModel& m);
+// The whole `organ measure --json` document: version, parameters, models, ranking.
+nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models);
+
+std::string measurementsCsv(const std::vector<MeasuredModel>& models);
+std::string measurementsMarkdown(const std::vector<MeasuredModel>& models);
+
+// Plain text for the terminal: the tensor table, the per-system summary, the ranking.
+std::string tensorThetaTable(const MeasuredModel& m);
+std::string systemThetaTable(const MeasuredModel& m);
+std::string rankingTable(const std::vector<MeasuredModel>& models);
+
+} // namespace organ
