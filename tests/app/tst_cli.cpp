@@ -41,7 +41,11 @@ class TestCli : public QObject {
     QTemporaryDir m_dir;
 
 private slots:
-    void initTestCase() { QVERIFY2(!qgetenv("ORGAN_CLI").isEmpty(), "ORGAN_CLI is not set"); }
+    void initTestCase() {
+        QVERIFY2(!qgetenv("ORGAN_CLI").isEmpty(), "ORGAN_CLI is not set");
+        // Never the user's own cache: the child processes inherit this.
+        qputenv("ORGAN_CACHE_DIR", m_dir.filePath(QStringLiteral("cache")).toLocal8Bit());
+    }
 
     void usage() {
         QCOMPARE(runOrgan({}).exitCode, 2);
@@ -133,6 +137,85 @@ private slots:
             runOrgan({QStringLiteral("inspect"), m_dir.filePath(QStringLiteral("nope.gguf"))});
         QCOMPARE(missing.exitCode, 1);
         QVERIFY(missing.err.contains(QStringLiteral("nope.gguf: cannot open")));
+    }
+
+    void measureReports() {
+        const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString damaged = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthy);
+        ORGAN_REQUIRE_SHARED(damaged);
+        const QString json = m_dir.filePath(QStringLiteral("m.json"));
+        const QString csv = m_dir.filePath(QStringLiteral("m.csv"));
+        const QString markdown = m_dir.filePath(QStringLiteral("m.md"));
+        const Run run = runOrgan({QStringLiteral("measure"), damaged, healthy, QStringLiteral("--json"), json,
+                                  QStringLiteral("--csv"), csv, QStringLiteral("--markdown"), markdown,
+                                  QStringLiteral("--no-cache")});
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY(run.out.contains(QRegularExpression(
+            QStringLiteral("blk\\.1\\.ffn_up\\.weight +organ +ffn_up +1  F32 +\\d+\\.\\d\\d"))));
+        QVERIFY(run.out.contains(QStringLiteral("Z-ranking")));
+        QVERIFY(run.out.contains(QRegularExpression(QStringLiteral("  1  llama +36\\.6\\d°"))));
+        QVERIFY(run.err.contains(QStringLiteral("measuring 100%")));
+
+        const QJsonObject doc = QJsonDocument::fromJson(readAll(json)).object();
+        QCOMPARE(doc[QStringLiteral("z_measure")].toString(), QStringLiteral("v1"));
+        QCOMPARE(doc[QStringLiteral("parameters")].toObject()[QStringLiteral("sample")].toInt(), 100000);
+        const QJsonArray models = doc[QStringLiteral("models")].toArray();
+        QCOMPARE(models.size(), 2);
+        const QJsonArray tensors = models[0].toObject()[QStringLiteral("tensors")].toArray();
+        QCOMPARE(tensors.size(), 48);
+        for (const auto& t : tensors) {
+            QVERIFY(t.toObject()[QStringLiteral("theta")].isDouble());
+        }
+        const QJsonArray ranking = doc[QStringLiteral("ranking")].toArray();
+        QCOMPARE(ranking[0].toObject()[QStringLiteral("name")].toString(), QStringLiteral("llama"));
+        QCOMPARE(ranking[1].toObject()[QStringLiteral("name")].toString(),
+                 QStringLiteral("stories260K-damaged"));
+
+        const QStringList lines = QString::fromUtf8(readAll(csv)).split(u'\n', Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 1 + 96);
+        QVERIFY(lines[0].startsWith(QStringLiteral("model,tensor,system,role,layer,dtype,n,N,H,K,C")));
+        QCOMPARE(lines[1].count(u','), lines[0].count(u','));
+
+        const QString report = QString::fromUtf8(readAll(markdown));
+        QVERIFY(report.startsWith(QStringLiteral("# Z-measure report")));
+        QVERIFY(report.contains(QStringLiteral("| 1 | llama | 36.")));
+        QVERIFY(report.contains(QStringLiteral("| 2 | stories260K-damaged | 34.")));
+        QVERIFY(report.contains(QStringLiteral("### Lowest θ")));
+    }
+
+    void measureCache() {
+        const QString path = sharedModel(QStringLiteral("stories260K-q8_0.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const Run first = runOrgan({QStringLiteral("measure"), path});
+        QCOMPARE(first.exitCode, 0);
+        QVERIFY(!first.out.contains(QStringLiteral("from cache")));
+        const Run second = runOrgan({QStringLiteral("measure"), path});
+        QCOMPARE(second.exitCode, 0);
+        QVERIFY(second.out.contains(QStringLiteral("[from cache; --no-cache measures afresh]")));
+        QVERIFY(second.err.isEmpty()); // nothing measured: no progress
+        QCOMPARE(second.out.section(QStringLiteral("\n\n"), 1), first.out.section(QStringLiteral("\n\n"), 1));
+        const Run fresh = runOrgan({QStringLiteral("measure"), QStringLiteral("--no-cache"), path});
+        QVERIFY(!fresh.out.contains(QStringLiteral("from cache")));
+        const Run other =
+            runOrgan({QStringLiteral("measure"), QStringLiteral("--sample"), QStringLiteral("all"), path});
+        QVERIFY(!other.out.contains(QStringLiteral("from cache")));
+    }
+
+    void measureErrors() {
+        QCOMPARE(runOrgan({QStringLiteral("measure")}).exitCode, 2);
+        QCOMPARE(runOrgan({QStringLiteral("measure"), QStringLiteral("--sample"), QStringLiteral("lots"),
+                           QStringLiteral("x.gguf")})
+                     .exitCode,
+                 2);
+        QCOMPARE(runOrgan({QStringLiteral("measure"), QStringLiteral("--sample"), QStringLiteral("0"),
+                           QStringLiteral("x.gguf")})
+                     .exitCode,
+                 2);
+        const Run missing =
+            runOrgan({QStringLiteral("measure"), m_dir.filePath(QStringLiteral("none.gguf"))});
+        QCOMPARE(missing.exitCode, 1);
+        QVERIFY(missing.err.contains(QStringLiteral("none.gguf: cannot open")));
     }
 
     void specimen() {
