@@ -95,8 +95,8 @@ JobResult measureModel(const GgufModel& model, const ModelAnatomy& anatomy, cons
 
     auto measureOne = [&](std::size_t i, unsigned tensorThreads) {
         const TensorInfo& t = tensors[i];
-        auto result =
-            measureTensor(t.type, model.tensorData(t), t.elements, options.params, tensorThreads, stop);
+        auto result = measureTensor(t.type, model.tensorData(t), t.elements, options.params, tensorThreads,
+                                    stop, model.shards()[t.shard]->mapping());
         if (!result) {
             cancelled = true;
             return;

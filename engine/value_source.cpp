@@ -11,8 +11,10 @@ void SpanValueSource::read(std::uint64_t begin, std::span<float> out) const {
 }
 
 TensorSampleSource::TensorSampleSource(TensorType type, std::span<const std::byte> data,
-                                       std::uint64_t elements, std::uint64_t sample)
-    : m_type(type), m_data(data), m_elements(elements), m_sample(std::min(sample, elements)) {}
+                                       std::uint64_t elements, std::uint64_t sample,
+                                       std::shared_ptr<const MappedFile> mapping)
+    : m_type(type), m_data(data), m_elements(elements), m_sample(std::min(sample, elements)),
+      m_mapping(std::move(mapping)) {}
 
 namespace {
 // k · N overflows 64 bits for large tensors; GCC and Clang have a 128-bit integer.
@@ -24,6 +26,21 @@ std::uint64_t TensorSampleSource::elementOf(std::uint64_t k) const {
 }
 
 void TensorSampleSource::read(std::uint64_t begin, std::span<float> out) const {
+    if (out.empty()) {
+        return;
+    }
+    decode(begin, out);
+    if (m_mapping) {
+        const auto& traits = traitsOf(m_type);
+        const std::uint64_t firstByte = elementOf(begin) / traits.blockSize * traits.bytesPerBlock;
+        const std::uint64_t lastByte =
+            (elementOf(begin + out.size() - 1) / traits.blockSize + 1) * traits.bytesPerBlock;
+        const auto base = static_cast<std::uint64_t>(m_data.data() - m_mapping->bytes().data());
+        m_mapping->release(base + firstByte, lastByte - firstByte);
+    }
+}
+
+void TensorSampleSource::decode(std::uint64_t begin, std::span<float> out) const {
     if (m_sample == m_elements) {
         dequantizeRange(m_type, m_data, begin, out.size(), out.data());
         return;

@@ -1,6 +1,9 @@
 #pragma once
 
+#include "mapped_file.h"
 #include "tensor_type.h"
+
+#include <memory>
 
 #include <cstdint>
 #include <span>
@@ -33,17 +36,21 @@ private:
 // tensor is decoded in contiguous runs.
 class TensorSampleSource : public ValueSource {
 public:
+    // When `mapping` holds `data`, the pages behind each read are released afterwards, so
+    // that measuring a model larger than memory keeps the resident set small.
     TensorSampleSource(TensorType type, std::span<const std::byte> data, std::uint64_t elements,
-                       std::uint64_t sample);
+                       std::uint64_t sample, std::shared_ptr<const MappedFile> mapping = nullptr);
     std::uint64_t size() const override { return m_sample; }
     void read(std::uint64_t begin, std::span<float> out) const override;
     std::uint64_t elementOf(std::uint64_t k) const;
 
 private:
+    void decode(std::uint64_t begin, std::span<float> out) const;
     TensorType m_type;
     std::span<const std::byte> m_data;
     std::uint64_t m_elements;
     std::uint64_t m_sample;
+    std::shared_ptr<const MappedFile> m_mapping;
 };
 
 } // namespace organ

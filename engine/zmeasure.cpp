@@ -387,9 +387,10 @@ void measureSpectrum(const ValueSource& leading, ZResult& result) {
 }
 
 std::optional<ZResult> measureTensor(TensorType type, std::span<const std::byte> data, std::uint64_t elements,
-                                     const ZParams& params, unsigned threads, const StopToken* stop) {
+                                     const ZParams& params, unsigned threads, const StopToken* stop,
+                                     std::shared_ptr<const MappedFile> mapping) {
     const std::uint64_t sample = params.sample == kSampleAll ? elements : params.sample;
-    const TensorSampleSource sampled(type, data, elements, sample);
+    const TensorSampleSource sampled(type, data, elements, sample, mapping);
     auto result = measureSample(sampled, threads, stop);
     if (!result) {
         return std::nullopt;
@@ -398,7 +399,7 @@ std::optional<ZResult> measureTensor(TensorType type, std::span<const std::byte>
     if (result->constant || !result->hasTheta()) {
         return result;
     }
-    const TensorSampleSource all(type, data, elements, elements);
+    const TensorSampleSource all(type, data, elements, elements, mapping);
     measureSpectrum(all, *result);
     return result;
 }

@@ -44,9 +44,11 @@ std::optional<ZResult> measureSample(const ValueSource& values, unsigned threads
 void measureSpectrum(const ValueSource& leadingValues, ZResult& result);
 
 // A whole tensor: the stride sample of `params`, then the spectrum.
+// `mapping`, when given, holds `data`: its pages are released as they are read.
 std::optional<ZResult> measureTensor(TensorType type, std::span<const std::byte> data, std::uint64_t elements,
                                      const ZParams& params, unsigned threads = 1,
-                                     const StopToken* stop = nullptr);
+                                     const StopToken* stop = nullptr,
+                                     std::shared_ptr<const MappedFile> mapping = nullptr);
 
 // θ from H, K and C, as the spec's section 3 defines it; fills the scores too.
 void scoreResult(ZResult& result);
