@@ -34,6 +34,41 @@ float halfToFloat(std::uint16_t h) {
     return std::bit_cast<float>(bits);
 }
 
+std::uint16_t floatToHalf(float value) {
+    const auto bits = std::bit_cast<std::uint32_t>(value);
+    const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+    const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+    if (magnitude > 0x7F800000u) {
+        return static_cast<std::uint16_t>(sign | 0x7E00u); // NaN
+    }
+    if (magnitude >= 0x477FF000u) {
+        return static_cast<std::uint16_t>(sign | 0x7C00u); // rounds past 65504: infinity
+    }
+    if (magnitude < 0x38800000u) {
+        // Subnormal half (or zero): the value in units of 2^-24, rounded to nearest even.
+        const float scaled = std::bit_cast<float>(magnitude) * 16777216.0f;
+        return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(std::nearbyint(scaled)));
+    }
+    // Normal: rebias the exponent, round the 13 dropped mantissa bits to nearest even.
+    std::uint32_t half = (magnitude >> 13) - (112u << 10);
+    const std::uint32_t dropped = magnitude & 0x1FFFu;
+    if (dropped > 0x1000u || (dropped == 0x1000u && (half & 1u) != 0)) {
+        ++half;
+    }
+    return static_cast<std::uint16_t>(sign | half);
+}
+
+const float* detail::halfTable() {
+    static const std::vector<float> table = [] {
+        std::vector<float> values(65536);
+        for (std::uint32_t h = 0; h < values.size(); ++h) {
+            values[h] = halfToFloat(static_cast<std::uint16_t>(h));
+        }
+        return values;
+    }();
+    return table.data();
+}
+
 float bfloat16ToFloat(std::uint16_t bits) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
 }
@@ -49,8 +84,9 @@ template <typename T> void decodePlain(const std::byte* src, std::size_t n, floa
 }
 
 void decodeF16(const std::byte* src, std::size_t n, float* out) {
+    const float* table = halfTable();
     for (std::size_t i = 0; i < n; ++i) {
-        out[i] = halfToFloat(load16(src + 2 * i));
+        out[i] = table[load16(src + 2 * i)];
     }
 }
 

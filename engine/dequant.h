@@ -22,6 +22,8 @@ void dequantizeRange(TensorType type, std::span<const std::byte> data, std::uint
 
 // IEEE half and bfloat16 to float, exactly (subnormals, infinities and NaN included).
 float halfToFloat(std::uint16_t bits);
+// Float to IEEE half, rounding to nearest even (overflow gives infinity, NaN stays NaN).
+std::uint16_t floatToHalf(float value);
 float bfloat16ToFloat(std::uint16_t bits);
 
 } // namespace organ

@@ -177,7 +177,98 @@ void scoreResult(ZResult& r) {
     r.signal = std::sin(*r.theta * std::numbers::pi / 180.0);
 }
 
-std::optional<ZResult> measureSample(const ValueSource& values, unsigned threads, const StopToken* stop) {
+namespace {
+
+// Fills H, K, C and the scores from statistics gathered by either strategy.
+void finishIndicators(ZResult& result, const std::array<std::uint64_t, 256>& histogram, double m2Sum,
+                      double m4Sum, std::uint64_t gaps, double meanGap, double sumOfSquaredGaps) {
+    const auto n = static_cast<double>(result.n);
+    double entropy = 0;
+    for (std::uint64_t c : histogram) {
+        if (c != 0) {
+            const double p = static_cast<double>(c) / n;
+            entropy -= p * std::log2(p);
+        }
+    }
+    result.H = entropy / 8.0;
+    const double m2 = m2Sum / n;
+    const double m4 = m4Sum / n;
+    result.K = m4 / (m2 * m2) - 3.0;
+    if (gaps < 3 || meanGap == 0) {
+        result.C = 0.0;
+    } else {
+        const double variance =
+            std::max(0.0, sumOfSquaredGaps / static_cast<double>(gaps) - meanGap * meanGap);
+        result.C = std::sqrt(variance) / meanGap;
+    }
+    scoreResult(result);
+}
+
+// The sample in memory: one read, statistics from the values, C from the sorted values
+// exactly as the spec states it.
+std::optional<ZResult> measureInMemory(const ValueSource& values, const StopToken* stop) {
+    ZResult result;
+    std::vector<float> sample(static_cast<std::size_t>(values.size()));
+    for (std::uint64_t begin = 0; begin < sample.size(); begin += kChunk) {
+        if (stop != nullptr && stop->stopRequested()) {
+            return std::nullopt;
+        }
+        const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, sample.size() - begin));
+        values.read(begin, std::span<float>(sample.data() + begin, count));
+    }
+    const auto finiteEnd =
+        std::partition(sample.begin(), sample.end(), [](float v) { return std::isfinite(v); });
+    result.nonFinite = static_cast<std::uint64_t>(sample.end() - finiteEnd);
+    sample.erase(finiteEnd, sample.end());
+    result.n = sample.size();
+    if (sample.empty()) {
+        return result;
+    }
+    std::sort(sample.begin(), sample.end());
+    const double min = sample.front();
+    const double max = sample.back();
+    if (min == max) {
+        result.constant = true;
+        return result;
+    }
+    double sum = 0;
+    for (float v : sample) {
+        sum += v;
+    }
+    const double mean = sum / static_cast<double>(sample.size());
+    double m2 = 0;
+    double m4 = 0;
+    std::array<std::uint64_t, 256> histogram{};
+    const Binning binning(min, max);
+    for (float v : sample) {
+        const double d = v - mean;
+        m2 += d * d;
+        m4 += d * d * d * d;
+        ++histogram[static_cast<std::size_t>(binning.bin(v))];
+    }
+    const std::size_t trim = sample.size() / 100;
+    const std::size_t first = trim;
+    const std::size_t last = sample.size() - trim - 1;
+    double squares = 0;
+    for (std::size_t i = first + 1; i <= last; ++i) {
+        const double gap = static_cast<double>(sample[i]) - sample[i - 1];
+        squares += gap * gap;
+    }
+    const std::uint64_t gaps = last - first;
+    const double meanGap =
+        gaps == 0 ? 0.0 : (static_cast<double>(sample[last]) - sample[first]) / static_cast<double>(gaps);
+    finishIndicators(result, histogram, m2, m4, gaps, meanGap, squares);
+    return result;
+}
+
+} // namespace
+
+std::optional<ZResult> measureSample(const ValueSource& values, unsigned threads, const StopToken* stop,
+                                     SampleStrategy strategy) {
+    if (strategy == SampleStrategy::InMemory ||
+        (strategy == SampleStrategy::Auto && values.size() <= kInMemorySample)) {
+        return measureInMemory(values, stop);
+    }
     ZResult result;
     auto first =
         overChunks(values, threads, stop, FirstPass{}, [](std::span<const float> chunk, FirstPass& a) {
@@ -313,27 +404,11 @@ std::optional<ZResult> measureSample(const ValueSource& values, unsigned threads
         }
     }
 
-    double entropy = 0;
-    for (std::uint64_t c : totals.histogram) {
-        if (c != 0) {
-            const double p = static_cast<double>(c) / static_cast<double>(n);
-            entropy -= p * std::log2(p);
-        }
-    }
-    result.H = entropy / 8.0;
-    const double m2 = totals.m2 / static_cast<double>(n);
-    const double m4 = totals.m4 / static_cast<double>(n);
-    result.K = m4 / (m2 * m2) - 3.0;
     const std::uint64_t gaps = highRank - lowRank; // (n - 2 trim) values, one gap fewer
     const double meanGap =
-        gaps == 0 ? 0.0 : (static_cast<double>(keyValue(highKey)) - keyValue(lowKey)) / gaps;
-    if (gaps < 3 || meanGap == 0) {
-        result.C = 0.0;
-    } else {
-        const double variance = std::max(0.0, walk.sumOfSquaredGaps() / gaps - meanGap * meanGap);
-        result.C = std::sqrt(variance) / meanGap;
-    }
-    scoreResult(result);
+        gaps == 0 ? 0.0
+                  : (static_cast<double>(keyValue(highKey)) - keyValue(lowKey)) / static_cast<double>(gaps);
+    finishIndicators(result, totals.histogram, totals.m2, totals.m4, gaps, meanGap, walk.sumOfSquaredGaps());
     return result;
 }
 

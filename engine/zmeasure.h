@@ -37,8 +37,14 @@ struct ZResult {
 // sample's size: C is computed from order statistics and the set of distinct values,
 // without sorting the sample. Runs on `threads` threads (at least 1); stops early and
 // returns nullopt when `stop` is requested.
+// How measureSample holds the sample: Auto reads samples of up to kInMemorySample values
+// into memory and sorts them; larger ones are streamed in passes with bounded memory.
+enum class SampleStrategy { Auto, InMemory, Streaming };
+inline constexpr std::uint64_t kInMemorySample = 4u << 20;
+
 std::optional<ZResult> measureSample(const ValueSource& values, unsigned threads = 1,
-                                     const StopToken* stop = nullptr);
+                                     const StopToken* stop = nullptr,
+                                     SampleStrategy strategy = SampleStrategy::Auto);
 
 // β and E_j of the first min(N, 2^20) values of a tensor, zero-padded to a power of two.
 void measureSpectrum(const ValueSource& leadingValues, ZResult& result);

@@ -142,6 +142,24 @@ private slots:
     }
 
     // Types without a reference file, checked against the format's definition.
+    // Every half survives float and back; floats between halves round to nearest even.
+    void halfRoundTrip() {
+        for (std::uint32_t h = 0; h < 0x10000; ++h) {
+            const float f = halfToFloat(std::uint16_t(h));
+            if (std::isnan(f)) {
+                QVERIFY(std::isnan(halfToFloat(floatToHalf(f))));
+                continue;
+            }
+            QCOMPARE(floatToHalf(f), std::uint16_t(h));
+        }
+        QCOMPARE(floatToHalf(1.0f + std::ldexp(1.0f, -11)), std::uint16_t(0x3C00)); // tie: even
+        QCOMPARE(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), std::uint16_t(0x3C02));
+        QCOMPARE(floatToHalf(65520.0f), std::uint16_t(0x7C00));
+        QCOMPARE(floatToHalf(65519.0f), std::uint16_t(0x7BFF));
+        QCOMPARE(floatToHalf(std::ldexp(1.0f, -25)), std::uint16_t(0)); // tie below the smallest: even
+        QCOMPARE(floatToHalf(std::ldexp(3.0f, -26)), std::uint16_t(1));
+    }
+
     void plainTypes() {
         const double f64[3] = {1.5, -2.25, 1e10};
         const std::int8_t i8[3] = {-128, 0, 127};

@@ -20,9 +20,10 @@ bool near(double actual, double expected, double tolerance) {
     return std::abs(actual - expected) <= tolerance * std::max(1.0, std::abs(expected));
 }
 
-ZResult measureFloats(const std::vector<float>& values, unsigned threads = 1) {
+ZResult measureFloats(const std::vector<float>& values, unsigned threads = 1,
+                      SampleStrategy strategy = SampleStrategy::Auto) {
     const SpanValueSource source(values);
-    auto result = measureSample(source, threads);
+    auto result = measureSample(source, threads, nullptr, strategy);
     return result ? *result : ZResult{};
 }
 
@@ -161,6 +162,9 @@ private slots:
         v.push_back(std::numeric_limits<float>::infinity());
         v.push_back(-std::numeric_limits<float>::infinity());
         const ZResult dirty = measureFloats(v);
+        const ZResult dirtyStreamed = measureFloats(v, 2, SampleStrategy::Streaming);
+        QCOMPARE(dirtyStreamed.nonFinite, std::uint64_t(3));
+        QVERIFY(near(*dirtyStreamed.theta, *clean.theta, 1e-9));
         QCOMPARE(dirty.nonFinite, std::uint64_t(3));
         QCOMPARE(dirty.n, std::uint64_t(10000));
         QCOMPARE(*dirty.theta, *clean.theta);
@@ -196,7 +200,39 @@ private slots:
             }
             var /= double(diffs.size());
             const double expected = diffs.size() < 3 || mean == 0 ? 0.0 : std::sqrt(var) / mean;
-            QVERIFY2(near(*measureFloats(v, 2).C, expected, 1e-9), qPrintable(QString::number(n)));
+            for (auto strategy : {SampleStrategy::InMemory, SampleStrategy::Streaming}) {
+                QVERIFY2(near(*measureFloats(v, 2, strategy).C, expected, 1e-9),
+                         qPrintable(QString::number(n)));
+            }
+        }
+    }
+
+    // The streaming strategy (bounded memory, for huge samples) gives the numbers the
+    // in-memory one does, on every tensor of real files.
+    void strategiesAgree_data() {
+        QTest::addColumn<QString>("model");
+        QTest::newRow("stories260K-q8_0") << QStringLiteral("stories260K-q8_0.gguf");
+        QTest::newRow("wide-q4_k_m") << QStringLiteral("quant/wide-q4_k_m.gguf");
+        QTest::newRow("wide-iq2_xs") << QStringLiteral("quant/wide-iq2_xs.gguf");
+    }
+
+    void strategiesAgree() {
+        QFETCH(QString, model);
+        ORGAN_REQUIRE_SHARED(sharedModel(model));
+        const auto file = GgufFile::open(sharedModel(model).toStdString());
+        for (const auto& t : file->tensors()) {
+            const TensorSampleSource all(t.type, file->tensorData(t), t.elements, t.elements);
+            const auto memory = measureSample(all, 1, nullptr, SampleStrategy::InMemory);
+            const auto streamed = measureSample(all, 2, nullptr, SampleStrategy::Streaming);
+            QCOMPARE(streamed->n, memory->n);
+            QCOMPARE(streamed->constant, memory->constant);
+            if (!memory->hasTheta()) {
+                continue;
+            }
+            QVERIFY2(near(*streamed->H, *memory->H, 1e-12), t.name.c_str());
+            QVERIFY2(near(*streamed->K, *memory->K, 1e-9), t.name.c_str());
+            QVERIFY2(near(*streamed->C, *memory->C, 1e-9), t.name.c_str());
+            QVERIFY2(near(*streamed->theta, *memory->theta, 1e-9), t.name.c_str());
         }
     }
 
@@ -228,7 +264,8 @@ private slots:
         v[7] = 2.0f;
         StopToken stop;
         stop.requestStop();
-        QVERIFY(!measureSample(SpanValueSource(v), 2, &stop).has_value());
+        QVERIFY(!measureSample(SpanValueSource(v), 2, &stop, SampleStrategy::InMemory).has_value());
+        QVERIFY(!measureSample(SpanValueSource(v), 2, &stop, SampleStrategy::Streaming).has_value());
     }
 };
 
