@@ -58,7 +58,9 @@ std::uint16_t floatToHalf(float value) {
     return static_cast<std::uint16_t>(sign | half);
 }
 
-const float* detail::halfTable() {
+namespace detail {
+
+const float* halfTable() {
     static const std::vector<float> table = [] {
         std::vector<float> values(65536);
         for (std::uint32_t h = 0; h < values.size(); ++h) {
@@ -68,6 +70,8 @@ const float* detail::halfTable() {
     }();
     return table.data();
 }
+
+} // namespace detail
 
 float bfloat16ToFloat(std::uint16_t bits) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
