@@ -26,16 +26,26 @@ std::uint64_t TensorSampleSource::elementOf(std::uint64_t k) const {
 }
 
 void TensorSampleSource::read(std::uint64_t begin, std::span<float> out) const {
-    if (out.empty()) {
+    if (!m_mapping) {
+        decode(begin, out);
         return;
     }
-    decode(begin, out);
-    if (m_mapping) {
-        const auto& traits = traitsOf(m_type);
-        const std::uint64_t firstByte = elementOf(begin) / traits.blockSize * traits.bytesPerBlock;
+    // A strided sample can touch every page of a huge tensor: release every few MiB of
+    // source bytes, not only at the end of the read.
+    constexpr std::uint64_t kReleaseBytes = 8u << 20;
+    const auto& traits = traitsOf(m_type);
+    const double bytesPerValue = static_cast<double>(m_elements) / static_cast<double>(m_sample) *
+                                 traits.bytesPerBlock / traits.blockSize;
+    const auto piece = static_cast<std::size_t>(std::clamp(
+        static_cast<double>(kReleaseBytes) / std::max(bytesPerValue, 1e-9), 1.0, double(out.size())));
+    const auto base = static_cast<std::uint64_t>(m_data.data() - m_mapping->bytes().data());
+    for (std::size_t done = 0; done < out.size(); done += piece) {
+        const std::size_t count = std::min(piece, out.size() - done);
+        const std::uint64_t first = begin + done;
+        decode(first, out.subspan(done, count));
+        const std::uint64_t firstByte = elementOf(first) / traits.blockSize * traits.bytesPerBlock;
         const std::uint64_t lastByte =
-            (elementOf(begin + out.size() - 1) / traits.blockSize + 1) * traits.bytesPerBlock;
-        const auto base = static_cast<std::uint64_t>(m_data.data() - m_mapping->bytes().data());
+            (elementOf(first + count - 1) / traits.blockSize + 1) * traits.bytesPerBlock;
         m_mapping->release(base + firstByte, lastByte - firstByte);
     }
 }
