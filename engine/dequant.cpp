@@ -216,7 +216,7 @@ void decodeQ1_0(const std::byte* src, std::size_t blocks, float* out) {
         const float d = loadHalf(src);
         const std::uint8_t* q = bytes(src + 2);
         for (int j = 0; j < 128; ++j) {
-            out[j] = ((q[j / 8] >> (j % 8)) & 1) != 0 ? d : -d;
+            out[j] = d * (2.0f * static_cast<float>((q[j / 8] >> (j % 8)) & 1) - 1.0f); // branch-free
         }
     }
 }
