@@ -176,7 +176,9 @@ nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models) {
 
 std::string measurementsCsv(const std::vector<MeasuredModel>& models) {
     std::ostringstream out;
-    out << "model,tensor,system,role,layer,dtype,n,N,H,K,C,sH,sK,sC,theta,signal,beta,constant,non_finite\n";
+    out << "model,tensor,system,role,layer,dtype,n,N,H,K,C,sH,sK,sC,theta,signal,beta,constant,non_finite,z_"
+           "measure,"
+           "sample\n";
     auto number = [](const std::optional<double>& v) {
         if (!v) {
             return std::string();
@@ -202,7 +204,11 @@ std::string measurementsCsv(const std::vector<MeasuredModel>& models) {
                 << tensorTypeName(t.type) << ',' << z.n << ',' << z.N << ',' << number(z.H) << ','
                 << number(z.K) << ',' << number(z.C) << ',' << number(z.sH) << ',' << number(z.sK) << ','
                 << number(z.sC) << ',' << number(z.theta) << ',' << number(z.signal) << ',' << number(z.beta)
-                << ',' << (z.constant ? "true" : "false") << ',' << z.nonFinite << '\n';
+                << ',' << (z.constant ? "true" : "false") << ',' << z.nonFinite << ',' << kZMeasureVersion
+                << ','
+                << (m.measurement.params.sample == kSampleAll ? std::string("all")
+                                                              : std::to_string(m.measurement.params.sample))
+                << '\n';
         }
     }
     return out.str();
@@ -285,6 +291,12 @@ std::string measurementsMarkdown(const std::vector<MeasuredModel>& models) {
         }
     }
     return out.str();
+}
+
+std::string measurementHeadline(const ModelMeasurement& m) {
+    return "Z-measure " + std::string(kZMeasureVersion) + " · " + sampleText(m.params) +
+           " per tensor · θ mean " + fixed(groupTheta(m.model), 2) + "° over " +
+           std::to_string(m.model.measured) + " of " + std::to_string(m.model.tensors) + " tensors";
 }
 
 std::string tensorThetaTable(const MeasuredModel& m) {

@@ -29,7 +29,9 @@ nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models);
 std::string measurementsCsv(const std::vector<MeasuredModel>& models);
 std::string measurementsMarkdown(const std::vector<MeasuredModel>& models);
 
-// Plain text for the terminal: the tensor table, the per-system summary, the ranking.
+// Plain text for the terminal: a headline with the version and parameters, the tensor
+// table, the per-system summary, the ranking.
+std::string measurementHeadline(const ModelMeasurement& m);
 std::string tensorThetaTable(const MeasuredModel& m);
 std::string systemThetaTable(const MeasuredModel& m);
 std::string rankingTable(const std::vector<MeasuredModel>& models);

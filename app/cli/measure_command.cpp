@@ -91,7 +91,8 @@ int runMeasure(const std::vector<std::string>& args) {
             }
         }
         std::cout << (measured.empty() ? "" : "\n") << m.measurement.name << "  (" << fileLabel(path) << ")"
-                  << (m.measurement.fromCache ? "  [from cache; --no-cache measures afresh]" : "") << "\n\n"
+                  << (m.measurement.fromCache ? "  [from cache; --no-cache measures afresh]" : "") << "\n"
+                  << measurementHeadline(m.measurement) << "\n\n"
                   << tensorThetaTable(m) << "\n"
                   << systemThetaTable(m);
         measured.push_back(std::move(m));
