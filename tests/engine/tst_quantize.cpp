@@ -1,0 +1,114 @@
+// Quantizers: converting stories260K-f32's tensors gives, byte for byte, what
+// llama-quantize wrote into the shared quantized files; decoding returns the values.
+#include "dequant.h"
+#include "gguf_file.h"
+#include "quantize.h"
+#include "shared_models.h"
+
+#include <QTest>
+#include <cmath>
+#include <cstring>
+
+using namespace organ;
+using namespace organ::testing;
+
+class TestQuantize : public QObject {
+    Q_OBJECT
+
+private slots:
+    void matchesLlamaQuantize_data() {
+        QTest::addColumn<QString>("file");
+        for (const char* f : {"stories260K-f16.gguf", "stories260K-bf16.gguf", "stories260K-q8_0.gguf",
+                              "stories260K-q4_0.gguf", "stories260K-q4_1.gguf", "stories260K-q5_0.gguf",
+                              "stories260K-q5_1.gguf"}) {
+            QTest::newRow(f) << QString::fromUtf8(f);
+        }
+    }
+
+    void matchesLlamaQuantize() {
+        QFETCH(QString, file);
+        ORGAN_REQUIRE_SHARED(sharedModel(file));
+        ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
+        const auto source = GgufFile::open(sharedModel(QStringLiteral("stories260K-f32.gguf")).toStdString());
+        const auto target = GgufFile::open(sharedModel(file).toStdString());
+        int compared = 0;
+        for (const auto& t : target->tensors()) {
+            if (t.type == TensorType::F32) {
+                continue;
+            }
+            const TensorInfo* s = source->findTensor(t.name);
+            QVERIFY(s != nullptr && s->type == TensorType::F32);
+            QVERIFY(canQuantizeTo(t.type));
+            std::vector<float> values(static_cast<std::size_t>(s->elements));
+            std::memcpy(values.data(), source->tensorData(*s).data(), values.size() * 4);
+            const auto& traits = traitsOf(t.type);
+            std::vector<std::byte> bytes(static_cast<std::size_t>(t.bytes));
+            quantizeBlocks(t.type, values.data(), values.size() / traits.blockSize, bytes.data());
+            const auto expected = target->tensorData(t);
+            QVERIFY2(std::equal(bytes.begin(), bytes.end(), expected.begin(), expected.end()),
+                     qPrintable(file + QStringLiteral(": ") + QString::fromStdString(t.name)));
+            ++compared;
+        }
+        QVERIFY(compared >= 5);
+    }
+
+    void roundTripIsClose_data() {
+        QTest::addColumn<int>("type");
+        QTest::addColumn<double>("tolerance"); // of the block's largest magnitude
+        QTest::newRow("F32") << int(TensorType::F32) << 0.0;
+        QTest::newRow("F16") << int(TensorType::F16) << 1e-3;
+        QTest::newRow("BF16") << int(TensorType::BF16) << 8e-3;
+        QTest::newRow("Q8_0") << int(TensorType::Q8_0) << 1.0 / 127;
+        QTest::newRow("Q5_0") << int(TensorType::Q5_0) << 1.0 / 16;
+        QTest::newRow("Q5_1") << int(TensorType::Q5_1) << 2.0 / 31;
+        QTest::newRow("Q4_0") << int(TensorType::Q4_0) << 1.0 / 8;
+        QTest::newRow("Q4_1") << int(TensorType::Q4_1) << 2.0 / 15;
+    }
+
+    void roundTripIsClose() {
+        QFETCH(int, type);
+        QFETCH(double, tolerance);
+        const auto t = static_cast<TensorType>(type);
+        const auto& traits = traitsOf(t);
+        std::vector<float> values(256 * 4);
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            values[i] = std::sin(0.1f * i) * (1.0f + (i % 17)) *
+                        ((i / 256) == 2 ? 0.0f : 1.0f); // one all-zero stretch
+        }
+        const std::size_t blocks = values.size() / traits.blockSize;
+        std::vector<std::byte> bytes(blocks * traits.bytesPerBlock);
+        quantizeBlocks(t, values.data(), blocks, bytes.data());
+        std::vector<float> back(values.size());
+        dequantizeBlocks(t, bytes.data(), blocks, back.data());
+        for (std::size_t b = 0; b < blocks; ++b) {
+            float amax = 0;
+            for (std::size_t j = 0; j < traits.blockSize; ++j) {
+                amax = std::max(amax, std::abs(values[b * traits.blockSize + j]));
+            }
+            for (std::size_t j = 0; j < traits.blockSize; ++j) {
+                const std::size_t i = b * traits.blockSize + j;
+                QVERIFY2(std::abs(back[i] - values[i]) <= tolerance * amax * 1.01 + 1e-7,
+                         qPrintable(QStringLiteral("%1: %2 -> %3").arg(i).arg(values[i]).arg(back[i])));
+            }
+        }
+    }
+
+    void bfloat16Rounding() {
+        QCOMPARE(floatToBfloat16(1.0f), std::uint16_t(0x3F80));
+        QCOMPARE(floatToBfloat16(std::bit_cast<float>(0x3F808000u)), std::uint16_t(0x3F80)); // tie: even
+        QCOMPARE(floatToBfloat16(std::bit_cast<float>(0x3F818000u)), std::uint16_t(0x3F82));
+        QVERIFY(std::isnan(bfloat16ToFloat(floatToBfloat16(std::nanf("")))));
+    }
+
+    void onlyTheSupportedTypes() {
+        int supported = 0;
+        for (const auto& traits : allTensorTypes()) {
+            supported += canQuantizeTo(traits.type);
+        }
+        QCOMPARE(supported, 8);
+        QVERIFY(!canQuantizeTo(TensorType::Q4_K));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestQuantize)
+#include "tst_quantize.moc"
