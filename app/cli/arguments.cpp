@@ -58,6 +58,16 @@ std::optional<std::string> Arguments::option(std::string_view name) const {
     return std::nullopt;
 }
 
+std::vector<std::string> Arguments::all(std::string_view name) const {
+    std::vector<std::string> out;
+    for (const auto& [key, value] : m_values) {
+        if (key == name) {
+            out.push_back(value);
+        }
+    }
+    return out;
+}
+
 std::uint64_t Arguments::unsignedOption(std::string_view name, std::uint64_t fallback) const {
     const auto text = option(name);
     if (!text) {

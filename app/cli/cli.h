@@ -25,6 +25,7 @@ public:
               std::vector<std::string> options);
     bool flag(std::string_view name) const;
     std::optional<std::string> option(std::string_view name) const;
+    std::vector<std::string> all(std::string_view name) const; // every value of a repeated option
     std::uint64_t unsignedOption(std::string_view name, std::uint64_t fallback) const;
     const std::vector<std::string>& positional() const { return m_positional; }
 
@@ -36,6 +37,10 @@ private:
 int runInspect(const std::vector<std::string>& args);
 int runMeasure(const std::vector<std::string>& args);
 int runSpecimen(const std::vector<std::string>& args);
+int runGraft(const std::vector<std::string>& args);
+int runPlanCommand(const std::vector<std::string>& args);
+int runAssemble(const std::vector<std::string>& args);
+int runValidate(const std::vector<std::string>& args);
 
 // Progress on stderr: a redrawn bar on a terminal, plain lines otherwise.
 class ProgressPrinter {

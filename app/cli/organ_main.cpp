@@ -25,6 +25,17 @@ usage:
       --threads N   worker threads (default: one per core)
       --json F, --csv F, --markdown F   write the full results (docs/measure.md)
       --no-cache    measure afresh instead of using the stored results
+  organ graft --base A.gguf --donor B.gguf [--layers 5-20] [--system S] [--role R]...
+              [--tensor NAME]... [--map I:J]... -o OUT.gguf [--save-plan PLAN.json]
+      Replaces the recipient's (A's) selected tensors by the donor's (B's): by layer
+      range, system, role or name; --map I:J puts donor layer I into layer J. Checks
+      first, converts dtypes where it can, writes, then validates the chimera.
+  organ plan check PLAN.json
+      The compatibility report of a graft plan (docs/graft-plan.md); nothing is written.
+  organ assemble --plan PLAN.json [-o OUT.gguf]
+      Runs a graft plan.
+  organ validate FILE...
+      What a loader checks: required tensors, shapes, blocks, orphans.
   organ specimen OUT.gguf [--seed N]
       Writes a small llama model with structured weights and a tokenizer.
   organ help
@@ -38,8 +49,8 @@ exit status: 0 success, 1 invalid input or failed job, 2 bad usage
 int main(int argc, char** argv) {
     using namespace organ::cli;
     const std::map<std::string, std::function<int(const std::vector<std::string>&)>> commands{
-        {"inspect", runInspect},
-        {"measure", runMeasure},
+        {"inspect", runInspect},   {"measure", runMeasure},   {"graft", runGraft},
+        {"plan", runPlanCommand},  {"assemble", runAssemble}, {"validate", runValidate},
         {"specimen", runSpecimen},
     };
     if (argc < 2) {

@@ -1,0 +1,189 @@
+#include "chimera.h"
+#include "cli.h"
+#include "format_error.h"
+#include "model_validation.h"
+
+#include <charconv>
+#include <iostream>
+
+namespace organ::cli {
+namespace {
+
+int printFindings(const std::vector<Finding>& findings, const std::string& label) {
+    std::size_t errors = 0;
+    std::size_t warnings = 0;
+    for (const auto& f : findings) {
+        std::cout << severityName(f.severity) << ": " << f.message << "\n";
+        errors += f.severity == Finding::Severity::Error;
+        warnings += f.severity == Finding::Severity::Warning;
+    }
+    std::cout << label << ": " << errors << " error(s), " << warnings << " warning(s)\n";
+    return errors == 0 ? kExitOk : kExitInvalid;
+}
+
+// Checks the plan, prints the report, writes the chimera, then validates it.
+int runPlan(const GraftPlan& plan, const std::string& output, const std::string& command) {
+    std::optional<GraftModels> models;
+    try {
+        models = GraftModels::open(plan);
+    } catch (const std::exception& error) {
+        std::cerr << "organ " << command << ": " << error.what() << "\n";
+        return kExitInvalid;
+    }
+    GraftPlan withOutput = plan;
+    withOutput.output = output;
+    const CompatibilityReport report = checkGraft(withOutput, *models);
+    std::cout << reportText(report, withOutput);
+    if (report.hasErrors()) {
+        std::cerr << "organ " << command << ": " << fileLabel(output)
+                  << " not written: the plan has errors\n";
+        return kExitInvalid;
+    }
+    ProgressPrinter printer(fileLabel(output));
+    const JobResult result = assembleChimera(withOutput, *models, report, output, [&](const Progress& p) {
+        printer.update(p.done, p.total, p.stage);
+    });
+    printer.finish();
+    if (!result.isOk()) {
+        std::cerr << "organ " << command << ": " << result.message << "\n";
+        return kExitInvalid;
+    }
+    std::cout << "wrote " << output << "\n";
+    const auto chimera = GgufModel::open(output);
+    return printFindings(validateModel(*chimera), "validation of " + fileLabel(output));
+}
+
+TensorSelector selectorFrom(const Arguments& args) {
+    TensorSelector s;
+    if (const auto layers = args.option("--layers")) {
+        std::uint32_t first = 0;
+        std::uint32_t last = 0;
+        if (!parseLayerRange(*layers, first, last)) {
+            throw UsageError{"--layers needs a range such as 5-20, not '" + *layers + "'"};
+        }
+        s.firstLayer = first;
+        s.lastLayer = last;
+    }
+    if (const auto system = args.option("--system")) {
+        s.system = systemFromName(*system);
+        if (!s.system) {
+            throw UsageError{"--system needs embed, skeleton, organ, norm, adapter or other"};
+        }
+    }
+    s.roles = args.all("--role");
+    s.names = args.all("--tensor");
+    return s;
+}
+
+} // namespace
+
+int runGraft(const std::vector<std::string>& args) {
+    const Arguments parsed(args, {},
+                           {"--base", "--donor", "--layers", "--system", "--role", "--tensor", "--map", "-o",
+                            "--output", "--save-plan"});
+    const auto base = parsed.option("--base");
+    const auto donor = parsed.option("--donor");
+    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    if (!base || !donor || !output || !parsed.positional().empty()) {
+        throw UsageError{"graft needs --base A.gguf --donor B.gguf -o OUT.gguf and a selection"};
+    }
+    GraftPlan plan;
+    plan.base = *base;
+    plan.donors.emplace_back("donor", *donor);
+    plan.output = *output;
+    const TensorSelector selector = selectorFrom(parsed);
+    const auto maps = parsed.all("--map");
+    if (!maps.empty()) {
+        if (selector.firstLayer) {
+            throw UsageError{"--map and --layers do not go together: --map names the layers"};
+        }
+        for (const auto& map : maps) {
+            const auto colon = map.find(':');
+            GraftOperation o;
+            o.kind = GraftOperation::Kind::MapLayer;
+            o.donor = "donor";
+            o.select = selector;
+            if (colon == std::string::npos ||
+                !parseLayerRange(map.substr(0, colon), o.fromLayer, o.fromLayer) ||
+                !parseLayerRange(map.substr(colon + 1), o.toLayer, o.toLayer)) {
+                throw UsageError{"--map needs DONOR_LAYER:RECIPIENT_LAYER, such as 3:7"};
+            }
+            plan.operations.push_back(std::move(o));
+        }
+    } else {
+        if (selector.isEmpty()) {
+            throw UsageError{"say what to graft: --layers, --system, --role, --tensor or --map"};
+        }
+        GraftOperation o;
+        o.kind = GraftOperation::Kind::Replace;
+        o.donor = "donor";
+        o.select = selector;
+        plan.operations.push_back(std::move(o));
+    }
+    if (const auto save = parsed.option("--save-plan")) {
+        saveGraftPlan(plan, *save);
+        std::cout << "plan saved to " << *save << "\n";
+    }
+    return runPlan(plan, *output, "graft");
+}
+
+int runPlanCommand(const std::vector<std::string>& args) {
+    if (args.empty() || args.front() != "check") {
+        throw UsageError{"plan has one subcommand: organ plan check PLAN.json"};
+    }
+    const Arguments parsed(std::vector<std::string>(args.begin() + 1, args.end()), {}, {});
+    if (parsed.positional().size() != 1) {
+        throw UsageError{"plan check needs one plan file"};
+    }
+    try {
+        const GraftPlan plan = loadGraftPlan(parsed.positional().front());
+        const GraftModels models = GraftModels::open(plan);
+        const CompatibilityReport report = checkGraft(plan, models);
+        std::cout << reportText(report, plan);
+        return report.hasErrors() ? kExitInvalid : kExitOk;
+    } catch (const std::exception& error) {
+        std::cerr << "organ plan check: " << error.what() << "\n";
+        return kExitInvalid;
+    }
+}
+
+int runAssemble(const std::vector<std::string>& args) {
+    const Arguments parsed(args, {}, {"--plan", "-o", "--output"});
+    const auto planPath = parsed.option("--plan");
+    if (!planPath || !parsed.positional().empty()) {
+        throw UsageError{"assemble needs --plan PLAN.json [-o OUT.gguf]"};
+    }
+    GraftPlan plan;
+    try {
+        plan = loadGraftPlan(*planPath);
+    } catch (const std::exception& error) {
+        std::cerr << "organ assemble: " << error.what() << "\n";
+        return kExitInvalid;
+    }
+    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const std::string target = output ? *output : plan.output;
+    if (target.empty()) {
+        throw UsageError{"the plan names no output: give -o OUT.gguf"};
+    }
+    return runPlan(plan, target, "assemble");
+}
+
+int runValidate(const std::vector<std::string>& args) {
+    const Arguments parsed(args, {}, {});
+    if (parsed.positional().empty()) {
+        throw UsageError{"validate needs at least one GGUF file"};
+    }
+    int status = kExitOk;
+    for (const auto& path : parsed.positional()) {
+        try {
+            const auto model = GgufModel::open(path);
+            status = std::max(status, printFindings(validateModel(*model), fileLabel(path)));
+        } catch (const std::exception& error) {
+            std::cerr << "organ validate: " << error.what() << "\n";
+            status = kExitInvalid;
+        }
+    }
+    return status;
+}
+
+} // namespace organ::cli

@@ -1,0 +1,79 @@
+#pragma once
+
+#include "anatomy.h"
+#include "gguf_model.h"
+#include "graft_plan.h"
+#include "job.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace organ {
+
+// The models a plan names, opened: "base" and each donor id.
+class GraftModels {
+public:
+    // Opens every model of the plan; throws FormatError or IoError naming the file.
+    static GraftModels open(const GraftPlan& plan);
+
+    const GgufModel& base() const { return *m_models.front().second; }
+    const GgufModel* find(const std::string& id) const;
+    std::vector<std::string> ids() const;
+
+private:
+    std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> m_models;
+};
+
+struct Finding {
+    enum class Severity { Error, Warning, Info };
+    Severity severity = Severity::Error;
+    std::string message;
+    std::vector<std::string> tensors; // chimera tensor names concerned
+    int operation = -1;               // index into the plan's operations, -1 for the plan as a whole
+};
+
+std::string_view severityName(Finding::Severity severity);
+
+// One tensor of the chimera: where its bytes come from and what type they are written as.
+struct ChimeraTensor {
+    std::string name;       // in the chimera (layers renumbered)
+    std::string model;      // "base" or a donor id
+    std::string sourceName; // in that model
+    TensorType targetType = TensorType::F32;
+    bool converted = false; // dequantized and requantized to targetType
+};
+
+// What the plan will produce, computed before anything is written.
+struct ChimeraLayout {
+    std::vector<ChimeraTensor> tensors;
+    std::uint32_t blocks = 0;
+    std::uint32_t baseBlocks = 0;
+    std::vector<std::pair<std::string, MetaValue>> setMetadata;
+    std::vector<std::string> removeMetadata;
+    std::uint64_t tensorsFromDonors = 0;
+    std::uint64_t bytesFromDonors = 0;
+};
+
+struct CompatibilityReport {
+    std::vector<Finding> findings;
+    ChimeraLayout layout;
+    bool hasErrors() const;
+    std::size_t count(Finding::Severity severity) const;
+};
+
+// Resolves the plan against the opened models and checks every operation: shapes,
+// architectures, embedding widths, vocabularies for embed grafts, dtypes (converted or
+// refused), complete layers, the output not being an input.
+CompatibilityReport checkGraft(const GraftPlan& plan, const GraftModels& models);
+
+// Writes the chimera through the GGUF writer (partial file, fsync, rename, verification)
+// with provenance keys under organ.graft.; refuses when the report has errors.
+JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, const CompatibilityReport& report,
+                          const std::string& output, const ProgressFn& progress = {},
+                          const StopToken* stop = nullptr);
+
+// A plain-text report, one finding a line.
+std::string reportText(const CompatibilityReport& report, const GraftPlan& plan);
+
+} // namespace organ

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace organ {
+
+// SHA-256 (FIPS 180-4), for the provenance a chimera records about its parents.
+class Sha256 {
+public:
+    Sha256();
+    void update(std::span<const std::byte> bytes);
+    std::array<std::uint8_t, 32> finish();
+    static std::string hex(std::span<const std::byte> bytes);
+
+private:
+    void compress(const std::uint8_t* block);
+    std::array<std::uint32_t, 8> m_state;
+    std::array<std::uint8_t, 64> m_buffer{};
+    std::size_t m_buffered = 0;
+    std::uint64_t m_length = 0;
+};
+
+} // namespace organ
