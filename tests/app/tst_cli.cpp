@@ -10,6 +10,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+using namespace organ;
 using namespace organ::testing;
 
 namespace {
@@ -219,6 +220,91 @@ private slots:
             runOrgan({QStringLiteral("measure"), m_dir.filePath(QStringLiteral("none.gguf"))});
         QCOMPARE(missing.exitCode, 1);
         QVERIFY(missing.err.contains(QStringLiteral("none.gguf: cannot open")));
+    }
+
+    void graftHealsDamagedModel() {
+        const QString damaged = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(damaged);
+        ORGAN_REQUIRE_SHARED(healthy);
+        const QString out = m_dir.filePath(QStringLiteral("healed.gguf"));
+        const QString plan = m_dir.filePath(QStringLiteral("healing.json"));
+        const Run run = runOrgan({QStringLiteral("graft"), QStringLiteral("--base"), damaged,
+                                  QStringLiteral("--donor"), healthy, QStringLiteral("--layers"),
+                                  QStringLiteral("1-3"), QStringLiteral("--system"), QStringLiteral("organ"),
+                                  QStringLiteral("-o"), out, QStringLiteral("--save-plan"), plan});
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY2(run.out.contains(QStringLiteral("48 tensors, 9 from donors")), qPrintable(run.out));
+        QVERIFY(run.out.contains(QStringLiteral("validation of healed.gguf: 0 error(s), 0 warning(s)")));
+        QVERIFY(run.err.contains(QStringLiteral("100%")));
+        // The healed organs measure like the healthy ones.
+        const Run measured =
+            runOrgan({QStringLiteral("measure"), QStringLiteral("--no-cache"), out, healthy});
+        QVERIFY(measured.out.contains(QRegularExpression(QStringLiteral("  1  \\S+ +36\\.65°"))));
+        QVERIFY(measured.out.contains(QRegularExpression(QStringLiteral("  2  \\S+ +36\\.65°"))));
+        // The saved plan checks and runs the same from the command line.
+        const Run check = runOrgan({QStringLiteral("plan"), QStringLiteral("check"), plan});
+        QCOMPARE(check.exitCode, 0);
+        QVERIFY(check.out.contains(QStringLiteral("0 error(s), 0 warning(s)")));
+        const QString again = m_dir.filePath(QStringLiteral("again.gguf"));
+        QCOMPARE(runOrgan({QStringLiteral("assemble"), QStringLiteral("--plan"), plan, QStringLiteral("-o"),
+                           again})
+                     .exitCode,
+                 0);
+        QCOMPARE(readAll(again), readAll(out));
+        QCOMPARE(runOrgan({QStringLiteral("validate"), out}).exitCode, 0);
+    }
+
+    void graftRefusals() {
+        const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString other = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(healthy);
+        ORGAN_REQUIRE_SHARED(other);
+        const QString out = m_dir.filePath(QStringLiteral("refused.gguf"));
+        const Run shape =
+            runOrgan({QStringLiteral("graft"), QStringLiteral("--base"), healthy, QStringLiteral("--donor"),
+                      other, QStringLiteral("--map"), QStringLiteral("0:2"), QStringLiteral("--system"),
+                      QStringLiteral("organ"), QStringLiteral("-o"), out});
+        QCOMPARE(shape.exitCode, 1);
+        QVERIFY(shape.out.contains(QStringLiteral(
+            "error: [operation 1 map_layer] blk.2.ffn_up.weight: shape 8 × 32 (donor) ≠ 64 × 172 (base)")));
+        QVERIFY(shape.err.contains(QStringLiteral("refused.gguf not written")));
+        QVERIFY(!QFileInfo::exists(out));
+        const Run self = runOrgan({QStringLiteral("graft"), QStringLiteral("--base"), healthy,
+                                   QStringLiteral("--donor"), healthy, QStringLiteral("--layers"),
+                                   QStringLiteral("1"), QStringLiteral("-o"), healthy});
+        QCOMPARE(self.exitCode, 1);
+        QVERIFY(self.out.contains(QStringLiteral("is an input")));
+        QCOMPARE(runOrgan({QStringLiteral("graft"), QStringLiteral("--base"), healthy,
+                           QStringLiteral("--donor"), healthy, QStringLiteral("-o"), out})
+                     .exitCode,
+                 2); // nothing selected
+        QCOMPARE(
+            runOrgan({QStringLiteral("graft"), QStringLiteral("--base"), healthy, QStringLiteral("--donor"),
+                      healthy, QStringLiteral("--map"), QStringLiteral("x"), QStringLiteral("-o"), out})
+                .exitCode,
+            2);
+        QCOMPARE(runOrgan({QStringLiteral("assemble")}).exitCode, 2);
+        QCOMPARE(runOrgan({QStringLiteral("plan"), QStringLiteral("draw")}).exitCode, 2);
+        const QString badPlan = m_dir.filePath(QStringLiteral("bad-plan.json"));
+        QVERIFY(writeAll(badPlan,
+                         QByteArray(R"({"format": "organ-graft-plan", "version": 1, "operations": []})")));
+        const Run bad = runOrgan({QStringLiteral("plan"), QStringLiteral("check"), badPlan});
+        QCOMPARE(bad.exitCode, 1);
+        QVERIFY(bad.err.contains(QStringLiteral("bad-plan.json: plan: lacks \"base\"")));
+    }
+
+    void validateReportsErrors() {
+        const QString broken = m_dir.filePath(QStringLiteral("broken.gguf"));
+        GgufWriteSpec spec;
+        spec.set("general.architecture", MetaValue::fromString("llama"));
+        spec.set("llama.block_count", MetaValue::fromU32(2));
+        spec.tensors.push_back(patternTensor("blk.0.attn_norm.weight", TensorType::F32, {8}, 1));
+        QVERIFY(writeFixture(broken, spec));
+        const Run run = runOrgan({QStringLiteral("validate"), broken});
+        QCOMPARE(run.exitCode, 1);
+        QVERIFY(run.out.contains(QStringLiteral("error: block 1 has no tensors")));
+        QVERIFY(run.out.contains(QStringLiteral("error: the model lacks token_embd.weight")));
     }
 
     void specimen() {

@@ -1,0 +1,122 @@
+// organ validate: every real model passes; each kind of breakage is reported.
+#include "fixtures.h"
+#include "gguf_writer.h"
+#include "model_validation.h"
+#include "shared_models.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace organ;
+using namespace organ::testing;
+
+namespace {
+
+QString messages(const std::vector<Finding>& findings) {
+    QString text;
+    for (const auto& f : findings) {
+        text += QString::fromUtf8(severityName(f.severity).data()) + QStringLiteral(": ") +
+                QString::fromStdString(f.message) + u'\n';
+    }
+    return text;
+}
+
+} // namespace
+
+class TestValidation : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+
+    // stories260K-f32 rewritten with `edit` applied to its spec.
+    QString broken(const QString& name, const std::function<void(GgufWriteSpec&)>& edit) {
+        const auto source = GgufFile::open(sharedModel(QStringLiteral("stories260K-f32.gguf")).toStdString());
+        GgufWriteSpec spec = specFromFile(*source);
+        edit(spec);
+        const QString path = m_dir.filePath(name);
+        writeFixture(path, spec);
+        return path;
+    }
+
+private slots:
+    void everySharedModelIsValid() {
+        ORGAN_REQUIRE_SHARED(sharedModel(QString()));
+        int checked = 0;
+        for (const QString& path : sharedGgufFiles()) {
+            const auto model = GgufModel::open(path.toStdString());
+            const auto findings = validateModel(*model);
+            for (const auto& f : findings) {
+                QVERIFY2(f.severity != Finding::Severity::Error,
+                         qPrintable(path + QStringLiteral(": ") + messages(findings)));
+            }
+            ++checked;
+        }
+        QVERIFY(checked >= 40);
+    }
+
+    void breakages_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("missing tensor")
+            << QStringLiteral("missing") << QStringLiteral("error: block 2 lacks ffn_up.weight");
+        QTest::newRow("missing global")
+            << QStringLiteral("no-norm") << QStringLiteral("error: the model lacks output_norm.weight");
+        QTest::newRow("block count high")
+            << QStringLiteral("count-high")
+            << QStringLiteral("error: block 5 has no tensors (llama.block_count is 6)");
+        QTest::newRow("block count low")
+            << QStringLiteral("count-low")
+            << QStringLiteral("error: orphan tensors: block 4 is beyond llama.block_count (4)");
+        QTest::newRow("wrong shape")
+            << QStringLiteral("shape")
+            << QStringLiteral("error: blk.1.attn_k.weight: shape 64 × 64, expected 64 × 32 from "
+                              "embedding_length 64, head_count 8, head_count_kv 4, head size 8");
+        QTest::newRow("no architecture")
+            << QStringLiteral("no-arch") << QStringLiteral("error: the key general.architecture is missing");
+        QTest::newRow("unknown tensor")
+            << QStringLiteral("unknown")
+            << QStringLiteral("warning: tensor of unknown kind: blk.0.mystery.weight");
+        QTest::newRow("gap") << QStringLiteral("gap") << QStringLiteral("error: block 3 has no tensors");
+    }
+
+    void breakages() {
+        QFETCH(QString, name);
+        QFETCH(QString, expected);
+        ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
+        auto drop = [](GgufWriteSpec& spec, auto predicate) {
+            spec.tensors.erase(std::remove_if(spec.tensors.begin(), spec.tensors.end(), predicate),
+                               spec.tensors.end());
+        };
+        const QString path = broken(name + QStringLiteral(".gguf"), [&](GgufWriteSpec& spec) {
+            if (name == QStringLiteral("missing")) {
+                drop(spec, [](const TensorToWrite& t) { return t.name == "blk.2.ffn_up.weight"; });
+            } else if (name == QStringLiteral("no-norm")) {
+                drop(spec, [](const TensorToWrite& t) { return t.name == "output_norm.weight"; });
+            } else if (name == QStringLiteral("count-high")) {
+                spec.set("llama.block_count", MetaValue::fromU32(6));
+            } else if (name == QStringLiteral("count-low")) {
+                spec.set("llama.block_count", MetaValue::fromU32(4));
+            } else if (name == QStringLiteral("shape")) {
+                for (auto& t : spec.tensors) {
+                    if (t.name == "blk.1.attn_k.weight") {
+                        t = patternTensor(t.name, TensorType::F32, {64, 64}, 1);
+                    }
+                }
+            } else if (name == QStringLiteral("no-arch")) {
+                spec.metadata.erase(
+                    std::remove_if(spec.metadata.begin(), spec.metadata.end(),
+                                   [](const auto& kv) { return kv.first == "general.architecture"; }),
+                    spec.metadata.end());
+            } else if (name == QStringLiteral("unknown")) {
+                spec.tensors.push_back(patternTensor("blk.0.mystery.weight", TensorType::F32, {8}, 2));
+            } else if (name == QStringLiteral("gap")) {
+                drop(spec, [](const TensorToWrite& t) { return t.name.starts_with("blk.3."); });
+            }
+        });
+        const auto findings = validateModel(*GgufModel::open(path.toStdString()));
+        QVERIFY2(messages(findings).contains(expected), qPrintable(messages(findings)));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestValidation)
+#include "tst_validation.moc"
