@@ -8,6 +8,7 @@ packages=(
     qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqcustomplot-dev libgl-dev
     libeigen3-dev nlohmann-json3-dev
     xvfb xauth
+    python3 python3-jsonschema
 )
 
 sudo=""
