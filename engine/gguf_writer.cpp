@@ -208,6 +208,7 @@ void verify(const std::string& path, const GgufWriteSpec& spec, const std::vecto
         throw FormatError(label + ": verification failed: the re-opened file has other counts");
     }
     std::uint64_t done = 0;
+    std::vector<std::byte> buffer;
     for (std::size_t i = 0; i < planned.size(); ++i) {
         const TensorInfo& info = written->tensors()[i];
         const TensorToWrite& tensor = *planned[i].tensor;
@@ -216,15 +217,12 @@ void verify(const std::string& path, const GgufWriteSpec& spec, const std::vecto
             throw FormatError(label + ": verification failed: tensor '" + tensor.name +
                               "' differs from the plan");
         }
-        const auto bytes = written->tensorData(info);
         Digest digest;
-        for (std::uint64_t at = 0; at < bytes.size(); at += kChunk) {
-            const auto chunk =
-                bytes.subspan(static_cast<std::size_t>(at),
-                              static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, bytes.size() - at)));
-            digest.update(chunk);
-            written->mapping()->release(info.fileOffset + at, chunk.size());
-            done += chunk.size();
+        for (std::uint64_t at = 0; at < info.bytes; at += kChunk) {
+            buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, info.bytes - at)));
+            written->mapping()->read(info.fileOffset + at, buffer);
+            digest.update(buffer);
+            done += buffer.size();
             throttle.report(done, total, "verifying");
         }
         if (digest.value() != planned[i].digest) {
@@ -303,16 +301,18 @@ JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const Pr
                         buffer.resize(n);
                         source.generate(at, buffer);
                         chunk = buffer;
+                    } else if (source.mapping) {
+                        // Read, not touch the mapping: no page fault per 4 KiB, nothing left resident.
+                        buffer.resize(n);
+                        const auto base =
+                            static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
+                        source.mapping->read(base + at, buffer);
+                        chunk = buffer;
                     } else {
                         chunk = source.bytes.subspan(static_cast<std::size_t>(at), n);
                     }
                     out.write(chunk);
                     digest.update(chunk);
-                    if (source.mapping) {
-                        const auto base =
-                            static_cast<std::uint64_t>(chunk.data() - source.mapping->bytes().data());
-                        source.mapping->release(base, n);
-                    }
                     done += n;
                     throttle.report(done, total, "writing");
                 }

@@ -61,7 +61,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
         }
         file->m_data = static_cast<const std::byte*>(data);
     }
-    ::close(fd);
+    file->m_fd = fd;
     {
         std::lock_guard lock(registryMutex());
         registry().push_back(file->m_identity);
@@ -70,6 +70,9 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
 }
 
 MappedFile::~MappedFile() {
+    if (m_fd >= 0) {
+        ::close(m_fd);
+    }
     if (m_size != 0) {
         ::munmap(const_cast<std::byte*>(m_data), static_cast<std::size_t>(m_size));
     }
@@ -94,6 +97,22 @@ void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
     if (end > begin) {
         ::madvise(const_cast<std::byte*>(m_data) + begin, static_cast<std::size_t>(end - begin),
                   MADV_DONTNEED);
+    }
+}
+
+void MappedFile::read(std::uint64_t offset, std::span<std::byte> out) const {
+    while (!out.empty()) {
+        const ssize_t n = ::pread(m_fd, out.data(), out.size(), static_cast<off_t>(offset));
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            throw IoError(
+                fileLabel(m_path) + ": read failed at byte " + groupDigits(offset) + ": " +
+                (n == 0 ? std::string("unexpected end of file") : std::string(std::strerror(errno))));
+        }
+        out = out.subspan(static_cast<std::size_t>(n));
+        offset += static_cast<std::uint64_t>(n);
     }
 }
 
