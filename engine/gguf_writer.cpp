@@ -200,8 +200,9 @@ void refuseInputs(const std::string& path, const GgufWriteSpec& spec) {
 }
 
 // Re-opens the written file and checks it against the plan and the digests.
-void verify(const std::string& path, const GgufWriteSpec& spec, const std::vector<PlannedTensor>& planned,
-            ProgressThrottle& throttle, std::uint64_t total) {
+// Returns false when stopped.
+bool verify(const std::string& path, const GgufWriteSpec& spec, const std::vector<PlannedTensor>& planned,
+            ProgressThrottle& throttle, std::uint64_t total, const StopToken* stop) {
     const auto written = GgufFile::open(path);
     const std::string label = fileLabel(path);
     if (written->metadata().size() != spec.metadata.size() || written->tensors().size() != planned.size()) {
@@ -219,6 +220,9 @@ void verify(const std::string& path, const GgufWriteSpec& spec, const std::vecto
         }
         Digest digest;
         for (std::uint64_t at = 0; at < info.bytes; at += kChunk) {
+            if (stop != nullptr && stop->stopRequested()) {
+                return false;
+            }
             buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, info.bytes - at)));
             written->mapping()->read(info.fileOffset + at, buffer);
             digest.update(buffer);
@@ -230,6 +234,7 @@ void verify(const std::string& path, const GgufWriteSpec& spec, const std::vecto
                               "' read back differ from those written");
         }
     }
+    return true;
 }
 
 } // namespace
@@ -327,11 +332,16 @@ JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const Pr
             out.keep();
         }
         syncFolderOf(path);
+        bool verified = false;
         try {
-            verify(path, spec, planned, throttle, total);
+            verified = verify(path, spec, planned, throttle, total, stop);
         } catch (...) {
             ::unlink(path.c_str());
             throw;
+        }
+        if (!verified) {
+            ::unlink(path.c_str());
+            return JobResult::cancelled();
         }
         throttle.report(total, total, "done", true);
         return JobResult::ok();

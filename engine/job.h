@@ -40,7 +40,7 @@ struct JobResult {
     bool isOk() const { return status == Status::Ok; }
 };
 
-// Calls a ProgressFn no more often than every 100 ms, plus once at the end.
+// Calls a ProgressFn no more often than every 100 ms, plus at each new stage and at the end.
 class ProgressThrottle {
 public:
     explicit ProgressThrottle(const ProgressFn& fn) : m_fn(fn) {}
@@ -49,8 +49,10 @@ public:
             return;
         }
         const auto now = std::chrono::steady_clock::now();
-        if (force || now - m_last >= std::chrono::milliseconds(100)) {
+        // A new stage is always reported, so that a short stage is never skipped.
+        if (force || stage != m_stage || now - m_last >= std::chrono::milliseconds(100)) {
             m_last = now;
+            m_stage = std::string(stage);
             m_fn(Progress{done, total, stage});
         }
     }
@@ -58,6 +60,7 @@ public:
 private:
     const ProgressFn& m_fn;
     std::chrono::steady_clock::time_point m_last{};
+    std::string m_stage;
 };
 
 } // namespace organ

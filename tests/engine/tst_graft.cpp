@@ -332,17 +332,39 @@ private slots:
         QCOMPARE(readAll(copy), readAll(damaged()));
     }
 
+    // Cancel before anything is written, while writing, and while verifying: no file.
+    void cancelLeavesNoFile_data() {
+        QTest::addColumn<QString>("stage");
+        QTest::newRow("before start") << QString();
+        QTest::newRow("writing") << QStringLiteral("writing");
+        QTest::newRow("verifying") << QStringLiteral("verifying");
+    }
+
     void cancelLeavesNoFile() {
+        QFETCH(QString, stage);
         ORGAN_REQUIRE_SHARED(healthy());
         const QString q8 = sharedModel(QStringLiteral("stories260K-q8_0.gguf"));
         const GraftPlan plan = replacePlan(q8, healthy(), organsOfLayers(0, 4));
         const GraftModels models = GraftModels::open(plan);
         const CompatibilityReport report = checkGraft(plan, models);
         const QString out = path(QStringLiteral("cancelled.gguf"));
-        StopToken early;
-        early.requestStop();
-        QCOMPARE(assembleChimera(plan, models, report, out.toStdString(), {}, &early).status,
-                 JobResult::Status::Cancelled);
+        StopToken stop;
+        if (stage.isEmpty()) {
+            stop.requestStop();
+        }
+        QStringList stages;
+        const JobResult result = assembleChimera(
+            plan, models, report, out.toStdString(),
+            [&](const Progress& p) {
+                stages << QString::fromUtf8(p.stage.data(), qsizetype(p.stage.size()));
+                if (!stage.isEmpty() && stages.last() == stage) {
+                    stop.requestStop();
+                }
+            },
+            &stop);
+        QCOMPARE(result.status, JobResult::Status::Cancelled);
+        QVERIFY(stage.isEmpty() || stages.contains(stage));
+        QVERIFY(!stages.contains(QStringLiteral("done")));
         QVERIFY(!QFileInfo::exists(out));
         QVERIFY(!QFileInfo::exists(out + QStringLiteral(".partial")));
     }
