@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include "anatomy_tree.h"
+#include "engine_thread.h"
 #include "format_error.h"
 #include "model_view.h"
 
@@ -15,6 +16,8 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -51,6 +54,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_stack->addWidget(m_documents);
     setCentralWidget(m_stack);
     buildMenus();
+    m_engine = new EngineThread(this);
+    buildStatusBar();
+    connectEngine();
     statusBar()->showMessage(tr("Ready"));
     QSettings settings;
     if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) {
@@ -86,6 +92,7 @@ int MainWindow::openFiles(const QStringList& paths) {
             // Tabs carry the file's name: two specimens share their general.name.
             const int index = m_documents->addTab(view, QFileInfo(path).completeBaseName());
             m_documents->setTabToolTip(index, path);
+            m_jobs.insert(m_engine->measure(view->snapshotPointer()), view);
             m_documents->setCurrentIndex(index);
             rememberRecent(QFileInfo(path).absoluteFilePath());
             statusBar()->showMessage(tr("Opened %1").arg(QFileInfo(path).fileName()), 5000);
@@ -100,6 +107,81 @@ int MainWindow::openFiles(const QStringList& paths) {
 
 widgets::ModelView* MainWindow::currentView() const {
     return qobject_cast<widgets::ModelView*>(m_documents->currentWidget());
+}
+
+void MainWindow::buildStatusBar() {
+    m_jobLabel = new QLabel(this);
+    m_progress = new QProgressBar(this);
+    m_progress->setRange(0, 1000);
+    m_progress->setMaximumWidth(220);
+    m_progress->setTextVisible(false);
+    m_cancel = new QPushButton(tr("Cancel"), this);
+    m_cancel->setToolTip(tr("Stop measuring (Esc)"));
+    m_cancel->setShortcut(Qt::Key_Escape);
+    connect(m_cancel, &QPushButton::clicked, m_engine, &EngineThread::cancel);
+    statusBar()->addPermanentWidget(m_jobLabel);
+    statusBar()->addPermanentWidget(m_progress);
+    statusBar()->addPermanentWidget(m_cancel);
+    for (QWidget* w : {static_cast<QWidget*>(m_jobLabel), static_cast<QWidget*>(m_progress),
+                       static_cast<QWidget*>(m_cancel)}) {
+        w->hide();
+    }
+}
+
+// Results are routed by generation; a view closed meanwhile is a null QPointer.
+void MainWindow::connectEngine() {
+    connect(m_engine, &EngineThread::started, this, [this](quint64 g) {
+        if (const auto view = m_jobs.value(g)) {
+            m_jobLabel->setText(
+                tr("Measuring %1…").arg(QString::fromStdString(view->snapshot().model->name())));
+        }
+        m_progress->setValue(0);
+        for (QWidget* w : {static_cast<QWidget*>(m_jobLabel), static_cast<QWidget*>(m_progress),
+                           static_cast<QWidget*>(m_cancel)}) {
+            w->show();
+        }
+    });
+    connect(m_engine, &EngineThread::progress, this, [this](quint64, quint64 done, quint64 total) {
+        m_progress->setValue(total == 0 ? 1000
+                                        : static_cast<int>(1000.0 * static_cast<double>(done) / total));
+    });
+    connect(m_engine, &EngineThread::tensorMeasured, this,
+            [this](quint64 g, int tensor, const ZResult& result) {
+                if (const auto view = m_jobs.value(g)) {
+                    view->applyTensorResult(tensor, result);
+                }
+            });
+    connect(m_engine, &EngineThread::finished, this,
+            [this](quint64 g, std::shared_ptr<const ModelMeasurement> measurement) {
+                QString message;
+                if (const auto view = m_jobs.value(g)) {
+                    view->setMeasurement(measurement);
+                    message = tr("Measured %1: θ mean %2°%3")
+                                  .arg(QString::fromStdString(measurement->name))
+                                  .arg(measurement->model.thetaMean, 0, 'f', 2)
+                                  .arg(measurement->fromCache ? tr(" (from the cache)") : QString());
+                }
+                jobEnded(g, message);
+            });
+    connect(m_engine, &EngineThread::failed, this, [this](quint64 g, const QString& error) {
+        jobEnded(g, QString());
+        showError(tr("Measurement failed"), error);
+    });
+    connect(m_engine, &EngineThread::cancelled, this,
+            [this](quint64 g) { jobEnded(g, tr("Measurement cancelled")); });
+}
+
+void MainWindow::jobEnded(quint64 generation, const QString& message) {
+    m_jobs.remove(generation);
+    if (m_jobs.isEmpty()) {
+        for (QWidget* w : {static_cast<QWidget*>(m_jobLabel), static_cast<QWidget*>(m_progress),
+                           static_cast<QWidget*>(m_cancel)}) {
+            w->hide();
+        }
+    }
+    if (!message.isEmpty()) {
+        statusBar()->showMessage(message, 8000);
+    }
 }
 
 void MainWindow::openDialog() {

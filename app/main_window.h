@@ -1,9 +1,14 @@
 #pragma once
 
 #include <QMainWindow>
+#include <QMap>
+#include <QPointer>
 #include <QStringList>
 
+class QLabel;
 class QMenu;
+class QProgressBar;
+class QPushButton;
 class QStackedWidget;
 class QTabWidget;
 
@@ -12,6 +17,8 @@ class ModelView;
 }
 
 namespace organ::app {
+
+class EngineThread;
 
 // The workbench window: wiring only. Each open model is a tab holding a ModelView.
 class MainWindow : public QMainWindow {
@@ -26,6 +33,7 @@ public:
     QTabWidget* documents() const { return m_documents; }
     widgets::ModelView* currentView() const;
     QStringList recentFiles() const;
+    EngineThread* engine() const { return m_engine; }
 
 public slots:
     void openDialog();
@@ -43,10 +51,18 @@ private:
     void rebuildRecentMenu();
     void showError(const QString& title, const QString& message);
     void updateTitle();
+    void buildStatusBar();
+    void connectEngine();
+    void jobEnded(quint64 generation, const QString& message);
 
     QStackedWidget* m_stack = nullptr;
     QTabWidget* m_documents = nullptr;
     QMenu* m_recentMenu = nullptr;
+    EngineThread* m_engine = nullptr;
+    QMap<quint64, QPointer<widgets::ModelView>> m_jobs; // measurement generation → its view
+    QLabel* m_jobLabel = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QPushButton* m_cancel = nullptr;
 };
 
 } // namespace organ::app

@@ -92,6 +92,7 @@ JobResult measureModel(const GgufModel& model, const ModelAnatomy& anatomy, cons
               [&](std::size_t a, std::size_t b) { return tensors[a].bytes > tensors[b].bytes; });
     SharedProgress shared(progress, total);
     std::atomic<bool> cancelled{false};
+    std::mutex resultMutex;
 
     auto measureOne = [&](std::size_t i, unsigned tensorThreads) {
         const TensorInfo& t = tensors[i];
@@ -102,6 +103,10 @@ JobResult measureModel(const GgufModel& model, const ModelAnatomy& anatomy, cons
             return;
         }
         out.tensors[i] = std::move(*result);
+        if (options.onTensor) {
+            std::lock_guard lock(resultMutex);
+            options.onTensor(i, out.tensors[i]);
+        }
         shared.add(sampleOf(t));
     };
     for (std::size_t i : large) {

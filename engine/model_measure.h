@@ -5,6 +5,7 @@
 #include "job.h"
 #include "zmeasure.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct ModelMeasurement {
 struct MeasureOptions {
     ZParams params;
     unsigned threads = 0; // 0: one per core
+    // Called as each tensor's result is ready (from the workers, one call at a time), so
+    // that a view can fill in θ while the rest is measured.
+    std::function<void(std::size_t tensor, const ZResult& result)> onTensor;
 };
 
 // Measures every tensor of a model. Tensors are spread over the threads; a tensor whose

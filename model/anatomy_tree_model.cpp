@@ -18,26 +18,89 @@ AnatomyTreeModel::AnatomyTreeModel(QObject* parent) : QAbstractItemModel(parent)
 
 void AnatomyTreeModel::setSnapshot(std::shared_ptr<const ModelSnapshot> snapshot) {
     beginResetModel();
+    const bool sameModel = snapshot && m_snapshot && snapshot->model == m_snapshot->model;
     m_snapshot = std::move(snapshot);
+    if (!sameModel) {
+        m_results.assign(m_snapshot ? m_snapshot->model->tensors().size() : 0, std::nullopt);
+    }
+    rebuildIndex();
+    endResetModel();
+}
+
+void AnatomyTreeModel::rebuildIndex() {
     m_nodeOfTensor.clear();
-    if (m_snapshot) {
-        m_nodeOfTensor.assign(m_snapshot->model->tensors().size(), -1);
-        const auto& nodes = tree()->nodes;
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            if (nodes[i].tensor >= 0) {
-                m_nodeOfTensor[nodes[i].tensor] = static_cast<int>(i);
-            }
+    m_thetaSum.clear();
+    m_thetaCount.clear();
+    if (!m_snapshot) {
+        return;
+    }
+    m_nodeOfTensor.assign(m_snapshot->model->tensors().size(), -1);
+    const auto& nodes = tree()->nodes;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (nodes[i].tensor >= 0) {
+            m_nodeOfTensor[nodes[i].tensor] = static_cast<int>(i);
         }
     }
+    m_thetaSum.assign(nodes.size(), 0.0);
+    m_thetaCount.assign(nodes.size(), 0);
+    for (std::size_t t = 0; t < m_results.size(); ++t) {
+        if (m_results[t] && m_results[t]->hasTheta()) {
+            addToGroups(static_cast<int>(t), *m_results[t]->theta);
+        }
+    }
+}
+
+void AnatomyTreeModel::addToGroups(int tensor, double theta) {
+    for (int n = m_nodeOfTensor[tensor]; n >= 0; n = tree()->nodes[n].parent) {
+        m_thetaSum[n] += theta;
+        ++m_thetaCount[n];
+    }
+}
+
+void AnatomyTreeModel::setTensorResult(int tensor, const ZResult& result) {
+    if (!m_snapshot || tensor < 0 || static_cast<std::size_t>(tensor) >= m_results.size()) {
+        return;
+    }
+    if (m_results[tensor] && m_results[tensor]->hasTheta()) {
+        for (int n = m_nodeOfTensor[tensor]; n >= 0; n = tree()->nodes[n].parent) {
+            m_thetaSum[n] -= *m_results[tensor]->theta;
+            --m_thetaCount[n];
+        }
+    }
+    m_results[tensor] = result;
+    if (result.hasTheta()) {
+        addToGroups(tensor, *result.theta);
+    }
+    for (int n = m_nodeOfTensor[tensor]; n >= 0; n = tree()->nodes[n].parent) {
+        const QModelIndex cell = createIndex(tree()->nodes[n].row, Theta, quintptr(n));
+        emit dataChanged(cell, cell, {Qt::DisplayRole, SortRole, ThetaRole, Qt::ToolTipRole});
+    }
+}
+
+void AnatomyTreeModel::clearResults() {
+    beginResetModel();
+    std::fill(m_results.begin(), m_results.end(), std::nullopt);
+    rebuildIndex();
     endResetModel();
+}
+
+QVariant AnatomyTreeModel::thetaOf(const AnatomyNode& node, int nodeIndex) const {
+    if (node.kind == AnatomyNode::Kind::Tensor) {
+        const auto& r = m_results[static_cast<std::size_t>(node.tensor)];
+        return r && r->hasTheta() ? QVariant(*r->theta) : QVariant();
+    }
+    const int count = m_thetaCount[static_cast<std::size_t>(nodeIndex)];
+    return count == 0 ? QVariant() : QVariant(m_thetaSum[static_cast<std::size_t>(nodeIndex)] / count);
 }
 
 void AnatomyTreeModel::setGrouping(TreeGrouping grouping) {
     if (grouping == m_grouping) {
         return;
     }
+    beginResetModel();
     m_grouping = grouping;
-    setSnapshot(m_snapshot);
+    rebuildIndex();
+    endResetModel();
 }
 
 const AnatomyTree* AnatomyTreeModel::tree() const {
@@ -124,6 +187,24 @@ QVariant AnatomyTreeModel::displayData(const AnatomyNode& n, int column) const {
     }
 }
 
+namespace {
+
+QString thetaText(const QVariant& theta, const std::optional<ZResult>* tensorResult) {
+    if (tensorResult != nullptr && *tensorResult && (*tensorResult)->constant) {
+        return QStringLiteral("const");
+    }
+    if (!theta.isValid()) {
+        return {};
+    }
+    QString text = QString::number(theta.toDouble(), 'f', 1) + QStringLiteral("°");
+    if (tensorResult != nullptr && *tensorResult && (*tensorResult)->nonFinite != 0) {
+        text += u'!';
+    }
+    return text;
+}
+
+} // namespace
+
 QVariant AnatomyTreeModel::sortData(const AnatomyNode& n, int column) const {
     switch (column) {
     case Parameters:
@@ -151,6 +232,36 @@ QVariant AnatomyTreeModel::data(const QModelIndex& index, int role) const {
         return {};
     }
     const AnatomyNode& n = node(index);
+    const int nodeIndex = static_cast<int>(index.internalId());
+    if (index.column() == Theta) {
+        const QVariant theta = thetaOf(n, nodeIndex);
+        const std::optional<ZResult>* result =
+            n.tensor >= 0 ? &m_results[static_cast<std::size_t>(n.tensor)] : nullptr;
+        switch (role) {
+        case Qt::DisplayRole:
+            return thetaText(theta, result);
+        case SortRole:
+            return theta.isValid() ? theta.toDouble() : -1.0;
+        case ThetaRole:
+            return theta;
+        case Qt::TextAlignmentRole:
+            return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+        case Qt::ToolTipRole:
+            if (result != nullptr && *result && (*result)->hasTheta()) {
+                const ZResult& z = **result;
+                return tr("θ %1° (H %2, K %3, C %4)%5")
+                    .arg(*z.theta, 0, 'f', 2)
+                    .arg(*z.H, 0, 'f', 3)
+                    .arg(*z.K, 0, 'f', 2)
+                    .arg(*z.C, 0, 'f', 2)
+                    .arg(z.nonFinite != 0 ? tr("\n%1 NaN or infinite values left out").arg(z.nonFinite)
+                                          : QString());
+            }
+            return theta.isValid() ? tr("θ mean of the measured tensors below") : QVariant();
+        default:
+            break;
+        }
+    }
     switch (role) {
     case Qt::DisplayRole:
         return displayData(n, index.column());
@@ -199,6 +310,8 @@ QVariant AnatomyTreeModel::headerData(int section, Qt::Orientation orientation, 
         return tr("Parameters");
     case Bytes:
         return tr("Bytes");
+    case Theta:
+        return tr("θ");
     default:
         return {};
     }

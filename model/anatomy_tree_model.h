@@ -1,6 +1,7 @@
 #pragma once
 
 #include "anatomy_tree.h"
+#include "zmeasure.h"
 
 #include <QAbstractItemModel>
 #include <memory>
@@ -12,7 +13,7 @@ namespace organ::model {
 class AnatomyTreeModel : public QAbstractItemModel {
     Q_OBJECT
 public:
-    enum Column { Name, Role, DType, Shape, Parameters, Bytes, ColumnCount };
+    enum Column { Name, Role, DType, Shape, Parameters, Bytes, Theta, ColumnCount };
 
     explicit AnatomyTreeModel(QObject* parent = nullptr);
 
@@ -23,6 +24,13 @@ public:
 
     // The index of a tensor's row (column 0), or an invalid index.
     QModelIndex indexOfTensor(int tensor) const;
+
+    // A tensor's Z-measure arrived: its θ cell and its groups' means change (dataChanged).
+    void setTensorResult(int tensor, const ZResult& result);
+    void clearResults();
+    const std::optional<ZResult>& tensorResult(int tensor) const {
+        return m_results.at(static_cast<std::size_t>(tensor));
+    }
 
     QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
     QModelIndex parent(const QModelIndex& child) const override;
@@ -40,7 +48,14 @@ private:
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
     TreeGrouping m_grouping = TreeGrouping::SystemLayer;
+    void rebuildIndex();
+    void addToGroups(int tensor, double theta);
+    QVariant thetaOf(const AnatomyNode& node, int nodeIndex) const;
+
     std::vector<int> m_nodeOfTensor;
+    std::vector<std::optional<ZResult>> m_results; // per tensor, survives regrouping
+    std::vector<double> m_thetaSum;                // per node of the current tree
+    std::vector<int> m_thetaCount;
 };
 
 } // namespace organ::model

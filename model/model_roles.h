@@ -12,6 +12,7 @@ enum ItemRole {
     SystemRole,                  // System as int
     LayerRole,                   // layer number, -1 when none
     FilterRole,                  // the text that the filter box matches
+    ThetaRole,                   // θ in degrees (a tensor's, or a group's mean); invalid when none
 };
 
 } // namespace organ::model

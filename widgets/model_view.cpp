@@ -6,6 +6,7 @@
 #include "metadata_table_model.h"
 #include "model_report.h"
 #include "model_roles.h"
+#include "theta_delegate.h"
 
 #include <QButtonGroup>
 #include <QCheckBox>
@@ -50,8 +51,17 @@ QString ModelView::headerText() const {
     if (s.shards > 1) {
         files += tr(" (%1 files)").arg(s.shards);
     }
-    return tr("<b>%1</b> &nbsp; %2 &nbsp;·&nbsp; %3 parameters &nbsp;·&nbsp; %4 &nbsp;·&nbsp; %5 layers<br>"
-              "<small>%6 &nbsp;·&nbsp; %7 bits/weight &nbsp;·&nbsp; %8 &nbsp;·&nbsp; GGUF v%9</small>")
+    QString measured = tr("θ not measured yet");
+    if (m_measurement && m_measurement->model.measured != 0) {
+        measured = tr("θ mean %1° &nbsp;·&nbsp; signal %2")
+                       .arg(m_measurement->model.thetaMean, 0, 'f', 2)
+                       .arg(m_measurement->model.signalMean, 0, 'f', 3);
+    }
+    const QString pattern =
+        tr("<b>%1</b> &nbsp; %2 &nbsp;·&nbsp; %3 parameters &nbsp;·&nbsp; %4 &nbsp;·&nbsp; %5 layers") +
+        QStringLiteral(" &nbsp;·&nbsp; ") + measured +
+        tr("<br><small>%6 &nbsp;·&nbsp; %7 bits/weight &nbsp;·&nbsp; %8 &nbsp;·&nbsp; GGUF v%9</small>");
+    return pattern
         .arg(text(s.name).toHtmlEscaped(), arch.toHtmlEscaped(), text(humanCount(s.parameters)),
              text(humanBytes(s.fileSize)))
         .arg(s.layers)
@@ -101,6 +111,7 @@ QWidget* ModelView::buildAnatomyTab() {
 
     m_tree = new QTreeView(tab);
     m_tree->setModel(m_proxy);
+    m_tree->setItemDelegateForColumn(model::AnatomyTreeModel::Theta, new ThetaDelegate(m_tree));
     m_tree->setSortingEnabled(true);
     m_tree->sortByColumn(-1, Qt::AscendingOrder);
     m_tree->setUniformRowHeights(true);
@@ -113,6 +124,20 @@ QWidget* ModelView::buildAnatomyTab() {
     m_tree->expandToDepth(0);
     layout->addWidget(m_tree, 1);
     return tab;
+}
+
+void ModelView::applyTensorResult(int tensor, const ZResult& result) {
+    m_treeModel->setTensorResult(tensor, result);
+}
+
+void ModelView::setMeasurement(std::shared_ptr<const ModelMeasurement> measurement) {
+    m_measurement = std::move(measurement);
+    for (std::size_t i = 0; i < m_measurement->tensors.size(); ++i) {
+        if (!m_treeModel->tensorResult(static_cast<int>(i))) {
+            m_treeModel->setTensorResult(static_cast<int>(i), m_measurement->tensors[i]);
+        }
+    }
+    m_header->setText(headerText());
 }
 
 void ModelView::setGrouping(TreeGrouping grouping) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "anatomy_tree.h"
+#include "model_measure.h"
 
 #include <QWidget>
 #include <memory>
@@ -28,6 +29,7 @@ public:
     explicit ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent = nullptr);
 
     const ModelSnapshot& snapshot() const { return *m_snapshot; }
+    std::shared_ptr<const ModelSnapshot> snapshotPointer() const { return m_snapshot; }
     QTreeView* anatomyView() const { return m_tree; }
     QTableView* metadataView() const { return m_metadata; }
     model::AnatomyTreeModel* anatomyModel() const { return m_treeModel; }
@@ -35,12 +37,18 @@ public:
     QLineEdit* filterEdit() const { return m_filter; }
     QString headerText() const;
 
+    // Measurement results as they arrive (GUI thread).
+    void applyTensorResult(int tensor, const ZResult& result);
+    void setMeasurement(std::shared_ptr<const ModelMeasurement> measurement);
+    const ModelMeasurement* measurement() const { return m_measurement.get(); }
+
 private:
     QWidget* buildAnatomyTab();
     QWidget* buildMetadataTab();
     void setGrouping(TreeGrouping grouping);
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
+    std::shared_ptr<const ModelMeasurement> m_measurement;
     QLabel* m_header = nullptr;
     QTabWidget* m_tabs = nullptr;
     QTreeView* m_tree = nullptr;

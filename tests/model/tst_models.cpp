@@ -7,6 +7,7 @@
 #include "specimen.h"
 
 #include <QAbstractItemModelTester>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -125,6 +126,62 @@ private slots:
         QVERIFY(found);
         model.setModel(nullptr);
         QCOMPARE(model.rowCount(), 0);
+    }
+
+    // θ arrives per tensor: the tensor's cell and every group above it change; group means
+    // are the means of the measured tensors below; results survive regrouping.
+    void thetaColumn() {
+        ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
+        AnatomyTreeModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setSnapshot(stories());
+        const auto& tensors = model.snapshot()->model->tensors();
+        auto indexOf = [&](const char* name) {
+            return int(model.snapshot()->model->findTensor(name) - tensors.data());
+        };
+        const QModelIndex up = model.indexOfTensor(indexOf("blk.3.ffn_up.weight"));
+        const QModelIndex upTheta = up.siblingAtColumn(AnatomyTreeModel::Theta);
+        QVERIFY(!upTheta.data(ThetaRole).isValid());
+        QCOMPARE(upTheta.data().toString(), QString());
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        ZResult z;
+        z.n = z.N = 100;
+        z.H = 0.5;
+        z.K = 2.0;
+        z.C = 3.0;
+        scoreResult(z);
+        model.setTensorResult(indexOf("blk.3.ffn_up.weight"), z);
+        QCOMPARE(changed.count(), 3); // the tensor, layer 3, the organ system
+        QCOMPARE(upTheta.data(ThetaRole).toDouble(), *z.theta);
+        QCOMPARE(upTheta.data().toString(), QString::number(*z.theta, 'f', 1) + QStringLiteral("°"));
+        ZResult other = z;
+        other.theta = 10.0;
+        model.setTensorResult(indexOf("blk.3.ffn_down.weight"), other);
+        const QModelIndex organTheta = model.index(2, AnatomyTreeModel::Theta);
+        QCOMPARE(organTheta.data(ThetaRole).toDouble(), (*z.theta + 10.0) / 2);
+        ZResult constant;
+        constant.constant = true;
+        model.setTensorResult(indexOf("blk.3.ffn_gate.weight"), constant);
+        QCOMPARE(model.indexOfTensor(indexOf("blk.3.ffn_gate.weight"))
+                     .siblingAtColumn(AnatomyTreeModel::Theta)
+                     .data()
+                     .toString(),
+                 QStringLiteral("const"));
+        QCOMPARE(organTheta.data(ThetaRole).toDouble(), (*z.theta + 10.0) / 2); // constants have no θ
+        // Replacing a result replaces its share of the means.
+        model.setTensorResult(indexOf("blk.3.ffn_down.weight"), z);
+        QCOMPARE(organTheta.data(ThetaRole).toDouble(), *z.theta);
+        model.setGrouping(TreeGrouping::LayerSystem);
+        QCOMPARE(model.indexOfTensor(indexOf("blk.3.ffn_up.weight"))
+                     .siblingAtColumn(AnatomyTreeModel::Theta)
+                     .data(ThetaRole)
+                     .toDouble(),
+                 *z.theta);
+        const QModelIndex layer3 = model.index(4, AnatomyTreeModel::Theta);
+        QCOMPARE(model.index(4, 0).data().toString(), QStringLiteral("layer 3"));
+        QCOMPARE(layer3.data(ThetaRole).toDouble(), *z.theta);
+        model.clearResults();
+        QVERIFY(!model.index(4, AnatomyTreeModel::Theta).data(ThetaRole).isValid());
     }
 
     void resetBetweenModels() {

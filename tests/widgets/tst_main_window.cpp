@@ -1,9 +1,12 @@
 // The window, offscreen: opens a real file, shows its tree and metadata, reports a bad
 // file in a dialog, opens the demo specimens, and saves a screenshot for a person to look at.
 #include "anatomy_filter_proxy.h"
+#include "anatomy_tree_model.h"
 #include "demo_models.h"
+#include "engine_thread.h"
 #include "fixtures.h"
 #include "main_window.h"
+#include "model_roles.h"
 #include "model_view.h"
 #include "shared_models.h"
 
@@ -13,7 +16,9 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -46,6 +51,7 @@ class TestMainWindow : public QObject {
 private slots:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
+        qputenv("ORGAN_CACHE_DIR", m_dir.filePath(QStringLiteral("cache")).toLocal8Bit());
         QCoreApplication::setOrganizationName(QStringLiteral("OrganWorkbenchTests"));
         QSettings().clear();
     }
@@ -76,6 +82,55 @@ private slots:
         view->anatomyView()->expandAll();
         saveScreenshot(&window, QStringLiteral("main-window-anatomy.png"));
         QCOMPARE(window.recentFiles().first(), QFileInfo(path).absoluteFilePath());
+    }
+
+    // Opening a model measures it on the engine thread; θ fills the tree as it arrives.
+    void measuresInTheBackground() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy perTensor(window.engine(), &app::EngineThread::tensorMeasured);
+        QCOMPARE(window.openFiles({path}), 1);
+        widgets::ModelView* view = window.currentView();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QCOMPARE(perTensor.count(), 48);
+        QVERIFY(view->measurement() != nullptr);
+        QVERIFY2(view->headerText().contains(QStringLiteral("θ mean 36.65°")),
+                 qPrintable(view->headerText()));
+        const auto& tensors = view->snapshot().model->tensors();
+        const int embd = int(view->snapshot().model->findTensor("token_embd.weight") - tensors.data());
+        const QModelIndex cell =
+            view->anatomyModel()->indexOfTensor(embd).siblingAtColumn(model::AnatomyTreeModel::Theta);
+        QVERIFY(std::abs(cell.data(model::ThetaRole).toDouble() - 40.5206427) < 0.01); // the numpy reference
+        QVERIFY(
+            window.statusBar()->currentMessage().startsWith(QStringLiteral("Measured llama: θ mean 36.65°")));
+        view->anatomyView()->expandAll();
+        saveScreenshot(&window, QStringLiteral("main-window-theta.png"));
+        // A second window opens the unchanged file from the cache.
+        app::MainWindow again;
+        QSignalSpy cached(again.engine(), &app::EngineThread::finished);
+        again.openFiles({path});
+        QTRY_COMPARE_WITH_TIMEOUT(cached.count(), 1, 20000);
+        QVERIFY(again.currentView()->measurement()->fromCache);
+    }
+
+    void cancelMeasurement() {
+        const QString path = sharedModel(QStringLiteral("quant/wide-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.show();
+        QSignalSpy cancelled(window.engine(), &app::EngineThread::cancelled);
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        window.openFiles({path});
+        window.engine()->cancel();
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 20000);
+        QCOMPARE(finished.count(), 0);
+        QVERIFY(window.currentView()->measurement() == nullptr);
+        QCOMPARE(window.statusBar()->currentMessage(), QStringLiteral("Measurement cancelled"));
+        QVERIFY(!window.engine()->isBusy());
     }
 
     void badFileShowsError() {

@@ -1,0 +1,95 @@
+#include "engine_thread.h"
+
+#include "measure_cache.h"
+
+namespace organ::app {
+
+void MeasurementWorker::measure(quint64 generation, std::shared_ptr<const ModelSnapshot> snapshot) {
+    if (isCancelled(generation)) {
+        emit cancelled(generation);
+        return;
+    }
+    emit started(generation);
+    MeasuredModel m{snapshot->model, snapshot->anatomy, {}};
+    const MeasurementCache cache;
+    if (!cache.load(m, ZParams{})) {
+        StopToken stop;
+        MeasureOptions options;
+        options.onTensor = [&](std::size_t tensor, const ZResult& result) {
+            emit tensorMeasured(generation, static_cast<int>(tensor), result);
+            if (isCancelled(generation)) {
+                stop.requestStop();
+            }
+        };
+        const JobResult result = measureModel(
+            *m.model, m.anatomy, options, m.measurement,
+            [&](const Progress& p) {
+                emit progress(generation, p.done, p.total);
+                if (isCancelled(generation)) {
+                    stop.requestStop();
+                }
+            },
+            &stop);
+        if (result.status == JobResult::Status::Cancelled) {
+            emit cancelled(generation);
+            return;
+        }
+        if (!result.isOk()) {
+            emit failed(generation, QString::fromStdString(result.message));
+            return;
+        }
+        cache.store(m);
+    } else {
+        for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
+            emit tensorMeasured(generation, static_cast<int>(i), m.measurement.tensors[i]);
+        }
+    }
+    emit finished(generation, std::make_shared<const ModelMeasurement>(std::move(m.measurement)));
+}
+
+EngineThread::EngineThread(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<organ::ZResult>();
+    qRegisterMetaType<std::shared_ptr<const organ::ModelMeasurement>>();
+    qRegisterMetaType<std::shared_ptr<const organ::ModelSnapshot>>();
+    m_worker = new MeasurementWorker(&m_cancelBelow);
+    m_worker->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    connect(m_worker, &MeasurementWorker::started, this, &EngineThread::started);
+    connect(m_worker, &MeasurementWorker::progress, this, &EngineThread::progress);
+    connect(m_worker, &MeasurementWorker::tensorMeasured, this, &EngineThread::tensorMeasured);
+    auto done = [this] { --m_running; };
+    connect(m_worker, &MeasurementWorker::finished, this, [this, done](quint64 g, auto m) {
+        done();
+        emit finished(g, m);
+    });
+    connect(m_worker, &MeasurementWorker::failed, this, [this, done](quint64 g, const QString& message) {
+        done();
+        emit failed(g, message);
+    });
+    connect(m_worker, &MeasurementWorker::cancelled, this, [this, done](quint64 g) {
+        done();
+        emit cancelled(g);
+    });
+    m_thread.setObjectName(QStringLiteral("engine"));
+    m_thread.start();
+}
+
+EngineThread::~EngineThread() {
+    cancel();
+    m_thread.quit();
+    m_thread.wait();
+}
+
+quint64 EngineThread::measure(std::shared_ptr<const ModelSnapshot> snapshot) {
+    const quint64 generation = m_nextGeneration++;
+    ++m_running;
+    QMetaObject::invokeMethod(m_worker, "measure", Qt::QueuedConnection, Q_ARG(quint64, generation),
+                              Q_ARG(std::shared_ptr<const organ::ModelSnapshot>, std::move(snapshot)));
+    return generation;
+}
+
+void EngineThread::cancel() {
+    m_cancelBelow = m_nextGeneration;
+}
+
+} // namespace organ::app

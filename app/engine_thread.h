@@ -1,0 +1,72 @@
+#pragma once
+
+#include "anatomy_tree.h"
+#include "model_measure.h"
+
+#include <QObject>
+#include <QString>
+#include <QThread>
+#include <atomic>
+#include <memory>
+
+Q_DECLARE_METATYPE(organ::ZResult)
+Q_DECLARE_METATYPE(std::shared_ptr<const organ::ModelMeasurement>)
+Q_DECLARE_METATYPE(std::shared_ptr<const organ::ModelSnapshot>)
+
+namespace organ::app {
+
+// Lives on the engine thread; runs one measurement at a time, in the order requested.
+// Results come from the measurement cache when the file is unchanged.
+class MeasurementWorker : public QObject {
+    Q_OBJECT
+public:
+    explicit MeasurementWorker(const std::atomic<quint64>* cancelBelow) : m_cancelBelow(cancelBelow) {}
+
+public slots:
+    // Runs on the engine thread.
+    void measure(quint64 generation, std::shared_ptr<const organ::ModelSnapshot> snapshot);
+
+signals:
+    void started(quint64 generation);
+    void progress(quint64 generation, quint64 done, quint64 total);
+    void tensorMeasured(quint64 generation, int tensor, organ::ZResult result);
+    void finished(quint64 generation, std::shared_ptr<const organ::ModelMeasurement> measurement);
+    void failed(quint64 generation, QString message);
+    void cancelled(quint64 generation);
+
+private:
+    bool isCancelled(quint64 generation) const { return generation < m_cancelBelow->load(); }
+    const std::atomic<quint64>* m_cancelBelow;
+};
+
+// The application's one engine thread. measure() queues a job and returns its generation;
+// every signal carries it, so that results for a closed model are easy to drop.
+// cancel() only marks every job requested so far as cancelled; the worker stops at its next
+// check (per tensor, or per 100 ms of progress).
+class EngineThread : public QObject {
+    Q_OBJECT
+public:
+    explicit EngineThread(QObject* parent = nullptr);
+    ~EngineThread() override;
+
+    quint64 measure(std::shared_ptr<const organ::ModelSnapshot> snapshot);
+    void cancel();
+    bool isBusy() const { return m_running != 0; }
+
+signals:
+    void started(quint64 generation);
+    void progress(quint64 generation, quint64 done, quint64 total);
+    void tensorMeasured(quint64 generation, int tensor, organ::ZResult result);
+    void finished(quint64 generation, std::shared_ptr<const organ::ModelMeasurement> measurement);
+    void failed(quint64 generation, QString message);
+    void cancelled(quint64 generation);
+
+private:
+    QThread m_thread;
+    MeasurementWorker* m_worker = nullptr;
+    std::atomic<quint64> m_cancelBelow{0};
+    quint64 m_nextGeneration = 1;
+    int m_running = 0;
+};
+
+} // namespace organ::app
