@@ -7,11 +7,13 @@
 #include "model_report.h"
 #include "model_roles.h"
 #include "theta_delegate.h"
+#include "theta_heatmap.h"
 
 #include <QButtonGroup>
 #include <QCheckBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
 #include <QRadioButton>
@@ -40,7 +42,14 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* par
     layout->addWidget(m_header);
     m_tabs = new QTabWidget(this);
     m_tabs->addTab(buildAnatomyTab(), tr("&Anatomy"));
+    m_tabs->addTab(buildHeatmapTab(), tr("&Heatmap"));
     m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
+    connect(m_heatmap, &ThetaHeatmap::tensorClicked, this, &ModelView::selectTensor);
+    connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            [this](const QModelIndex& current) {
+                m_heatmap->highlightTensor(current.isValid() ? current.data(model::TensorIndexRole).toInt()
+                                                             : -1);
+            });
     layout->addWidget(m_tabs, 1);
 }
 
@@ -128,13 +137,29 @@ QWidget* ModelView::buildAnatomyTab() {
 
 void ModelView::applyTensorResult(int tensor, const ZResult& result) {
     m_treeModel->setTensorResult(tensor, result);
+    m_heatmap->setTensorResult(tensor, result);
+}
+
+QWidget* ModelView::buildHeatmapTab() {
+    m_heatmap = new ThetaHeatmap(m_snapshot, this);
+    return m_heatmap;
+}
+
+void ModelView::selectTensor(int tensor) {
+    const QModelIndex index = m_proxy->mapFromSource(m_treeModel->indexOfTensor(tensor));
+    if (!index.isValid()) {
+        return;
+    }
+    m_tree->scrollTo(index);
+    m_tree->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect |
+                                                         QItemSelectionModel::Rows);
 }
 
 void ModelView::setMeasurement(std::shared_ptr<const ModelMeasurement> measurement) {
     m_measurement = std::move(measurement);
     for (std::size_t i = 0; i < m_measurement->tensors.size(); ++i) {
         if (!m_treeModel->tensorResult(static_cast<int>(i))) {
-            m_treeModel->setTensorResult(static_cast<int>(i), m_measurement->tensors[i]);
+            applyTensorResult(static_cast<int>(i), m_measurement->tensors[i]);
         }
     }
     m_header->setText(headerText());

@@ -21,6 +21,8 @@ class MetadataTableModel;
 
 namespace organ::widgets {
 
+class ThetaHeatmap;
+
 // One open model: a header with its vital facts, then tabs for its anatomy tree
 // (filterable, sortable, groupable by system or by layer) and its metadata.
 class ModelView : public QWidget {
@@ -35,6 +37,10 @@ public:
     model::AnatomyTreeModel* anatomyModel() const { return m_treeModel; }
     model::AnatomyFilterProxy* anatomyProxy() const { return m_proxy; }
     QLineEdit* filterEdit() const { return m_filter; }
+    ThetaHeatmap* heatmap() const { return m_heatmap; }
+    QTabWidget* tabs() const { return m_tabs; }
+    // Selects a tensor's row in the tree (expanding and scrolling to it); -1 when filtered out.
+    void selectTensor(int tensor);
     QString headerText() const;
 
     // Measurement results as they arrive (GUI thread).
@@ -45,6 +51,7 @@ public:
 private:
     QWidget* buildAnatomyTab();
     QWidget* buildMetadataTab();
+    QWidget* buildHeatmapTab();
     void setGrouping(TreeGrouping grouping);
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
@@ -54,6 +61,7 @@ private:
     QTreeView* m_tree = nullptr;
     QTableView* m_metadata = nullptr;
     QLineEdit* m_filter = nullptr;
+    ThetaHeatmap* m_heatmap = nullptr;
     model::AnatomyTreeModel* m_treeModel = nullptr;
     model::AnatomyFilterProxy* m_proxy = nullptr;
     model::MetadataTableModel* m_metadataModel = nullptr;

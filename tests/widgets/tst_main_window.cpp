@@ -9,6 +9,7 @@
 #include "model_roles.h"
 #include "model_view.h"
 #include "shared_models.h"
+#include "theta_heatmap.h"
 
 #include <QApplication>
 #include <QCheckBox>
@@ -24,6 +25,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <qcustomplot.h>
 
 using namespace organ;
 using namespace organ::testing;
@@ -115,6 +119,85 @@ private slots:
         again.openFiles({path});
         QTRY_COMPARE_WITH_TIMEOUT(cached.count(), 1, 20000);
         QVERIFY(again.currentView()->measurement()->fromCache);
+    }
+
+    // The heatmap: 5 layers (plus the global column) × the model's roles, θ as the numpy
+    // reference has it; the damaged organs lower than the healthy ones in the same cells;
+    // a click on a cell selects that tensor in the tree.
+    void heatmap() {
+        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString damagedPath = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthyPath);
+        ORGAN_REQUIRE_SHARED(damagedPath);
+        ORGAN_REQUIRE_SHARED(sharedReference(QStringLiteral("zmeasure/stories260K-f32.json")));
+        app::MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QCOMPARE(window.openFiles({healthyPath, damagedPath}), 2);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        auto* healthy = qobject_cast<widgets::ModelView*>(window.documents()->widget(0));
+        auto* damaged = qobject_cast<widgets::ModelView*>(window.documents()->widget(1));
+        widgets::ThetaHeatmap* map = healthy->heatmap();
+        QCOMPARE(map->columnCount(), 6);
+        const std::vector<std::string> roles = {"token_embd", "attn_norm",   "attn_q",      "attn_k",
+                                                "attn_v",     "attn_output", "ffn_norm",    "ffn_gate",
+                                                "ffn_up",     "ffn_down",    "output_norm", "output"};
+        QCOMPARE(map->roles(), roles);
+        std::ifstream in(sharedReference(QStringLiteral("zmeasure/stories260K-f32.json")).toStdString());
+        const auto reference = nlohmann::json::parse(in);
+        const auto& tensors = healthy->snapshot().model->tensors();
+        int checked = 0;
+        for (int column = 0; column < map->columnCount(); ++column) {
+            for (int row = 0; row < map->rowCount(); ++row) {
+                const int tensor = map->tensorAt(column, row);
+                if (tensor < 0) {
+                    QVERIFY(!map->thetaAt(column, row));
+                    continue;
+                }
+                for (const auto& ref : reference) {
+                    if (ref.at("name") == tensors[std::size_t(tensor)].name) {
+                        QVERIFY(std::abs(*map->thetaAt(column, row) - ref.at("theta").get<double>()) < 0.01);
+                        ++checked;
+                    }
+                }
+            }
+        }
+        QCOMPARE(checked, 48);
+        QVERIFY(map->tensorAt(0, 0) >= 0 && map->tensorAt(1, 0) < 0); // token_embd: global only
+        for (int layer = 1; layer <= 3; ++layer) {
+            for (int row = 7; row <= 9; ++row) { // ffn_gate, ffn_up, ffn_down
+                QVERIFY(*damaged->heatmap()->thetaAt(layer + 1, row) < *map->thetaAt(layer + 1, row));
+            }
+        }
+        healthy->tabs()->setCurrentWidget(map);
+        window.documents()->setCurrentWidget(healthy);
+        QTest::qWait(0); // let the plot lay out before computing pixels
+        map->plot()->replot();
+        const int target = int(healthy->snapshot().model->findTensor("blk.2.ffn_up.weight") - tensors.data());
+        QCOMPARE(map->tensorAtPixel(map->pixelOfTensor(target)), target);
+        QTest::mouseClick(map->plot(), Qt::LeftButton, {}, map->pixelOfTensor(target));
+        QCOMPARE(healthy->anatomyView()->currentIndex().data().toString(),
+                 QStringLiteral("blk.2.ffn_up.weight"));
+        saveScreenshot(&window, QStringLiteral("main-window-heatmap.png"));
+        window.documents()->setCurrentWidget(damaged);
+        damaged->tabs()->setCurrentWidget(damaged->heatmap());
+        saveScreenshot(&window, QStringLiteral("main-window-heatmap-damaged.png"));
+        // Constant tensors (llama-2-tiny's norms are exactly 1.0) are drawn apart from θ.
+        const QString tiny = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
+        QCOMPARE(window.openFiles({tiny}), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
+        auto* tinyView = window.currentView();
+        tinyView->tabs()->setCurrentWidget(tinyView->heatmap());
+        const auto& tinyTensors = tinyView->snapshot().model->tensors();
+        const int norm =
+            int(tinyView->snapshot().model->findTensor("blk.0.attn_norm.weight") - tinyTensors.data());
+        QVERIFY(tinyView->heatmap()->tensorAtPixel(tinyView->heatmap()->pixelOfTensor(norm)) == norm);
+        saveScreenshot(&window, QStringLiteral("main-window-heatmap-constant.png"));
+        const QImage shot = window.grab().toImage();
+        const QPoint cell =
+            tinyView->heatmap()->plot()->mapTo(&window, tinyView->heatmap()->pixelOfTensor(norm));
+        QCOMPARE(shot.pixelColor(cell * shot.devicePixelRatio()), QColor(0xf4, 0xa5, 0x82));
     }
 
     void cancelMeasurement() {

@@ -1,0 +1,249 @@
+#include "theta_heatmap.h"
+
+#include "theta_scale.h"
+
+#include <QTimer>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <map>
+#include <qcustomplot.h>
+
+namespace organ::widgets {
+namespace {
+
+// Presence map levels.
+constexpr double kAbsent = 0.0;
+constexpr double kPending = 1.0;
+constexpr double kConstant = 2.0;
+
+} // namespace
+
+ThetaHeatmap::ThetaHeatmap(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent)
+    : QWidget(parent), m_snapshot(std::move(snapshot)) {
+    buildGrid();
+    buildPlot();
+}
+
+void ThetaHeatmap::buildGrid() {
+    const auto& anatomy = m_snapshot->anatomy;
+    std::map<std::pair<std::size_t, std::string>, int> rowOf; // (anatomical order, role)
+    for (const auto& t : anatomy.tensors) {
+        rowOf.emplace(std::pair(t.order, t.role), 0);
+    }
+    for (auto& [key, row] : rowOf) {
+        row = static_cast<int>(m_roles.size());
+        m_roles.push_back(key.second);
+    }
+    m_columns = 1 + static_cast<int>(anatomy.layerCount());
+    m_cells.assign(static_cast<std::size_t>(m_columns) * m_roles.size(), -1);
+    m_results.assign(anatomy.tensors.size(), std::nullopt);
+    for (std::size_t i = 0; i < anatomy.tensors.size(); ++i) {
+        const auto& t = anatomy.tensors[i];
+        const int column = t.layer ? 1 + static_cast<int>(*t.layer) : 0;
+        const int row = rowOf.at({t.order, t.role});
+        m_cells[static_cast<std::size_t>(column) * m_roles.size() + row] = static_cast<int>(i);
+    }
+}
+
+void ThetaHeatmap::buildPlot() {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_plot = new QCustomPlot(this);
+    layout->addWidget(m_plot);
+    m_plot->setInteractions({});
+    m_plot->setMouseTracking(true);
+    const int rows = rowCount();
+    if (rows == 0) {
+        m_plot->plotLayout()->insertRow(0);
+        m_plot->plotLayout()->addElement(0, 0, new QCPTextElement(m_plot, tr("This model has no tensors.")));
+        m_plot->replot();
+        return;
+    }
+
+    auto makeMap = [&](QCPColorMap*& map) {
+        map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
+        map->data()->setSize(m_columns, rows);
+        map->data()->setRange(QCPRange(0, std::max(1, m_columns - 1)), QCPRange(0, std::max(1, rows - 1)));
+        map->setInterpolate(false);
+        map->setTightBoundary(false);
+    };
+    makeMap(m_presence);
+    makeMap(m_theta);
+    QCPColorGradient presence;
+    presence.clearColorStops();
+    presence.setColorStopAt(0.0, Qt::white);
+    presence.setColorStopAt(0.5, QColor(0xd9, 0xd9, 0xd9));
+    presence.setColorStopAt(1.0, QColor(0xf4, 0xa5, 0x82));
+    presence.setColorInterpolation(QCPColorGradient::ciRGB);
+    m_presence->setGradient(presence);
+    m_presence->setDataRange(QCPRange(kAbsent, kConstant));
+    m_theta->setGradient(thetaGradient());
+    m_theta->setDataRange(QCPRange(kThetaMin, kThetaMax));
+    for (int c = 0; c < m_columns; ++c) {
+        for (int r = 0; r < rows; ++r) {
+            m_presence->data()->setCell(c, r, tensorAt(c, r) < 0 ? kAbsent : kPending);
+            // No θ yet: fully transparent, so that the presence map shows through. (A NaN
+            // cell would be painted in the gradient's NaN colour whatever its alpha.)
+            m_theta->data()->setCell(c, r, kThetaMin);
+            m_theta->data()->setAlpha(c, r, 0);
+        }
+    }
+
+    m_scale = new QCPColorScale(m_plot);
+    m_plot->plotLayout()->addElement(0, 1, m_scale);
+    m_scale->setGradient(thetaGradient());
+    m_scale->setDataRange(QCPRange(kThetaMin, kThetaMax));
+    m_scale->axis()->setLabel(tr("θ (degrees): 0 noise … 90 structure"));
+    m_theta->setColorScale(m_scale);
+    m_theta->setDataRange(QCPRange(kThetaMin, kThetaMax));
+    auto* margins = new QCPMarginGroup(m_plot);
+    m_plot->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+    m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+
+    auto xTicks = QSharedPointer<QCPAxisTickerText>::create();
+    xTicks->addTick(0, tr("global"));
+    const int step = m_columns > 41 ? 5 : (m_columns > 21 ? 2 : 1);
+    for (int c = 1; c < m_columns; c += step) {
+        xTicks->addTick(c, QString::number(c - 1));
+    }
+    m_plot->xAxis->setTicker(xTicks);
+    m_plot->xAxis->setLabel(tr("layer"));
+    m_plot->xAxis->setRange(-0.5, m_columns - 0.5);
+    m_plot->xAxis->grid()->setVisible(false);
+    auto yTicks = QSharedPointer<QCPAxisTickerText>::create();
+    for (int r = 0; r < rows; ++r) {
+        yTicks->addTick(r, QString::fromStdString(m_roles[static_cast<std::size_t>(r)]));
+    }
+    m_plot->yAxis->setTicker(yTicks);
+    m_plot->yAxis->setRange(-0.5, rows - 0.5);
+    m_plot->yAxis->setRangeReversed(true); // the first role (anatomical order) on top
+    m_plot->yAxis->grid()->setVisible(false);
+
+    m_plot->plotLayout()->insertRow(1);
+    auto* key = new QCPTextElement(
+        m_plot, tr("white: no such tensor · grey: not measured yet · salmon: constant (no θ)"));
+    key->setTextColor(QColor(0x55, 0x55, 0x55));
+    m_plot->plotLayout()->addElement(1, 0, key);
+
+    m_highlight = new QCPItemRect(m_plot);
+    m_highlight->setPen(QPen(Qt::red, 2.5));
+    m_highlight->setBrush(Qt::NoBrush);
+    m_highlight->setVisible(false);
+
+    connect(m_plot, &QCustomPlot::mouseMove, this, &ThetaHeatmap::showTooltip);
+    connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
+        const int tensor = tensorAtPixel(event->pos());
+        if (tensor >= 0) {
+            highlightTensor(tensor);
+            emit tensorClicked(tensor);
+        }
+    });
+    m_plot->replot();
+}
+
+int ThetaHeatmap::tensorAt(int column, int row) const {
+    if (column < 0 || row < 0 || column >= m_columns || row >= rowCount()) {
+        return -1;
+    }
+    return m_cells[static_cast<std::size_t>(column) * m_roles.size() + static_cast<std::size_t>(row)];
+}
+
+std::optional<double> ThetaHeatmap::thetaAt(int column, int row) const {
+    const int tensor = tensorAt(column, row);
+    if (tensor < 0 || !m_results[static_cast<std::size_t>(tensor)]) {
+        return std::nullopt;
+    }
+    return m_results[static_cast<std::size_t>(tensor)]->theta;
+}
+
+std::pair<int, int> ThetaHeatmap::cellOf(int tensor) const {
+    for (std::size_t i = 0; i < m_cells.size(); ++i) {
+        if (m_cells[i] == tensor) {
+            return {static_cast<int>(i / m_roles.size()), static_cast<int>(i % m_roles.size())};
+        }
+    }
+    return {-1, -1};
+}
+
+int ThetaHeatmap::tensorAtPixel(const QPoint& pixel) const {
+    const double key = m_plot->xAxis->pixelToCoord(pixel.x());
+    const double value = m_plot->yAxis->pixelToCoord(pixel.y());
+    return tensorAt(static_cast<int>(std::lround(key)), static_cast<int>(std::lround(value)));
+}
+
+QPoint ThetaHeatmap::pixelOfTensor(int tensor) const {
+    const auto [column, row] = cellOf(tensor);
+    return {static_cast<int>(m_plot->xAxis->coordToPixel(column)),
+            static_cast<int>(m_plot->yAxis->coordToPixel(row))};
+}
+
+void ThetaHeatmap::setTensorResult(int tensor, const ZResult& result) {
+    if (tensor < 0 || static_cast<std::size_t>(tensor) >= m_results.size() || m_theta == nullptr) {
+        return;
+    }
+    m_results[static_cast<std::size_t>(tensor)] = result;
+    refreshCell(tensor);
+    scheduleReplot();
+}
+
+void ThetaHeatmap::refreshCell(int tensor) {
+    const auto [column, row] = cellOf(tensor);
+    const auto& r = m_results[static_cast<std::size_t>(tensor)];
+    m_presence->data()->setCell(column, row, r && r->constant ? kConstant : kPending);
+    const bool hasTheta = r && r->hasTheta();
+    m_theta->data()->setCell(column, row, hasTheta ? *r->theta : kThetaMin);
+    m_theta->data()->setAlpha(column, row, hasTheta ? 255 : 0);
+}
+
+// Results arrive per tensor: redraw at most every 50 ms.
+void ThetaHeatmap::scheduleReplot() {
+    if (m_replotPending) {
+        return;
+    }
+    m_replotPending = true;
+    QTimer::singleShot(50, this, [this] {
+        m_replotPending = false;
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    });
+}
+
+void ThetaHeatmap::highlightTensor(int tensor) {
+    if (m_highlight == nullptr) {
+        return;
+    }
+    const auto [column, row] = tensor < 0 ? std::pair(-1, -1) : cellOf(tensor);
+    m_highlight->setVisible(column >= 0);
+    if (column >= 0) {
+        m_highlight->topLeft->setCoords(column - 0.5, row - 0.5);
+        m_highlight->bottomRight->setCoords(column + 0.5, row + 0.5);
+    }
+    m_plot->replot(); // a user's selection: shown at once
+}
+
+void ThetaHeatmap::showTooltip(QMouseEvent* event) {
+    const int tensor = tensorAtPixel(event->pos());
+    if (tensor < 0) {
+        QToolTip::hideText();
+        return;
+    }
+    const auto& name = m_snapshot->model->tensors()[static_cast<std::size_t>(tensor)].name;
+    const auto& r = m_results[static_cast<std::size_t>(tensor)];
+    QString text = QString::fromStdString(name);
+    if (!r) {
+        text += tr("\nnot measured yet");
+    } else if (r->constant) {
+        text += tr("\nconstant: no θ");
+    } else if (r->hasTheta()) {
+        text += tr("\nθ %1°   H %2   K %3   C %4")
+                    .arg(*r->theta, 0, 'f', 2)
+                    .arg(*r->H, 0, 'f', 3)
+                    .arg(*r->K, 0, 'f', 2)
+                    .arg(*r->C, 0, 'f', 2);
+        if (r->nonFinite != 0) {
+            text += tr("\n%1 NaN or infinite values left out").arg(r->nonFinite);
+        }
+    }
+    QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
+}
+
+} // namespace organ::widgets
