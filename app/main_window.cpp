@@ -3,11 +3,13 @@
 #include "anatomy_tree.h"
 #include "engine_thread.h"
 #include "format_error.h"
+#include "measure_report.h"
 #include "model_view.h"
 
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDialog>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
@@ -18,10 +20,13 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSaveFile>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTextBrowser>
+#include <QVBoxLayout>
 
 namespace organ::app {
 namespace {
@@ -74,12 +79,17 @@ void MainWindow::buildMenus() {
     open->setShortcut(QKeySequence::Open);
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     rebuildRecentMenu();
+    QAction* exportAction =
+        file->addAction(tr("&Export measurement…"), this, &MainWindow::exportMeasurementDialog);
+    exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     QAction* close = file->addAction(tr("&Close"), this, &MainWindow::closeCurrent);
     close->setShortcut(QKeySequence::Close);
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Z-measure"), this, &MainWindow::showZMeasureHelp)
+        ->setShortcut(QKeySequence::HelpContents);
     help->addAction(tr("&About Organ Workbench"), this, &MainWindow::showAbout);
 }
 
@@ -193,6 +203,62 @@ void MainWindow::openDialog() {
         settings.setValue(QStringLiteral("lastFolder"), QFileInfo(paths.front()).absolutePath());
         openFiles(paths);
     }
+}
+
+bool MainWindow::exportMeasurement(const QString& path, QString* error) {
+    const widgets::ModelView* view = currentView();
+    if (view == nullptr || view->measurement() == nullptr) {
+        *error = tr("The current model is not measured yet.");
+        return false;
+    }
+    const std::vector<MeasuredModel> models{
+        {view->snapshot().model, view->snapshot().anatomy, *view->measurement()}};
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    std::string text;
+    if (suffix == QStringLiteral("json")) {
+        text = measurementsDocument(models).dump(2) + "\n";
+    } else if (suffix == QStringLiteral("csv")) {
+        text = measurementsCsv(models);
+    } else if (suffix == QStringLiteral("md")) {
+        text = measurementsMarkdown(models);
+    } else {
+        *error = QFileInfo(path).fileName() + tr(": choose a .json, .csv or .md file");
+        return false;
+    }
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) ||
+        file.write(text.data(), qint64(text.size())) != qint64(text.size()) || !file.commit()) {
+        *error = QFileInfo(path).fileName() + tr(": cannot write: ") + file.errorString();
+        return false;
+    }
+    return true;
+}
+
+void MainWindow::exportMeasurementDialog() {
+    const widgets::ModelView* view = currentView();
+    const QString name = view != nullptr ? QString::fromStdString(view->snapshot().model->name()) : QString();
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export measurement"), name + QStringLiteral("-zmeasure.json"),
+                                     tr("JSON (*.json);;CSV (*.csv);;Markdown report (*.md)"));
+    QString error;
+    if (!path.isEmpty() && !exportMeasurement(path, &error)) {
+        showError(tr("Cannot export the measurement"), error);
+    }
+}
+
+void MainWindow::showZMeasureHelp() {
+    auto* dialog = new QDialog(this);
+    dialog->setObjectName(QStringLiteral("zMeasureHelp"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(tr("Z-measure"));
+    auto* browser = new QTextBrowser(dialog);
+    QFile page(QStringLiteral(":/help/z-measure.md"));
+    page.open(QIODevice::ReadOnly);
+    browser->setMarkdown(QString::fromUtf8(page.readAll()));
+    auto* layout = new QVBoxLayout(dialog);
+    layout->addWidget(browser);
+    dialog->resize(720, 640);
+    dialog->show();
 }
 
 void MainWindow::closeCurrent() {

@@ -35,8 +35,14 @@ public:
     QStringList recentFiles() const;
     EngineThread* engine() const { return m_engine; }
 
+    // Writes the current model's measurement as JSON, CSV or Markdown (by extension), as
+    // `organ measure` does. Returns false with `error` set when there is nothing to export.
+    bool exportMeasurement(const QString& path, QString* error);
+
 public slots:
     void openDialog();
+    void exportMeasurementDialog();
+    void showZMeasureHelp();
     void closeCurrent();
     void showAbout();
 

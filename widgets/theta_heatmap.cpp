@@ -1,5 +1,6 @@
 #include "theta_heatmap.h"
 
+#include "chart_export.h"
 #include "theta_scale.h"
 
 #include <QTimer>
@@ -130,6 +131,15 @@ void ThetaHeatmap::buildPlot() {
     m_highlight->setBrush(Qt::NoBrush);
     m_highlight->setVisible(false);
 
+    m_plot->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_plot, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
+        QMenu menu(this);
+        const QString name =
+            QString::fromStdString(m_snapshot->model->name()) + QStringLiteral("-theta-heatmap");
+        menu.addAction(tr("Save as PNG, SVG or PDF…"), this,
+                       [this, name] { exportChartInteractively(m_plot, this, name); });
+        menu.exec(m_plot->mapToGlobal(at));
+    });
     connect(m_plot, &QCustomPlot::mouseMove, this, &ThetaHeatmap::showTooltip);
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
         const int tensor = tensorAtPixel(event->pos());

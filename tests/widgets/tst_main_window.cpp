@@ -2,6 +2,7 @@
 // file in a dialog, opens the demo specimens, and saves a screenshot for a person to look at.
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
+#include "chart_export.h"
 #include "demo_models.h"
 #include "engine_thread.h"
 #include "fixtures.h"
@@ -24,7 +25,9 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextBrowser>
 #include <QTreeView>
+#include <QXmlStreamReader>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <qcustomplot.h>
@@ -198,6 +201,60 @@ private slots:
         const QPoint cell =
             tinyView->heatmap()->plot()->mapTo(&window, tinyView->heatmap()->pixelOfTensor(norm));
         QCOMPARE(shot.pixelColor(cell * shot.devicePixelRatio()), QColor(0xf4, 0xa5, 0x82));
+    }
+
+    // Charts save as PNG, SVG and PDF at the size asked for; the measurement as JSON, CSV
+    // and Markdown; Help → Z-measure shows the documentation.
+    void exports() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.resize(1100, 700);
+        window.show();
+        QString error;
+        QCOMPARE(window.openFiles({path}), 1);
+        QVERIFY(!window.exportMeasurement(m_dir.filePath(QStringLiteral("early.json")),
+                                          &error)); // not measured yet
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QCustomPlot* plot = window.currentView()->heatmap()->plot();
+
+        const QString png = m_dir.filePath(QStringLiteral("map.png"));
+        QVERIFY2(widgets::exportChart(plot, png, QSize(800, 500), &error), qPrintable(error));
+        QCOMPARE(QImage(png).size(), QSize(800, 500));
+        const QString svg = m_dir.filePath(QStringLiteral("map.svg"));
+        QVERIFY2(widgets::exportChart(plot, svg, QSize(640, 400), &error), qPrintable(error));
+        QXmlStreamReader xml(readAll(svg));
+        QVERIFY(xml.readNextStartElement());
+        QCOMPARE(xml.name(), QStringLiteral("svg"));
+        QVERIFY(
+            xml.attributes().value(QStringLiteral("viewBox")).toString().contains(QStringLiteral("640 400")));
+        const QString pdf = m_dir.filePath(QStringLiteral("map.pdf"));
+        QVERIFY2(widgets::exportChart(plot, pdf, QSize(600, 400), &error), qPrintable(error));
+        QVERIFY(readAll(pdf).startsWith("%PDF"));
+        QVERIFY(
+            !widgets::exportChart(plot, m_dir.filePath(QStringLiteral("map.bmp")), QSize(600, 400), &error));
+        QVERIFY(error.contains(QStringLiteral("map.bmp: choose a .png, .svg or .pdf file")));
+        QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("*.partial*")}).size(), 0);
+
+        const QString json = m_dir.filePath(QStringLiteral("measure.json"));
+        QVERIFY2(window.exportMeasurement(json, &error), qPrintable(error));
+        const auto doc = nlohmann::json::parse(readAll(json).toStdString());
+        QCOMPARE(doc.at("z_measure").get<std::string>(), std::string("v1"));
+        QCOMPARE(doc.at("models").at(0).at("tensors").size(), std::size_t(48));
+        const QString csv = m_dir.filePath(QStringLiteral("measure.csv"));
+        QVERIFY(window.exportMeasurement(csv, &error));
+        QCOMPARE(QString::fromUtf8(readAll(csv)).count(u'\n'), 49);
+        const QString md = m_dir.filePath(QStringLiteral("measure.md"));
+        QVERIFY(window.exportMeasurement(md, &error));
+        QVERIFY(readAll(md).startsWith("# Z-measure report"));
+
+        window.showZMeasureHelp();
+        auto* help = window.findChild<QDialog*>(QStringLiteral("zMeasureHelp"));
+        QVERIFY(help != nullptr);
+        QVERIFY(help->findChild<QTextBrowser*>()->toPlainText().contains(QStringLiteral("θ ∈ [0°, 90°]")));
+        saveScreenshot(help, QStringLiteral("help-z-measure.png"));
+        help->close();
     }
 
     void cancelMeasurement() {
