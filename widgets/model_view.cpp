@@ -6,6 +6,7 @@
 #include "metadata_table_model.h"
 #include "model_report.h"
 #include "model_roles.h"
+#include "system_theta_charts.h"
 #include "theta_delegate.h"
 #include "theta_heatmap.h"
 
@@ -18,6 +19,7 @@
 #include <QLineEdit>
 #include <QRadioButton>
 #include <QSortFilterProxyModel>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTreeView>
@@ -138,11 +140,18 @@ QWidget* ModelView::buildAnatomyTab() {
 void ModelView::applyTensorResult(int tensor, const ZResult& result) {
     m_treeModel->setTensorResult(tensor, result);
     m_heatmap->setTensorResult(tensor, result);
+    m_systemCharts->setTensorResult(tensor, result);
 }
 
 QWidget* ModelView::buildHeatmapTab() {
-    m_heatmap = new ThetaHeatmap(m_snapshot, this);
-    return m_heatmap;
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    m_heatmap = new ThetaHeatmap(m_snapshot, splitter);
+    m_systemCharts = new SystemThetaCharts(m_snapshot, splitter);
+    splitter->addWidget(m_heatmap);
+    splitter->addWidget(m_systemCharts);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 2);
+    return splitter;
 }
 
 void ModelView::selectTensor(int tensor) {

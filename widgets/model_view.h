@@ -21,6 +21,7 @@ class MetadataTableModel;
 
 namespace organ::widgets {
 
+class SystemThetaCharts;
 class ThetaHeatmap;
 
 // One open model: a header with its vital facts, then tabs for its anatomy tree
@@ -38,6 +39,7 @@ public:
     model::AnatomyFilterProxy* anatomyProxy() const { return m_proxy; }
     QLineEdit* filterEdit() const { return m_filter; }
     ThetaHeatmap* heatmap() const { return m_heatmap; }
+    SystemThetaCharts* systemCharts() const { return m_systemCharts; }
     QTabWidget* tabs() const { return m_tabs; }
     // Selects a tensor's row in the tree (expanding and scrolling to it); -1 when filtered out.
     void selectTensor(int tensor);
@@ -62,6 +64,7 @@ private:
     QTableView* m_metadata = nullptr;
     QLineEdit* m_filter = nullptr;
     ThetaHeatmap* m_heatmap = nullptr;
+    SystemThetaCharts* m_systemCharts = nullptr;
     model::AnatomyTreeModel* m_treeModel = nullptr;
     model::AnatomyFilterProxy* m_proxy = nullptr;
     model::MetadataTableModel* m_metadataModel = nullptr;

@@ -10,6 +10,7 @@
 #include "model_roles.h"
 #include "model_view.h"
 #include "shared_models.h"
+#include "system_theta_charts.h"
 #include "theta_heatmap.h"
 
 #include <QApplication>
@@ -173,7 +174,21 @@ private slots:
                 QVERIFY(*damaged->heatmap()->thetaAt(layer + 1, row) < *map->thetaAt(layer + 1, row));
             }
         }
-        healthy->tabs()->setCurrentWidget(map);
+        // Beside it: θ mean per layer per system, and per system, from the same results.
+        const widgets::SystemThetaCharts* charts = healthy->systemCharts();
+        const ModelMeasurement& measured = *healthy->measurement();
+        for (const auto& group : measured.bySystem) {
+            const auto system = *systemFromName(group.key);
+            QVERIFY(std::abs(*charts->meanTheta(system, std::nullopt) - group.thetaMean) < 1e-9);
+        }
+        double organLayer2 = 0;
+        for (int row = 7; row <= 9; ++row) {
+            organLayer2 += *map->thetaAt(3, row) / 3;
+        }
+        QVERIFY(std::abs(*charts->meanTheta(System::Organ, 2) - organLayer2) < 1e-9);
+        QVERIFY(!charts->meanTheta(System::Embed, 2));
+        QTRY_COMPARE(charts->layerPlot()->graph(int(System::Organ))->dataCount(), 5);
+        healthy->tabs()->setCurrentIndex(1);
         window.documents()->setCurrentWidget(healthy);
         QTest::qWait(0); // let the plot lay out before computing pixels
         map->plot()->replot();
@@ -184,14 +199,14 @@ private slots:
                  QStringLiteral("blk.2.ffn_up.weight"));
         saveScreenshot(&window, QStringLiteral("main-window-heatmap.png"));
         window.documents()->setCurrentWidget(damaged);
-        damaged->tabs()->setCurrentWidget(damaged->heatmap());
+        damaged->tabs()->setCurrentIndex(1);
         saveScreenshot(&window, QStringLiteral("main-window-heatmap-damaged.png"));
         // Constant tensors (llama-2-tiny's norms are exactly 1.0) are drawn apart from θ.
         const QString tiny = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
         QCOMPARE(window.openFiles({tiny}), 1);
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
         auto* tinyView = window.currentView();
-        tinyView->tabs()->setCurrentWidget(tinyView->heatmap());
+        tinyView->tabs()->setCurrentIndex(1);
         const auto& tinyTensors = tinyView->snapshot().model->tensors();
         const int norm =
             int(tinyView->snapshot().model->findTensor("blk.0.attn_norm.weight") - tinyTensors.data());

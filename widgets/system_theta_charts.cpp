@@ -1,0 +1,179 @@
+#include "system_theta_charts.h"
+
+#include "chart_export.h"
+#include "theta_scale.h"
+
+#include <QMenu>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+namespace organ::widgets {
+
+QColor systemColor(System system) {
+    switch (system) {
+    case System::Embed:
+        return QColor(0x1f, 0x77, 0xb4);
+    case System::Skeleton:
+        return QColor(0xd6, 0x27, 0x28);
+    case System::Organ:
+        return QColor(0x2c, 0xa0, 0x2c);
+    case System::Norm:
+        return QColor(0x94, 0x67, 0xbd);
+    case System::Adapter:
+        return QColor(0xff, 0x7f, 0x0e);
+    case System::Other:
+        return QColor(0x7f, 0x7f, 0x7f);
+    }
+    return Qt::black;
+}
+
+namespace {
+
+QString systemLabel(System system) {
+    const auto name = systemName(system);
+    return QString::fromUtf8(name.data(), qsizetype(name.size()));
+}
+
+void addExportMenu(QCustomPlot* plot, QWidget* owner, const QString& name) {
+    plot->setContextMenuPolicy(Qt::CustomContextMenu);
+    QObject::connect(plot, &QWidget::customContextMenuRequested, owner,
+                     [plot, owner, name](const QPoint& at) {
+                         QMenu menu(owner);
+                         menu.addAction(QObject::tr("Save as PNG, SVG or PDF…"), owner,
+                                        [plot, owner, name] { exportChartInteractively(plot, owner, name); });
+                         menu.exec(plot->mapToGlobal(at));
+                     });
+}
+
+} // namespace
+
+SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent)
+    : QWidget(parent), m_snapshot(std::move(snapshot)), m_theta(m_snapshot->anatomy.tensors.size()) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    setMinimumWidth(340);
+    m_layers = new QCustomPlot(this);
+    m_systems = new QCustomPlot(this);
+    layout->addWidget(m_layers, 3);
+    layout->addWidget(m_systems, 2);
+    const QString model = QString::fromStdString(m_snapshot->model->name());
+    addExportMenu(m_layers, this, model + QStringLiteral("-theta-per-layer"));
+    addExportMenu(m_systems, this, model + QStringLiteral("-theta-per-system"));
+
+    m_layers->plotLayout()->insertRow(0);
+    m_layers->plotLayout()->addElement(
+        0, 0, new QCPTextElement(m_layers, tr("θ mean per layer"), QFont(font().family(), 10, QFont::Bold)));
+    const auto& bySystem = m_snapshot->anatomy.bySystem;
+    for (std::size_t s = 0; s < kSystemCount; ++s) {
+        const auto system = static_cast<System>(s);
+        QCPGraph* graph = m_layers->addGraph();
+        graph->setName(systemLabel(system));
+        graph->setPen(QPen(systemColor(system), 2));
+        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+        graph->setVisible(bySystem[s].tensors != 0);
+        graph->removeFromLegend();
+        if (bySystem[s].tensors != 0) {
+            graph->addToLegend();
+        }
+    }
+    // The legend below the plot, in a row, so that it never hides a line.
+    m_layers->legend->setVisible(true);
+    m_layers->legend->setFont(QFont(font().family(), 8));
+    m_layers->axisRect()->insetLayout()->take(m_layers->legend);
+    m_layers->plotLayout()->addElement(2, 0, m_layers->legend);
+    m_layers->plotLayout()->setRowStretchFactor(2, 0.001);
+    m_layers->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    m_layers->legend->setWrap(3);
+    m_layers->legend->setBorderPen(Qt::NoPen);
+    m_layers->xAxis->setLabel(tr("layer"));
+    m_layers->xAxis->setRange(-0.5, std::max<double>(0.5, m_snapshot->anatomy.layerCount() - 0.5));
+    m_layers->yAxis->setLabel(tr("θ (°)"));
+    m_layers->yAxis->setRange(kThetaMin, kThetaMax);
+
+    m_systems->plotLayout()->insertRow(0);
+    m_systems->plotLayout()->addElement(
+        0, 0,
+        new QCPTextElement(m_systems, tr("θ mean per system"), QFont(font().family(), 10, QFont::Bold)));
+    auto ticks = QSharedPointer<QCPAxisTickerText>::create();
+    int position = 0;
+    for (std::size_t s = 0; s < kSystemCount; ++s) {
+        if (bySystem[s].tensors == 0) {
+            continue;
+        }
+        auto* bars = new QCPBars(m_systems->xAxis, m_systems->yAxis);
+        bars->setName(systemLabel(static_cast<System>(s)));
+        bars->setBrush(systemColor(static_cast<System>(s)));
+        bars->setPen(Qt::NoPen);
+        bars->setWidth(0.7);
+        bars->setProperty("system", int(s));
+        bars->setProperty("position", position);
+        ticks->addTick(position++, systemLabel(static_cast<System>(s)));
+    }
+    m_systems->xAxis->setTicker(ticks);
+    m_systems->xAxis->setTickLabelRotation(-35);
+    m_systems->xAxis->setRange(-0.6, std::max(0.6, position - 0.4));
+    m_systems->yAxis->setLabel(tr("θ (°)"));
+    m_systems->yAxis->setRange(kThetaMin, kThetaMax);
+    refresh();
+}
+
+void SystemThetaCharts::setTensorResult(int tensor, const ZResult& result) {
+    if (tensor < 0 || static_cast<std::size_t>(tensor) >= m_theta.size()) {
+        return;
+    }
+    m_theta[static_cast<std::size_t>(tensor)] = result.theta;
+    scheduleRefresh();
+}
+
+std::optional<double> SystemThetaCharts::meanTheta(System system, std::optional<std::uint32_t> layer) const {
+    double sum = 0;
+    int count = 0;
+    const auto& tensors = m_snapshot->anatomy.tensors;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (tensors[i].system == system && m_theta[i] && (!layer || tensors[i].layer == layer)) {
+            sum += *m_theta[i];
+            ++count;
+        }
+    }
+    return count == 0 ? std::nullopt : std::optional(sum / count);
+}
+
+// Results arrive per tensor: redraw at most every 100 ms.
+void SystemThetaCharts::scheduleRefresh() {
+    if (m_refreshPending) {
+        return;
+    }
+    m_refreshPending = true;
+    QTimer::singleShot(100, this, [this] {
+        m_refreshPending = false;
+        refresh();
+    });
+}
+
+void SystemThetaCharts::refresh() {
+    const std::uint32_t layers = m_snapshot->anatomy.layerCount();
+    for (std::size_t s = 0; s < kSystemCount; ++s) {
+        QVector<double> x;
+        QVector<double> y;
+        for (std::uint32_t layer = 0; layer < layers; ++layer) {
+            if (const auto mean = meanTheta(static_cast<System>(s), layer)) {
+                x << layer;
+                y << *mean;
+            }
+        }
+        m_layers->graph(static_cast<int>(s))->setData(x, y, true);
+    }
+    for (int p = 0; p < m_systems->plottableCount(); ++p) {
+        auto* bars = qobject_cast<QCPBars*>(m_systems->plottable(p));
+        const auto mean = meanTheta(static_cast<System>(bars->property("system").toInt()), std::nullopt);
+        bars->data()->clear();
+        if (mean) {
+            bars->addData(bars->property("position").toDouble(), *mean);
+        }
+    }
+    m_layers->replot(QCustomPlot::rpQueuedReplot);
+    m_systems->replot(QCustomPlot::rpQueuedReplot);
+}
+
+} // namespace organ::widgets
