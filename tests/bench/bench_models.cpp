@@ -1,0 +1,223 @@
+#include "bench_models.h"
+
+#include "dequant.h"
+#include "quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+#include <vector>
+
+namespace organ::bench {
+namespace {
+
+std::string token(std::size_t i) {
+    static const char* const pieces[] = {"the", "ing", "er", "Ġ", "tion", "al", "re", "on", "st", "ed"};
+    std::string t;
+    for (std::size_t x = i + 1; x != 0; x /= 10) {
+        t += pieces[x % 10];
+    }
+    return t;
+}
+
+void putHalf(std::byte* p, float v) {
+    const std::uint16_t h = floatToHalf(v);
+    std::memcpy(p, &h, 2);
+}
+
+// A plain (not importance-weighted) Q4_K quantizer: per 32 values a scale and a min.
+void quantizeQ4_K(const float* x, std::byte* out) {
+    float scales[8];
+    float mins[8];
+    for (int s = 0; s < 8; ++s) {
+        const float* v = x + 32 * s;
+        const float lo = std::min(0.0f, *std::min_element(v, v + 32));
+        const float hi = *std::max_element(v, v + 32);
+        scales[s] = (hi - lo) / 15.0f;
+        mins[s] = -lo;
+    }
+    const float d = *std::max_element(scales, scales + 8) / 63.0f;
+    const float dmin = *std::max_element(mins, mins + 8) / 63.0f;
+    putHalf(out, d);
+    putHalf(out + 2, dmin);
+    std::uint8_t sc[8];
+    std::uint8_t mn[8];
+    for (int s = 0; s < 8; ++s) {
+        sc[s] = static_cast<std::uint8_t>(d == 0 ? 0 : std::min(63L, std::lround(scales[s] / d)));
+        mn[s] = static_cast<std::uint8_t>(dmin == 0 ? 0 : std::min(63L, std::lround(mins[s] / dmin)));
+    }
+    auto* packed = reinterpret_cast<std::uint8_t*>(out + 4);
+    for (int j = 0; j < 4; ++j) {
+        packed[j] = static_cast<std::uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+        packed[j + 4] = static_cast<std::uint8_t>(mn[j] | ((mn[j + 4] >> 4) << 6));
+        packed[j + 8] = static_cast<std::uint8_t>((sc[j + 4] & 0xF) | ((mn[j + 4] & 0xF) << 4));
+    }
+    const float dHalf = halfToFloat(floatToHalf(d));
+    const float dminHalf = halfToFloat(floatToHalf(dmin));
+    auto* q = reinterpret_cast<std::uint8_t*>(out + 16);
+    for (int pair = 0; pair < 4; ++pair) {
+        for (int l = 0; l < 32; ++l) {
+            std::uint8_t nibbles[2];
+            for (int h = 0; h < 2; ++h) {
+                const int s = 2 * pair + h;
+                const float step = dHalf * sc[s];
+                const float value = x[32 * s + l] + dminHalf * mn[s];
+                nibbles[h] =
+                    static_cast<std::uint8_t>(step == 0 ? 0 : std::clamp(std::lround(value / step), 0L, 15L));
+            }
+            q[32 * pair + l] = static_cast<std::uint8_t>(nibbles[0] | (nibbles[1] << 4));
+        }
+    }
+}
+
+TensorToWrite randomTensor(const std::string& name, TensorType type, std::uint64_t cols, std::uint64_t rows,
+                           std::uint64_t seed) {
+    TensorToWrite t;
+    t.name = name;
+    t.type = type;
+    t.nDims = rows == 1 ? 1 : 2;
+    t.ne = {cols, rows, 1, 1};
+    const auto& traits = traitsOf(type);
+    const float scale = type == TensorType::F32 ? 1.0f : 0.02f;
+    t.source.generate = [=](std::uint64_t offset, std::span<std::byte> out) {
+        Noise noise(seed ^ (offset * 0x2545F4914F6CDD1Dull));
+        std::vector<float> values(traits.blockSize);
+        for (std::size_t b = 0; b < out.size() / traits.bytesPerBlock; ++b) {
+            for (auto& v : values) {
+                v = type == TensorType::F32 ? 1.0f + 0.05f * noise.next() : scale * noise.next();
+            }
+            std::byte* dst = out.data() + b * traits.bytesPerBlock;
+            if (type == TensorType::Q8_0) {
+                quantizeBlocks(TensorType::Q8_0, values.data(), 1, dst);
+            } else if (type == TensorType::Q4_K) {
+                quantizeQ4_K(values.data(), dst);
+            } else {
+                std::memcpy(dst, values.data(), 4);
+            }
+        }
+    };
+    return t;
+}
+
+} // namespace
+
+float Noise::next() {
+    float sum = -2.0f;
+    for (int i = 0; i < 4; ++i) {
+        m_state ^= m_state << 13;
+        m_state ^= m_state >> 7;
+        m_state ^= m_state << 17;
+        sum += static_cast<float>(m_state >> 40) * 0x1.0p-24f;
+    }
+    return sum * (1.0f + 0.35f * sum * sum);
+}
+
+GgufWriteSpec seventyBLayout(std::uint64_t scale) {
+    const std::uint64_t e = 8192 * scale;
+    const std::uint64_t f = 28672;
+    const std::uint64_t kv = 1024;
+    const std::uint64_t vocab = 128256;
+    GgufWriteSpec spec;
+    spec.set("general.architecture", MetaValue::fromString("llama"));
+    spec.set("general.name", MetaValue::fromString("bench-70b-layout"));
+    spec.set("general.file_type", MetaValue::fromU32(15));
+    spec.set("general.quantization_version", MetaValue::fromU32(2));
+    spec.set("llama.block_count", MetaValue::fromU32(80));
+    spec.set("llama.context_length", MetaValue::fromU32(131072));
+    spec.set("llama.embedding_length", MetaValue::fromU32(static_cast<std::uint32_t>(e)));
+    spec.set("llama.feed_forward_length", MetaValue::fromU32(static_cast<std::uint32_t>(f)));
+    spec.set("llama.attention.head_count", MetaValue::fromU32(64));
+    spec.set("llama.attention.head_count_kv", MetaValue::fromU32(8));
+    spec.set("llama.rope.freq_base", MetaValue::fromF32(500000.0f));
+    spec.set("llama.attention.layer_norm_rms_epsilon", MetaValue::fromF32(1e-5f));
+    spec.set("tokenizer.ggml.model", MetaValue::fromString("gpt2"));
+    spec.set("tokenizer.ggml.pre", MetaValue::fromString("llama-bpe"));
+    std::vector<std::string> tokens(vocab);
+    std::vector<std::int32_t> types(vocab, 1);
+    for (std::size_t i = 0; i < vocab; ++i) {
+        tokens[i] = token(i);
+    }
+    std::vector<std::string> merges(280147);
+    for (std::size_t i = 0; i < merges.size(); ++i) {
+        merges[i] = token(i % 5000) + " " + token(i / 5000);
+    }
+    spec.set("tokenizer.ggml.tokens", MetaValue::fromStrings(tokens));
+    spec.set("tokenizer.ggml.token_type", MetaValue::fromI32s(types));
+    spec.set("tokenizer.ggml.merges", MetaValue::fromStrings(merges));
+    spec.set("tokenizer.ggml.bos_token_id", MetaValue::fromU32(128000));
+    spec.set("tokenizer.ggml.eos_token_id", MetaValue::fromU32(128009));
+    auto tensor = [&](std::string name, TensorType type, std::vector<std::uint64_t> dims) {
+        TensorToWrite t;
+        t.name = std::move(name);
+        t.type = type;
+        t.nDims = static_cast<std::uint32_t>(dims.size());
+        std::copy(dims.begin(), dims.end(), t.ne.begin());
+        t.source.generate = [](std::uint64_t, std::span<std::byte>) {}; // never called: data stays a hole
+        spec.tensors.push_back(std::move(t));
+    };
+    tensor("token_embd.weight", TensorType::Q4_K, {e, vocab});
+    for (int b = 0; b < 80; ++b) {
+        const std::string blk = "blk." + std::to_string(b) + ".";
+        tensor(blk + "attn_norm.weight", TensorType::F32, {e});
+        tensor(blk + "attn_q.weight", TensorType::Q4_K, {e, e});
+        tensor(blk + "attn_k.weight", TensorType::Q4_K, {e, kv});
+        tensor(blk + "attn_v.weight", TensorType::Q6_K, {e, kv});
+        tensor(blk + "attn_output.weight", TensorType::Q4_K, {e, e});
+        tensor(blk + "ffn_norm.weight", TensorType::F32, {e});
+        tensor(blk + "ffn_gate.weight", TensorType::Q4_K, {e, f});
+        tensor(blk + "ffn_up.weight", TensorType::Q4_K, {e, f});
+        tensor(blk + "ffn_down.weight", TensorType::Q6_K, {f, e});
+    }
+    tensor("output_norm.weight", TensorType::F32, {e});
+    tensor("output.weight", TensorType::Q6_K, {e, vocab});
+    return spec;
+}
+
+// Header written for real, the data left as a hole by ftruncate.
+std::uint64_t writeSparse(const std::string& path, const GgufWriteSpec& spec) {
+    const GgufLayout layout = layoutGguf(spec, path);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 ||
+        ::write(fd, layout.header.data(), layout.header.size()) !=
+            static_cast<ssize_t>(layout.header.size()) ||
+        ::ftruncate(fd, static_cast<off_t>(layout.fileSize)) != 0 || ::close(fd) != 0) {
+        std::perror(path.c_str());
+        std::exit(1);
+    }
+    return layout.fileSize;
+}
+
+GgufWriteSpec llama1bShape(TensorType type) {
+    GgufWriteSpec spec;
+    spec.set("general.architecture", MetaValue::fromString("llama"));
+    spec.set("general.name",
+             MetaValue::fromString(std::string("bench-1b-") + std::string(tensorTypeName(type))));
+    spec.set("llama.block_count", MetaValue::fromU32(16));
+    spec.set("llama.embedding_length", MetaValue::fromU32(2048));
+    spec.set("llama.feed_forward_length", MetaValue::fromU32(8192));
+    spec.set("llama.attention.head_count", MetaValue::fromU32(32));
+    spec.set("llama.attention.head_count_kv", MetaValue::fromU32(8));
+    std::uint64_t seed = 1;
+    spec.tensors.push_back(randomTensor("token_embd.weight", type, 2048, 128256, seed++));
+    spec.tensors.push_back(randomTensor("rope_freqs.weight", TensorType::F32, 32, 1, seed++));
+    for (int b = 0; b < 16; ++b) {
+        const std::string blk = "blk." + std::to_string(b) + ".";
+        spec.tensors.push_back(randomTensor(blk + "attn_norm.weight", TensorType::F32, 2048, 1, seed++));
+        spec.tensors.push_back(randomTensor(blk + "attn_q.weight", type, 2048, 2048, seed++));
+        spec.tensors.push_back(randomTensor(blk + "attn_k.weight", type, 2048, 512, seed++));
+        spec.tensors.push_back(randomTensor(blk + "attn_v.weight", type, 2048, 512, seed++));
+        spec.tensors.push_back(randomTensor(blk + "attn_output.weight", type, 2048, 2048, seed++));
+        spec.tensors.push_back(randomTensor(blk + "ffn_norm.weight", TensorType::F32, 2048, 1, seed++));
+        spec.tensors.push_back(randomTensor(blk + "ffn_gate.weight", type, 2048, 8192, seed++));
+        spec.tensors.push_back(randomTensor(blk + "ffn_up.weight", type, 2048, 8192, seed++));
+        spec.tensors.push_back(randomTensor(blk + "ffn_down.weight", type, 8192, 2048, seed++));
+    }
+    spec.tensors.push_back(randomTensor("output_norm.weight", TensorType::F32, 2048, 1, seed++));
+    return spec;
+}
+
+} // namespace organ::bench

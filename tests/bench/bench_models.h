@@ -1,0 +1,32 @@
+#pragma once
+
+// Generated models for the benchmarks: the layout of a 70B model over a sparse hole, and the
+// shape of Llama-3.2-1B with heavy-tailed random weights in Q8_0 or Q4_K.
+#include "gguf_writer.h"
+
+#include <cstdint>
+#include <string>
+
+namespace organ::bench {
+
+// Approximately Gaussian values with heavier tails, like trained weights.
+class Noise {
+public:
+    explicit Noise(std::uint64_t seed) : m_state(seed * 0x9E3779B97F4A7C15ull + 1) {}
+    float next();
+
+private:
+    std::uint64_t m_state;
+};
+
+// 80 blocks, 723 tensors in Q4_K/Q6_K, 128 256 tokens with merges; `scale` widens the
+// embedding (1: the real 70B layout, about 45 GB).
+GgufWriteSpec seventyBLayout(std::uint64_t scale);
+
+// Writes the header for real and leaves the tensor data a hole; returns the file size.
+std::uint64_t writeSparse(const std::string& path, const GgufWriteSpec& spec);
+
+// 16 blocks, embedding 2048, FFN 8192, vocabulary 128 256; matrices in `type` (Q8_0 or Q4_K).
+GgufWriteSpec llama1bShape(TensorType type);
+
+} // namespace organ::bench
