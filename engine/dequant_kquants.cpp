@@ -69,40 +69,17 @@ void decodeQ3_K(const std::byte* src, std::size_t blocks, float* out) {
     }
 }
 
-// Q4_K: half d, half dmin, scales[12], qs[128]; 64 elements per pair of sub-blocks.
-void decodeQ4_K(const std::byte* src, std::size_t blocks, float* out) {
-    for (std::size_t b = 0; b < blocks; ++b, src += 144) {
-        const float d = loadHalf(src);
-        const float dmin = loadHalf(src + 2);
-        const std::uint8_t* scales = bytes(src + 4);
-        const std::uint8_t* q = bytes(src + 16);
-        for (int j = 0; j < 8; j += 2, q += 32) {
-            int sc = 0;
-            int mn = 0;
-            scaleMin(j, scales, sc, mn);
-            const float d1 = d * sc;
-            const float m1 = dmin * mn;
-            scaleMin(j + 1, scales, sc, mn);
-            const float d2 = d * sc;
-            const float m2 = dmin * mn;
-            for (int l = 0; l < 32; ++l) {
-                *out++ = d1 * (q[l] & 0xF) - m1;
-            }
-            for (int l = 0; l < 32; ++l) {
-                *out++ = d2 * (q[l] >> 4) - m2;
-            }
-        }
-    }
-}
-
-// Q5_K: like Q4_K with qh[32] holding the fifth bits (two bit planes per 64 elements).
-void decodeQ5_K(const std::byte* src, std::size_t blocks, float* out) {
-    for (std::size_t b = 0; b < blocks; ++b, src += 176) {
+// Q4_K and Q5_K: half d, half dmin, scales[12] (eight 6-bit scales and mins), for Q5_K
+// qh[32] holding the fifth bits (two bit planes per 64 elements), then qs[128].
+template <bool kFifthBit> void decodeQ4orQ5_K(const std::byte* src, std::size_t blocks, float* out) {
+    constexpr std::size_t kBlockBytes = kFifthBit ? 176 : 144;
+    constexpr std::size_t kQuants = kFifthBit ? 48 : 16;
+    for (std::size_t b = 0; b < blocks; ++b, src += kBlockBytes) {
         const float d = loadHalf(src);
         const float dmin = loadHalf(src + 2);
         const std::uint8_t* scales = bytes(src + 4);
         const std::uint8_t* qh = bytes(src + 16);
-        const std::uint8_t* q = bytes(src + 48);
+        const std::uint8_t* q = bytes(src + kQuants);
         std::uint8_t u1 = 1;
         std::uint8_t u2 = 2;
         for (int j = 0; j < 8; j += 2, q += 32, u1 <<= 2, u2 <<= 2) {
@@ -115,10 +92,12 @@ void decodeQ5_K(const std::byte* src, std::size_t blocks, float* out) {
             const float d2 = d * sc;
             const float m2 = dmin * mn;
             for (int l = 0; l < 32; ++l) {
-                *out++ = d1 * ((q[l] & 0xF) + ((qh[l] & u1) != 0 ? 16 : 0)) - m1;
+                const int high = kFifthBit && (qh[l] & u1) != 0 ? 16 : 0;
+                *out++ = d1 * ((q[l] & 0xF) + high) - m1;
             }
             for (int l = 0; l < 32; ++l) {
-                *out++ = d2 * ((q[l] >> 4) + ((qh[l] & u2) != 0 ? 16 : 0)) - m2;
+                const int high = kFifthBit && (qh[l] & u2) != 0 ? 16 : 0;
+                *out++ = d2 * ((q[l] >> 4) + high) - m2;
             }
         }
     }
@@ -168,9 +147,9 @@ DecodeFn kQuantDecoder(TensorType type) {
     case TensorType::Q3_K:
         return decodeQ3_K;
     case TensorType::Q4_K:
-        return decodeQ4_K;
+        return decodeQ4orQ5_K<false>;
     case TensorType::Q5_K:
-        return decodeQ5_K;
+        return decodeQ4orQ5_K<true>;
     case TensorType::Q6_K:
         return decodeQ6_K;
     case TensorType::Q8_K:
