@@ -22,7 +22,7 @@
 #include <QPushButton>
 #include <QSaveFile>
 #include <QSettings>
-#include <QStackedWidget>
+#include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTextBrowser>
@@ -38,26 +38,18 @@ const QString kRecentKey = QStringLiteral("recentFiles");
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setAcceptDrops(true);
-    m_stack = new QStackedWidget(this);
-    auto* welcome = new QLabel(tr("<h2>Organ Workbench</h2>"
-                                  "<p>Open a GGUF model with <b>File → Open</b> (Ctrl+O), drop one here,<br>"
-                                  "or start with <code>organ-workbench --demo</code>.</p>"),
-                               m_stack);
-    welcome->setAlignment(Qt::AlignCenter);
-    m_documents = new QTabWidget(m_stack);
-    m_documents->setTabsClosable(true);
-    m_documents->setMovable(true);
-    m_documents->setDocumentMode(true);
-    connect(m_documents, &QTabWidget::tabCloseRequested, this, [this](int index) {
-        QWidget* view = m_documents->widget(index);
-        m_documents->removeTab(index);
-        view->deleteLater();
-        updateTitle();
-    });
-    connect(m_documents, &QTabWidget::currentChanged, this, &MainWindow::updateTitle);
-    m_stack->addWidget(welcome);
-    m_stack->addWidget(m_documents);
-    setCentralWidget(m_stack);
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    m_recipient = new widgets::ModelPane(Side::Recipient, splitter);
+    m_donor = new widgets::ModelPane(Side::Donor, splitter);
+    splitter->addWidget(m_recipient);
+    splitter->addWidget(m_donor);
+    splitter->setObjectName(QStringLiteral("panes"));
+    setCentralWidget(splitter);
+    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
+        connect(pane, &widgets::ModelPane::viewsChanged, this, &MainWindow::updateTitle);
+        connect(pane, &widgets::ModelPane::filesDropped, this,
+                [this, pane](const QStringList& paths) { openFiles(paths, pane->side()); });
+    }
     buildMenus();
     m_engine = new EngineThread(this);
     buildStatusBar();
@@ -75,10 +67,15 @@ MainWindow::~MainWindow() = default;
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    QAction* open = file->addAction(tr("&Open…"), this, &MainWindow::openDialog);
+    QAction* open = file->addAction(tr("&Open recipient…"), this, [this] { openDialog(Side::Recipient); });
     open->setShortcut(QKeySequence::Open);
+    QAction* openDonor = file->addAction(tr("Open &donor…"), this, [this] { openDialog(Side::Donor); });
+    openDonor->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
     m_recentMenu = file->addMenu(tr("Open &Recent"));
-    rebuildRecentMenu();
+    m_recentDonorMenu = file->addMenu(tr("Open Recent as Do&nor"));
+    rebuildRecentMenus();
+    file->addAction(tr("S&wap recipient and donor"), this, &MainWindow::swapPanes)
+        ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X));
     QAction* exportAction =
         file->addAction(tr("&Export measurement…"), this, &MainWindow::exportMeasurementDialog);
     exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
@@ -93,17 +90,16 @@ void MainWindow::buildMenus() {
     help->addAction(tr("&About Organ Workbench"), this, &MainWindow::showAbout);
 }
 
-int MainWindow::openFiles(const QStringList& paths) {
+int MainWindow::openFiles(const QStringList& paths, Side side) {
     int opened = 0;
     for (const QString& path : paths) {
         try {
             auto snapshot = ModelSnapshot::open(QFileInfo(path).absoluteFilePath().toStdString());
-            auto* view = new widgets::ModelView(std::move(snapshot), m_documents);
+            widgets::ModelPane* target = pane(side);
+            auto* view = new widgets::ModelView(std::move(snapshot), target);
             // Tabs carry the file's name: two specimens share their general.name.
-            const int index = m_documents->addTab(view, QFileInfo(path).completeBaseName());
-            m_documents->setTabToolTip(index, path);
+            target->addView(view, QFileInfo(path).completeBaseName(), path);
             m_jobs.insert(m_engine->measure(view->snapshotPointer()), view);
-            m_documents->setCurrentIndex(index);
             rememberRecent(QFileInfo(path).absoluteFilePath());
             statusBar()->showMessage(tr("Opened %1").arg(QFileInfo(path).fileName()), 5000);
             ++opened;
@@ -116,7 +112,16 @@ int MainWindow::openFiles(const QStringList& paths) {
 }
 
 widgets::ModelView* MainWindow::currentView() const {
-    return qobject_cast<widgets::ModelView*>(m_documents->currentWidget());
+    return m_recipient->currentView();
+}
+
+void MainWindow::swapPanes() {
+    // Through a third, temporary pane: a pane cannot move its views into itself.
+    widgets::ModelPane parking(Side::Recipient);
+    m_recipient->moveViewsTo(parking);
+    m_donor->moveViewsTo(*m_recipient);
+    parking.moveViewsTo(*m_donor);
+    updateTitle();
 }
 
 void MainWindow::buildStatusBar() {
@@ -194,7 +199,7 @@ void MainWindow::jobEnded(quint64 generation, const QString& message) {
     }
 }
 
-void MainWindow::openDialog() {
+void MainWindow::openDialog(Side side) {
     QSettings settings;
     const QString folder = settings.value(QStringLiteral("lastFolder")).toString();
     const QStringList paths = QFileDialog::getOpenFileNames(this, tr("Open GGUF models"), folder,
@@ -262,8 +267,10 @@ void MainWindow::showZMeasureHelp() {
 }
 
 void MainWindow::closeCurrent() {
-    if (m_documents->count() > 0) {
-        emit m_documents->tabCloseRequested(m_documents->currentIndex());
+    // The pane that has the focus, else the recipient.
+    widgets::ModelPane* target = m_donor->isAncestorOf(QApplication::focusWidget()) ? m_donor : m_recipient;
+    if (target->tabs()->count() > 0) {
+        target->closeView(target->tabs()->currentIndex());
     }
 }
 
@@ -288,17 +295,21 @@ void MainWindow::rememberRecent(const QString& path) {
         recent.removeLast();
     }
     QSettings().setValue(kRecentKey, recent);
-    rebuildRecentMenu();
+    rebuildRecentMenus();
 }
 
-void MainWindow::rebuildRecentMenu() {
-    m_recentMenu->clear();
+void MainWindow::rebuildRecentMenus() {
     const QStringList recent = recentFiles();
-    for (const QString& path : recent) {
-        m_recentMenu->addAction(QFileInfo(path).fileName(), this, [this, path] { openFiles({path}); })
-            ->setToolTip(path);
+    for (const auto& [menu, side] :
+         {std::pair(m_recentMenu, Side::Recipient), std::pair(m_recentDonorMenu, Side::Donor)}) {
+        menu->clear();
+        for (const QString& path : recent) {
+            menu->addAction(QFileInfo(path).fileName(), this,
+                            [this, path, side = side] { openFiles({path}, side); })
+                ->setToolTip(path);
+        }
+        menu->setEnabled(!recent.isEmpty());
     }
-    m_recentMenu->setEnabled(!recent.isEmpty());
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {
@@ -311,11 +322,17 @@ void MainWindow::showError(const QString& title, const QString& message) {
 }
 
 void MainWindow::updateTitle() {
-    m_stack->setCurrentIndex(m_documents->count() > 0 ? 1 : 0);
-    const auto* view = currentView();
-    setWindowTitle(view != nullptr
-                       ? tr("%1 — Organ Workbench").arg(m_documents->tabText(m_documents->currentIndex()))
-                       : tr("Organ Workbench"));
+    auto title = [](const widgets::ModelPane* pane) {
+        const QTabWidget* tabs = pane->tabs();
+        return tabs->count() > 0 ? tabs->tabText(tabs->currentIndex()) : QString();
+    };
+    const QString recipient = title(m_recipient);
+    const QString donor = title(m_donor);
+    QString text = tr("Organ Workbench");
+    if (!recipient.isEmpty()) {
+        text = (donor.isEmpty() ? recipient : tr("%1 ← %2").arg(recipient, donor)) + tr(" — Organ Workbench");
+    }
+    setWindowTitle(text);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

@@ -12,6 +12,8 @@ class QPushButton;
 class QStackedWidget;
 class QTabWidget;
 
+#include "model_pane.h"
+
 namespace organ::widgets {
 class ModelView;
 }
@@ -27,11 +29,15 @@ public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    // Opens each file in a tab; a file that cannot be opened is reported in a dialog
-    // naming the file and the problem. Returns how many opened.
-    int openFiles(const QStringList& paths);
-    QTabWidget* documents() const { return m_documents; }
-    widgets::ModelView* currentView() const;
+    using Side = widgets::ModelPane::Side;
+
+    // Opens each file in a tab of the recipient (left) or donor (right) pane; a file that
+    // cannot be opened is reported in a dialog naming the file and the problem. Returns how
+    // many opened.
+    int openFiles(const QStringList& paths, Side side = Side::Recipient);
+    QTabWidget* documents() const { return m_recipient->tabs(); } // the recipient's tabs
+    widgets::ModelPane* pane(Side side) const { return side == Side::Recipient ? m_recipient : m_donor; }
+    widgets::ModelView* currentView() const; // the recipient's current model
     QStringList recentFiles() const;
     EngineThread* engine() const { return m_engine; }
 
@@ -40,7 +46,8 @@ public:
     bool exportMeasurement(const QString& path, QString* error);
 
 public slots:
-    void openDialog();
+    void openDialog(Side side = Side::Recipient);
+    void swapPanes();
     void exportMeasurementDialog();
     void showZMeasureHelp();
     void closeCurrent();
@@ -54,16 +61,17 @@ protected:
 private:
     void buildMenus();
     void rememberRecent(const QString& path);
-    void rebuildRecentMenu();
+    void rebuildRecentMenus();
     void showError(const QString& title, const QString& message);
     void updateTitle();
     void buildStatusBar();
     void connectEngine();
     void jobEnded(quint64 generation, const QString& message);
 
-    QStackedWidget* m_stack = nullptr;
-    QTabWidget* m_documents = nullptr;
+    widgets::ModelPane* m_recipient = nullptr;
+    widgets::ModelPane* m_donor = nullptr;
     QMenu* m_recentMenu = nullptr;
+    QMenu* m_recentDonorMenu = nullptr;
     EngineThread* m_engine = nullptr;
     QMap<quint64, QPointer<widgets::ModelView>> m_jobs; // measurement generation → its view
     QLabel* m_jobLabel = nullptr;

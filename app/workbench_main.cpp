@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
         }
         files = demos + files;
     }
-    window.openFiles(files);
+    // The first model is the recipient, the others are donors.
+    if (!files.isEmpty()) {
+        window.openFiles({files.front()});
+        window.openFiles(files.mid(1), organ::app::MainWindow::Side::Donor);
+    }
     return QApplication::exec();
 }

@@ -7,6 +7,7 @@
 #include "engine_thread.h"
 #include "fixtures.h"
 #include "main_window.h"
+#include "model_pane.h"
 #include "model_roles.h"
 #include "model_view.h"
 #include "shared_models.h"
@@ -286,6 +287,57 @@ private slots:
         QVERIFY(window.currentView()->measurement() == nullptr);
         QCOMPARE(window.statusBar()->currentMessage(), QStringLiteral("Measurement cancelled"));
         QVERIFY(!window.engine()->isBusy());
+    }
+
+    // Two panes: the recipient on the left, donors on the right; each opens files dropped
+    // on it; the two swap.
+    void recipientAndDonorPanes() {
+        QString error;
+        QTemporaryDir dir;
+        const QStringList demos = app::writeDemoModels(dir.path(), &error);
+        QCOMPARE(demos.size(), 2);
+        app::MainWindow window;
+        window.resize(1500, 850);
+        window.show();
+        using Side = app::MainWindow::Side;
+        QCOMPARE(window.openFiles({demos[0]}), 1);
+        QCOMPARE(window.openFiles({demos[1]}, Side::Donor), 1);
+        QCOMPARE(window.pane(Side::Recipient)->tabs()->count(), 1);
+        QCOMPARE(window.pane(Side::Donor)->tabs()->count(), 1);
+        QCOMPARE(window.windowTitle(),
+                 QStringLiteral("specimen-recipient ← specimen-donor — Organ Workbench"));
+        // A drop on the donor pane opens there.
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(demos[0])});
+        widgets::ModelPane* donors = window.pane(Side::Donor);
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(donors, &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(donors, &drop);
+        QCOMPARE(donors->tabs()->count(), 2);
+        QCOMPARE(window.pane(Side::Recipient)->tabs()->count(), 1);
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
+        donors->tabs()->setCurrentIndex(0);
+        window.currentView()->tabs()->setCurrentIndex(1);
+        donors->currentView()->tabs()->setCurrentIndex(1);
+        for (widgets::ModelView* view : {window.currentView(), donors->currentView()}) {
+            QTRY_COMPARE(view->systemCharts()->layerPlot()->graph(int(System::Organ))->dataCount(), 4);
+        }
+        saveScreenshot(&window, QStringLiteral("main-window-panes.png"));
+        // Swap: the donors become recipients and the other way round.
+        widgets::ModelView* recipient = window.currentView();
+        window.swapPanes();
+        QCOMPARE(window.pane(Side::Recipient)->tabs()->count(), 2);
+        QCOMPARE(donors->tabs()->count(), 1);
+        QCOMPARE(donors->currentView(), recipient);
+        QVERIFY(window.windowTitle().endsWith(QStringLiteral("← specimen-recipient — Organ Workbench")));
+        // Closing every model shows what to do again.
+        window.pane(Side::Recipient)->closeView(0);
+        window.pane(Side::Recipient)->closeView(0);
+        donors->closeView(0);
+        QCOMPARE(window.windowTitle(), QStringLiteral("Organ Workbench"));
     }
 
     void badFileShowsError() {

@@ -1,0 +1,94 @@
+#include "model_pane.h"
+
+#include "model_view.h"
+
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QLabel>
+#include <QMimeData>
+#include <QStackedWidget>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+namespace organ::widgets {
+
+ModelPane::ModelPane(Side side, QWidget* parent) : QWidget(parent), m_side(side) {
+    setAcceptDrops(true);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_stack = new QStackedWidget(this);
+    layout->addWidget(m_stack);
+    m_empty =
+        new QLabel(side == Side::Recipient
+                       ? tr("<h3>Recipient</h3><p>Open the model to operate on: <b>File → Open recipient</b> "
+                            "(Ctrl+O),<br>or drop a GGUF file here.</p>")
+                       : tr("<h3>Donors</h3><p>Open the models to take organs from: <b>File → Open donor</b> "
+                            "(Ctrl+Shift+O),<br>or drop GGUF files here.</p>"),
+                   m_stack);
+    m_empty->setAlignment(Qt::AlignCenter);
+    m_empty->setWordWrap(true);
+    m_tabs = new QTabWidget(m_stack);
+    m_tabs->setTabsClosable(true);
+    m_tabs->setMovable(true);
+    m_tabs->setDocumentMode(true);
+    connect(m_tabs, &QTabWidget::tabCloseRequested, this, &ModelPane::closeView);
+    connect(m_tabs, &QTabWidget::currentChanged, this, &ModelPane::viewsChanged);
+    m_stack->addWidget(m_empty);
+    m_stack->addWidget(m_tabs);
+}
+
+ModelView* ModelPane::currentView() const {
+    return qobject_cast<ModelView*>(m_tabs->currentWidget());
+}
+
+void ModelPane::addView(ModelView* view, const QString& title, const QString& toolTip) {
+    const int index = m_tabs->addTab(view, title);
+    m_tabs->setTabToolTip(index, toolTip);
+    m_tabs->setCurrentIndex(index);
+    updatePage();
+    emit viewsChanged();
+}
+
+void ModelPane::moveViewsTo(ModelPane& other) {
+    while (m_tabs->count() > 0) {
+        auto* view = qobject_cast<ModelView*>(m_tabs->widget(0));
+        const QString title = m_tabs->tabText(0);
+        const QString tip = m_tabs->tabToolTip(0);
+        m_tabs->removeTab(0);
+        other.addView(view, title, tip);
+    }
+    updatePage();
+    emit viewsChanged();
+}
+
+void ModelPane::closeView(int index) {
+    QWidget* view = m_tabs->widget(index);
+    m_tabs->removeTab(index);
+    view->deleteLater();
+    updatePage();
+    emit viewsChanged();
+}
+
+void ModelPane::updatePage() {
+    m_stack->setCurrentIndex(m_tabs->count() > 0 ? 1 : 0);
+}
+
+void ModelPane::dragEnterEvent(QDragEnterEvent* event) {
+    const auto urls = event->mimeData()->urls();
+    if (std::any_of(urls.begin(), urls.end(), [](const QUrl& url) { return url.isLocalFile(); })) {
+        event->acceptProposedAction();
+    }
+}
+
+void ModelPane::dropEvent(QDropEvent* event) {
+    QStringList paths;
+    for (const QUrl& url : event->mimeData()->urls()) {
+        if (url.isLocalFile()) {
+            paths << url.toLocalFile();
+        }
+    }
+    event->acceptProposedAction();
+    emit filesDropped(paths);
+}
+
+} // namespace organ::widgets

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <QStringList>
+#include <QWidget>
+
+class QLabel;
+class QStackedWidget;
+class QTabWidget;
+
+namespace organ::widgets {
+
+class ModelView;
+
+// One side of the workbench: the recipient (left) or the donors (right). Holds its models
+// as tabs, shows what to do while empty, and opens files dropped on it.
+class ModelPane : public QWidget {
+    Q_OBJECT
+public:
+    enum class Side { Recipient, Donor };
+
+    ModelPane(Side side, QWidget* parent = nullptr);
+
+    Side side() const { return m_side; }
+    QTabWidget* tabs() const { return m_tabs; }
+    ModelView* currentView() const;
+    void addView(ModelView* view, const QString& title, const QString& toolTip);
+    // Moves every view of this pane to `other` (and keeps their titles).
+    void moveViewsTo(ModelPane& other);
+    void closeView(int index);
+
+signals:
+    void filesDropped(const QStringList& paths);
+    void viewsChanged();
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void updatePage();
+
+    Side m_side;
+    QStackedWidget* m_stack = nullptr;
+    QLabel* m_empty = nullptr;
+    QTabWidget* m_tabs = nullptr;
+};
+
+} // namespace organ::widgets
