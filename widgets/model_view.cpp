@@ -85,11 +85,12 @@ QString ModelView::headerText() const {
 QWidget* ModelView::buildAnatomyTab() {
     auto* tab = new QWidget(this);
     auto* layout = new QVBoxLayout(tab);
-    auto* bar = new QHBoxLayout;
+    // Two rows (the filter; then the toggles), so that two panes fit side by side on a laptop.
     m_filter = new QLineEdit(tab);
     m_filter->setPlaceholderText(tr("Filter tensors by name (e.g. ffn_down or blk.3.)"));
     m_filter->setClearButtonEnabled(true);
-    bar->addWidget(m_filter, 1);
+    layout->addWidget(m_filter);
+    auto* bar = new QHBoxLayout;
 
     m_treeModel = new model::AnatomyTreeModel(this);
     m_treeModel->setSnapshot(m_snapshot);
@@ -115,7 +116,7 @@ QWidget* ModelView::buildAnatomyTab() {
     bySystem->setChecked(true);
     connect(byLayer, &QRadioButton::toggled, this,
             [this](bool on) { setGrouping(on ? TreeGrouping::LayerSystem : TreeGrouping::SystemLayer); });
-    bar->addSpacing(12);
+    bar->addStretch(1);
     bar->addWidget(bySystem);
     bar->addWidget(byLayer);
     layout->addLayout(bar);

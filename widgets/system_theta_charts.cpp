@@ -52,9 +52,11 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
     : QWidget(parent), m_snapshot(std::move(snapshot)), m_theta(m_snapshot->anatomy.tensors.size()) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    setMinimumWidth(340);
     m_layers = new QCustomPlot(this);
     m_systems = new QCustomPlot(this);
+    for (QCustomPlot* plot : {m_layers, m_systems}) {
+        plot->setMinimumSize(200, 150);
+    }
     layout->addWidget(m_layers, 3);
     layout->addWidget(m_systems, 2);
     const QString model = QString::fromStdString(m_snapshot->model->name());

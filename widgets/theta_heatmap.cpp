@@ -50,6 +50,9 @@ void ThetaHeatmap::buildPlot() {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_plot = new QCustomPlot(this);
+    // An explicit minimum: QCustomPlot's computed one is wide enough to keep two panes from
+    // fitting side by side on a laptop screen.
+    m_plot->setMinimumSize(220, 200);
     layout->addWidget(m_plot);
     m_plot->setInteractions({});
     m_plot->setMouseTracking(true);
