@@ -47,7 +47,18 @@ void MeasurementWorker::measure(quint64 generation, std::shared_ptr<const ModelS
     emit finished(generation, std::make_shared<const ModelMeasurement>(std::move(m.measurement)));
 }
 
+void MeasurementWorker::portrait(quint64 generation, std::shared_ptr<const ModelSnapshot> snapshot,
+                                 int tensor) {
+    const TensorInfo& t = snapshot->model->tensors().at(static_cast<std::size_t>(tensor));
+    const std::uint64_t columns = t.nDims == 0 ? 1 : t.ne[0];
+    auto result =
+        portraitOf(t.type, snapshot->model->tensorData(t), columns,
+                   t.elements / std::max<std::uint64_t>(1, columns)); // no stop token: it cannot fail
+    emit portraitReady(generation, tensor, std::make_shared<const TensorPortrait>(std::move(*result)));
+}
+
 EngineThread::EngineThread(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<std::shared_ptr<const organ::TensorPortrait>>();
     qRegisterMetaType<organ::ZResult>();
     qRegisterMetaType<std::shared_ptr<const organ::ModelMeasurement>>();
     qRegisterMetaType<std::shared_ptr<const organ::ModelSnapshot>>();
@@ -57,6 +68,7 @@ EngineThread::EngineThread(QObject* parent) : QObject(parent) {
     connect(m_worker, &MeasurementWorker::started, this, &EngineThread::started);
     connect(m_worker, &MeasurementWorker::progress, this, &EngineThread::progress);
     connect(m_worker, &MeasurementWorker::tensorMeasured, this, &EngineThread::tensorMeasured);
+    connect(m_worker, &MeasurementWorker::portraitReady, this, &EngineThread::portraitReady);
     auto done = [this] { --m_running; };
     connect(m_worker, &MeasurementWorker::finished, this, [this, done](quint64 g, auto m) {
         done();
@@ -85,6 +97,14 @@ quint64 EngineThread::measure(std::shared_ptr<const ModelSnapshot> snapshot) {
     ++m_running;
     QMetaObject::invokeMethod(m_worker, "measure", Qt::QueuedConnection, Q_ARG(quint64, generation),
                               Q_ARG(std::shared_ptr<const organ::ModelSnapshot>, std::move(snapshot)));
+    return generation;
+}
+
+quint64 EngineThread::portrait(std::shared_ptr<const ModelSnapshot> snapshot, int tensor) {
+    const quint64 generation = m_nextGeneration++;
+    QMetaObject::invokeMethod(m_worker, "portrait", Qt::QueuedConnection, Q_ARG(quint64, generation),
+                              Q_ARG(std::shared_ptr<const organ::ModelSnapshot>, std::move(snapshot)),
+                              Q_ARG(int, tensor));
     return generation;
 }
 

@@ -2,6 +2,7 @@
 
 #include "anatomy_tree.h"
 #include "model_measure.h"
+#include "tensor_portrait.h"
 
 #include <QObject>
 #include <QString>
@@ -12,6 +13,7 @@
 Q_DECLARE_METATYPE(organ::ZResult)
 Q_DECLARE_METATYPE(std::shared_ptr<const organ::ModelMeasurement>)
 Q_DECLARE_METATYPE(std::shared_ptr<const organ::ModelSnapshot>)
+Q_DECLARE_METATYPE(std::shared_ptr<const organ::TensorPortrait>)
 
 namespace organ::app {
 
@@ -25,8 +27,11 @@ public:
 public slots:
     // Runs on the engine thread.
     void measure(quint64 generation, std::shared_ptr<const organ::ModelSnapshot> snapshot);
+    // Runs on the engine thread.
+    void portrait(quint64 generation, std::shared_ptr<const organ::ModelSnapshot> snapshot, int tensor);
 
 signals:
+    void portraitReady(quint64 generation, int tensor, std::shared_ptr<const organ::TensorPortrait> portrait);
     void started(quint64 generation);
     void progress(quint64 generation, quint64 done, quint64 total);
     void tensorMeasured(quint64 generation, int tensor, organ::ZResult result);
@@ -50,6 +55,8 @@ public:
     ~EngineThread() override;
 
     quint64 measure(std::shared_ptr<const organ::ModelSnapshot> snapshot);
+    // The inspector's histogram and matrix image of one tensor (queued after measurements).
+    quint64 portrait(std::shared_ptr<const organ::ModelSnapshot> snapshot, int tensor);
     void cancel();
     bool isBusy() const { return m_running != 0; }
 
@@ -60,6 +67,7 @@ signals:
     void finished(quint64 generation, std::shared_ptr<const organ::ModelMeasurement> measurement);
     void failed(quint64 generation, QString message);
     void cancelled(quint64 generation);
+    void portraitReady(quint64 generation, int tensor, std::shared_ptr<const organ::TensorPortrait> portrait);
 
 private:
     QThread m_thread;

@@ -100,6 +100,9 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
             // Tabs carry the file's name: two specimens share their general.name.
             target->addView(view, QFileInfo(path).completeBaseName(), path);
             m_jobs.insert(m_engine->measure(view->snapshotPointer()), view);
+            connect(view, &widgets::ModelView::tensorSelected, this, [this, view](int tensor) {
+                m_portraits.insert(m_engine->portrait(view->snapshotPointer(), tensor), view);
+            });
             rememberRecent(QFileInfo(path).absoluteFilePath());
             statusBar()->showMessage(tr("Opened %1").arg(QFileInfo(path).fileName()), 5000);
             ++opened;
@@ -156,6 +159,12 @@ void MainWindow::connectEngine() {
             w->show();
         }
     });
+    connect(m_engine, &EngineThread::portraitReady, this,
+            [this](quint64 g, int tensor, std::shared_ptr<const TensorPortrait> portrait) {
+                if (const auto view = m_portraits.take(g)) {
+                    view->setPortrait(tensor, std::move(portrait));
+                }
+            });
     connect(m_engine, &EngineThread::progress, this, [this](quint64, quint64 done, quint64 total) {
         m_progress->setValue(total == 0 ? 1000
                                         : static_cast<int>(1000.0 * static_cast<double>(done) / total));

@@ -73,7 +73,8 @@ private:
     QMenu* m_recentMenu = nullptr;
     QMenu* m_recentDonorMenu = nullptr;
     EngineThread* m_engine = nullptr;
-    QMap<quint64, QPointer<widgets::ModelView>> m_jobs; // measurement generation → its view
+    QMap<quint64, QPointer<widgets::ModelView>> m_jobs;      // measurement generation → its view
+    QMap<quint64, QPointer<widgets::ModelView>> m_portraits; // portrait generation → its view
     QLabel* m_jobLabel = nullptr;
     QProgressBar* m_progress = nullptr;
     QPushButton* m_cancel = nullptr;

@@ -7,6 +7,7 @@
 #include "model_report.h"
 #include "model_roles.h"
 #include "system_theta_charts.h"
+#include "tensor_inspector.h"
 #include "theta_delegate.h"
 #include "theta_heatmap.h"
 
@@ -45,13 +46,12 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* par
     m_tabs = new QTabWidget(this);
     m_tabs->addTab(buildAnatomyTab(), tr("&Anatomy"));
     m_tabs->addTab(buildHeatmapTab(), tr("&Heatmap"));
+    m_inspector = new TensorInspector(this);
+    m_tabs->addTab(m_inspector, tr("&Inspector"));
     m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
     connect(m_heatmap, &ThetaHeatmap::tensorClicked, this, &ModelView::selectTensor);
     connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this,
-            [this](const QModelIndex& current) {
-                m_heatmap->highlightTensor(current.isValid() ? current.data(model::TensorIndexRole).toInt()
-                                                             : -1);
-            });
+            [this](const QModelIndex& current) { showCurrentTensor(current); });
     layout->addWidget(m_tabs, 1);
 }
 
@@ -138,10 +138,33 @@ QWidget* ModelView::buildAnatomyTab() {
     return tab;
 }
 
+// The tree's current row: outline its cell, show it in the inspector, ask for its portrait.
+void ModelView::showCurrentTensor(const QModelIndex& current) {
+    const int tensor = current.isValid() ? current.data(model::TensorIndexRole).toInt() : -1;
+    m_heatmap->highlightTensor(tensor);
+    if (tensor < 0 || tensor == m_inspector->tensor()) {
+        return;
+    }
+    const TensorInfo& t = m_snapshot->model->tensors()[static_cast<std::size_t>(tensor)];
+    const auto type = tensorTypeName(t.type);
+    m_inspector->showTensor(tensor, QString::fromStdString(t.name),
+                            QString::fromUtf8(type.data(), qsizetype(type.size())) + QStringLiteral(", ") +
+                                QString::fromStdString(t.shapeText()));
+    if (const auto& result = m_treeModel->tensorResult(tensor)) {
+        m_inspector->setResult(tensor, *result);
+    }
+    emit tensorSelected(tensor);
+}
+
+void ModelView::setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait) {
+    m_inspector->setPortrait(tensor, std::move(portrait));
+}
+
 void ModelView::applyTensorResult(int tensor, const ZResult& result) {
     m_treeModel->setTensorResult(tensor, result);
     m_heatmap->setTensorResult(tensor, result);
     m_systemCharts->setTensorResult(tensor, result);
+    m_inspector->setResult(tensor, result);
 }
 
 QWidget* ModelView::buildHeatmapTab() {

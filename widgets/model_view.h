@@ -2,6 +2,7 @@
 
 #include "anatomy_tree.h"
 #include "model_measure.h"
+#include "tensor_portrait.h"
 
 #include <QWidget>
 #include <memory>
@@ -22,6 +23,7 @@ class MetadataTableModel;
 namespace organ::widgets {
 
 class SystemThetaCharts;
+class TensorInspector;
 class ThetaHeatmap;
 
 // One open model: a header with its vital facts, then tabs for its anatomy tree
@@ -40,6 +42,14 @@ public:
     QLineEdit* filterEdit() const { return m_filter; }
     ThetaHeatmap* heatmap() const { return m_heatmap; }
     SystemThetaCharts* systemCharts() const { return m_systemCharts; }
+    TensorInspector* inspector() const { return m_inspector; }
+    void setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait);
+
+signals:
+    // The current tensor changed (tree or heatmap): the window fetches its portrait.
+    void tensorSelected(int tensor);
+
+public:
     QTabWidget* tabs() const { return m_tabs; }
     // Selects a tensor's row in the tree (expanding and scrolling to it); -1 when filtered out.
     void selectTensor(int tensor);
@@ -55,6 +65,7 @@ private:
     QWidget* buildMetadataTab();
     QWidget* buildHeatmapTab();
     void setGrouping(TreeGrouping grouping);
+    void showCurrentTensor(const QModelIndex& current);
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
     std::shared_ptr<const ModelMeasurement> m_measurement;
@@ -65,6 +76,7 @@ private:
     QLineEdit* m_filter = nullptr;
     ThetaHeatmap* m_heatmap = nullptr;
     SystemThetaCharts* m_systemCharts = nullptr;
+    TensorInspector* m_inspector = nullptr;
     model::AnatomyTreeModel* m_treeModel = nullptr;
     model::AnatomyFilterProxy* m_proxy = nullptr;
     model::MetadataTableModel* m_metadataModel = nullptr;

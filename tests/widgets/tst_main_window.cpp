@@ -12,6 +12,7 @@
 #include "model_view.h"
 #include "shared_models.h"
 #include "system_theta_charts.h"
+#include "tensor_inspector.h"
 #include "theta_heatmap.h"
 
 #include <QApplication>
@@ -271,6 +272,43 @@ private slots:
         QVERIFY(help->findChild<QTextBrowser*>()->toPlainText().contains(QStringLiteral("θ ∈ [0°, 90°]")));
         saveScreenshot(help, QStringLiteral("help-z-measure.png"));
         help->close();
+    }
+
+    // Selecting a tensor shows it in the inspector: indicators, histogram, spectrum, matrix.
+    void inspector() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.resize(1300, 850);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy portraits(window.engine(), &app::EngineThread::portraitReady);
+        QCOMPARE(window.openFiles({path}), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        widgets::ModelView* view = window.currentView();
+        const auto& tensors = view->snapshot().model->tensors();
+        const int down = int(view->snapshot().model->findTensor("blk.2.ffn_down.weight") - tensors.data());
+        view->selectTensor(down);
+        widgets::TensorInspector* inspector = view->inspector();
+        QCOMPARE(inspector->tensor(), down);
+        QTRY_COMPARE_WITH_TIMEOUT(portraits.count(), 1, 20000);
+        const ZResult& z = view->measurement()->tensors[std::size_t(down)];
+        QVERIFY(inspector->indicatorsText().startsWith(QStringLiteral("θ %1°").arg(*z.theta, 0, 'f', 2)));
+        auto* bars = qobject_cast<QCPBars*>(inspector->histogramPlot()->plottable(0));
+        QVERIFY(bars != nullptr);
+        double counted = 0;
+        for (auto it = bars->data()->begin(); it != bars->data()->end(); ++it) {
+            counted += it->value;
+        }
+        QCOMPARE(counted, double(172 * 64));
+        QCOMPARE(inspector->spectrumPlot()->graph(0)->dataCount(), int(z.levelEnergies.size()));
+        auto* map = qobject_cast<QCPColorMap*>(inspector->imagePlot()->plottable(0));
+        QCOMPARE(map->data()->keySize(), 172);
+        QCOMPARE(map->data()->valueSize(), 64);
+        inspector->logScale()->setChecked(true);
+        QCOMPARE(inspector->histogramPlot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+        view->tabs()->setCurrentWidget(inspector);
+        saveScreenshot(&window, QStringLiteral("main-window-inspector.png"));
     }
 
     void cancelMeasurement() {

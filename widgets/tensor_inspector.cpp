@@ -1,0 +1,205 @@
+#include "tensor_inspector.h"
+
+#include "chart_export.h"
+
+#include <QCheckBox>
+#include <QGridLayout>
+#include <QLabel>
+#include <QMenu>
+#include <cmath>
+#include <qcustomplot.h>
+
+namespace organ::widgets {
+namespace {
+
+QCustomPlot* makePlot(QWidget* parent, const QString& title, const QString& exportName) {
+    auto* plot = new QCustomPlot(parent);
+    plot->setMinimumSize(200, 160);
+    plot->plotLayout()->insertRow(0);
+    plot->plotLayout()->addElement(
+        0, 0, new QCPTextElement(plot, title, QFont(parent->font().family(), 10, QFont::Bold)));
+    plot->setContextMenuPolicy(Qt::CustomContextMenu);
+    QObject::connect(
+        plot, &QWidget::customContextMenuRequested, parent, [plot, parent, exportName](const QPoint& at) {
+            QMenu menu(parent);
+            menu.addAction(QObject::tr("Save as PNG, SVG or PDF…"), parent, [plot, parent, exportName] {
+                exportChartInteractively(plot, parent, exportName);
+            });
+            menu.exec(plot->mapToGlobal(at));
+        });
+    return plot;
+}
+
+} // namespace
+
+TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
+    auto* grid = new QGridLayout(this);
+    m_title = new QLabel(tr("Select a tensor in the tree or on the heatmap."), this);
+    m_title->setTextFormat(Qt::RichText);
+    m_indicators = new QLabel(this);
+    m_indicators->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_logScale = new QCheckBox(tr("log scale"), this);
+    connect(m_logScale, &QCheckBox::toggled, this, &TensorInspector::drawHistogram);
+    grid->addWidget(m_title, 0, 0, 1, 2);
+    grid->addWidget(m_indicators, 1, 0);
+    grid->addWidget(m_logScale, 1, 1, Qt::AlignRight);
+    m_histogram = makePlot(this, tr("Values"), QStringLiteral("histogram"));
+    m_spectrum = makePlot(this, tr("Cross-scale spectrum"), QStringLiteral("spectrum"));
+    m_image = makePlot(this, tr("The matrix"), QStringLiteral("matrix"));
+    grid->addWidget(m_histogram, 2, 0);
+    grid->addWidget(m_spectrum, 2, 1);
+    grid->addWidget(m_image, 3, 0, 1, 2);
+    grid->setRowStretch(2, 2);
+    grid->setRowStretch(3, 3);
+}
+
+void TensorInspector::showTensor(int tensor, const QString& name, const QString& description) {
+    m_tensor = tensor;
+    m_result.reset();
+    m_portrait.reset();
+    m_title->setText(QStringLiteral("<b>") + name.toHtmlEscaped() + QStringLiteral("</b> &nbsp; ") +
+                     description.toHtmlEscaped());
+    drawHistogram();
+    drawSpectrum();
+    drawImage();
+    m_indicators->setText(indicatorsText());
+}
+
+void TensorInspector::setResult(int tensor, const ZResult& result) {
+    if (tensor != m_tensor) {
+        return;
+    }
+    m_result = result;
+    m_indicators->setText(indicatorsText());
+    drawSpectrum();
+}
+
+void TensorInspector::setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait) {
+    if (tensor != m_tensor) {
+        return;
+    }
+    m_portrait = std::move(portrait);
+    drawHistogram();
+    drawImage();
+}
+
+QString TensorInspector::indicatorsText() const {
+    if (!m_result) {
+        return m_tensor < 0 ? QString() : tr("not measured yet");
+    }
+    const ZResult& z = *m_result;
+    if (z.constant) {
+        return tr("constant: no θ");
+    }
+    if (!z.hasTheta()) {
+        return tr("no finite values");
+    }
+    QString text = tr("θ %1°   signal %2   H %3   K %4   C %5")
+                       .arg(*z.theta, 0, 'f', 2)
+                       .arg(*z.signal, 0, 'f', 3)
+                       .arg(*z.H, 0, 'f', 3)
+                       .arg(*z.K, 0, 'f', 2)
+                       .arg(*z.C, 0, 'f', 2);
+    text += z.beta ? tr("   β %1").arg(*z.beta, 0, 'f', 3) : tr("   β —");
+    if (z.nonFinite != 0) {
+        text += tr("   (%1 NaN/∞ left out)").arg(z.nonFinite);
+    }
+    return text;
+}
+
+void TensorInspector::drawHistogram() {
+    m_histogram->clearPlottables();
+    if (m_portrait && !m_portrait->histogram.empty() && m_portrait->histogramValues != 0) {
+        auto* bars = new QCPBars(m_histogram->xAxis, m_histogram->yAxis);
+        const auto& h = m_portrait->histogram;
+        const double width = (m_portrait->maximum - m_portrait->minimum) / static_cast<double>(h.size());
+        bars->setWidth(width > 0 ? width : 1.0);
+        bars->setPen(Qt::NoPen);
+        bars->setBrush(QColor(0x31, 0x68, 0x8e));
+        double top = 1;
+        for (std::size_t i = 0; i < h.size(); ++i) {
+            bars->addData(m_portrait->minimum + (i + 0.5) * width, static_cast<double>(h[i]));
+            top = std::max(top, static_cast<double>(h[i]));
+        }
+        const bool log = m_logScale->isChecked();
+        m_histogram->yAxis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+        m_histogram->yAxis->setTicker(log ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog)
+                                          : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        m_histogram->yAxis->setRange(log ? 0.8 : 0.0, top * (log ? 2.0 : 1.05));
+        m_histogram->xAxis->setRange(m_portrait->minimum - width, m_portrait->maximum + width);
+    }
+    m_histogram->xAxis->setLabel(tr("value"));
+    m_histogram->yAxis->setLabel(tr("count"));
+    m_histogram->replot();
+}
+
+void TensorInspector::drawSpectrum() {
+    m_spectrum->clearGraphs();
+    m_spectrum->xAxis->setLabel(tr("Haar level j (1 = finest)"));
+    m_spectrum->yAxis->setLabel(tr("log₂ E_j"));
+    if (m_result && !m_result->levelEnergies.empty()) {
+        QVector<double> x;
+        QVector<double> y;
+        for (std::size_t j = 0; j < m_result->levelEnergies.size(); ++j) {
+            if (m_result->levelEnergies[j] > 0) {
+                x << static_cast<double>(j + 1);
+                y << std::log2(m_result->levelEnergies[j]);
+            }
+        }
+        QCPGraph* points = m_spectrum->addGraph();
+        points->setData(x, y);
+        points->setLineStyle(QCPGraph::lsNone);
+        points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(0x1f, 0x9e, 0x89), 7));
+        if (m_result->beta && x.size() >= 2) {
+            // The least-squares line whose slope is β, through the points' centre.
+            double mx = 0, my = 0;
+            for (int i = 0; i < x.size(); ++i) {
+                mx += x[i] / x.size();
+                my += y[i] / y.size();
+            }
+            QCPGraph* fit = m_spectrum->addGraph();
+            fit->setPen(QPen(QColor(0xd6, 0x27, 0x28), 1.5, Qt::DashLine));
+            fit->setData({x.front(), x.back()},
+                         {my + *m_result->beta * (x.front() - mx), my + *m_result->beta * (x.back() - mx)});
+        }
+        m_spectrum->rescaleAxes();
+        m_spectrum->xAxis->setRange(0.5, x.isEmpty() ? 1.5 : x.back() + 0.5);
+        m_spectrum->yAxis->scaleRange(1.2);
+    }
+    m_spectrum->replot();
+}
+
+void TensorInspector::drawImage() {
+    m_image->clearPlottables();
+    if (m_portrait && !m_portrait->image.empty()) {
+        auto* map = new QCPColorMap(m_image->xAxis, m_image->yAxis);
+        const int columns = static_cast<int>(m_portrait->imageColumns);
+        const int rows = static_cast<int>(m_portrait->imageRows);
+        map->data()->setSize(columns, rows);
+        map->data()->setRange(QCPRange(0, std::max(1, columns - 1)), QCPRange(0, std::max(1, rows - 1)));
+        for (int r = 0; r < rows; ++r) {
+            for (int c = 0; c < columns; ++c) {
+                map->data()->setCell(c, r, m_portrait->image[static_cast<std::size_t>(r) * columns + c]);
+            }
+        }
+        QCPColorGradient diverging;
+        diverging.clearColorStops();
+        diverging.setColorStopAt(0.0, QColor(0x21, 0x66, 0xac));
+        diverging.setColorStopAt(0.5, QColor(0xf7, 0xf7, 0xf7));
+        diverging.setColorStopAt(1.0, QColor(0xb2, 0x18, 0x2b));
+        diverging.setNanHandling(QCPColorGradient::nhNanColor);
+        diverging.setNanColor(Qt::black);
+        map->setGradient(diverging);
+        map->setInterpolate(false);
+        const double limit = m_portrait->imageAbsMax > 0 ? m_portrait->imageAbsMax : 1.0;
+        map->setDataRange(QCPRange(-limit, limit)); // symmetric: white is zero
+        m_image->xAxis->setRange(-0.5, columns - 0.5);
+        m_image->yAxis->setRange(-0.5, rows - 0.5);
+        m_image->yAxis->setRangeReversed(true);
+    }
+    m_image->xAxis->setLabel(tr("column (ne[0])"));
+    m_image->yAxis->setLabel(tr("row"));
+    m_image->replot();
+}
+
+} // namespace organ::widgets

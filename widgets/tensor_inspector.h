@@ -1,0 +1,51 @@
+#pragma once
+
+#include "tensor_portrait.h"
+#include "zmeasure.h"
+
+#include <QWidget>
+#include <memory>
+#include <optional>
+
+class QCheckBox;
+class QCustomPlot;
+class QLabel;
+
+namespace organ::widgets {
+
+// One tensor, seen: its indicators and θ, a histogram of its values (log scale toggle), the
+// cross-scale spectrum (log2 E_j per Haar level with the fitted slope β), and an image of
+// the weight matrix (averaged down to fit, diverging colours on a symmetric scale).
+class TensorInspector : public QWidget {
+    Q_OBJECT
+public:
+    explicit TensorInspector(QWidget* parent = nullptr);
+
+    // A tensor was selected: shows its name at once, the rest when it arrives.
+    void showTensor(int tensor, const QString& name, const QString& description);
+    void setResult(int tensor, const ZResult& result);
+    void setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait);
+    int tensor() const { return m_tensor; }
+    QString indicatorsText() const;
+    QCustomPlot* histogramPlot() const { return m_histogram; }
+    QCustomPlot* spectrumPlot() const { return m_spectrum; }
+    QCustomPlot* imagePlot() const { return m_image; }
+    QCheckBox* logScale() const { return m_logScale; }
+
+private:
+    void drawHistogram();
+    void drawSpectrum();
+    void drawImage();
+
+    int m_tensor = -1;
+    std::optional<ZResult> m_result;
+    std::shared_ptr<const TensorPortrait> m_portrait;
+    QLabel* m_title = nullptr;
+    QLabel* m_indicators = nullptr;
+    QCheckBox* m_logScale = nullptr;
+    QCustomPlot* m_histogram = nullptr;
+    QCustomPlot* m_spectrum = nullptr;
+    QCustomPlot* m_image = nullptr;
+};
+
+} // namespace organ::widgets
