@@ -47,6 +47,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setCentralWidget(splitter);
     for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
         connect(pane, &widgets::ModelPane::viewsChanged, this, &MainWindow::updateTitle);
+        connect(pane, &widgets::ModelPane::viewsChanged, this, &MainWindow::updateComparison);
         connect(pane, &widgets::ModelPane::filesDropped, this,
                 [this, pane](const QStringList& paths) { openFiles(paths, pane->side()); });
     }
@@ -63,7 +64,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     updateTitle();
 }
 
-MainWindow::~MainWindow() = default;
+// The panes' signals would otherwise reach this window while QWidget deletes its children.
+MainWindow::~MainWindow() {
+    m_recipient->disconnect(this);
+    m_donor->disconnect(this);
+}
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -186,6 +191,7 @@ void MainWindow::connectEngine() {
                                   .arg(measurement->fromCache ? tr(" (from the cache)") : QString());
                 }
                 jobEnded(g, message);
+                updateComparison();
             });
     connect(m_engine, &EngineThread::failed, this, [this](quint64 g, const QString& error) {
         jobEnded(g, QString());
@@ -193,6 +199,48 @@ void MainWindow::connectEngine() {
     });
     connect(m_engine, &EngineThread::cancelled, this,
             [this](quint64 g) { jobEnded(g, tr("Measurement cancelled")); });
+}
+
+void MainWindow::updateComparison() {
+    widgets::ModelView* recipient = m_recipient->currentView();
+    widgets::ModelView* donor = m_donor->currentView();
+    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
+        for (int i = 0; i < pane->tabs()->count(); ++i) {
+            auto* view = qobject_cast<widgets::ModelView*>(pane->tabs()->widget(i));
+            if (view != recipient) {
+                view->clearComparison();
+            }
+        }
+    }
+    if (recipient == nullptr || donor == nullptr || recipient->measurement() == nullptr ||
+        donor->measurement() == nullptr) {
+        if (recipient != nullptr) {
+            recipient->clearComparison();
+        }
+        return;
+    }
+    const GgufModel& r = *recipient->snapshot().model;
+    const GgufModel& d = *donor->snapshot().model;
+    std::vector<std::optional<double>> deltas(r.tensors().size());
+    std::size_t matched = 0;
+    for (std::size_t i = 0; i < deltas.size(); ++i) {
+        const TensorInfo* twin = d.findTensor(r.tensors()[i].name);
+        if (twin == nullptr) {
+            continue;
+        }
+        const auto& mine = recipient->measurement()->tensors[i].theta;
+        const auto& theirs =
+            donor->measurement()->tensors[static_cast<std::size_t>(twin - d.tensors().data())].theta;
+        if (mine && theirs) {
+            deltas[i] = *theirs - *mine;
+            ++matched;
+        }
+    }
+    if (matched == 0) {
+        recipient->clearComparison();
+        return;
+    }
+    recipient->setComparison(m_donor->tabs()->tabText(m_donor->tabs()->currentIndex()), deltas);
 }
 
 void MainWindow::jobEnded(quint64 generation, const QString& message) {

@@ -67,6 +67,8 @@ private:
     void buildStatusBar();
     void connectEngine();
     void jobEnded(quint64 generation, const QString& message);
+    // Δθ of the current donor against the current recipient, when both are measured.
+    void updateComparison();
 
     widgets::ModelPane* m_recipient = nullptr;
     widgets::ModelPane* m_donor = nullptr;

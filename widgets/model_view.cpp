@@ -156,6 +156,36 @@ void ModelView::showCurrentTensor(const QModelIndex& current) {
     emit tensorSelected(tensor);
 }
 
+void ModelView::setComparison(const QString& donor, const std::vector<std::optional<double>>& deltas) {
+    if (m_comparisonTab == nullptr) {
+        m_comparisonTab = new QWidget(this);
+        auto* layout = new QVBoxLayout(m_comparisonTab);
+        auto* title = new QLabel(m_comparisonTab);
+        title->setObjectName(QStringLiteral("comparisonTitle"));
+        layout->addWidget(title);
+        m_comparison = new ThetaHeatmap(m_snapshot, m_comparisonTab, ThetaHeatmap::Mode::Delta);
+        layout->addWidget(m_comparison, 1);
+        m_tabs->insertTab(2, m_comparisonTab, tr("&Δθ"));
+    }
+    m_comparisonTab->findChild<QLabel*>(QStringLiteral("comparisonTitle"))
+        ->setText(
+            tr("Δθ against the donor <b>%1</b>: red where the donor is more structured, blue where it is "
+               "noisier.")
+                .arg(donor.toHtmlEscaped()));
+    for (std::size_t i = 0; i < deltas.size(); ++i) {
+        m_comparison->setDelta(static_cast<int>(i), deltas[i]);
+    }
+}
+
+void ModelView::clearComparison() {
+    if (m_comparisonTab != nullptr) {
+        m_tabs->removeTab(m_tabs->indexOf(m_comparisonTab));
+        m_comparisonTab->deleteLater();
+        m_comparisonTab = nullptr;
+        m_comparison = nullptr;
+    }
+}
+
 void ModelView::setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait) {
     m_inspector->setPortrait(tensor, std::move(portrait));
 }

@@ -44,6 +44,11 @@ public:
     SystemThetaCharts* systemCharts() const { return m_systemCharts; }
     TensorInspector* inspector() const { return m_inspector; }
     void setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait);
+    // Δθ against a donor: per tensor of this model, θ(donor) − θ(this), nullopt without a
+    // measured counterpart. Shown in a "Δθ" tab, removed by clearComparison().
+    void setComparison(const QString& donor, const std::vector<std::optional<double>>& deltas);
+    void clearComparison();
+    ThetaHeatmap* comparison() const { return m_comparison; }
 
 signals:
     // The current tensor changed (tree or heatmap): the window fetches its portrait.
@@ -77,6 +82,8 @@ private:
     ThetaHeatmap* m_heatmap = nullptr;
     SystemThetaCharts* m_systemCharts = nullptr;
     TensorInspector* m_inspector = nullptr;
+    ThetaHeatmap* m_comparison = nullptr;
+    QWidget* m_comparisonTab = nullptr;
     model::AnatomyTreeModel* m_treeModel = nullptr;
     model::AnatomyFilterProxy* m_proxy = nullptr;
     model::MetadataTableModel* m_metadataModel = nullptr;

@@ -19,9 +19,10 @@ constexpr double kConstant = 2.0;
 
 } // namespace
 
-ThetaHeatmap::ThetaHeatmap(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent)
-    : QWidget(parent), m_snapshot(std::move(snapshot)) {
+ThetaHeatmap::ThetaHeatmap(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent, Mode mode)
+    : QWidget(parent), m_snapshot(std::move(snapshot)), m_mode(mode) {
     buildGrid();
+    m_delta.assign(m_results.size(), std::nullopt);
     buildPlot();
 }
 
@@ -76,13 +77,23 @@ void ThetaHeatmap::buildPlot() {
     QCPColorGradient presence;
     presence.clearColorStops();
     presence.setColorStopAt(0.0, Qt::white);
-    presence.setColorStopAt(0.5, QColor(0xd9, 0xd9, 0xd9));
+    // In Δθ mode "no counterpart" is darker, so that it never reads as Δθ = 0 (near white).
+    presence.setColorStopAt(0.5, m_mode == Mode::Theta ? QColor(0xd9, 0xd9, 0xd9) : QColor(0xa6, 0xa6, 0xa6));
     presence.setColorStopAt(1.0, QColor(0xf4, 0xa5, 0x82));
     presence.setColorInterpolation(QCPColorGradient::ciRGB);
     m_presence->setGradient(presence);
     m_presence->setDataRange(QCPRange(kAbsent, kConstant));
-    m_theta->setGradient(thetaGradient());
-    m_theta->setDataRange(QCPRange(kThetaMin, kThetaMax));
+    // Δθ: blue where the donor is noisier, red where it is more structured, white equal.
+    QCPColorGradient diverging;
+    diverging.clearColorStops();
+    diverging.setColorStopAt(0.0, QColor(0x21, 0x66, 0xac));
+    diverging.setColorStopAt(0.5, QColor(0xe6, 0xe6, 0xe6)); // Δθ = 0, apart from "no such tensor" white
+    diverging.setColorStopAt(1.0, QColor(0xb2, 0x18, 0x2b));
+    const QCPColorGradient& gradient = m_mode == Mode::Theta ? thetaGradient() : diverging;
+    const QCPRange range =
+        m_mode == Mode::Theta ? QCPRange(kThetaMin, kThetaMax) : QCPRange(-kDeltaRange, kDeltaRange);
+    m_theta->setGradient(gradient);
+    m_theta->setDataRange(range);
     for (int c = 0; c < m_columns; ++c) {
         for (int r = 0; r < rows; ++r) {
             m_presence->data()->setCell(c, r, tensorAt(c, r) < 0 ? kAbsent : kPending);
@@ -95,11 +106,12 @@ void ThetaHeatmap::buildPlot() {
 
     m_scale = new QCPColorScale(m_plot);
     m_plot->plotLayout()->addElement(0, 1, m_scale);
-    m_scale->setGradient(thetaGradient());
-    m_scale->setDataRange(QCPRange(kThetaMin, kThetaMax));
-    m_scale->axis()->setLabel(tr("θ (degrees): 0 noise … 90 structure"));
+    m_scale->setGradient(gradient);
+    m_scale->setDataRange(range);
+    m_scale->axis()->setLabel(m_mode == Mode::Theta ? tr("θ (degrees): 0 noise … 90 structure")
+                                                    : tr("Δθ = θ(donor) − θ(recipient), degrees"));
     m_theta->setColorScale(m_scale);
-    m_theta->setDataRange(QCPRange(kThetaMin, kThetaMax));
+    m_theta->setDataRange(range);
     auto* margins = new QCPMarginGroup(m_plot);
     m_plot->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
@@ -125,7 +137,9 @@ void ThetaHeatmap::buildPlot() {
 
     m_plot->plotLayout()->insertRow(1);
     auto* key = new QCPTextElement(
-        m_plot, tr("white: no such tensor · grey: not measured yet · salmon: constant (no θ)"));
+        m_plot, m_mode == Mode::Theta
+                    ? tr("white: no such tensor · grey: not measured yet · salmon: constant (no θ)")
+                    : tr("white: no such tensor · dark grey: no measured counterpart in the donor"));
     key->setTextColor(QColor(0x55, 0x55, 0x55));
     m_plot->plotLayout()->addElement(1, 0, key);
 
@@ -233,6 +247,22 @@ void ThetaHeatmap::highlightTensor(int tensor) {
     m_plot->replot(); // a user's selection: shown at once
 }
 
+void ThetaHeatmap::setDelta(int tensor, std::optional<double> delta) {
+    if (tensor < 0 || static_cast<std::size_t>(tensor) >= m_delta.size() || m_theta == nullptr) {
+        return;
+    }
+    m_delta[static_cast<std::size_t>(tensor)] = delta;
+    const auto [column, row] = cellOf(tensor);
+    m_theta->data()->setCell(column, row, delta.value_or(0.0));
+    m_theta->data()->setAlpha(column, row, delta ? 255 : 0);
+    scheduleReplot();
+}
+
+std::optional<double> ThetaHeatmap::deltaAt(int column, int row) const {
+    const int tensor = tensorAt(column, row);
+    return tensor < 0 ? std::nullopt : m_delta[static_cast<std::size_t>(tensor)];
+}
+
 void ThetaHeatmap::showTooltip(QMouseEvent* event) {
     const int tensor = tensorAtPixel(event->pos());
     if (tensor < 0) {
@@ -242,7 +272,11 @@ void ThetaHeatmap::showTooltip(QMouseEvent* event) {
     const auto& name = m_snapshot->model->tensors()[static_cast<std::size_t>(tensor)].name;
     const auto& r = m_results[static_cast<std::size_t>(tensor)];
     QString text = QString::fromStdString(name);
-    if (!r) {
+    if (m_mode == Mode::Delta) {
+        const auto& delta = m_delta[static_cast<std::size_t>(tensor)];
+        text += delta ? tr("\nΔθ %1° (donor − recipient)").arg(*delta, 0, 'f', 2)
+                      : tr("\nno measured counterpart");
+    } else if (!r) {
         text += tr("\nnot measured yet");
     } else if (r->constant) {
         text += tr("\nconstant: no θ");

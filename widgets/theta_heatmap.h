@@ -24,7 +24,16 @@ namespace organ::widgets {
 class ThetaHeatmap : public QWidget {
     Q_OBJECT
 public:
-    explicit ThetaHeatmap(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent = nullptr);
+    // Theta: θ on 0°-90°. Delta: Δθ (donor − recipient) on a diverging ±45° scale.
+    enum class Mode { Theta, Delta };
+    static constexpr double kDeltaRange = 45.0;
+
+    explicit ThetaHeatmap(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent = nullptr,
+                          Mode mode = Mode::Theta);
+
+    // Delta mode: a tensor's Δθ, or nullopt when it has no measured counterpart.
+    void setDelta(int tensor, std::optional<double> delta);
+    std::optional<double> deltaAt(int column, int row) const;
 
     void setTensorResult(int tensor, const ZResult& result);
     void highlightTensor(int tensor); // -1: none
@@ -50,9 +59,11 @@ private:
     std::pair<int, int> cellOf(int tensor) const;
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
-    std::vector<std::string> m_roles; // rows, in anatomical order
-    int m_columns = 0;                // "global" + one per layer
-    std::vector<int> m_cells;         // column * rows + row → tensor, -1 absent
+    Mode m_mode = Mode::Theta;
+    std::vector<std::optional<double>> m_delta; // per tensor, Delta mode
+    std::vector<std::string> m_roles;           // rows, in anatomical order
+    int m_columns = 0;                          // "global" + one per layer
+    std::vector<int> m_cells;                   // column * rows + row → tensor, -1 absent
     std::vector<std::optional<ZResult>> m_results;
     QCustomPlot* m_plot = nullptr;
     QCPColorMap* m_presence = nullptr; // absent / not measured / constant

@@ -311,6 +311,49 @@ private slots:
         saveScreenshot(&window, QStringLiteral("main-window-inspector.png"));
     }
 
+    // Δθ: with the healthy model as recipient and the damaged one as donor, the nine
+    // replaced organs are negative and every other tensor is exactly 0; swapping flips it.
+    void comparison() {
+        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString damagedPath = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthyPath);
+        ORGAN_REQUIRE_SHARED(damagedPath);
+        using Side = app::MainWindow::Side;
+        app::MainWindow window;
+        window.resize(1500, 850);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        window.openFiles({healthyPath});
+        window.openFiles({damagedPath}, Side::Donor);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        widgets::ModelView* healthy = window.currentView();
+        QTRY_VERIFY(healthy->comparison() != nullptr);
+        widgets::ThetaHeatmap* delta = healthy->comparison();
+        int negative = 0;
+        int zero = 0;
+        for (int column = 0; column < delta->columnCount(); ++column) {
+            for (int row = 0; row < delta->rowCount(); ++row) {
+                if (const auto d = delta->deltaAt(column, row)) {
+                    negative += *d < 0;
+                    zero += *d == 0.0;
+                }
+            }
+        }
+        QCOMPARE(negative, 9);
+        QCOMPARE(zero, 48 - 9);
+        QVERIFY(*delta->deltaAt(2, 8) < 0.0); // layer 1, ffn_up
+        healthy->tabs()->setCurrentIndex(2);
+        QCOMPARE(healthy->tabs()->tabText(2), QStringLiteral("&Δθ"));
+        saveScreenshot(&window, QStringLiteral("main-window-delta.png"));
+        window.swapPanes();
+        widgets::ModelView* damaged = window.currentView();
+        QVERIFY(healthy->comparison() == nullptr);
+        QTRY_VERIFY(damaged->comparison() != nullptr);
+        QVERIFY(*damaged->comparison()->deltaAt(2, 8) > 0.0);
+        window.pane(Side::Donor)->closeView(0);
+        QVERIFY(damaged->comparison() == nullptr);
+    }
+
     void cancelMeasurement() {
         const QString path = sharedModel(QStringLiteral("quant/wide-f32.gguf"));
         ORGAN_REQUIRE_SHARED(path);
