@@ -50,6 +50,24 @@ std::string humanCount(std::uint64_t count) {
     return scaled(count, 1000.0, units);
 }
 
+std::string padText(std::string text, std::size_t width, bool alignRight) {
+    std::size_t points = 0;
+    for (unsigned char c : text) {
+        points += (c & 0xC0) != 0x80;
+    }
+    if (points >= width) {
+        return text;
+    }
+    const std::string fill(width - points, ' ');
+    return alignRight ? fill + text : text + fill;
+}
+
+std::string fixedDecimals(double value, int digits) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+    return buffer;
+}
+
 std::string fileLabel(std::string_view path) {
     const auto slash = path.find_last_of('/');
     return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));

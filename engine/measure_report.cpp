@@ -19,24 +19,7 @@ std::optional<double> numberOrNothing(const nlohmann::json& j, const char* key) 
 }
 
 std::string fixed(const std::optional<double>& v, int digits) {
-    if (!v) {
-        return "—";
-    }
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.*f", digits, *v);
-    return buffer;
-}
-
-std::string pad(std::string text, std::size_t width, bool right = false) {
-    std::size_t points = 0;
-    for (unsigned char c : text) {
-        points += (c & 0xC0) != 0x80;
-    }
-    if (points >= width) {
-        return text;
-    }
-    const std::string fill(width - points, ' ');
-    return right ? fill + text : text + fill;
+    return v ? fixedDecimals(*v, digits) : "—";
 }
 
 nlohmann::json sampleJson(const ZParams& p) {
@@ -305,9 +288,10 @@ std::string tensorThetaTable(const MeasuredModel& m) {
         width = std::max(width, t.name.size());
     }
     std::ostringstream out;
-    out << pad("tensor", width + 2) << pad("system", 10) << pad("role", 18) << pad("layer", 6, true) << "  "
-        << pad("dtype", 8) << pad("θ", 7, true) << pad("H", 7, true) << pad("K", 9, true) << pad("C", 9, true)
-        << pad("β", 7, true) << "\n";
+    out << padText("tensor", width + 2) << padText("system", 10) << padText("role", 18)
+        << padText("layer", 6, true) << "  " << padText("dtype", 8) << padText("θ", 7, true)
+        << padText("H", 7, true) << padText("K", 9, true) << padText("C", 9, true) << padText("β", 7, true)
+        << "\n";
     for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
         const ZResult& z = m.measurement.tensors[i];
         const TensorAnatomy& a = m.anatomy.tensors[i];
@@ -315,26 +299,27 @@ std::string tensorThetaTable(const MeasuredModel& m) {
         if (z.nonFinite != 0) {
             theta += "!";
         }
-        out << pad(m.model->tensors()[i].name, width + 2) << pad(std::string(systemName(a.system)), 10)
-            << pad(a.role, 18) << pad(a.layer ? std::to_string(*a.layer) : "-", 6, true) << "  "
-            << pad(std::string(tensorTypeName(m.model->tensors()[i].type)), 8) << pad(theta, 7, true)
-            << pad(fixed(z.H, 3), 7, true) << pad(fixed(z.K, 2), 9, true) << pad(fixed(z.C, 2), 9, true)
-            << pad(fixed(z.beta, 2), 7, true) << "\n";
+        out << padText(m.model->tensors()[i].name, width + 2)
+            << padText(std::string(systemName(a.system)), 10) << padText(a.role, 18)
+            << padText(a.layer ? std::to_string(*a.layer) : "-", 6, true) << "  "
+            << padText(std::string(tensorTypeName(m.model->tensors()[i].type)), 8) << padText(theta, 7, true)
+            << padText(fixed(z.H, 3), 7, true) << padText(fixed(z.K, 2), 9, true)
+            << padText(fixed(z.C, 2), 9, true) << padText(fixed(z.beta, 2), 7, true) << "\n";
     }
     return out.str();
 }
 
 std::string systemThetaTable(const MeasuredModel& m) {
     std::ostringstream out;
-    out << pad("system", 10) << pad("tensors", 8, true) << pad("θ mean", 9, true) << pad("θ min", 8, true)
-        << pad("θ max", 8, true) << pad("signal", 8, true) << "\n";
+    out << padText("system", 10) << padText("tensors", 8, true) << padText("θ mean", 9, true)
+        << padText("θ min", 8, true) << padText("θ max", 8, true) << padText("signal", 8, true) << "\n";
     auto row = [&](const ThetaGroup& g) {
         const bool any = g.measured != 0;
-        out << pad(g.key, 10) << pad(std::to_string(g.measured), 8, true)
-            << pad(fixed(groupTheta(g), 2), 9, true)
-            << pad(fixed(any ? std::optional(g.thetaMin) : std::nullopt, 2), 8, true)
-            << pad(fixed(any ? std::optional(g.thetaMax) : std::nullopt, 2), 8, true)
-            << pad(fixed(any ? std::optional(g.signalMean) : std::nullopt, 3), 8, true) << "\n";
+        out << padText(g.key, 10) << padText(std::to_string(g.measured), 8, true)
+            << padText(fixed(groupTheta(g), 2), 9, true)
+            << padText(fixed(any ? std::optional(g.thetaMin) : std::nullopt, 2), 8, true)
+            << padText(fixed(any ? std::optional(g.thetaMax) : std::nullopt, 2), 8, true)
+            << padText(fixed(any ? std::optional(g.signalMean) : std::nullopt, 3), 8, true) << "\n";
     };
     for (const auto& g : m.measurement.bySystem) {
         row(g);
@@ -353,15 +338,17 @@ std::string rankingTable(const std::vector<MeasuredModel>& models) {
         width = std::max(width, m.measurement.name.size());
     }
     std::ostringstream out;
-    out << pad("#", 3, true) << "  " << pad("model", width + 2) << pad("θ mean", 9, true)
-        << pad("signal", 8, true) << pad("tensors", 9, true) << pad("parameters", 12, true) << "\n";
+    out << padText("#", 3, true) << "  " << padText("model", width + 2) << padText("θ mean", 9, true)
+        << padText("signal", 8, true) << padText("tensors", 9, true) << padText("parameters", 12, true)
+        << "\n";
     int rank = 0;
     for (const ModelMeasurement* r : zRanking(measurements)) {
-        out << pad(std::to_string(++rank), 3, true) << "  " << pad(r->name, width + 2)
-            << pad(fixed(groupTheta(r->model), 2) + "°", 9, true)
-            << pad(fixed(r->model.measured ? std::optional(r->model.signalMean) : std::nullopt, 3), 8, true)
-            << pad(std::to_string(r->model.measured), 9, true)
-            << pad(humanCount(r->model.parameters), 12, true) << "\n";
+        out << padText(std::to_string(++rank), 3, true) << "  " << padText(r->name, width + 2)
+            << padText(fixed(groupTheta(r->model), 2) + "°", 9, true)
+            << padText(fixed(r->model.measured ? std::optional(r->model.signalMean) : std::nullopt, 3), 8,
+                       true)
+            << padText(std::to_string(r->model.measured), 9, true)
+            << padText(humanCount(r->model.parameters), 12, true) << "\n";
     }
     return out.str();
 }

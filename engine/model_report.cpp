@@ -9,28 +9,6 @@
 namespace organ {
 namespace {
 
-std::string padRight(std::string text, std::size_t width) {
-    // Counts UTF-8 code points so that "×" lines up.
-    std::size_t points = 0;
-    for (unsigned char c : text) {
-        points += (c & 0xC0) != 0x80;
-    }
-    if (points < width) {
-        text.append(width - points, ' ');
-    }
-    return text;
-}
-
-std::string padLeft(const std::string& text, std::size_t width) {
-    return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
-
-std::string fixed(double value, int digits) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-    return buffer;
-}
-
 nlohmann::json statsJson(const GroupStats& stats) {
     return {{"tensors", stats.tensors}, {"parameters", stats.parameters}, {"bytes", stats.bytes}};
 }
@@ -142,21 +120,22 @@ std::string summaryText(const GgufModel& model, const ModelAnatomy& anatomy) {
     out << "\n";
     out << "  file size      " << humanBytes(s.fileSize) << " (" << groupDigits(s.fileSize) << " bytes)\n";
     out << "  parameters     " << humanCount(s.parameters) << " (" << groupDigits(s.parameters) << ")\n";
-    out << "  bits/weight    " << fixed(s.bitsPerWeight, 2) << "\n";
+    out << "  bits/weight    " << fixedDecimals(s.bitsPerWeight, 2) << "\n";
     out << "  quantization   " << s.quantizationMix << "\n";
     out << "  layers         " << s.layers << "\n";
     out << "  tensors        " << s.tensorCount << ", metadata keys " << s.metadataCount << "\n\n";
-    out << "  " << padRight("system", 10) << padLeft("tensors", 8) << padLeft("parameters", 16)
-        << padLeft("bytes", 14) << padLeft("share", 8) << "\n";
+    out << "  " << padText("system", 10) << padText("tensors", 8, true) << padText("parameters", 16, true)
+        << padText("bytes", 14, true) << padText("share", 8, true) << "\n";
     for (std::size_t i = 0; i < kSystemCount; ++i) {
         const GroupStats& g = anatomy.bySystem[i];
         if (g.tensors == 0) {
             continue;
         }
         const double share = s.tensorBytes == 0 ? 0.0 : 100.0 * g.bytes / s.tensorBytes;
-        out << "  " << padRight(std::string(systemName(static_cast<System>(i))), 10)
-            << padLeft(std::to_string(g.tensors), 8) << padLeft(groupDigits(g.parameters), 16)
-            << padLeft(humanBytes(g.bytes), 14) << padLeft(fixed(share, 1) + "%", 8) << "\n";
+        out << "  " << padText(std::string(systemName(static_cast<System>(i))), 10)
+            << padText(std::to_string(g.tensors), 8, true) << padText(groupDigits(g.parameters), 16, true)
+            << padText(humanBytes(g.bytes), 14, true) << padText(fixedDecimals(share, 1) + "%", 8, true)
+            << "\n";
     }
     return out.str();
 }
@@ -167,16 +146,17 @@ std::string tensorTableText(const GgufModel& model, const ModelAnatomy& anatomy)
         nameWidth = std::max(nameWidth, t.name.size());
     }
     std::ostringstream out;
-    out << padRight("name", nameWidth + 2) << padRight("system", 10) << padRight("role", 22)
-        << padLeft("layer", 5) << "  " << padRight("dtype", 8) << padRight("shape", 22)
-        << padLeft("offset", 16) << padLeft("bytes", 16) << "\n";
+    out << padText("name", nameWidth + 2) << padText("system", 10) << padText("role", 22)
+        << padText("layer", 5, true) << "  " << padText("dtype", 8) << padText("shape", 22)
+        << padText("offset", 16, true) << padText("bytes", 16, true) << "\n";
     for (std::size_t i = 0; i < model.tensors().size(); ++i) {
         const TensorInfo& t = model.tensors()[i];
         const TensorAnatomy& a = anatomy.tensors[i];
-        out << padRight(t.name, nameWidth + 2) << padRight(std::string(systemName(a.system)), 10)
-            << padRight(a.role, 22) << padLeft(a.layer ? std::to_string(*a.layer) : std::string("-"), 5)
-            << "  " << padRight(std::string(tensorTypeName(t.type)), 8) << padRight(t.shapeText(), 22)
-            << padLeft(groupDigits(t.fileOffset), 16) << padLeft(groupDigits(t.bytes), 16) << "\n";
+        out << padText(t.name, nameWidth + 2) << padText(std::string(systemName(a.system)), 10)
+            << padText(a.role, 22) << padText(a.layer ? std::to_string(*a.layer) : std::string("-"), 5, true)
+            << "  " << padText(std::string(tensorTypeName(t.type)), 8) << padText(t.shapeText(), 22)
+            << padText(groupDigits(t.fileOffset), 16, true) << padText(groupDigits(t.bytes), 16, true)
+            << "\n";
     }
     return out.str();
 }
@@ -196,8 +176,8 @@ std::string metadataText(const GgufModel& model, std::size_t maxArrayItems) {
             }
             value = value.substr(0, cut) + " …";
         }
-        out << padRight(entry.key, keyWidth + 2)
-            << padRight(std::string(valueTypeName(entry.value.type())), 8) << value << "\n";
+        out << padText(entry.key, keyWidth + 2) << padText(std::string(valueTypeName(entry.value.type())), 8)
+            << value << "\n";
     }
     return out.str();
 }
