@@ -6,6 +6,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QMenu>
 #include <QMessageBox>
 #include <QSpinBox>
 #include <QSvgGenerator>
@@ -79,6 +80,17 @@ void exportChartInteractively(QCustomPlot* plot, QWidget* parent, const QString&
     if (!exportChart(plot, path, QSize(width->value(), height->value()), &error)) {
         QMessageBox::critical(parent, QObject::tr("Cannot save the chart"), error);
     }
+}
+
+void installExportMenu(QCustomPlot* plot, QWidget* owner, std::function<QString()> name) {
+    plot->setContextMenuPolicy(Qt::CustomContextMenu);
+    QObject::connect(
+        plot, &QWidget::customContextMenuRequested, owner, [plot, owner, name](const QPoint& at) {
+            QMenu menu(owner);
+            menu.addAction(QObject::tr("Save as PNG, SVG or PDF…"), owner,
+                           [plot, owner, name] { exportChartInteractively(plot, owner, name()); });
+            menu.exec(plot->mapToGlobal(at));
+        });
 }
 
 } // namespace organ::widgets

@@ -3,7 +3,6 @@
 #include "chart_export.h"
 #include "theta_scale.h"
 
-#include <QMenu>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
@@ -35,17 +34,6 @@ QString systemLabel(System system) {
     return QString::fromUtf8(name.data(), qsizetype(name.size()));
 }
 
-void addExportMenu(QCustomPlot* plot, QWidget* owner, const QString& name) {
-    plot->setContextMenuPolicy(Qt::CustomContextMenu);
-    QObject::connect(plot, &QWidget::customContextMenuRequested, owner,
-                     [plot, owner, name](const QPoint& at) {
-                         QMenu menu(owner);
-                         menu.addAction(QObject::tr("Save as PNG, SVG or PDF…"), owner,
-                                        [plot, owner, name] { exportChartInteractively(plot, owner, name); });
-                         menu.exec(plot->mapToGlobal(at));
-                     });
-}
-
 } // namespace
 
 SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent)
@@ -60,8 +48,8 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
     layout->addWidget(m_layers, 3);
     layout->addWidget(m_systems, 2);
     const QString model = QString::fromStdString(m_snapshot->model->name());
-    addExportMenu(m_layers, this, model + QStringLiteral("-theta-per-layer"));
-    addExportMenu(m_systems, this, model + QStringLiteral("-theta-per-system"));
+    installExportMenu(m_layers, this, [model] { return model + QStringLiteral("-theta-per-layer"); });
+    installExportMenu(m_systems, this, [model] { return model + QStringLiteral("-theta-per-system"); });
 
     m_layers->plotLayout()->insertRow(0);
     m_layers->plotLayout()->addElement(

@@ -1,11 +1,11 @@
 #include "tensor_inspector.h"
 
 #include "chart_export.h"
+#include "theta_scale.h"
 
 #include <QCheckBox>
 #include <QGridLayout>
 #include <QLabel>
-#include <QMenu>
 #include <cmath>
 #include <qcustomplot.h>
 
@@ -18,15 +18,7 @@ QCustomPlot* makePlot(QWidget* parent, const QString& title, const QString& expo
     plot->plotLayout()->insertRow(0);
     plot->plotLayout()->addElement(
         0, 0, new QCPTextElement(plot, title, QFont(parent->font().family(), 10, QFont::Bold)));
-    plot->setContextMenuPolicy(Qt::CustomContextMenu);
-    QObject::connect(
-        plot, &QWidget::customContextMenuRequested, parent, [plot, parent, exportName](const QPoint& at) {
-            QMenu menu(parent);
-            menu.addAction(QObject::tr("Save as PNG, SVG or PDF…"), parent, [plot, parent, exportName] {
-                exportChartInteractively(plot, parent, exportName);
-            });
-            menu.exec(plot->mapToGlobal(at));
-        });
+    installExportMenu(plot, parent, [exportName] { return exportName; });
     return plot;
 }
 
@@ -182,11 +174,7 @@ void TensorInspector::drawImage() {
                 map->data()->setCell(c, r, m_portrait->image[static_cast<std::size_t>(r) * columns + c]);
             }
         }
-        QCPColorGradient diverging;
-        diverging.clearColorStops();
-        diverging.setColorStopAt(0.0, QColor(0x21, 0x66, 0xac));
-        diverging.setColorStopAt(0.5, QColor(0xf7, 0xf7, 0xf7));
-        diverging.setColorStopAt(1.0, QColor(0xb2, 0x18, 0x2b));
+        QCPColorGradient diverging = divergingGradient(QColor(0xf7, 0xf7, 0xf7));
         diverging.setNanHandling(QCPColorGradient::nhNanColor);
         diverging.setNanColor(Qt::black);
         map->setGradient(diverging);

@@ -84,11 +84,9 @@ void ThetaHeatmap::buildPlot() {
     m_presence->setGradient(presence);
     m_presence->setDataRange(QCPRange(kAbsent, kConstant));
     // Δθ: blue where the donor is noisier, red where it is more structured, white equal.
-    QCPColorGradient diverging;
-    diverging.clearColorStops();
-    diverging.setColorStopAt(0.0, QColor(0x21, 0x66, 0xac));
-    diverging.setColorStopAt(0.5, QColor(0xe6, 0xe6, 0xe6)); // Δθ = 0, apart from "no such tensor" white
-    diverging.setColorStopAt(1.0, QColor(0xb2, 0x18, 0x2b));
+    // Δθ: blue where the donor is noisier, red where it is more structured; Δθ = 0 a light
+    // grey, apart from the white of "no such tensor".
+    const QCPColorGradient diverging = divergingGradient(QColor(0xe6, 0xe6, 0xe6));
     const QCPColorGradient& gradient = m_mode == Mode::Theta ? thetaGradient() : diverging;
     const QCPRange range =
         m_mode == Mode::Theta ? QCPRange(kThetaMin, kThetaMax) : QCPRange(-kDeltaRange, kDeltaRange);
@@ -148,14 +146,10 @@ void ThetaHeatmap::buildPlot() {
     m_highlight->setBrush(Qt::NoBrush);
     m_highlight->setVisible(false);
 
-    m_plot->setContextMenuPolicy(Qt::CustomContextMenu);
-    connect(m_plot, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
-        QMenu menu(this);
-        const QString name =
-            QString::fromStdString(m_snapshot->model->name()) + QStringLiteral("-theta-heatmap");
-        menu.addAction(tr("Save as PNG, SVG or PDF…"), this,
-                       [this, name] { exportChartInteractively(m_plot, this, name); });
-        menu.exec(m_plot->mapToGlobal(at));
+    installExportMenu(m_plot, this, [this] {
+        return QString::fromStdString(m_snapshot->model->name()) +
+               (m_mode == Mode::Theta ? QStringLiteral("-theta-heatmap")
+                                      : QStringLiteral("-delta-theta-heatmap"));
     });
     connect(m_plot, &QCustomPlot::mouseMove, this, &ThetaHeatmap::showTooltip);
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {

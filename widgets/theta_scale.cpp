@@ -28,6 +28,15 @@ QColor thetaColor(double theta) {
     return QColor::fromRgb(thetaGradient().color(theta, QCPRange(kThetaMin, kThetaMax)));
 }
 
+QCPColorGradient divergingGradient(const QColor& middle) {
+    QCPColorGradient g;
+    g.clearColorStops();
+    g.setColorStopAt(0.0, QColor(0x21, 0x66, 0xac));
+    g.setColorStopAt(0.5, middle);
+    g.setColorStopAt(1.0, QColor(0xb2, 0x18, 0x2b));
+    return g;
+}
+
 QColor textColorOn(const QColor& background) {
     return background.lightnessF() > 0.55 ? QColor(Qt::black) : QColor(Qt::white);
 }

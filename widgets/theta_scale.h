@@ -13,6 +13,9 @@ inline constexpr double kThetaMax = 90.0;
 
 QCPColorGradient& thetaGradient(); // GUI thread only
 QColor thetaColor(double theta);
+// Blue through `middle` to red, for signed quantities on a symmetric range (Δθ, weights).
+QCPColorGradient divergingGradient(const QColor& middle);
+
 // Black or white, whichever reads on `background`.
 QColor textColorOn(const QColor& background);
 
