@@ -292,7 +292,7 @@ private:
         }
         if (out.targetType != source->type) {
             const auto& traits = traitsOf(out.targetType);
-            if (canConvert(out.targetType) && source->ne[0] % traits.blockSize == 0) {
+            if (canQuantizeTo(out.targetType) && source->ne[0] % traits.blockSize == 0) {
                 out.converted = true;
                 ++m_conversions[{source->type, out.targetType}];
             } else {
@@ -313,8 +313,6 @@ private:
         }
         m_report.layout.tensors.push_back(std::move(out));
     }
-
-    static bool canConvert(TensorType type);
 
     void buildLayout() {
         for (const auto& s : m_body.before) {
@@ -395,10 +393,6 @@ private:
     std::set<std::string> m_embedFrom;
     CompatibilityReport m_report;
 };
-
-bool Resolver::canConvert(TensorType type) {
-    return canQuantizeTo(type);
-}
 
 } // namespace
 
