@@ -56,6 +56,15 @@ std::vector<std::size_t> byTheta(const MeasuredModel& m) {
     return order;
 }
 
+// The models' measurements, not copied: ranking needs only pointers.
+std::vector<const ModelMeasurement*> measurementsOf(const std::vector<MeasuredModel>& models) {
+    std::vector<const ModelMeasurement*> out;
+    for (const auto& m : models) {
+        out.push_back(&m.measurement);
+    }
+    return out;
+}
+
 std::string sampleText(const ZParams& p) {
     return p.sample == kSampleAll ? std::string("every value") : groupDigits(p.sample) + " values";
 }
@@ -136,14 +145,12 @@ nlohmann::json measurementToJson(const MeasuredModel& m) {
 
 nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models) {
     nlohmann::json list = nlohmann::json::array();
-    std::vector<ModelMeasurement> measurements;
     for (const auto& m : models) {
         list.push_back(measurementToJson(m));
-        measurements.push_back(m.measurement);
     }
     nlohmann::json ranking = nlohmann::json::array();
     int rank = 0;
-    for (const ModelMeasurement* r : zRanking(measurements)) {
+    for (const ModelMeasurement* r : zRanking(measurementsOf(models))) {
         auto row = groupJson(r->model);
         row["rank"] = ++rank;
         row["path"] = r->path;
@@ -205,12 +212,8 @@ std::string measurementsMarkdown(const std::vector<MeasuredModel>& models) {
         << " per tensor. θ runs from 0° (noise) to 90° (structure); signal = sin θ.\n\n";
     out << "## Ranking\n\n| # | model | θ mean | signal | tensors | parameters "
            "|\n|---|---|---|---|---|---|\n";
-    std::vector<ModelMeasurement> measurements;
-    for (const auto& m : models) {
-        measurements.push_back(m.measurement);
-    }
     int rank = 0;
-    for (const ModelMeasurement* r : zRanking(measurements)) {
+    for (const ModelMeasurement* r : zRanking(measurementsOf(models))) {
         out << "| " << ++rank << " | " << r->name << " | " << fixed(groupTheta(r->model), 2) << "° | "
             << fixed(r->model.measured ? std::optional(r->model.signalMean) : std::nullopt, 3) << " | "
             << r->model.measured << " | " << humanCount(r->model.parameters) << " |\n";
@@ -331,10 +334,8 @@ std::string systemThetaTable(const MeasuredModel& m) {
 }
 
 std::string rankingTable(const std::vector<MeasuredModel>& models) {
-    std::vector<ModelMeasurement> measurements;
     std::size_t width = 5;
     for (const auto& m : models) {
-        measurements.push_back(m.measurement);
         width = std::max(width, m.measurement.name.size());
     }
     std::ostringstream out;
@@ -342,7 +343,7 @@ std::string rankingTable(const std::vector<MeasuredModel>& models) {
         << padText("signal", 8, true) << padText("tensors", 9, true) << padText("parameters", 12, true)
         << "\n";
     int rank = 0;
-    for (const ModelMeasurement* r : zRanking(measurements)) {
+    for (const ModelMeasurement* r : zRanking(measurementsOf(models))) {
         out << padText(std::to_string(++rank), 3, true) << "  " << padText(r->name, width + 2)
             << padText(fixed(groupTheta(r->model), 2) + "°", 9, true)
             << padText(fixed(r->model.measured ? std::optional(r->model.signalMean) : std::nullopt, 3), 8,

@@ -170,15 +170,19 @@ void aggregateMeasurement(const GgufModel& model, const ModelAnatomy& anatomy, M
     }
 }
 
+std::vector<const ModelMeasurement*> zRanking(std::vector<const ModelMeasurement*> models) {
+    std::stable_sort(models.begin(), models.end(), [](const ModelMeasurement* a, const ModelMeasurement* b) {
+        return a->model.thetaMean > b->model.thetaMean;
+    });
+    return models;
+}
+
 std::vector<const ModelMeasurement*> zRanking(const std::vector<ModelMeasurement>& models) {
     std::vector<const ModelMeasurement*> rows;
     for (const auto& m : models) {
         rows.push_back(&m);
     }
-    std::stable_sort(rows.begin(), rows.end(), [](const ModelMeasurement* a, const ModelMeasurement* b) {
-        return a->model.thetaMean > b->model.thetaMean;
-    });
-    return rows;
+    return zRanking(std::move(rows));
 }
 
 } // namespace organ

@@ -56,6 +56,7 @@ void aggregateMeasurement(const GgufModel& model, const ModelAnatomy& anatomy, M
 
 // The Z-ranking: one row per model, highest θ mean first.
 std::vector<const ModelMeasurement*> zRanking(const std::vector<ModelMeasurement>& models);
+std::vector<const ModelMeasurement*> zRanking(std::vector<const ModelMeasurement*> models);
 
 unsigned defaultThreadCount();
 
