@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <regex>
-#include <unordered_set>
 
 namespace organ {
 namespace {
@@ -60,6 +59,7 @@ std::shared_ptr<const GgufModel> GgufModel::open(const std::string& path) {
     const auto declared = splitKey(first, "split.count");
     if (!declared || *declared <= 1) {
         model->m_tensors = first.tensors();
+        model->indexTensors();
         return model;
     }
     const std::string label = fileLabel(first.path());
@@ -79,14 +79,14 @@ std::shared_ptr<const GgufModel> GgufModel::open(const std::string& path) {
         }
         checkShard(*model->m_shards.back(), part - 1, *declared);
     }
-    std::unordered_set<std::string> names;
     for (std::uint32_t shard = 0; shard < model->m_shards.size(); ++shard) {
         for (TensorInfo tensor : model->m_shards[shard]->tensors()) {
-            if (!names.insert(tensor.name).second) {
+            if (model->m_byName.count(tensor.name) != 0) {
                 throw FormatError(fileLabel(model->m_shards[shard]->path()) + ": tensor '" + tensor.name +
                                   "' also appears in an earlier part");
             }
             tensor.shard = shard;
+            model->m_byName.emplace(tensor.name, model->m_tensors.size());
             model->m_tensors.push_back(std::move(tensor));
         }
     }
@@ -100,13 +100,16 @@ std::shared_ptr<const GgufModel> GgufModel::open(const std::string& path) {
     return model;
 }
 
-const TensorInfo* GgufModel::findTensor(std::string_view name) const {
-    for (const auto& tensor : m_tensors) {
-        if (tensor.name == name) {
-            return &tensor;
-        }
+void GgufModel::indexTensors() {
+    m_byName.reserve(m_tensors.size());
+    for (std::size_t i = 0; i < m_tensors.size(); ++i) {
+        m_byName.emplace(m_tensors[i].name, i);
     }
-    return nullptr;
+}
+
+const TensorInfo* GgufModel::findTensor(std::string_view name) const {
+    const auto it = m_byName.find(std::string(name));
+    return it == m_byName.end() ? nullptr : &m_tensors[it->second];
 }
 
 std::span<const std::byte> GgufModel::tensorData(const TensorInfo& tensor) const {

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace organ {
@@ -22,7 +23,7 @@ public:
     const std::vector<MetaEntry>& metadata() const { return primary().metadata(); }
     const std::vector<TensorInfo>& tensors() const { return m_tensors; }
     const MetaValue* find(std::string_view key) const { return primary().find(key); }
-    const TensorInfo* findTensor(std::string_view name) const;
+    const TensorInfo* findTensor(std::string_view name) const; // by name, in constant time
     std::span<const std::byte> tensorData(const TensorInfo& tensor) const;
     std::uint64_t fileSize() const;
 
@@ -35,7 +36,10 @@ public:
 
 private:
     std::vector<std::shared_ptr<const GgufFile>> m_shards;
+    void indexTensors();
+
     std::vector<TensorInfo> m_tensors;
+    std::unordered_map<std::string, std::size_t> m_byName; // grafts and validation look up per tensor
 };
 
 // "dir/name-00002-of-00005.gguf" -> {"dir/name", 2, 5}; false when the name is not a split part.
