@@ -10,7 +10,7 @@ void MeasurementWorker::measure(quint64 generation, std::shared_ptr<const ModelS
         return;
     }
     emit started(generation);
-    MeasuredModel m{snapshot->model, snapshot->anatomy, {}};
+    MeasuredModel m{snapshot->model, snapshot->anatomy, {}, {}};
     const MeasurementCache cache;
     if (!cache.load(m, ZParams{})) {
         StopToken stop;

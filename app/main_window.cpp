@@ -3,8 +3,8 @@
 #include "anatomy_tree.h"
 #include "engine_thread.h"
 #include "format_error.h"
-#include "measure_report.h"
 #include "model_view.h"
+#include "report_export.h"
 
 #include <QAction>
 #include <QApplication>
@@ -20,32 +20,35 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QSaveFile>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTextBrowser>
 #include <QVBoxLayout>
+#include <cmath>
 
 namespace organ::app {
 namespace {
 
 constexpr int kMaxRecent = 10;
 const QString kRecentKey = QStringLiteral("recentFiles");
+const QString kPaneShareKey = QStringLiteral("window/recipientShare");
 
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setAcceptDrops(true);
-    auto* splitter = new QSplitter(Qt::Horizontal, this);
-    m_recipient = new widgets::ModelPane(Side::Recipient, splitter);
-    m_donor = new widgets::ModelPane(Side::Donor, splitter);
-    splitter->addWidget(m_recipient);
-    splitter->addWidget(m_donor);
-    splitter->setObjectName(QStringLiteral("panes"));
-    setCentralWidget(splitter);
+    m_panes = new QSplitter(Qt::Horizontal, this);
+    m_recipient = new widgets::ModelPane(Side::Recipient, m_panes);
+    m_donor = new widgets::ModelPane(Side::Donor, m_panes);
+    m_panes->addWidget(m_recipient);
+    m_panes->addWidget(m_donor);
+    m_panes->setObjectName(QStringLiteral("panes"));
+    m_panes->setChildrenCollapsible(false);
+    setCentralWidget(m_panes);
     for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
+        connect(pane, &widgets::ModelPane::viewsChanged, this, &MainWindow::updatePaneSizes);
         connect(pane, &widgets::ModelPane::viewsChanged, this, &MainWindow::updateTitle);
         connect(pane, &widgets::ModelPane::viewsChanged, this, &MainWindow::updateComparison);
         connect(pane, &widgets::ModelPane::filesDropped, this,
@@ -61,6 +64,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         resize(1200, 800);
     }
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    updatePaneSizes();
     updateTitle();
 }
 
@@ -89,6 +93,30 @@ void MainWindow::buildMenus() {
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(tr("&Find tensor"), this,
+                    [this] {
+                        if (widgets::ModelView* v = focusedPane()->currentView()) {
+                            v->focusFilter();
+                        }
+                    })
+        ->setShortcut(QKeySequence::Find);
+    view->addSeparator();
+    using Page = widgets::ModelView::Page;
+    const std::pair<QString, Page> pages[] = {{tr("&Anatomy"), Page::Anatomy},
+                                              {tr("&Heatmap"), Page::Heatmap},
+                                              {tr("&Inspector"), Page::Inspector},
+                                              {tr("&Metadata"), Page::Metadata}};
+    for (int k = 0; k < 4; ++k) {
+        const Page page = pages[k].second;
+        view->addAction(pages[k].first, this,
+                        [this, page] {
+                            if (widgets::ModelView* v = focusedPane()->currentView()) {
+                                v->showPage(page);
+                            }
+                        })
+            ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + k)));
+    }
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&Z-measure"), this, &MainWindow::showZMeasureHelp)
         ->setShortcut(QKeySequence::HelpContents);
@@ -243,6 +271,32 @@ void MainWindow::updateComparison() {
     recipient->setComparison(m_donor->tabs()->tabText(m_donor->tabs()->currentIndex()), deltas);
 }
 
+void MainWindow::updatePaneSizes() {
+    constexpr int kEmptyWidth = 300;
+    const bool recipient = m_recipient->tabs()->count() > 0;
+    const bool donor = m_donor->tabs()->count() > 0;
+    m_recipient->setMaximumWidth(!recipient && donor ? kEmptyWidth : QWIDGETSIZE_MAX);
+    m_donor->setMaximumWidth(recipient && !donor ? kEmptyWidth : QWIDGETSIZE_MAX);
+    const bool both = recipient && donor;
+    if (both && !m_bothPanesUsed) {
+        const double share = QSettings().value(kPaneShareKey, 0.5).toDouble();
+        const int left = static_cast<int>(std::lround(share * m_panes->width()));
+        m_panes->setSizes({left, m_panes->width() - left});
+    }
+    if (m_bothPanesUsed && !both) {
+        rememberPaneShare();
+    }
+    m_bothPanesUsed = both;
+}
+
+// The recipient's share of the width, kept while both panes hold models.
+void MainWindow::rememberPaneShare() {
+    const QList<int> sizes = m_panes->sizes();
+    if (sizes[0] + sizes[1] > 0) {
+        QSettings().setValue(kPaneShareKey, double(sizes[0]) / (sizes[0] + sizes[1]));
+    }
+}
+
 void MainWindow::jobEnded(quint64 generation, const QString& message) {
     m_jobs.remove(generation);
     if (m_jobs.isEmpty()) {
@@ -263,7 +317,7 @@ void MainWindow::openDialog(Side side) {
                                                             tr("GGUF models (*.gguf);;All files (*)"));
     if (!paths.isEmpty()) {
         settings.setValue(QStringLiteral("lastFolder"), QFileInfo(paths.front()).absolutePath());
-        openFiles(paths);
+        openFiles(paths, side);
     }
 }
 
@@ -273,27 +327,8 @@ bool MainWindow::exportMeasurement(const QString& path, QString* error) {
         *error = tr("The current model is not measured yet.");
         return false;
     }
-    const std::vector<MeasuredModel> models{
-        {view->snapshot().model, view->snapshot().anatomy, *view->measurement()}};
-    const QString suffix = QFileInfo(path).suffix().toLower();
-    std::string text;
-    if (suffix == QStringLiteral("json")) {
-        text = measurementsDocument(models).dump(2) + "\n";
-    } else if (suffix == QStringLiteral("csv")) {
-        text = measurementsCsv(models);
-    } else if (suffix == QStringLiteral("md")) {
-        text = measurementsMarkdown(models);
-    } else {
-        *error = QFileInfo(path).fileName() + tr(": choose a .json, .csv or .md file");
-        return false;
-    }
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) ||
-        file.write(text.data(), qint64(text.size())) != qint64(text.size()) || !file.commit()) {
-        *error = QFileInfo(path).fileName() + tr(": cannot write: ") + file.errorString();
-        return false;
-    }
-    return true;
+    return widgets::writeMeasurementReport(
+        {view->snapshot().model, view->snapshot().anatomy, *view->measurement(), {}}, path, error);
 }
 
 void MainWindow::exportMeasurementDialog() {
@@ -301,7 +336,7 @@ void MainWindow::exportMeasurementDialog() {
     const QString name = view != nullptr ? QString::fromStdString(view->snapshot().model->name()) : QString();
     const QString path =
         QFileDialog::getSaveFileName(this, tr("Export measurement"), name + QStringLiteral("-zmeasure.json"),
-                                     tr("JSON (*.json);;CSV (*.csv);;Markdown report (*.md)"));
+                                     widgets::measurementReportFilters());
     QString error;
     if (!path.isEmpty() && !exportMeasurement(path, &error)) {
         showError(tr("Cannot export the measurement"), error);
@@ -323,9 +358,12 @@ void MainWindow::showZMeasureHelp() {
     dialog->show();
 }
 
+widgets::ModelPane* MainWindow::focusedPane() const {
+    return m_donor->isAncestorOf(QApplication::focusWidget()) ? m_donor : m_recipient;
+}
+
 void MainWindow::closeCurrent() {
-    // The pane that has the focus, else the recipient.
-    widgets::ModelPane* target = m_donor->isAncestorOf(QApplication::focusWidget()) ? m_donor : m_recipient;
+    widgets::ModelPane* target = focusedPane();
     if (target->tabs()->count() > 0) {
         target->closeView(target->tabs()->currentIndex());
     }
@@ -414,6 +452,9 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());
+    if (m_bothPanesUsed) {
+        rememberPaneShare();
+    }
     QMainWindow::closeEvent(event);
 }
 

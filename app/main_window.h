@@ -8,6 +8,7 @@
 class QLabel;
 class QMenu;
 class QProgressBar;
+class QSplitter;
 class QPushButton;
 class QStackedWidget;
 class QTabWidget;
@@ -60,6 +61,8 @@ protected:
 
 private:
     void buildMenus();
+    // The pane holding the keyboard focus, else the recipient's.
+    widgets::ModelPane* focusedPane() const;
     void rememberRecent(const QString& path);
     void rebuildRecentMenus();
     void showError(const QString& title, const QString& message);
@@ -69,9 +72,15 @@ private:
     void jobEnded(quint64 generation, const QString& message);
     // Δθ of the current donor against the current recipient, when both are measured.
     void updateComparison();
+    // An empty pane beside a full one shrinks to its instructions; when both hold models
+    // they share the width as the user last split it.
+    void updatePaneSizes();
+    void rememberPaneShare();
 
     widgets::ModelPane* m_recipient = nullptr;
     widgets::ModelPane* m_donor = nullptr;
+    QSplitter* m_panes = nullptr;
+    bool m_bothPanesUsed = false;
     QMenu* m_recentMenu = nullptr;
     QMenu* m_recentDonorMenu = nullptr;
     EngineThread* m_engine = nullptr;

@@ -46,7 +46,7 @@ std::optional<double> groupTheta(const ThetaGroup& g) {
 std::vector<std::size_t> byTheta(const MeasuredModel& m) {
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
-        if (m.measurement.tensors[i].hasTheta()) {
+        if (m.reported(i) && m.measurement.tensors[i].hasTheta()) {
             order.push_back(i);
         }
     }
@@ -113,6 +113,9 @@ nlohmann::json measurementToJson(const MeasuredModel& m) {
     const ModelMeasurement& mm = m.measurement;
     nlohmann::json tensors = nlohmann::json::array();
     for (std::size_t i = 0; i < mm.tensors.size(); ++i) {
+        if (!m.reported(i)) {
+            continue;
+        }
         const TensorInfo& t = m.model->tensors()[i];
         const TensorAnatomy& a = m.anatomy.tensors[i];
         nlohmann::json entry = zResultToJson(mm.tensors[i]);
@@ -186,6 +189,9 @@ std::string measurementsCsv(const std::vector<MeasuredModel>& models) {
     };
     for (const auto& m : models) {
         for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
+            if (!m.reported(i)) {
+                continue;
+            }
             const ZResult& z = m.measurement.tensors[i];
             const TensorInfo& t = m.model->tensors()[i];
             const TensorAnatomy& a = m.anatomy.tensors[i];
@@ -256,6 +262,9 @@ std::string measurementsMarkdown(const std::vector<MeasuredModel>& models) {
         std::vector<std::string> constant;
         std::vector<std::string> flagged;
         for (std::size_t i = 0; i < mm.tensors.size(); ++i) {
+            if (!m.reported(i)) {
+                continue;
+            }
             if (mm.tensors[i].constant) {
                 constant.push_back(m.model->tensors()[i].name);
             }
@@ -296,6 +305,9 @@ std::string tensorThetaTable(const MeasuredModel& m) {
         << padText("H", 7, true) << padText("K", 9, true) << padText("C", 9, true) << padText("β", 7, true)
         << "\n";
     for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
+        if (!m.reported(i)) {
+            continue;
+        }
         const ZResult& z = m.measurement.tensors[i];
         const TensorAnatomy& a = m.anatomy.tensors[i];
         std::string theta = z.constant ? "const" : fixed(z.theta, 2);

@@ -16,6 +16,11 @@ struct MeasuredModel {
     std::shared_ptr<const GgufModel> model;
     ModelAnatomy anatomy;
     ModelMeasurement measurement;
+    // The tensors to report (parallel to the model's tensors); empty: every tensor. The
+    // measurement's groups should then be aggregated over the same tensors.
+    std::vector<bool> include;
+
+    bool reported(std::size_t tensor) const { return include.empty() || include[tensor]; }
 };
 
 nlohmann::json zResultToJson(const ZResult& z);

@@ -139,13 +139,17 @@ JobResult measureModel(const GgufModel& model, const ModelAnatomy& anatomy, cons
     return JobResult::ok();
 }
 
-void aggregateMeasurement(const GgufModel& model, const ModelAnatomy& anatomy, ModelMeasurement& m) {
+void aggregateMeasurement(const GgufModel& model, const ModelAnatomy& anatomy, ModelMeasurement& m,
+                          const std::vector<bool>& include) {
     const auto& tensors = model.tensors();
     GroupBuilder whole;
     std::map<std::size_t, GroupBuilder> systems;
     std::map<std::pair<std::size_t, std::string>, GroupBuilder> roles; // (anatomical order, role)
     std::map<std::uint32_t, GroupBuilder> layers;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (!include.empty() && !include[i]) {
+            continue;
+        }
         const TensorAnatomy& a = anatomy.tensors[i];
         const ZResult& z = m.tensors[i];
         whole.add(tensors[i], z);

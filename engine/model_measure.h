@@ -51,8 +51,10 @@ JobResult measureModel(const GgufModel& model, const ModelAnatomy& anatomy, cons
                        ModelMeasurement& out, const ProgressFn& progress = {},
                        const StopToken* stop = nullptr);
 
-// Fills the groups of `m` from its per-tensor results.
-void aggregateMeasurement(const GgufModel& model, const ModelAnatomy& anatomy, ModelMeasurement& m);
+// Fills the groups of `m` from its per-tensor results: every tensor's, or only those that
+// `include` (parallel to the tensors) marks.
+void aggregateMeasurement(const GgufModel& model, const ModelAnatomy& anatomy, ModelMeasurement& m,
+                          const std::vector<bool>& include = {});
 
 // The Z-ranking: one row per model, highest θ mean first.
 std::vector<const ModelMeasurement*> zRanking(const std::vector<ModelMeasurement>& models);

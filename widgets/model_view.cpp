@@ -6,6 +6,7 @@
 #include "metadata_table_model.h"
 #include "model_report.h"
 #include "model_roles.h"
+#include "report_export.h"
 #include "system_theta_charts.h"
 #include "tensor_inspector.h"
 #include "theta_delegate.h"
@@ -13,12 +14,16 @@
 
 #include <QButtonGroup>
 #include <QCheckBox>
+#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMessageBox>
 #include <QRadioButton>
+#include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTabWidget>
@@ -44,8 +49,10 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* par
     m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(m_header);
     m_tabs = new QTabWidget(this);
-    m_tabs->addTab(buildAnatomyTab(), tr("&Anatomy"));
-    m_tabs->addTab(buildHeatmapTab(), tr("&Heatmap"));
+    m_anatomyTab = buildAnatomyTab();
+    m_heatmapTab = buildHeatmapTab();
+    m_tabs->addTab(m_anatomyTab, tr("&Anatomy"));
+    m_tabs->addTab(m_heatmapTab, tr("&Heatmap"));
     m_inspector = new TensorInspector(this);
     m_tabs->addTab(m_inspector, tr("&Inspector"));
     m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
@@ -134,8 +141,52 @@ QWidget* ModelView::buildAnatomyTab() {
         m_tree->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
     }
     m_tree->expandToDepth(0);
+    m_tree->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_tree, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
+        QMenu menu(m_tree);
+        menu.addAction(tr("Export shown tensors as JSON, CSV or Markdown…"), this,
+                       &ModelView::exportShownTensorsDialog);
+        menu.exec(m_tree->viewport()->mapToGlobal(at));
+    });
     layout->addWidget(m_tree, 1);
     return tab;
+}
+
+MeasuredModel ModelView::shownTensorsReport() const {
+    const GgufModel& model = *m_snapshot->model;
+    MeasuredModel report{m_snapshot->model, m_snapshot->anatomy, {}, {}};
+    ModelMeasurement& m = report.measurement;
+    m.path = model.path();
+    m.name = model.name();
+    m.architecture = model.architecture();
+    if (m_measurement) {
+        m.params = m_measurement->params;
+        m.fromCache = m_measurement->fromCache;
+    }
+    const auto& tensors = model.tensors();
+    m.tensors.resize(tensors.size());
+    report.include.resize(tensors.size());
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (const auto& result = m_treeModel->tensorResult(static_cast<int>(i))) {
+            m.tensors[i] = *result;
+        } else {
+            m.tensors[i].N = tensors[i].elements;
+        }
+        report.include[i] = m_proxy->mapFromSource(m_treeModel->indexOfTensor(static_cast<int>(i))).isValid();
+    }
+    aggregateMeasurement(model, m_snapshot->anatomy, m, report.include);
+    return report;
+}
+
+void ModelView::exportShownTensorsDialog() {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export shown tensors"),
+                                                      QString::fromStdString(m_snapshot->model->name()) +
+                                                          QStringLiteral("-tensors.csv"),
+                                                      measurementReportFilters());
+    QString error;
+    if (!path.isEmpty() && !writeMeasurementReport(shownTensorsReport(), path, &error)) {
+        QMessageBox::critical(this, tr("Cannot export the tensors"), error);
+    }
 }
 
 // The tree's current row: outline its cell, show it in the inspector, ask for its portrait.
@@ -205,6 +256,12 @@ QWidget* ModelView::buildHeatmapTab() {
     splitter->addWidget(m_systemCharts);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
+    // Every model's heatmap tab opens with the split the user last chose.
+    splitter->setObjectName(QStringLiteral("heatmapSplitter"));
+    const QString key = QStringLiteral("layout/heatmapSplitter");
+    splitter->restoreState(QSettings().value(key).toByteArray());
+    connect(splitter, &QSplitter::splitterMoved, this,
+            [splitter, key] { QSettings().setValue(key, splitter->saveState()); });
     return splitter;
 }
 
@@ -226,6 +283,17 @@ void ModelView::setMeasurement(std::shared_ptr<const ModelMeasurement> measureme
         }
     }
     m_header->setText(headerText());
+}
+
+void ModelView::showPage(Page page) {
+    QWidget* const pages[] = {m_anatomyTab, m_heatmapTab, m_inspector, m_metadata};
+    m_tabs->setCurrentWidget(pages[static_cast<int>(page)]);
+}
+
+void ModelView::focusFilter() {
+    showPage(Page::Anatomy);
+    m_filter->setFocus(Qt::ShortcutFocusReason);
+    m_filter->selectAll();
 }
 
 void ModelView::setGrouping(TreeGrouping grouping) {

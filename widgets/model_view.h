@@ -1,6 +1,7 @@
 #pragma once
 
 #include "anatomy_tree.h"
+#include "measure_report.h"
 #include "model_measure.h"
 #include "tensor_portrait.h"
 
@@ -55,7 +56,11 @@ signals:
     void tensorSelected(int tensor);
 
 public:
+    enum class Page { Anatomy, Heatmap, Inspector, Metadata };
     QTabWidget* tabs() const { return m_tabs; }
+    void showPage(Page page);
+    // Shows the anatomy tab and puts the keyboard focus in its filter box.
+    void focusFilter();
     // Selects a tensor's row in the tree (expanding and scrolling to it); -1 when filtered out.
     void selectTensor(int tensor);
     QString headerText() const;
@@ -64,6 +69,11 @@ public:
     void applyTensorResult(int tensor, const ZResult& result);
     void setMeasurement(std::shared_ptr<const ModelMeasurement> measurement);
     const ModelMeasurement* measurement() const { return m_measurement.get(); }
+    // The tensors the tree shows (filter and system toggles applied) with their results so
+    // far (unmeasured ones have no θ), groups aggregated over them: what the tree exports.
+    MeasuredModel shownTensorsReport() const;
+    // Asks for a file and writes shownTensorsReport() as JSON, CSV or Markdown.
+    void exportShownTensorsDialog();
 
 private:
     QWidget* buildAnatomyTab();
@@ -76,6 +86,8 @@ private:
     std::shared_ptr<const ModelMeasurement> m_measurement;
     QLabel* m_header = nullptr;
     QTabWidget* m_tabs = nullptr;
+    QWidget* m_anatomyTab = nullptr;
+    QWidget* m_heatmapTab = nullptr;
     QTreeView* m_tree = nullptr;
     QTableView* m_metadata = nullptr;
     QLineEdit* m_filter = nullptr;

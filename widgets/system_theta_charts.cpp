@@ -1,6 +1,7 @@
 #include "system_theta_charts.h"
 
 #include "chart_export.h"
+#include "chart_style.h"
 #include "theta_scale.h"
 
 #include <QTimer>
@@ -50,6 +51,8 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
     const QString model = QString::fromStdString(m_snapshot->model->name());
     installExportMenu(m_layers, this, [model] { return model + QStringLiteral("-theta-per-layer"); });
     installExportMenu(m_systems, this, [model] { return model + QStringLiteral("-theta-per-system"); });
+    followPalette(m_layers);
+    followPalette(m_systems);
 
     m_layers->plotLayout()->insertRow(0);
     m_layers->plotLayout()->addElement(
@@ -73,8 +76,9 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
     m_layers->axisRect()->insetLayout()->take(m_layers->legend);
     m_layers->plotLayout()->addElement(2, 0, m_layers->legend);
     m_layers->plotLayout()->setRowStretchFactor(2, 0.001);
+    // Two entries per row: the wrap first, then the fill order that rearranges the items by it.
+    m_layers->legend->setWrap(2);
     m_layers->legend->setFillOrder(QCPLegend::foColumnsFirst);
-    m_layers->legend->setWrap(3);
     m_layers->legend->setBorderPen(Qt::NoPen);
     m_layers->xAxis->setLabel(tr("layer"));
     m_layers->xAxis->setRange(-0.5, std::max<double>(0.5, m_snapshot->anatomy.layerCount() - 0.5));

@@ -1,6 +1,7 @@
 #include "tensor_inspector.h"
 
 #include "chart_export.h"
+#include "chart_style.h"
 #include "theta_scale.h"
 
 #include <QCheckBox>
@@ -19,6 +20,7 @@ QCustomPlot* makePlot(QWidget* parent, const QString& title, const QString& expo
     plot->plotLayout()->addElement(
         0, 0, new QCPTextElement(plot, title, QFont(parent->font().family(), 10, QFont::Bold)));
     installExportMenu(plot, parent, [exportName] { return exportName; });
+    followPalette(plot);
     return plot;
 }
 

@@ -1,6 +1,7 @@
 #include "theta_heatmap.h"
 
 #include "chart_export.h"
+#include "chart_style.h"
 #include "theta_scale.h"
 
 #include <QTimer>
@@ -57,6 +58,7 @@ void ThetaHeatmap::buildPlot() {
     layout->addWidget(m_plot);
     m_plot->setInteractions({});
     m_plot->setMouseTracking(true);
+    followPalette(m_plot);
     const int rows = rowCount();
     if (rows == 0) {
         m_plot->plotLayout()->insertRow(0);
@@ -83,9 +85,8 @@ void ThetaHeatmap::buildPlot() {
     presence.setColorInterpolation(QCPColorGradient::ciRGB);
     m_presence->setGradient(presence);
     m_presence->setDataRange(QCPRange(kAbsent, kConstant));
-    // Δθ: blue where the donor is noisier, red where it is more structured, white equal.
     // Δθ: blue where the donor is noisier, red where it is more structured; Δθ = 0 a light
-    // grey, apart from the white of "no such tensor".
+    // grey, apart from the blank of "no such tensor".
     const QCPColorGradient diverging = divergingGradient(QColor(0xe6, 0xe6, 0xe6));
     const QCPColorGradient& gradient = m_mode == Mode::Theta ? thetaGradient() : diverging;
     const QCPRange range =
@@ -94,7 +95,9 @@ void ThetaHeatmap::buildPlot() {
     m_theta->setDataRange(range);
     for (int c = 0; c < m_columns; ++c) {
         for (int r = 0; r < rows; ++r) {
+            // Absent: transparent, so that the chart's background (the palette's) shows.
             m_presence->data()->setCell(c, r, tensorAt(c, r) < 0 ? kAbsent : kPending);
+            m_presence->data()->setAlpha(c, r, tensorAt(c, r) < 0 ? 0 : 255);
             // No θ yet: fully transparent, so that the presence map shows through. (A NaN
             // cell would be painted in the gradient's NaN colour whatever its alpha.)
             m_theta->data()->setCell(c, r, kThetaMin);
@@ -136,9 +139,8 @@ void ThetaHeatmap::buildPlot() {
     m_plot->plotLayout()->insertRow(1);
     auto* key = new QCPTextElement(
         m_plot, m_mode == Mode::Theta
-                    ? tr("white: no such tensor · grey: not measured yet · salmon: constant (no θ)")
-                    : tr("white: no such tensor · dark grey: no measured counterpart in the donor"));
-    key->setTextColor(QColor(0x55, 0x55, 0x55));
+                    ? tr("blank: no such tensor · grey: not measured yet\nsalmon: constant (no θ)")
+                    : tr("blank: no such tensor\ndark grey: no measured counterpart in the donor"));
     m_plot->plotLayout()->addElement(1, 0, key);
 
     m_highlight = new QCPItemRect(m_plot);

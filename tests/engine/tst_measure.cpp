@@ -84,6 +84,42 @@ private slots:
         QCOMPARE(again.measurement.model.thetaMean, mm.model.thetaMean);
     }
 
+    // A report over some tensors (the window's filtered tree): only those rows, and groups
+    // aggregated over only those tensors.
+    void reportsASelection() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        MeasuredModel m = measure(path.toStdString());
+        const std::string everything = measurementsCsv({m});
+        m.include.assign(m.model->tensors().size(), false);
+        double sum = 0;
+        int selected = 0;
+        for (std::size_t i = 0; i < m.include.size(); ++i) {
+            if (m.model->tensors()[i].name.find("ffn_down") != std::string::npos) {
+                m.include[i] = true;
+                sum += *m.measurement.tensors[i].theta;
+                ++selected;
+            }
+        }
+        QCOMPARE(selected, 5);
+        aggregateMeasurement(*m.model, m.anatomy, m.measurement, m.include);
+        QCOMPARE(m.measurement.model.tensors, std::uint64_t(5));
+        QVERIFY(std::abs(m.measurement.model.thetaMean - sum / selected) < 1e-9);
+        QCOMPARE(m.measurement.bySystem.size(), std::size_t(1));
+        QCOMPARE(m.measurement.byRole.size(), std::size_t(1));
+        const nlohmann::json j = measurementToJson(m);
+        QCOMPARE(j.at("tensors").size(), std::size_t(5));
+        for (const auto& t : j.at("tensors")) {
+            QVERIFY(t.at("name").get<std::string>().find("ffn_down") != std::string::npos);
+        }
+        const std::string csv = measurementsCsv({m});
+        QCOMPARE(std::count(csv.begin(), csv.end(), '\n'), 6L); // header + 5
+        QVERIFY(std::count(everything.begin(), everything.end(), '\n') == 49L);
+        const std::string markdown = measurementsMarkdown({m});
+        QVERIFY(markdown.find("attn_q") == std::string::npos);
+        QVERIFY(markdown.find("ffn_down") != std::string::npos);
+    }
+
     void damagedOrgansRankLower() {
         const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         const QString damaged = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));

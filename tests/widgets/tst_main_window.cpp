@@ -10,6 +10,7 @@
 #include "model_pane.h"
 #include "model_roles.h"
 #include "model_view.h"
+#include "report_export.h"
 #include "shared_models.h"
 #include "system_theta_charts.h"
 #include "tensor_inspector.h"
@@ -22,6 +23,7 @@
 #include <QMimeData>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -52,10 +54,14 @@ class TestMainWindow : public QObject {
         return nullptr;
     }
 
+    // Into the build folder; the HiDPI run's screenshots are prefixed "hidpi-".
     static void saveScreenshot(QWidget* window, const QString& name) {
         const QString folder = QStringLiteral(ORGAN_SCREENSHOT_DIR);
         QDir().mkpath(folder);
-        QVERIFY(window->grab().save(folder + u'/' + name));
+        const QPixmap shot = window->grab();
+        QCOMPARE(shot.devicePixelRatio(), window->devicePixelRatioF());
+        const QString prefix = window->devicePixelRatioF() > 1 ? QStringLiteral("hidpi-") : QString();
+        QVERIFY(shot.save(folder + u'/' + prefix + name));
     }
 
 private slots:
@@ -266,12 +272,177 @@ private slots:
         QVERIFY(window.exportMeasurement(md, &error));
         QVERIFY(readAll(md).startsWith("# Z-measure report"));
 
+        // The tree exports what it shows, in the same schemas: everything when unfiltered
+        // (identical to the measurement export), only the filtered tensors otherwise.
+        widgets::ModelView* view = window.currentView();
+        const QString allCsv = m_dir.filePath(QStringLiteral("tree.csv"));
+        QVERIFY(widgets::writeMeasurementReport(view->shownTensorsReport(), allCsv, &error));
+        QCOMPARE(readAll(allCsv), readAll(csv));
+        view->filterEdit()->setText(QStringLiteral("ffn_down"));
+        view->findChild<QCheckBox*>(QStringLiteral("system-norm"))->setChecked(false);
+        const QString shownJson = m_dir.filePath(QStringLiteral("tree.json"));
+        QVERIFY(widgets::writeMeasurementReport(view->shownTensorsReport(), shownJson, &error));
+        const auto shown = nlohmann::json::parse(readAll(shownJson).toStdString()).at("models").at(0);
+        QCOMPARE(shown.at("tensors").size(), std::size_t(5));
+        QCOMPARE(shown.at("model").at("tensors").get<int>(), 5);
+        for (const auto& t : shown.at("tensors")) {
+            QVERIFY(t.at("name").get<std::string>().find("ffn_down") != std::string::npos);
+            QVERIFY(t.at("theta").is_number());
+        }
+        view->filterEdit()->setText(QStringLiteral("norm"));
+        QCOMPARE(view->shownTensorsReport().measurement.model.tensors, std::uint64_t(0));
+        QVERIFY(!widgets::writeMeasurementReport(view->shownTensorsReport(),
+                                                 m_dir.filePath(QStringLiteral("tree.txt")), &error));
+        QVERIFY(error.startsWith(QStringLiteral("tree.txt: ")));
+
         window.showZMeasureHelp();
         auto* help = window.findChild<QDialog*>(QStringLiteral("zMeasureHelp"));
         QVERIFY(help != nullptr);
         QVERIFY(help->findChild<QTextBrowser*>()->toPlainText().contains(QStringLiteral("θ ∈ [0°, 90°]")));
         saveScreenshot(help, QStringLiteral("help-z-measure.png"));
         help->close();
+    }
+
+    // Before any θ arrives the tree still exports its tensors, with no θ.
+    void exportsUnmeasuredTree() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto snapshot = ModelSnapshot::open(path.toStdString());
+        widgets::ModelView view(snapshot);
+        QString error;
+        const QString csv = m_dir.filePath(QStringLiteral("unmeasured.csv"));
+        QVERIFY2(widgets::writeMeasurementReport(view.shownTensorsReport(), csv, &error), qPrintable(error));
+        const QStringList lines = QString::fromUtf8(readAll(csv)).split(u'\n', Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 49);
+        QVERIFY2(lines[1].startsWith(QStringLiteral("\"llama\",\"token_embd.weight\",embed,")),
+                 qPrintable(lines[1]));
+        QVERIFY2(lines[1].contains(QStringLiteral(",0,32768,,,,")), qPrintable(lines[1])); // n 0, N, no H/K/C
+    }
+
+    // Keyboard: Ctrl+F goes to the filter, Ctrl+1…4 to the pages, in the focused pane.
+    void shortcuts() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.resize(1200, 800);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        QCOMPARE(window.openFiles({path}), 1);
+        QCOMPARE(window.openFiles({path}, app::MainWindow::Side::Donor), 1);
+        widgets::ModelView* recipient = window.currentView();
+        widgets::ModelView* donor = window.pane(app::MainWindow::Side::Donor)->currentView();
+        QTest::keyClick(&window, Qt::Key_2, Qt::ControlModifier);
+        QCOMPARE(recipient->tabs()->currentIndex(), 1);
+        QTest::keyClick(&window, Qt::Key_F, Qt::ControlModifier);
+        QCOMPARE(recipient->tabs()->currentIndex(), 0);
+        QCOMPARE(QApplication::focusWidget(), recipient->filterEdit());
+        donor->anatomyView()->setFocus();
+        QTest::keyClick(&window, Qt::Key_4, Qt::ControlModifier);
+        QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->metadataView()));
+        QCOMPARE(recipient->tabs()->currentIndex(), 0);
+        QTest::keyClick(&window, Qt::Key_3, Qt::ControlModifier);
+        QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->inspector()));
+    }
+
+    // The split between the panes and between heatmap and side charts outlive the window.
+    void layoutRemembered() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        QList<int> panes;
+        QList<int> heatmap;
+        {
+            app::MainWindow window;
+            window.resize(1200, 800);
+            window.show();
+            auto* splitter = window.findChild<QSplitter*>(QStringLiteral("panes"));
+            QCOMPARE(window.openFiles({path}), 1);
+            // The empty donor pane shrinks to its instructions.
+            QTRY_VERIFY(splitter->sizes().at(1) <= 300);
+            QCOMPARE(window.openFiles({path}, app::MainWindow::Side::Donor), 1);
+            QTRY_VERIFY(std::abs(splitter->sizes().at(0) - splitter->sizes().at(1)) < 20);
+            splitter->setSizes({720, 480});
+            panes = splitter->sizes();
+            auto* inner = window.currentView()->findChild<QSplitter*>(QStringLiteral("heatmapSplitter"));
+            window.currentView()->showPage(widgets::ModelView::Page::Heatmap);
+            inner->setSizes({500, 200});
+            emit inner->splitterMoved(500, 1);
+            heatmap = inner->sizes();
+            window.close();
+        }
+        app::MainWindow again;
+        again.resize(1200, 800);
+        again.show();
+        QCOMPARE(again.openFiles({path}), 1);
+        QCOMPARE(again.openFiles({path}, app::MainWindow::Side::Donor), 1);
+        // The same split (as a share of the width: the layout may settle to other pixels).
+        const QList<int> restored = again.findChild<QSplitter*>(QStringLiteral("panes"))->sizes();
+        QVERIFY2(std::abs(double(restored[0]) / (restored[0] + restored[1]) -
+                          double(panes[0]) / (panes[0] + panes[1])) < 0.02,
+                 qPrintable(QStringLiteral("%1/%2 vs %3/%4")
+                                .arg(restored[0])
+                                .arg(restored[1])
+                                .arg(panes[0])
+                                .arg(panes[1])));
+        again.currentView()->showPage(widgets::ModelView::Page::Heatmap);
+        QCOMPARE(again.currentView()->findChild<QSplitter*>(QStringLiteral("heatmapSplitter"))->sizes(),
+                 heatmap);
+        // Closing the donor shrinks its pane again; the next donor gets the remembered split.
+        again.pane(app::MainWindow::Side::Donor)->closeView(0);
+        QTRY_VERIFY(again.findChild<QSplitter*>(QStringLiteral("panes"))->sizes().at(1) <= 300);
+        QSettings().remove(QStringLiteral("window"));
+        QSettings().remove(QStringLiteral("layout"));
+    }
+
+    // In a dark palette the charts are dark with light text, not white boxes.
+    void darkPalette() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const QPalette original = QApplication::palette();
+        QPalette dark;
+        dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+        dark.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+        dark.setColor(QPalette::AlternateBase, QColor(0x26, 0x26, 0x26));
+        dark.setColor(QPalette::Text, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
+        dark.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
+        QApplication::setPalette(dark);
+        {
+            app::MainWindow window;
+            window.resize(1280, 800);
+            window.show();
+            QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+            QCOMPARE(window.openFiles({path}), 1);
+            QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+            widgets::ModelView* view = window.currentView();
+            view->showPage(widgets::ModelView::Page::Heatmap);
+            QTRY_COMPARE(view->systemCharts()->layerPlot()->graph(int(System::Organ))->dataCount(), 5);
+            QCustomPlot* plot = view->heatmap()->plot();
+            plot->replot();
+            QCOMPARE(plot->xAxis->tickLabelColor(), QColor(0xe0, 0xe0, 0xe0));
+            // Charts draw at the screen's pixel density (2 in the HiDPI run).
+            QCOMPARE(plot->bufferDevicePixelRatio(), plot->devicePixelRatioF());
+            const QImage shot = plot->grab().toImage();
+            QCOMPARE(shot.width(), qRound(plot->width() * plot->devicePixelRatioF()));
+            QVERIFY(QColor(shot.pixel(2, 2)).lightness() < 60);
+            // An absent cell (token_embd has no layer 0) shows the dark background.
+            const QPoint absent =
+                plot->axisRect()->rect().topLeft() + QPoint(plot->axisRect()->width() * 1.5 / 6, 3);
+            QVERIFY(view->heatmap()->tensorAtPixel(absent) < 0);
+            QVERIFY(QColor(shot.pixel(absent * shot.devicePixelRatio())).lightness() < 60);
+            QCOMPARE(view->systemCharts()->layerPlot()->legend->textColor(), QColor(0xe0, 0xe0, 0xe0));
+            saveScreenshot(&window, QStringLiteral("dark-heatmap.png"));
+            view->selectTensor(int(view->snapshot().model->findTensor("blk.1.ffn_up.weight") -
+                                   view->snapshot().model->tensors().data()));
+            view->showPage(widgets::ModelView::Page::Inspector);
+            QTest::qWait(300);
+            saveScreenshot(&window, QStringLiteral("dark-inspector.png"));
+            // Back to a light palette: the charts follow.
+            QApplication::setPalette(original);
+            QTRY_COMPARE(plot->xAxis->tickLabelColor(), original.color(QPalette::WindowText));
+            QVERIFY(QColor(plot->toPixmap().toImage().pixel(2, 2)).lightness() > 200);
+        }
+        QApplication::setPalette(original);
     }
 
     // Selecting a tensor shows it in the inspector: indicators, histogram, spectrum, matrix.
