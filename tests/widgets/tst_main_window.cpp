@@ -31,6 +31,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTextBrowser>
+#include <QTimer>
 #include <QTreeView>
 #include <QXmlStreamReader>
 #include <fstream>
@@ -342,6 +343,19 @@ private slots:
         QCOMPARE(recipient->tabs()->currentIndex(), 0);
         QTest::keyClick(&window, Qt::Key_3, Qt::ControlModifier);
         QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->inspector()));
+        // Help → About names the program, its version and Qt's.
+        QString about;
+        QTimer::singleShot(0, [&about] {
+            if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+                about = box->text();
+                box->accept();
+            }
+        });
+        QApplication::setApplicationVersion(QStringLiteral("9.8.7"));
+        window.showAbout();
+        QVERIFY2(about.contains(QStringLiteral("Organ Workbench 9.8.7")),
+                 qPrintable(about));
+        QVERIFY(about.contains(QString::fromLatin1(qVersion())));
     }
 
     // The split between the panes and between heatmap and side charts outlive the window.
