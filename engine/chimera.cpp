@@ -52,6 +52,12 @@ GraftModels GraftModels::open(const GraftPlan& plan) {
     return models;
 }
 
+GraftModels GraftModels::fromModels(std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> models) {
+    GraftModels out;
+    out.m_models = std::move(models);
+    return out;
+}
+
 const GgufModel* GraftModels::find(const std::string& id) const {
     for (const auto& [modelId, model] : m_models) {
         if (modelId == id) {

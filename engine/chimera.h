@@ -16,6 +16,8 @@ class GraftModels {
 public:
     // Opens every model of the plan; throws FormatError or IoError naming the file.
     static GraftModels open(const GraftPlan& plan);
+    // Models already open (the window's): "base" first, then each donor id.
+    static GraftModels fromModels(std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> models);
 
     const GgufModel& base() const { return *m_models.front().second; }
     const GgufModel* find(const std::string& id) const;
@@ -42,6 +44,7 @@ struct ChimeraTensor {
     std::string sourceName; // in that model
     TensorType targetType = TensorType::F32;
     bool converted = false; // dequantized and requantized to targetType
+    int operation = -1;     // the plan operation that set its source (-1: the base's own)
 };
 
 // What the plan will produce, computed before anything is written.

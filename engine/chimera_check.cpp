@@ -277,7 +277,7 @@ private:
         const TensorInfo* source = model.findTensor(slot.sourceName);
         const TensorInfo* expected =
             slot.expected.empty() ? nullptr : m_models.base().findTensor(slot.expected);
-        ChimeraTensor out{name, slot.model, slot.sourceName, source->type, false};
+        ChimeraTensor out{name, slot.model, slot.sourceName, source->type, false, slot.operation};
         if (expected == nullptr) {
             add(Finding::Severity::Error, slot.operation,
                 name + ": the base has no tensor to compare it with", {name});

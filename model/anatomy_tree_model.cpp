@@ -1,5 +1,8 @@
 #include "anatomy_tree_model.h"
 
+#include <QMimeData>
+#include <algorithm>
+
 #include "format_error.h"
 #include "model_roles.h"
 
@@ -112,6 +115,113 @@ const AnatomyTree* AnatomyTreeModel::tree() const {
 
 const AnatomyNode& AnatomyTreeModel::node(const QModelIndex& index) const {
     return tree()->nodes[static_cast<std::size_t>(index.internalId())];
+}
+
+void AnatomyTreeModel::collectTensors(int n, std::vector<int>& out) const {
+    const AnatomyNode& nd = tree()->nodes[static_cast<std::size_t>(n)];
+    if (nd.kind == AnatomyNode::Kind::Tensor) {
+        out.push_back(nd.tensor);
+    }
+    for (int child : nd.children) {
+        collectTensors(child, out);
+    }
+}
+
+Qt::ItemFlags AnatomyTreeModel::flags(const QModelIndex& index) const {
+    Qt::ItemFlags f = QAbstractItemModel::flags(index);
+    if (m_dropHandler != nullptr) {
+        f |= Qt::ItemIsDropEnabled; // the invalid index too: a drop on the empty area is on the model
+    }
+    if (index.isValid() && m_dragSource) {
+        f |= Qt::ItemIsDragEnabled;
+    }
+    return f;
+}
+
+QStringList AnatomyTreeModel::mimeTypes() const {
+    return {QString::fromLatin1(kTensorMimeType)};
+}
+
+QMimeData* AnatomyTreeModel::mimeData(const QModelIndexList& indexes) const {
+    if (m_snapshot == nullptr || indexes.isEmpty()) {
+        return nullptr;
+    }
+    TensorDrag drag;
+    drag.model = QString::fromStdString(m_snapshot->model->path());
+    std::vector<int> nodes;
+    for (const QModelIndex& index : indexes) {
+        if (index.isValid() && index.model() == this) {
+            nodes.push_back(static_cast<int>(index.internalId()));
+        }
+    }
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    for (int n : nodes) {
+        collectTensors(n, drag.tensors);
+    }
+    if (drag.tensors.empty()) {
+        return nullptr;
+    }
+    std::sort(drag.tensors.begin(), drag.tensors.end());
+    drag.tensors.erase(std::unique(drag.tensors.begin(), drag.tensors.end()), drag.tensors.end());
+    if (nodes.size() == 1) {
+        const AnatomyNode& only = tree()->nodes[static_cast<std::size_t>(nodes.front())];
+        const bool oneLayer = only.kind == AnatomyNode::Kind::Layer ||
+                              (only.kind == AnatomyNode::Kind::System && only.layer.has_value());
+        drag.pick = only.kind == AnatomyNode::Kind::Tensor ? TensorDrag::Pick::Tensors
+                    : oneLayer                             ? TensorDrag::Pick::Layer
+                                                           : TensorDrag::Pick::System;
+    }
+    return encodeTensorDrag(drag);
+}
+
+DropTarget AnatomyTreeModel::dropTarget(const QModelIndex& index) const {
+    DropTarget target;
+    if (!index.isValid()) {
+        return target;
+    }
+    const AnatomyNode& nd = node(index.siblingAtColumn(0));
+    switch (nd.kind) {
+    case AnatomyNode::Kind::Tensor:
+        target.kind = DropTarget::Kind::Tensor;
+        target.tensor = nd.tensor;
+        target.layer = m_snapshot->anatomy.tensors[static_cast<std::size_t>(nd.tensor)].layer;
+        break;
+    case AnatomyNode::Kind::Layer:
+        // Under a system (system → layer) the drop is that system's part of the layer.
+        target.kind = nd.layer ? DropTarget::Kind::Layer : DropTarget::Kind::Model;
+        target.layer = nd.layer;
+        target.hasSystem = m_grouping == TreeGrouping::SystemLayer;
+        target.system = nd.system;
+        break;
+    case AnatomyNode::Kind::System:
+        target.kind = nd.layer ? DropTarget::Kind::Layer : DropTarget::Kind::System;
+        target.layer = nd.layer;
+        target.hasSystem = true;
+        target.system = nd.system;
+        break;
+    }
+    return target;
+}
+
+bool AnatomyTreeModel::canDropMimeData(const QMimeData* data, Qt::DropAction, int, int,
+                                       const QModelIndex& parent) const {
+    m_dropMessage.clear();
+    const auto drag = decodeTensorDrag(data);
+    if (m_dropHandler == nullptr || m_snapshot == nullptr || !drag) {
+        return false;
+    }
+    return m_dropHandler->canDropTensors(*drag, QString::fromStdString(m_snapshot->model->path()),
+                                         dropTarget(parent), &m_dropMessage);
+}
+
+bool AnatomyTreeModel::dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
+                                    const QModelIndex& parent) {
+    if (!canDropMimeData(data, action, row, column, parent)) {
+        return false;
+    }
+    return m_dropHandler->dropTensors(*decodeTensorDrag(data),
+                                      QString::fromStdString(m_snapshot->model->path()), dropTarget(parent));
 }
 
 QModelIndex AnatomyTreeModel::indexOfTensor(int tensor) const {

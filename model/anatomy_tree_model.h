@@ -1,6 +1,7 @@
 #pragma once
 
 #include "anatomy_tree.h"
+#include "tensor_drag.h"
 #include "zmeasure.h"
 
 #include <QAbstractItemModel>
@@ -32,6 +33,25 @@ public:
         return m_results.at(static_cast<std::size_t>(tensor));
     }
 
+    // Drag and drop of tensors (kTensorMimeType): a donor's tree is a drag source; a
+    // recipient's tree accepts drops, which `handler` checks and turns into plan operations.
+    void setDragSource(bool on) { m_dragSource = on; }
+    void setDropHandler(TensorDropHandler* handler) { m_dropHandler = handler; }
+    // What the last canDropMimeData() said about the drop (why it fits or not).
+    const QString& dropMessage() const { return m_dropMessage; }
+    // The drop target a node stands for (the whole model for the invalid index).
+    DropTarget dropTarget(const QModelIndex& index) const;
+
+    Qt::ItemFlags flags(const QModelIndex& index) const override;
+    QStringList mimeTypes() const override;
+    QMimeData* mimeData(const QModelIndexList& indexes) const override;
+    bool canDropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
+                         const QModelIndex& parent) const override;
+    bool dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
+                      const QModelIndex& parent) override;
+    Qt::DropActions supportedDragActions() const override { return Qt::CopyAction; }
+    Qt::DropActions supportedDropActions() const override { return Qt::CopyAction; }
+
     QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
     QModelIndex parent(const QModelIndex& child) const override;
     int rowCount(const QModelIndex& parent = {}) const override;
@@ -52,6 +72,11 @@ private:
     void addToGroups(int tensor, double theta);
     QVariant thetaOf(const AnatomyNode& node, int nodeIndex) const;
 
+    void collectTensors(int node, std::vector<int>& out) const;
+
+    bool m_dragSource = false;
+    TensorDropHandler* m_dropHandler = nullptr;
+    mutable QString m_dropMessage;
     std::vector<int> m_nodeOfTensor;
     std::vector<std::optional<ZResult>> m_results; // per tensor, survives regrouping
     std::vector<double> m_thetaSum;                // per node of the current tree

@@ -1,0 +1,542 @@
+#include "graft_document.h"
+
+#include "format_error.h"
+
+#include <QCoreApplication>
+#include <QFileInfo>
+#include <QUndoCommand>
+#include <QUndoStack>
+#include <algorithm>
+#include <set>
+
+namespace organ::model {
+namespace {
+
+QString trText(const char* text) {
+    return QCoreApplication::translate("organ::model::GraftDocument", text);
+}
+
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+// The plan replaced as a whole: small, and every edit kind undoes the same way.
+class PlanCommand : public QUndoCommand {
+public:
+    PlanCommand(GraftDocument* document, GraftPlan before, GraftPlan after, const QString& text)
+        : QUndoCommand(text), m_document(document), m_before(std::move(before)), m_after(std::move(after)) {}
+    void redo() override { m_document->setPlan(m_after); }
+    void undo() override { m_document->setPlan(m_before); }
+
+private:
+    GraftDocument* m_document;
+    GraftPlan m_before;
+    GraftPlan m_after;
+};
+
+// "ffn_up.weight" for "blk.3.ffn_up.weight" in layer 3; empty when the name does not start so.
+std::string layerSuffix(const std::string& name, std::uint32_t layer) {
+    const std::string prefix = "blk." + std::to_string(layer) + ".";
+    return name.starts_with(prefix) ? name.substr(prefix.size()) : std::string();
+}
+
+std::string layerTensorName(std::uint32_t layer, const std::string& suffix) {
+    return "blk." + std::to_string(layer) + "." + suffix;
+}
+
+QString fileOf(const std::string& path) {
+    return QFileInfo(q(path)).fileName();
+}
+
+QString namesText(const std::vector<std::string>& names) {
+    QString text = q(names.front());
+    if (names.size() > 1) {
+        text += trText(" and %1 more").arg(names.size() - 1);
+    }
+    return text;
+}
+
+} // namespace
+
+GraftDocument::GraftDocument(QObject* parent) : QObject(parent), m_undo(new QUndoStack(this)) {
+    connect(m_undo, &QUndoStack::cleanChanged, this, &GraftDocument::changed);
+}
+
+GraftDocument::~GraftDocument() = default;
+
+void GraftDocument::addModel(std::shared_ptr<const ModelSnapshot> snapshot) {
+    m_models[q(snapshot->model->path())] = std::move(snapshot);
+    recheck();
+}
+
+void GraftDocument::removeModel(const QString& path) {
+    m_models.erase(path);
+    recheck();
+}
+
+std::shared_ptr<const ModelSnapshot> GraftDocument::model(const QString& path) const {
+    const auto it = m_models.find(path);
+    return it == m_models.end() ? nullptr : it->second;
+}
+
+bool GraftDocument::isModified() const {
+    return !m_undo->isClean();
+}
+
+bool GraftDocument::uses(const QString& path) const {
+    return !isEmpty() && (base() == path || !donorId(path).isEmpty());
+}
+
+QString GraftDocument::donorId(const QString& path) const {
+    for (const auto& [id, donorPath] : m_plan.donors) {
+        if (q(donorPath) == path) {
+            return q(id);
+        }
+    }
+    return {};
+}
+
+void GraftDocument::setPlan(const GraftPlan& plan) {
+    m_plan = plan;
+    recheck();
+}
+
+void GraftDocument::push(const QString& text, GraftPlan after) {
+    // Donors no operation reads any more leave the plan; an empty plan forgets its base.
+    std::set<std::string> used;
+    for (const auto& o : after.operations) {
+        used.insert(o.donor);
+        for (const auto& range : o.stack) {
+            used.insert(range.model);
+        }
+    }
+    std::erase_if(after.donors, [&](const auto& donor) { return !used.contains(donor.first); });
+    if (after.operations.empty()) {
+        after.base.clear();
+    }
+    m_undo->push(new PlanCommand(this, m_plan, std::move(after), text));
+}
+
+void GraftDocument::recheck() {
+    m_report = {};
+    m_unavailable.clear();
+    if (!m_plan.base.empty()) {
+        std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> models;
+        auto add = [&](const std::string& id, const std::string& path) {
+            const auto snapshot = model(q(path));
+            if (snapshot == nullptr) {
+                m_unavailable =
+                    tr("%1 is not open: open it to check and assemble the plan").arg(fileOf(path));
+                return false;
+            }
+            models.emplace_back(id, snapshot->model);
+            return true;
+        };
+        bool all = add("base", m_plan.base);
+        for (const auto& [id, path] : m_plan.donors) {
+            all = all && add(id, path);
+        }
+        if (all) {
+            m_report = checkGraft(m_plan, GraftModels::fromModels(std::move(models)));
+        }
+    }
+    emit changed();
+}
+
+GraftPlan GraftDocument::withBase(const QString& recipient, QString* error) const {
+    GraftPlan plan = m_plan;
+    if (plan.base.empty()) {
+        plan.base = recipient.toStdString();
+    } else if (q(plan.base) != recipient) {
+        *error = tr("The plan grafts into %1: clear it, or make %1 the recipient, to plan for %2")
+                     .arg(fileOf(plan.base), QFileInfo(recipient).fileName());
+    }
+    return plan;
+}
+
+std::string GraftDocument::ensureDonor(GraftPlan& plan, const QString& path) const {
+    for (const auto& [id, donorPath] : plan.donors) {
+        if (q(donorPath) == path) {
+            return id;
+        }
+    }
+    std::string stem;
+    for (QChar c : QFileInfo(path).completeBaseName()) {
+        stem += c.isLetterOrNumber() && c.unicode() < 128 ? char(c.unicode()) : '-';
+    }
+    if (stem.empty() || stem == "base") {
+        stem = "donor";
+    }
+    std::string id = stem;
+    for (int k = 2; plan.donorPath(id) != nullptr; ++k) {
+        id = stem + "-" + std::to_string(k);
+    }
+    plan.donors.emplace_back(id, path.toStdString());
+    return id;
+}
+
+GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, const QString& recipient,
+                                                      const DropTarget& target) const {
+    DropResult result;
+    auto refuse = [&](const QString& why) {
+        result.message = why;
+        return result;
+    };
+    const auto to = model(recipient);
+    const auto from = model(drag.model);
+    if (to == nullptr || from == nullptr) {
+        return refuse(tr("That model is no longer open"));
+    }
+    if (drag.model == recipient) {
+        return refuse(tr("Drag from a donor onto the recipient"));
+    }
+    const auto& donorTensors = from->model->tensors();
+    const auto& recipientTensors = to->model->tensors();
+    if (drag.tensors.empty() || drag.tensors.back() >= int(donorTensors.size()) ||
+        (target.kind == DropTarget::Kind::Tensor && target.tensor >= int(recipientTensors.size()))) {
+        return refuse(tr("The dragged tensors do not belong to that model"));
+    }
+    QString error;
+    GraftPlan plan = withBase(recipient, &error);
+    if (!error.isEmpty()) {
+        return refuse(error);
+    }
+
+    // The dragged tensors, limited to the target's system when it has one.
+    const bool bySystem = target.kind == DropTarget::Kind::System ||
+                          (target.kind == DropTarget::Kind::Layer && target.hasSystem);
+    std::vector<int> dragged;
+    for (int t : drag.tensors) {
+        if (!bySystem || from->anatomy.tensors[std::size_t(t)].system == target.system) {
+            dragged.push_back(t);
+        }
+    }
+    if (dragged.empty()) {
+        const auto name = systemName(target.system);
+        return refuse(tr("None of the dragged tensors belongs to %1")
+                          .arg(QString::fromUtf8(name.data(), qsizetype(name.size()))));
+    }
+    std::optional<std::uint32_t> sourceLayer = from->anatomy.tensors[std::size_t(dragged.front())].layer;
+    for (int t : dragged) {
+        if (from->anatomy.tensors[std::size_t(t)].layer != sourceLayer) {
+            sourceLayer.reset();
+            break;
+        }
+    }
+
+    GraftOperation op;
+    op.donor = ensureDonor(plan, drag.model);
+    std::vector<std::string> targets; // chimera names the operation sets
+    std::vector<std::string> sources; // the donor's names, parallel
+    for (int t : dragged) {
+        sources.push_back(donorTensors[std::size_t(t)].name);
+    }
+    const std::optional<std::uint32_t> targetLayer =
+        target.kind == DropTarget::Kind::Tensor ? to->anatomy.tensors[std::size_t(target.tensor)].layer
+                                                : target.layer;
+    const bool onLayer =
+        target.kind == DropTarget::Kind::Layer || (target.kind == DropTarget::Kind::Tensor && targetLayer);
+    if (target.kind == DropTarget::Kind::Tensor && dragged.size() == 1) {
+        const std::string& wanted = recipientTensors[std::size_t(target.tensor)].name;
+        const std::string& source = sources.front();
+        const bool sameRole = sourceLayer && targetLayer && !layerSuffix(source, *sourceLayer).empty() &&
+                              layerSuffix(source, *sourceLayer) == layerSuffix(wanted, *targetLayer);
+        if (source != wanted && !sameRole) {
+            return refuse(
+                tr("%1 cannot replace %2: a tensor replaces one of the same role").arg(q(source), q(wanted)));
+        }
+    }
+    if (onLayer && !sourceLayer) {
+        return refuse(
+            tr("The dragged tensors span several layers, or none: drop them on the model or on a system "
+               "to graft them in place"));
+    }
+    if (onLayer && *sourceLayer != *targetLayer) {
+        op.kind = GraftOperation::Kind::MapLayer;
+        op.fromLayer = *sourceLayer;
+        op.toLayer = *targetLayer;
+        for (const auto& s : sources) {
+            targets.push_back(layerTensorName(*targetLayer, layerSuffix(s, *sourceLayer)));
+        }
+    } else {
+        op.kind = GraftOperation::Kind::Replace;
+        targets = sources;
+    }
+
+    // Check the plan with the operation; keep the tensors that fit.
+    std::set<std::string> bad;
+    QStringList problems;
+    for (const auto& name : targets) {
+        if (to->model->findTensor(name) == nullptr) {
+            bad.insert(name);
+            problems << tr("%1: the recipient has no such tensor").arg(q(name));
+        }
+    }
+    op.select.names = targets;
+    GraftPlan candidate = plan;
+    candidate.operations.push_back(op);
+    const int index = int(candidate.operations.size()) - 1;
+    std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> models{{"base", to->model}};
+    for (const auto& [id, path] : candidate.donors) {
+        const auto donor = model(q(path));
+        if (donor == nullptr) {
+            return refuse(tr("%1 is not open").arg(fileOf(path)));
+        }
+        models.emplace_back(id, donor->model);
+    }
+    const CompatibilityReport report = checkGraft(candidate, GraftModels::fromModels(std::move(models)));
+    for (const Finding& f : report.findings) {
+        if (f.operation != index || f.severity != Finding::Severity::Error) {
+            continue;
+        }
+        if (f.tensors.empty()) {
+            return refuse(q(f.message));
+        }
+        for (const auto& name : f.tensors) {
+            // map_layer names missing donor tensors by their donor name.
+            const std::string suffix =
+                op.kind == GraftOperation::Kind::MapLayer ? layerSuffix(name, op.fromLayer) : "";
+            bad.insert(suffix.empty() ? name : layerTensorName(op.toLayer, suffix));
+        }
+        problems << q(f.message);
+    }
+    std::vector<std::string> good;
+    for (const auto& name : targets) {
+        if (!bad.contains(name)) {
+            good.push_back(name);
+        }
+    }
+    if (good.empty()) {
+        return refuse(problems.isEmpty() ? tr("Nothing to graft") : problems.front());
+    }
+    op.select.names = good;
+    result.ok = true;
+    result.operation = op;
+    result.tensors = int(good.size());
+    result.leftOut = problems;
+    const QString what = op.kind == GraftOperation::Kind::MapLayer
+                             ? tr("Maps layer %1 → %2: %n tensor(s)", nullptr, int(good.size()))
+                                   .arg(op.fromLayer)
+                                   .arg(op.toLayer)
+                             : tr("Replaces %n tensor(s)", nullptr, int(good.size()));
+    result.message = what;
+    if (!problems.isEmpty()) {
+        result.message += tr("; leaves out %1: %2").arg(bad.size()).arg(problems.front());
+    }
+    return result;
+}
+
+bool GraftDocument::canDropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target,
+                                   QString* message) {
+    const DropResult result = evaluateDrop(drag, recipient, target);
+    if (message != nullptr) {
+        *message = result.message;
+    }
+    return result.ok;
+}
+
+bool GraftDocument::dropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) {
+    const DropResult result = evaluateDrop(drag, recipient, target);
+    m_lastDropMessage = result.message;
+    if (!result.ok) {
+        return false;
+    }
+    QString error;
+    GraftPlan after = withBase(recipient, &error);
+    ensureDonor(after, drag.model);
+    after.operations.push_back(result.operation);
+    push(result.message, std::move(after));
+    return true;
+}
+
+void GraftDocument::removeOperation(int index) {
+    if (index < 0 || index >= int(m_plan.operations.size())) {
+        return;
+    }
+    GraftPlan after = m_plan;
+    after.operations.erase(after.operations.begin() + index);
+    push(tr("Remove: %1").arg(describe(index)), std::move(after));
+}
+
+void GraftDocument::moveOperation(int from, int to) {
+    const int count = int(m_plan.operations.size());
+    if (from < 0 || from >= count || to < 0 || to >= count || from == to) {
+        return;
+    }
+    GraftPlan after = m_plan;
+    auto op = after.operations[std::size_t(from)];
+    after.operations.erase(after.operations.begin() + from);
+    after.operations.insert(after.operations.begin() + to, std::move(op));
+    push(tr("Move: %1").arg(describe(from)), std::move(after));
+}
+
+void GraftDocument::layerOperation(const QString& recipient, GraftOperation op, const QString& text) {
+    QString error;
+    GraftPlan after = withBase(recipient, &error);
+    if (!error.isEmpty()) {
+        m_lastDropMessage = error;
+        return;
+    }
+    after.operations.push_back(std::move(op));
+    push(text, std::move(after));
+}
+
+void GraftDocument::duplicateLayer(const QString& recipient, std::uint32_t layer) {
+    GraftOperation op;
+    op.kind = GraftOperation::Kind::DuplicateLayer;
+    op.toLayer = layer;
+    layerOperation(recipient, op, tr("Duplicate layer %1").arg(layer));
+}
+
+void GraftDocument::removeLayer(const QString& recipient, std::uint32_t layer) {
+    GraftOperation op;
+    op.kind = GraftOperation::Kind::RemoveLayer;
+    op.toLayer = layer;
+    layerOperation(recipient, op, tr("Remove layer %1").arg(layer));
+}
+
+void GraftDocument::repeatLayers(const QString& recipient, std::uint32_t first, std::uint32_t last) {
+    const auto snapshot = model(recipient);
+    if (snapshot == nullptr || first > last || last >= snapshot->anatomy.layerCount()) {
+        return;
+    }
+    const std::uint32_t end = snapshot->anatomy.layerCount() - 1;
+    GraftOperation op;
+    op.kind = GraftOperation::Kind::StackLayers;
+    op.stack.push_back({"base", 0, last});
+    op.stack.push_back({"base", first, last});
+    if (last < end) {
+        op.stack.push_back({"base", last + 1, end});
+    }
+    layerOperation(recipient, op, tr("Repeat layers %1–%2").arg(first).arg(last));
+}
+
+void GraftDocument::removeOperationsUsing(const QString& path) {
+    if (isEmpty() || !uses(path)) {
+        return;
+    }
+    if (base() == path) {
+        clear();
+        return;
+    }
+    const std::string id = donorId(path).toStdString();
+    GraftPlan after = m_plan;
+    std::erase_if(after.operations, [&](const GraftOperation& o) {
+        return o.donor == id || std::any_of(o.stack.begin(), o.stack.end(),
+                                            [&](const LayerRange& r) { return r.model == id; });
+    });
+    push(tr("Remove the grafts from %1").arg(QFileInfo(path).fileName()), std::move(after));
+}
+
+void GraftDocument::clear() {
+    if (!isEmpty()) {
+        push(tr("Clear the plan"), GraftPlan{});
+    }
+}
+
+void GraftDocument::save(const QString& path) {
+    saveGraftPlan(m_plan, path.toStdString());
+    markSaved();
+    m_fileName = path;
+}
+
+void GraftDocument::load(const QString& path) {
+    GraftPlan plan = loadGraftPlan(path.toStdString());
+    m_undo->clear();
+    m_fileName = path;
+    setPlan(plan);
+    m_undo->setClean();
+}
+
+void GraftDocument::markSaved() {
+    m_undo->setClean();
+}
+
+GraftDocument::OperationSummary GraftDocument::summary(int operation) const {
+    OperationSummary s;
+    for (const ChimeraTensor& t : m_report.layout.tensors) {
+        if (t.operation == operation && t.model != "base") {
+            ++s.tensors;
+            const std::string* path = m_plan.donorPath(t.model);
+            if (const auto donor = path ? model(q(*path)) : nullptr) {
+                if (const TensorInfo* info = donor->model->findTensor(t.sourceName)) {
+                    s.bytes += info->bytes;
+                }
+            }
+        }
+    }
+    for (const Finding& f : m_report.findings) {
+        if (f.operation == operation) {
+            s.errors += f.severity == Finding::Severity::Error;
+            s.warnings += f.severity == Finding::Severity::Warning;
+        }
+    }
+    return s;
+}
+
+QString GraftDocument::describe(int operation) const {
+    if (operation < 0 || operation >= int(m_plan.operations.size())) {
+        return {};
+    }
+    const GraftOperation& o = m_plan.operations[std::size_t(operation)];
+    using Kind = GraftOperation::Kind;
+    switch (o.kind) {
+    case Kind::Replace:
+        return o.select.names.empty() ? tr("replace a selection from %1").arg(q(o.donor))
+                                      : tr("replace %1 from %2").arg(namesText(o.select.names), q(o.donor));
+    case Kind::MapLayer:
+        return tr("layer %1 of %2 → layer %3 (%n tensor(s))", nullptr, int(o.select.names.size()))
+            .arg(o.fromLayer)
+            .arg(q(o.donor))
+            .arg(o.toLayer);
+    case Kind::StackLayers: {
+        QStringList ranges;
+        for (const auto& r : o.stack) {
+            ranges << tr("%1 %2–%3").arg(q(r.model)).arg(r.first).arg(r.last);
+        }
+        return tr("stack layers: %1").arg(ranges.join(QStringLiteral(", ")));
+    }
+    case Kind::DuplicateLayer:
+        return tr("duplicate layer %1").arg(o.toLayer);
+    case Kind::RemoveLayer:
+        return tr("remove layer %1").arg(o.toLayer);
+    case Kind::SetMetadata:
+        return tr("set %1").arg(q(o.key));
+    case Kind::RemoveMetadata:
+        return tr("remove %1").arg(q(o.key));
+    }
+    return {};
+}
+
+std::vector<GraftDocument::Replacement> GraftDocument::replacements() const {
+    std::vector<Replacement> out;
+    const auto recipient = model(base());
+    if (recipient == nullptr) {
+        return out;
+    }
+    for (const ChimeraTensor& t : m_report.layout.tensors) {
+        if (t.model == "base") {
+            continue;
+        }
+        const TensorInfo* mine = recipient->model->findTensor(t.name);
+        const std::string* path = m_plan.donorPath(t.model);
+        const auto donor = path ? model(q(*path)) : nullptr;
+        const TensorInfo* theirs = donor ? donor->model->findTensor(t.sourceName) : nullptr;
+        if (mine == nullptr || theirs == nullptr) {
+            continue;
+        }
+        Replacement r;
+        r.recipientTensor = int(mine - recipient->model->tensors().data());
+        r.donorPath = q(*path);
+        r.donorTensor = int(theirs - donor->model->tensors().data());
+        for (std::size_t k = 0; k < m_plan.donors.size(); ++k) {
+            if (m_plan.donors[k].first == t.model) {
+                r.donorIndex = int(k);
+            }
+        }
+        out.push_back(r);
+    }
+    return out;
+}
+
+} // namespace organ::model

@@ -1,0 +1,121 @@
+#pragma once
+
+#include "anatomy_tree.h"
+#include "chimera.h"
+#include "graft_plan.h"
+#include "tensor_drag.h"
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <map>
+#include <memory>
+
+class QUndoStack;
+
+namespace organ::model {
+
+// The window's graft plan: the same GraftPlan the CLI runs, edited through an undo stack,
+// checked against the models the window has open after every change. Drops of donor
+// tensors become operations here (TensorDropHandler); nothing is written until assembly.
+class GraftDocument : public QObject, public TensorDropHandler {
+    Q_OBJECT
+public:
+    explicit GraftDocument(QObject* parent = nullptr);
+    ~GraftDocument() override;
+
+    // The models the window has open, by their (absolute) path; plans refer to them by path.
+    void addModel(std::shared_ptr<const ModelSnapshot> snapshot);
+    void removeModel(const QString& path);
+    std::shared_ptr<const ModelSnapshot> model(const QString& path) const;
+
+    const GraftPlan& plan() const { return m_plan; }
+    const CompatibilityReport& report() const { return m_report; }
+    // Why the plan cannot be checked (a model it names is not open), or empty.
+    const QString& unavailable() const { return m_unavailable; }
+    QUndoStack* undoStack() const { return m_undo; }
+    bool isEmpty() const { return m_plan.operations.empty(); }
+    bool isModified() const;
+    // The recipient the plan grafts into, empty before the first operation.
+    QString base() const { return QString::fromStdString(m_plan.base); }
+    // True when the plan reads from the model (as base or donor).
+    bool uses(const QString& path) const;
+    QString donorId(const QString& path) const;
+
+    // One outcome of a drop: the operation it adds (possibly narrowed to the compatible
+    // tensors), or why nothing fits.
+    struct DropResult {
+        bool ok = false;
+        QString message;     // the reason it does not fit, or what it adds
+        QStringList leftOut; // why some dragged tensors were left out
+        GraftOperation operation;
+        int tensors = 0; // chimera tensors the operation sets
+    };
+    DropResult evaluateDrop(const TensorDrag& drag, const QString& recipient, const DropTarget& target) const;
+
+    bool canDropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target,
+                        QString* message) override;
+    bool dropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) override;
+    // What the last dropTensors() said (added, left out), for the status bar.
+    const QString& lastDropMessage() const { return m_lastDropMessage; }
+
+    // Edits, each one undoable step.
+    void removeOperation(int index);
+    void moveOperation(int from, int to);
+    void duplicateLayer(const QString& recipient, std::uint32_t layer);
+    void removeLayer(const QString& recipient, std::uint32_t layer);
+    // Passthrough: the recipient's layers 0…last, then first…last again, then the rest.
+    void repeatLayers(const QString& recipient, std::uint32_t first, std::uint32_t last);
+    // Removes every operation that reads `path` (all of them when it is the base).
+    void removeOperationsUsing(const QString& path);
+    void clear();
+
+    // Plans on disk, the JSON of `organ assemble --plan`. Throw FormatError/IoError.
+    void save(const QString& path);
+    void load(const QString& path); // models it names must be opened by the caller
+    void markSaved();
+    QString fileName() const { return m_fileName; }
+
+    // Per operation: the chimera tensors it sets and their bytes in the donor, and its
+    // findings' worst severity.
+    struct OperationSummary {
+        int tensors = 0;
+        std::uint64_t bytes = 0;
+        int errors = 0;
+        int warnings = 0;
+    };
+    OperationSummary summary(int operation) const;
+    QString describe(int operation) const;
+
+    // Recipient tensors the plan replaces, and where from.
+    struct Replacement {
+        int recipientTensor = -1;
+        QString donorPath;
+        int donorTensor = -1;
+        int donorIndex = 0; // position of the donor in the plan, for its colour
+    };
+    std::vector<Replacement> replacements() const;
+
+    // Internal: the undo commands set the plan through this.
+    void setPlan(const GraftPlan& plan);
+
+signals:
+    void changed();
+
+private:
+    void push(const QString& text, GraftPlan after);
+    void recheck();
+    GraftPlan withBase(const QString& recipient, QString* error) const;
+    std::string ensureDonor(GraftPlan& plan, const QString& path) const;
+    void layerOperation(const QString& recipient, GraftOperation op, const QString& text);
+
+    GraftPlan m_plan;
+    CompatibilityReport m_report;
+    QString m_unavailable;
+    QUndoStack* m_undo = nullptr;
+    std::map<QString, std::shared_ptr<const ModelSnapshot>> m_models;
+    QString m_lastDropMessage;
+    QString m_fileName;
+};
+
+} // namespace organ::model

@@ -1,0 +1,101 @@
+#include "graft_plan_model.h"
+
+#include "format_error.h"
+#include "graft_document.h"
+
+#include <QBrush>
+#include <QColor>
+
+namespace organ::model {
+
+GraftPlanModel::GraftPlanModel(GraftDocument* document, QObject* parent)
+    : QAbstractTableModel(parent), m_document(document) {
+    // Every edit replaces the plan: the rows are rebuilt (plans are short).
+    connect(document, &GraftDocument::changed, this, [this] {
+        beginResetModel();
+        endResetModel();
+    });
+}
+
+int GraftPlanModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : int(m_document->plan().operations.size());
+}
+
+int GraftPlanModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant GraftPlanModel::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || index.row() >= rowCount()) {
+        return {};
+    }
+    const int op = index.row();
+    const auto& operation = m_document->plan().operations[std::size_t(op)];
+    const bool checked = m_document->unavailable().isEmpty();
+    const GraftDocument::OperationSummary s = m_document->summary(op);
+    if (role == Qt::DisplayRole) {
+        switch (index.column()) {
+        case Number:
+            return op + 1;
+        case Operation:
+            return m_document->describe(op);
+        case Donor:
+            return QString::fromStdString(operation.donor.empty() ? std::string("base") : operation.donor);
+        case Tensors:
+            return checked ? QVariant(s.tensors) : QVariant();
+        case Bytes:
+            return checked && s.bytes != 0 ? QVariant(QString::fromStdString(humanBytes(s.bytes)))
+                                           : QVariant();
+        case Status:
+            if (!checked) {
+                return tr("not checked");
+            }
+            if (s.errors != 0) {
+                return tr("%n error(s)", nullptr, s.errors);
+            }
+            if (s.warnings != 0) {
+                return tr("%n warning(s)", nullptr, s.warnings);
+            }
+            // A later operation (a stack, a map onto the same layer) took its tensors over.
+            return s.tensors == 0 && (operation.kind == GraftOperation::Kind::Replace ||
+                                      operation.kind == GraftOperation::Kind::MapLayer)
+                       ? tr("no effect")
+                       : tr("ok");
+        }
+    }
+    if (role == Qt::ForegroundRole && index.column() == Status && checked) {
+        if (s.errors != 0) {
+            return QBrush(QColor(0xc6, 0x28, 0x28));
+        }
+        if (s.warnings != 0) {
+            return QBrush(QColor(0xb2, 0x6b, 0x00));
+        }
+    }
+    if (role == Qt::TextAlignmentRole && (index.column() == Tensors || index.column() == Bytes)) {
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+    }
+    return {};
+}
+
+QVariant GraftPlanModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) {
+        return {};
+    }
+    switch (section) {
+    case Number:
+        return tr("#");
+    case Operation:
+        return tr("operation");
+    case Donor:
+        return tr("from");
+    case Tensors:
+        return tr("tensors");
+    case Bytes:
+        return tr("bytes");
+    case Status:
+        return tr("status");
+    }
+    return {};
+}
+
+} // namespace organ::model

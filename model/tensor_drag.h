@@ -1,0 +1,51 @@
+#pragma once
+
+#include "anatomy.h"
+
+#include <QString>
+#include <optional>
+#include <vector>
+
+class QMimeData;
+
+namespace organ::model {
+
+// Tensors dragged from a donor: the payload of kTensorMimeType. Encoded as a version byte,
+// the kind of pick, the source model's file (its identity in the window) and the tensor
+// indices; decoding refuses any other version and any malformed payload.
+inline constexpr const char* kTensorMimeType = "application/x-organ-workbench-tensors";
+inline constexpr quint8 kTensorMimeVersion = 1;
+
+struct TensorDrag {
+    enum class Pick : quint8 { Tensors, Layer, System, Role, Column };
+    Pick pick = Pick::Tensors;
+    QString model;            // absolute path of the source model's (first) file
+    std::vector<int> tensors; // indices into that model's tensors, ascending, unique
+};
+
+QMimeData* encodeTensorDrag(const TensorDrag& drag);
+std::optional<TensorDrag> decodeTensorDrag(const QMimeData* data);
+
+// Where tensors are dropped in the recipient.
+struct DropTarget {
+    enum class Kind { Model, System, Layer, Tensor };
+    Kind kind = Kind::Model;
+    System system = System::Other;      // System; Layer when under a system node
+    bool hasSystem = false;             // Layer: the drop is limited to that system
+    std::optional<std::uint32_t> layer; // Layer, and Tensor when it is in a layer
+    int tensor = -1;                    // Tensor: index into the recipient's tensors
+};
+
+// What the window does with drops: checks them against the graft plan while dragging and
+// adds operations on drop. Item models and charts only forward to it.
+class TensorDropHandler {
+public:
+    virtual ~TensorDropHandler() = default;
+    // Whether dropping `drag` on `target` of the model `recipient` adds anything; `message`
+    // says why not, or what would be added (and left out).
+    virtual bool canDropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target,
+                                QString* message) = 0;
+    virtual bool dropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) = 0;
+};
+
+} // namespace organ::model
