@@ -1,6 +1,7 @@
 #include "engine_thread.h"
 
 #include "measure_cache.h"
+#include "model_validation.h"
 
 namespace organ::app {
 
@@ -57,7 +58,49 @@ void MeasurementWorker::portrait(quint64 generation, std::shared_ptr<const Model
     emit portraitReady(generation, tensor, std::make_shared<const TensorPortrait>(std::move(*result)));
 }
 
+void MeasurementWorker::assemble(quint64 generation, std::shared_ptr<const AssemblyJob> job) {
+    if (job->stop->stopRequested()) {
+        emit assemblyCancelled(generation);
+        return;
+    }
+    try {
+        const GraftModels models = GraftModels::fromModels(job->models);
+        const CompatibilityReport report = checkGraft(job->plan, models);
+        if (report.hasErrors()) {
+            emit assemblyFailed(generation, QString::fromStdString(reportText(report, job->plan)));
+            return;
+        }
+        const JobResult result = assembleChimera(
+            job->plan, models, report, job->output,
+            [&](const Progress& p) {
+                emit assemblyProgress(generation, p.done, p.total,
+                                      QString::fromUtf8(p.stage.data(), qsizetype(p.stage.size())));
+            },
+            job->stop.get());
+        if (result.status == JobResult::Status::Cancelled) {
+            emit assemblyCancelled(generation);
+            return;
+        }
+        if (!result.isOk()) {
+            emit assemblyFailed(generation, QString::fromStdString(result.message));
+            return;
+        }
+        const auto findings = validateModel(*GgufModel::open(job->output));
+        QString text;
+        bool valid = true;
+        for (const Finding& f : findings) {
+            valid = valid && f.severity != Finding::Severity::Error;
+            text += QString::fromUtf8(severityName(f.severity).data()) + QStringLiteral(": ") +
+                    QString::fromStdString(f.message) + u'\n';
+        }
+        emit assembled(generation, QString::fromStdString(job->output), text, valid);
+    } catch (const std::exception& error) {
+        emit assemblyFailed(generation, QString::fromUtf8(error.what()));
+    }
+}
+
 EngineThread::EngineThread(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<std::shared_ptr<const organ::app::AssemblyJob>>();
     qRegisterMetaType<std::shared_ptr<const organ::TensorPortrait>>();
     qRegisterMetaType<organ::ZResult>();
     qRegisterMetaType<std::shared_ptr<const organ::ModelMeasurement>>();
@@ -69,6 +112,10 @@ EngineThread::EngineThread(QObject* parent) : QObject(parent) {
     connect(m_worker, &MeasurementWorker::progress, this, &EngineThread::progress);
     connect(m_worker, &MeasurementWorker::tensorMeasured, this, &EngineThread::tensorMeasured);
     connect(m_worker, &MeasurementWorker::portraitReady, this, &EngineThread::portraitReady);
+    connect(m_worker, &MeasurementWorker::assemblyProgress, this, &EngineThread::assemblyProgress);
+    connect(m_worker, &MeasurementWorker::assembled, this, &EngineThread::assembled);
+    connect(m_worker, &MeasurementWorker::assemblyFailed, this, &EngineThread::assemblyFailed);
+    connect(m_worker, &MeasurementWorker::assemblyCancelled, this, &EngineThread::assemblyCancelled);
     auto done = [this] { --m_running; };
     connect(m_worker, &MeasurementWorker::finished, this, [this, done](quint64 g, auto m) {
         done();
@@ -88,6 +135,7 @@ EngineThread::EngineThread(QObject* parent) : QObject(parent) {
 
 EngineThread::~EngineThread() {
     cancel();
+    cancelAssembly();
     m_thread.quit();
     m_thread.wait();
 }
@@ -110,6 +158,20 @@ quint64 EngineThread::portrait(std::shared_ptr<const ModelSnapshot> snapshot, in
 
 void EngineThread::cancel() {
     m_cancelBelow = m_nextGeneration;
+}
+
+quint64 EngineThread::assemble(std::shared_ptr<const AssemblyJob> job) {
+    const quint64 generation = m_nextGeneration++;
+    m_assemblyStop = job->stop;
+    QMetaObject::invokeMethod(m_worker, "assemble", Qt::QueuedConnection, Q_ARG(quint64, generation),
+                              Q_ARG(std::shared_ptr<const organ::app::AssemblyJob>, std::move(job)));
+    return generation;
+}
+
+void EngineThread::cancelAssembly() {
+    if (m_assemblyStop) {
+        m_assemblyStop->requestStop();
+    }
 }
 
 } // namespace organ::app

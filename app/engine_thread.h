@@ -1,6 +1,7 @@
 #pragma once
 
 #include "anatomy_tree.h"
+#include "chimera.h"
 #include "model_measure.h"
 #include "tensor_portrait.h"
 
@@ -16,6 +17,17 @@ Q_DECLARE_METATYPE(std::shared_ptr<const organ::ModelSnapshot>)
 Q_DECLARE_METATYPE(std::shared_ptr<const organ::TensorPortrait>)
 
 namespace organ::app {
+// A chimera to write: the plan, the open models it names ("base" first) and the output.
+struct AssemblyJob {
+    GraftPlan plan;
+    std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> models;
+    std::string output;
+    std::shared_ptr<StopToken> stop = std::make_shared<StopToken>();
+};
+} // namespace organ::app
+Q_DECLARE_METATYPE(std::shared_ptr<const organ::app::AssemblyJob>)
+
+namespace organ::app {
 
 // Lives on the engine thread; runs one measurement at a time, in the order requested.
 // Results come from the measurement cache when the file is unchanged.
@@ -29,8 +41,15 @@ public slots:
     void measure(quint64 generation, std::shared_ptr<const organ::ModelSnapshot> snapshot);
     // Runs on the engine thread.
     void portrait(quint64 generation, std::shared_ptr<const organ::ModelSnapshot> snapshot, int tensor);
+    // Runs on the engine thread: checks the plan, writes the chimera, validates it.
+    void assemble(quint64 generation, std::shared_ptr<const organ::app::AssemblyJob> job);
 
 signals:
+    void assemblyProgress(quint64 generation, quint64 done, quint64 total, QString stage);
+    // The chimera is written; `validation` is its validation report, one finding a line.
+    void assembled(quint64 generation, QString output, QString validation, bool valid);
+    void assemblyFailed(quint64 generation, QString message);
+    void assemblyCancelled(quint64 generation);
     void portraitReady(quint64 generation, int tensor, std::shared_ptr<const organ::TensorPortrait> portrait);
     void started(quint64 generation);
     void progress(quint64 generation, quint64 done, quint64 total);
@@ -59,8 +78,18 @@ public:
     quint64 portrait(std::shared_ptr<const organ::ModelSnapshot> snapshot, int tensor);
     void cancel();
     bool isBusy() const { return m_running != 0; }
+    // Queues a chimera's assembly; cancelAssembly() stops it (no file is left).
+    quint64 assemble(std::shared_ptr<const AssemblyJob> job);
+    void cancelAssembly();
+    // The object that runs the jobs on the engine thread (tests queue work on it to hold the
+    // thread busy).
+    QObject* worker() const { return m_worker; }
 
 signals:
+    void assemblyProgress(quint64 generation, quint64 done, quint64 total, QString stage);
+    void assembled(quint64 generation, QString output, QString validation, bool valid);
+    void assemblyFailed(quint64 generation, QString message);
+    void assemblyCancelled(quint64 generation);
     void started(quint64 generation);
     void progress(quint64 generation, quint64 done, quint64 total);
     void tensorMeasured(quint64 generation, int tensor, organ::ZResult result);
@@ -75,6 +104,7 @@ private:
     std::atomic<quint64> m_cancelBelow{0};
     quint64 m_nextGeneration = 1;
     int m_running = 0;
+    std::shared_ptr<StopToken> m_assemblyStop;
 };
 
 } // namespace organ::app

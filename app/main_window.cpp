@@ -3,13 +3,17 @@
 #include "anatomy_tree.h"
 #include "engine_thread.h"
 #include "format_error.h"
+#include "graft_document.h"
+#include "graft_plan_panel.h"
 #include "model_view.h"
 #include "report_export.h"
 
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDateTime>
 #include <QDialog>
+#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
@@ -19,12 +23,14 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTextBrowser>
+#include <QUndoStack>
 #include <QVBoxLayout>
 #include <cmath>
 
@@ -39,6 +45,7 @@ const QString kPaneShareKey = QStringLiteral("window/recipientShare");
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setAcceptDrops(true);
+    m_document = new model::GraftDocument(this);
     m_panes = new QSplitter(Qt::Horizontal, this);
     m_recipient = new widgets::ModelPane(Side::Recipient, m_panes);
     m_donor = new widgets::ModelPane(Side::Donor, m_panes);
@@ -53,7 +60,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         connect(pane, &widgets::ModelPane::viewsChanged, this, &MainWindow::updateComparison);
         connect(pane, &widgets::ModelPane::filesDropped, this,
                 [this, pane](const QStringList& paths) { openFiles(paths, pane->side()); });
+        connect(pane, &widgets::ModelPane::viewsChanged, this, &MainWindow::updateSurgeryRoles);
+        pane->setCloseGuard([this](widgets::ModelView* view) { return confirmClose(view); });
+        connect(pane, &widgets::ModelPane::viewClosed, this, [this](const QString& path) {
+            if (findView(path) == nullptr) {
+                m_document->removeModel(path);
+            }
+        });
     }
+    buildSurgery();
     buildMenus();
     m_engine = new EngineThread(this);
     buildStatusBar();
@@ -93,6 +108,22 @@ void MainWindow::buildMenus() {
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    QAction* undo = m_document->undoStack()->createUndoAction(this, tr("&Undo"));
+    undo->setShortcut(QKeySequence::Undo);
+    QAction* redo = m_document->undoStack()->createRedoAction(this, tr("&Redo"));
+    redo->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)});
+    edit->addAction(undo);
+    edit->addAction(redo);
+    QMenu* graft = menuBar()->addMenu(tr("&Graft"));
+    graft->addAction(tr("&Open plan…"), this, &MainWindow::openPlanDialog)
+        ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
+    graft->addAction(tr("&Save plan…"), this, &MainWindow::savePlanDialog)->setShortcut(QKeySequence::Save);
+    graft->addAction(tr("&Assemble chimera…"), this, &MainWindow::assembleDialog)
+        ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_B));
+    graft->addAction(tr("&Clear plan"), m_document, &model::GraftDocument::clear);
+    graft->addSeparator();
+    graft->addAction(m_planDock->toggleViewAction());
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(tr("&Find tensor"), this,
                     [this] {
@@ -129,6 +160,7 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
         try {
             auto snapshot = ModelSnapshot::open(QFileInfo(path).absoluteFilePath().toStdString());
             widgets::ModelPane* target = pane(side);
+            m_document->addModel(snapshot);
             auto* view = new widgets::ModelView(std::move(snapshot), target);
             // Tabs carry the file's name: two specimens share their general.name.
             target->addView(view, QFileInfo(path).completeBaseName(), path);
@@ -220,6 +252,7 @@ void MainWindow::connectEngine() {
                 }
                 jobEnded(g, message);
                 updateComparison();
+                updatePreview();
             });
     connect(m_engine, &EngineThread::failed, this, [this](quint64 g, const QString& error) {
         jobEnded(g, QString());
@@ -227,6 +260,42 @@ void MainWindow::connectEngine() {
     });
     connect(m_engine, &EngineThread::cancelled, this,
             [this](quint64 g) { jobEnded(g, tr("Measurement cancelled")); });
+    connect(m_engine, &EngineThread::assemblyProgress, this,
+            [this](quint64 g, quint64 done, quint64 total, const QString& stage) {
+                if (g == m_assembly) {
+                    assemblyProgress(done, total, stage);
+                }
+            });
+    connect(m_engine, &EngineThread::assemblyCancelled, this, [this](quint64) {
+        statusBar()->showMessage(tr("Assembly cancelled: no file was written"), 10000);
+        assemblyFinished(false, tr("cancelled"));
+    });
+    connect(m_engine, &EngineThread::assemblyFailed, this, [this](quint64, const QString& message) {
+        assemblyFinished(false, message);
+        showError(tr("The chimera could not be assembled"), message);
+    });
+    connect(m_engine, &EngineThread::assembled, this,
+            [this](quint64, const QString& output, const QString& validation, bool valid) {
+                assemblyFinished(true, output);
+                auto* box = new QMessageBox(
+                    valid ? QMessageBox::Information : QMessageBox::Warning, tr("Chimera assembled"),
+                    tr("Wrote %1.\n\nValidation: %2").arg(output, valid ? tr("passed") : tr("failed")),
+                    QMessageBox::NoButton, this);
+                box->setObjectName(QStringLiteral("assemblyResult"));
+                box->setAttribute(Qt::WA_DeleteOnClose);
+                box->setDetailedText(validation.isEmpty() ? tr("No findings.") : validation);
+                QPushButton* asRecipient = box->addButton(tr("Open as recipient"), QMessageBox::AcceptRole);
+                asRecipient->setObjectName(QStringLiteral("openChimeraRecipient"));
+                QPushButton* asDonor = box->addButton(tr("Open as donor"), QMessageBox::AcceptRole);
+                asDonor->setObjectName(QStringLiteral("openChimeraDonor"));
+                box->addButton(QMessageBox::Close);
+                connect(asRecipient, &QPushButton::clicked, this,
+                        [this, output] { openFiles({output}, Side::Recipient); });
+                connect(asDonor, &QPushButton::clicked, this,
+                        [this, output] { openFiles({output}, Side::Donor); });
+                box->open();
+                statusBar()->showMessage(tr("Assembled %1").arg(QFileInfo(output).fileName()), 10000);
+            });
 }
 
 void MainWindow::updateComparison() {
@@ -430,6 +499,303 @@ void MainWindow::updateTitle() {
     setWindowTitle(text);
 }
 
+void MainWindow::buildSurgery() {
+    m_planPanel = new widgets::GraftPlanPanel(m_document, this);
+    m_planDock = new QDockWidget(tr("Graft plan"), this);
+    m_planDock->setObjectName(QStringLiteral("graftPlanDock"));
+    m_planDock->setWidget(m_planPanel);
+    m_planDock->toggleViewAction()->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_G));
+    addDockWidget(Qt::BottomDockWidgetArea, m_planDock);
+    connect(m_planPanel, &widgets::GraftPlanPanel::openPlanRequested, this, &MainWindow::openPlanDialog);
+    connect(m_planPanel, &widgets::GraftPlanPanel::savePlanRequested, this, &MainWindow::savePlanDialog);
+    connect(m_planPanel, &widgets::GraftPlanPanel::assembleRequested, this, &MainWindow::assembleDialog);
+    connect(m_planPanel, &widgets::GraftPlanPanel::tensorsRequested, this, [this](const QStringList& names) {
+        widgets::ModelView* view = findView(m_document->base());
+        if (view == nullptr || names.isEmpty()) {
+            return;
+        }
+        const GgufModel& model = *view->snapshot().model;
+        if (const TensorInfo* t = model.findTensor(names.front().toStdString())) {
+            view->showPage(widgets::ModelView::Page::Anatomy);
+            view->selectTensor(int(t - model.tensors().data()));
+        }
+    });
+    connect(m_document, &model::GraftDocument::changed, this, &MainWindow::updatePreview);
+    connect(m_document->undoStack(), &QUndoStack::indexChanged, this, [this] {
+        if (!m_document->lastDropMessage().isEmpty()) {
+            statusBar()->showMessage(m_document->lastDropMessage(), 8000);
+        }
+    });
+}
+
+widgets::ModelView* MainWindow::findView(const QString& path) const {
+    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
+        for (int i = 0; i < pane->tabs()->count(); ++i) {
+            auto* view = qobject_cast<widgets::ModelView*>(pane->tabs()->widget(i));
+            if (view != nullptr && QString::fromStdString(view->snapshot().model->path()) == path) {
+                return view;
+            }
+        }
+    }
+    return nullptr;
+}
+
+void MainWindow::updateSurgeryRoles() {
+    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
+        for (int i = 0; i < pane->tabs()->count(); ++i) {
+            if (auto* view = qobject_cast<widgets::ModelView*>(pane->tabs()->widget(i))) {
+                view->setSurgery(m_document, pane == m_recipient);
+            }
+        }
+    }
+    updatePreview();
+}
+
+void MainWindow::updatePreview() {
+    const QString base = m_document->base();
+    for (int i = 0; i < m_recipient->tabs()->count(); ++i) {
+        auto* view = qobject_cast<widgets::ModelView*>(m_recipient->tabs()->widget(i));
+        if (view == nullptr) {
+            continue;
+        }
+        if (m_document->isEmpty() || QString::fromStdString(view->snapshot().model->path()) != base ||
+            !m_document->unavailable().isEmpty()) {
+            view->setPlanPreview({}, QString());
+            continue;
+        }
+        const GraftPlan& plan = m_document->plan();
+        auto thetaOf = [this](const QString& path, const std::string& name) -> std::optional<double> {
+            const widgets::ModelView* v = findView(path);
+            if (v == nullptr || v->measurement() == nullptr) {
+                return std::nullopt;
+            }
+            const TensorInfo* t = v->snapshot().model->findTensor(name);
+            return t ? v->measurement()->tensors[std::size_t(t - v->snapshot().model->tensors().data())].theta
+                     : std::nullopt;
+        };
+        std::vector<widgets::ThetaHeatmap::PreviewCell> cells;
+        std::vector<int> perDonor(plan.donors.size(), 0);
+        for (const auto& r : m_document->replacements()) {
+            widgets::ThetaHeatmap::PreviewCell cell;
+            cell.tensor = r.recipientTensor;
+            cell.donor = r.donorIndex;
+            cell.donorName = QString::fromStdString(plan.donors[std::size_t(r.donorIndex)].first);
+            const widgets::ModelView* donor = findView(r.donorPath);
+            if (donor != nullptr && donor->measurement() != nullptr) {
+                cell.theta = donor->measurement()->tensors[std::size_t(r.donorTensor)].theta;
+            }
+            ++perDonor[std::size_t(r.donorIndex)];
+            cells.push_back(cell);
+        }
+        // θ mean of the chimera: each of its tensors with the θ measured in its source.
+        double sum = 0;
+        int measured = 0;
+        bool complete = true;
+        for (const ChimeraTensor& t : m_document->report().layout.tensors) {
+            const std::string* donorPath = plan.donorPath(t.model);
+            const QString source =
+                t.model == "base" ? base : QString::fromStdString(donorPath ? *donorPath : "");
+            const widgets::ModelView* v = findView(source);
+            if (v == nullptr || v->measurement() == nullptr) {
+                complete = false;
+                break;
+            }
+            if (const auto theta = thetaOf(source, t.sourceName)) {
+                sum += *theta;
+                ++measured;
+            }
+        }
+        QString legend = tr("<b>Plan preview</b> (dashed outlines, the donor's θ):");
+        for (std::size_t k = 0; k < plan.donors.size(); ++k) {
+            legend += QStringLiteral(" &nbsp;<span style=\"color:%1\">■</span> %2 (%3)")
+                          .arg(widgets::ThetaHeatmap::donorColor(int(k)).name(),
+                               QString::fromStdString(plan.donors[k].first).toHtmlEscaped())
+                          .arg(perDonor[k]);
+        }
+        if (view->measurement() != nullptr && complete && measured > 0) {
+            legend += tr(" &nbsp;·&nbsp; θ mean %1° → %2°")
+                          .arg(view->measurement()->model.thetaMean, 0, 'f', 2)
+                          .arg(sum / measured, 0, 'f', 2);
+        } else {
+            legend += tr(" &nbsp;·&nbsp; θ mean after: once every model is measured");
+        }
+        view->setPlanPreview(cells, legend);
+    }
+}
+
+bool MainWindow::confirmClose(widgets::ModelView* view) {
+    const QString path = QString::fromStdString(view->snapshot().model->path());
+    if (!m_document->uses(path) || findView(path) != view) {
+        return true;
+    }
+    // Another tab of the same file keeps the plan's model open.
+    int tabs = 0;
+    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
+        for (int i = 0; i < pane->tabs()->count(); ++i) {
+            auto* v = qobject_cast<widgets::ModelView*>(pane->tabs()->widget(i));
+            tabs += v != nullptr && QString::fromStdString(v->snapshot().model->path()) == path;
+        }
+    }
+    if (tabs > 1) {
+        return true;
+    }
+    const auto answer = QMessageBox::question(this, tr("Close a model the plan uses"),
+                                              tr("The graft plan uses %1. Close it and remove its operations "
+                                                 "from the plan? (Edit → Undo brings them "
+                                                 "back once the model is open again.)")
+                                                  .arg(QFileInfo(path).fileName()),
+                                              QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer != QMessageBox::Yes) {
+        return false;
+    }
+    m_document->removeOperationsUsing(path);
+    return true;
+}
+
+bool MainWindow::openPlan(const QString& path, QString* error) {
+    try {
+        const GraftPlan plan = loadGraftPlan(path.toStdString());
+        if (findView(QString::fromStdString(plan.base)) == nullptr &&
+            openFiles({QString::fromStdString(plan.base)}, Side::Recipient) == 0) {
+            *error = tr("%1: cannot open its recipient %2")
+                         .arg(QFileInfo(path).fileName(), QString::fromStdString(plan.base));
+            return false;
+        }
+        for (const auto& [id, donor] : plan.donors) {
+            if (findView(QString::fromStdString(donor)) == nullptr &&
+                openFiles({QString::fromStdString(donor)}, Side::Donor) == 0) {
+                *error = tr("%1: cannot open its donor %2")
+                             .arg(QFileInfo(path).fileName(), QString::fromStdString(donor));
+                return false;
+            }
+        }
+        m_document->load(path);
+        // The plan's recipient becomes the current one, so that its preview shows.
+        if (widgets::ModelView* base = findView(m_document->base());
+            base != nullptr && m_recipient->isAncestorOf(base)) {
+            m_recipient->tabs()->setCurrentWidget(base);
+        }
+        m_planDock->show();
+        return true;
+    } catch (const std::exception& e) {
+        *error = QString::fromUtf8(e.what());
+        return false;
+    }
+}
+
+bool MainWindow::savePlan(const QString& path, QString* error) {
+    try {
+        m_document->save(path);
+        return true;
+    } catch (const std::exception& e) {
+        *error = QString::fromUtf8(e.what());
+        return false;
+    }
+}
+
+void MainWindow::openPlanDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open graft plan"), QString(),
+                                                      tr("Graft plans (*.json);;All files (*)"));
+    QString error;
+    if (!path.isEmpty() && !openPlan(path, &error)) {
+        showError(tr("Cannot open the plan"), error);
+    }
+}
+
+void MainWindow::savePlanDialog() {
+    if (m_document->isEmpty()) {
+        return;
+    }
+    const QString suggested =
+        m_document->fileName().isEmpty()
+            ? QFileInfo(m_document->base()).completeBaseName() + QStringLiteral("-plan.json")
+            : m_document->fileName();
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Save graft plan"), suggested, tr("Graft plans (*.json)"));
+    QString error;
+    if (!path.isEmpty() && !savePlan(path, &error)) {
+        showError(tr("Cannot save the plan"), error);
+    }
+}
+
+void MainWindow::assembleDialog() {
+    if (m_document->isEmpty()) {
+        return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, tr("Assemble chimera"),
+                                                      QFileInfo(m_document->base()).absolutePath() + u'/' +
+                                                          QFileInfo(m_document->base()).completeBaseName() +
+                                                          QStringLiteral("-chimera.gguf"),
+                                                      tr("GGUF models (*.gguf)"));
+    QString error;
+    if (!path.isEmpty() && !startAssembly(path, &error)) {
+        showError(tr("Cannot assemble the chimera"), error);
+    }
+}
+
+bool MainWindow::startAssembly(const QString& output, QString* error) {
+    if (m_assemblyDialog != nullptr) {
+        *error = tr("A chimera is being assembled already");
+        return false;
+    }
+    if (m_document->isEmpty() || !m_document->unavailable().isEmpty() || m_document->report().hasErrors()) {
+        *error = m_document->isEmpty()                  ? tr("The plan is empty")
+                 : !m_document->unavailable().isEmpty() ? m_document->unavailable()
+                                                        : tr("The plan has errors; see the graft plan panel");
+        return false;
+    }
+    auto job = std::make_shared<AssemblyJob>();
+    job->plan = m_document->plan();
+    job->output = QFileInfo(output).absoluteFilePath().toStdString();
+    job->plan.output = job->output;
+    job->models.emplace_back("base", m_document->model(m_document->base())->model);
+    for (const auto& [id, path] : job->plan.donors) {
+        job->models.emplace_back(id, m_document->model(QString::fromStdString(path))->model);
+    }
+    m_assemblyDialog = new QProgressDialog(tr("Assembling %1…").arg(QFileInfo(output).fileName()),
+                                           tr("Cancel"), 0, 1000, this);
+    m_assemblyDialog->setObjectName(QStringLiteral("assemblyProgress"));
+    m_assemblyDialog->setWindowTitle(tr("Assemble chimera"));
+    m_assemblyDialog->setWindowModality(Qt::NonModal); // the window stays usable
+    m_assemblyDialog->setMinimumDuration(0);
+    m_assemblyDialog->setAutoClose(false);
+    m_assemblyDialog->setAutoReset(false);
+    m_assemblyDialog->setMinimumWidth(480);
+    connect(m_assemblyDialog, &QProgressDialog::canceled, m_engine, &EngineThread::cancelAssembly);
+    m_assemblyDialog->show();
+    m_assemblyStarted = QDateTime::currentMSecsSinceEpoch();
+    m_assembly = m_engine->assemble(std::move(job));
+    return true;
+}
+
+void MainWindow::assemblyProgress(quint64 done, quint64 total, const QString& stage) {
+    if (m_assemblyDialog == nullptr) {
+        return;
+    }
+    const double seconds =
+        std::max(0.001, (QDateTime::currentMSecsSinceEpoch() - m_assemblyStarted) / 1000.0);
+    const double rate = done / seconds;
+    QString text =
+        tr("%1: %2 of %3")
+            .arg(stage, QString::fromStdString(humanBytes(done)), QString::fromStdString(humanBytes(total)));
+    if (done > 0 && total >= done) {
+        text += tr(" · %1/s · %2 s left")
+                    .arg(QString::fromStdString(humanBytes(std::uint64_t(rate))))
+                    .arg(std::lround((total - done) / rate));
+    }
+    m_assemblyDialog->setLabelText(text);
+    m_assemblyDialog->setValue(total == 0 ? 1000 : int(1000.0 * double(done) / double(total)));
+}
+
+void MainWindow::assemblyFinished(bool ok, const QString& message) {
+    if (m_assemblyDialog != nullptr) {
+        m_assemblyDialog->deleteLater();
+        m_assemblyDialog = nullptr;
+    }
+    m_assembly = 0;
+    emit assemblyEnded(ok, message);
+}
+
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
     const auto urls = event->mimeData()->urls();
     if (std::any_of(urls.begin(), urls.end(), [](const QUrl& url) { return url.isLocalFile(); })) {
@@ -449,6 +815,22 @@ void MainWindow::dropEvent(QDropEvent* event) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (!m_document->isEmpty() && m_document->isModified()) {
+        const auto answer = QMessageBox::question(
+            this, tr("Unsaved graft plan"), tr("The graft plan has unsaved changes. Save it?"),
+            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+        if (answer == QMessageBox::Cancel) {
+            event->ignore();
+            return;
+        }
+        if (answer == QMessageBox::Save) {
+            savePlanDialog();
+            if (m_document->isModified()) {
+                event->ignore();
+                return;
+            }
+        }
+    }
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());

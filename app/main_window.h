@@ -5,7 +5,9 @@
 #include <QPointer>
 #include <QStringList>
 
+class QDockWidget;
 class QLabel;
+class QProgressDialog;
 class QMenu;
 class QProgressBar;
 class QSplitter;
@@ -16,7 +18,11 @@ class QTabWidget;
 #include "model_pane.h"
 
 namespace organ::widgets {
+class GraftPlanPanel;
 class ModelView;
+} // namespace organ::widgets
+namespace organ::model {
+class GraftDocument;
 }
 
 namespace organ::app {
@@ -46,6 +52,17 @@ public:
     // `organ measure` does. Returns false with `error` set when there is nothing to export.
     bool exportMeasurement(const QString& path, QString* error);
 
+    // Surgery. The plan the drops build; its panel (a dock); plans on disk; the chimera's
+    // assembly on the engine thread (assemblyEnded reports the outcome).
+    model::GraftDocument* graftDocument() const { return m_document; }
+    widgets::GraftPlanPanel* planPanel() const { return m_planPanel; }
+    // Opens a plan, first opening the models it names that are not open yet.
+    bool openPlan(const QString& path, QString* error);
+    bool savePlan(const QString& path, QString* error);
+    bool startAssembly(const QString& output, QString* error);
+    QProgressDialog* assemblyDialog() const { return m_assemblyDialog; }
+    widgets::ModelView* findView(const QString& path) const;
+
 public slots:
     void openDialog(Side side = Side::Recipient);
     void swapPanes();
@@ -53,6 +70,12 @@ public slots:
     void showZMeasureHelp();
     void closeCurrent();
     void showAbout();
+    void openPlanDialog();
+    void savePlanDialog();
+    void assembleDialog();
+
+signals:
+    void assemblyEnded(bool ok, const QString& message);
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -76,6 +99,14 @@ private:
     // they share the width as the user last split it.
     void updatePaneSizes();
     void rememberPaneShare();
+    void buildSurgery();
+    // Recipient views take drops, donor views are drag sources (after opens and swaps).
+    void updateSurgeryRoles();
+    // The plan's preview on the recipient's heatmap: replaced cells, their θ, θ mean before → after.
+    void updatePreview();
+    bool confirmClose(widgets::ModelView* view);
+    void assemblyProgress(quint64 done, quint64 total, const QString& stage);
+    void assemblyFinished(bool ok, const QString& message);
 
     widgets::ModelPane* m_recipient = nullptr;
     widgets::ModelPane* m_donor = nullptr;
@@ -89,6 +120,12 @@ private:
     QLabel* m_jobLabel = nullptr;
     QProgressBar* m_progress = nullptr;
     QPushButton* m_cancel = nullptr;
+    model::GraftDocument* m_document = nullptr;
+    widgets::GraftPlanPanel* m_planPanel = nullptr;
+    QDockWidget* m_planDock = nullptr;
+    QProgressDialog* m_assemblyDialog = nullptr;
+    quint64 m_assembly = 0;
+    qint64 m_assemblyStarted = 0; // ms since the epoch
 };
 
 } // namespace organ::app

@@ -58,11 +58,18 @@ QString namesText(const std::vector<std::string>& names) {
 
 } // namespace
 
+QString countOf(qint64 n, const QString& one, const QString& many) {
+    return QString::number(n) + u' ' + (n == 1 ? one : many);
+}
+
 GraftDocument::GraftDocument(QObject* parent) : QObject(parent), m_undo(new QUndoStack(this)) {
     connect(m_undo, &QUndoStack::cleanChanged, this, &GraftDocument::changed);
 }
 
-GraftDocument::~GraftDocument() = default;
+// The stack clears itself when deleted, which would signal to views of a half-destroyed document.
+GraftDocument::~GraftDocument() {
+    m_undo->blockSignals(true);
+}
 
 void GraftDocument::addModel(std::shared_ptr<const ModelSnapshot> snapshot) {
     m_models[q(snapshot->model->path())] = std::move(snapshot);
@@ -234,8 +241,12 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
     const std::optional<std::uint32_t> targetLayer =
         target.kind == DropTarget::Kind::Tensor ? to->anatomy.tensors[std::size_t(target.tensor)].layer
                                                 : target.layer;
-    const bool onLayer =
-        target.kind == DropTarget::Kind::Layer || (target.kind == DropTarget::Kind::Tensor && targetLayer);
+    // A drop on one tensor of a layer targets that layer when the drag is one layer's; tensors
+    // of several layers (a heatmap row, a system) dropped on a tensor graft in place.
+    // A drop on one tensor of a layer targets that layer when the drag is one layer's; tensors
+    // of several layers (a heatmap row, a system) dropped on a tensor graft in place.
+    const bool onLayer = target.kind == DropTarget::Kind::Layer ||
+                         (target.kind == DropTarget::Kind::Tensor && targetLayer && sourceLayer);
     if (target.kind == DropTarget::Kind::Tensor && dragged.size() == 1) {
         const std::string& wanted = recipientTensors[std::size_t(target.tensor)].name;
         const std::string& source = sources.front();
@@ -314,11 +325,13 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
     result.operation = op;
     result.tensors = int(good.size());
     result.leftOut = problems;
-    const QString what = op.kind == GraftOperation::Kind::MapLayer
-                             ? tr("Maps layer %1 → %2: %n tensor(s)", nullptr, int(good.size()))
-                                   .arg(op.fromLayer)
-                                   .arg(op.toLayer)
-                             : tr("Replaces %n tensor(s)", nullptr, int(good.size()));
+    const QString what =
+        op.kind == GraftOperation::Kind::MapLayer
+            ? tr("Maps layer %1 → %2: %3")
+                  .arg(op.fromLayer)
+                  .arg(op.toLayer)
+                  .arg(countOf(qint64(good.size()), tr("tensor"), tr("tensors")))
+            : tr("Replaces %1").arg(countOf(qint64(good.size()), tr("tensor"), tr("tensors")));
     result.message = what;
     if (!problems.isEmpty()) {
         result.message += tr("; leaves out %1: %2").arg(bad.size()).arg(problems.front());
@@ -345,7 +358,7 @@ bool GraftDocument::dropTensors(const TensorDrag& drag, const QString& recipient
     GraftPlan after = withBase(recipient, &error);
     ensureDonor(after, drag.model);
     after.operations.push_back(result.operation);
-    push(result.message, std::move(after));
+    push(tr("graft: %1").arg(describe(result.operation)), std::move(after));
     return true;
 }
 
@@ -478,17 +491,21 @@ QString GraftDocument::describe(int operation) const {
     if (operation < 0 || operation >= int(m_plan.operations.size())) {
         return {};
     }
-    const GraftOperation& o = m_plan.operations[std::size_t(operation)];
+    return describe(m_plan.operations[std::size_t(operation)]);
+}
+
+QString GraftDocument::describe(const GraftOperation& o) const {
     using Kind = GraftOperation::Kind;
     switch (o.kind) {
     case Kind::Replace:
         return o.select.names.empty() ? tr("replace a selection from %1").arg(q(o.donor))
                                       : tr("replace %1 from %2").arg(namesText(o.select.names), q(o.donor));
     case Kind::MapLayer:
-        return tr("layer %1 of %2 → layer %3 (%n tensor(s))", nullptr, int(o.select.names.size()))
+        return tr("layer %1 of %2 → layer %3 (%4)")
             .arg(o.fromLayer)
             .arg(q(o.donor))
-            .arg(o.toLayer);
+            .arg(o.toLayer)
+            .arg(countOf(qint64(o.select.names.size()), tr("tensor"), tr("tensors")));
     case Kind::StackLayers: {
         QStringList ranges;
         for (const auto& r : o.stack) {

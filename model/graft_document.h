@@ -15,6 +15,9 @@ class QUndoStack;
 
 namespace organ::model {
 
+// "1 tensor", "9 tensors".
+QString countOf(qint64 n, const QString& one, const QString& many);
+
 // The window's graft plan: the same GraftPlan the CLI runs, edited through an undo stack,
 // checked against the models the window has open after every change. Drops of donor
 // tensors become operations here (TensorDropHandler); nothing is written until assembly.
@@ -86,6 +89,7 @@ public:
     };
     OperationSummary summary(int operation) const;
     QString describe(int operation) const;
+    QString describe(const GraftOperation& operation) const;
 
     // Recipient tensors the plan replaces, and where from.
     struct Replacement {

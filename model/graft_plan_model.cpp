@@ -51,10 +51,10 @@ QVariant GraftPlanModel::data(const QModelIndex& index, int role) const {
                 return tr("not checked");
             }
             if (s.errors != 0) {
-                return tr("%n error(s)", nullptr, s.errors);
+                return countOf(s.errors, tr("error"), tr("errors"));
             }
             if (s.warnings != 0) {
-                return tr("%n warning(s)", nullptr, s.warnings);
+                return countOf(s.warnings, tr("warning"), tr("warnings"));
             }
             // A later operation (a stack, a map onto the same layer) took its tensors over.
             return s.tensors == 0 && (operation.kind == GraftOperation::Kind::Replace ||

@@ -62,10 +62,15 @@ void ModelPane::moveViewsTo(ModelPane& other) {
 }
 
 void ModelPane::closeView(int index) {
-    QWidget* view = m_tabs->widget(index);
-    m_tabs->removeTab(index);
+    auto* view = qobject_cast<ModelView*>(m_tabs->widget(index));
+    if (view == nullptr || (m_closeGuard && !m_closeGuard(view))) {
+        return;
+    }
+    const QString path = QString::fromStdString(view->snapshot().model->path());
+    m_tabs->removeTab(m_tabs->indexOf(view));
     view->deleteLater();
     updatePage();
+    emit viewClosed(path);
     emit viewsChanged();
 }
 

@@ -2,6 +2,7 @@
 
 #include <QStringList>
 #include <QWidget>
+#include <functional>
 
 class QLabel;
 class QStackedWidget;
@@ -26,11 +27,15 @@ public:
     void addView(ModelView* view, const QString& title, const QString& toolTip);
     // Moves every view of this pane to `other` (and keeps their titles).
     void moveViewsTo(ModelPane& other);
+    // Closes a tab unless the close guard (when set) says no.
     void closeView(int index);
+    void setCloseGuard(std::function<bool(ModelView*)> guard) { m_closeGuard = std::move(guard); }
 
 signals:
     void filesDropped(const QStringList& paths);
     void viewsChanged();
+    // A model's tab was closed (its file's path).
+    void viewClosed(const QString& path);
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -43,6 +48,7 @@ private:
     QStackedWidget* m_stack = nullptr;
     QLabel* m_empty = nullptr;
     QTabWidget* m_tabs = nullptr;
+    std::function<bool(ModelView*)> m_closeGuard;
 };
 
 } // namespace organ::widgets

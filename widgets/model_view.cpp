@@ -2,7 +2,9 @@
 
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
+#include "anatomy_tree_view.h"
 #include "format_error.h"
+#include "graft_document.h"
 #include "metadata_table_model.h"
 #include "model_report.h"
 #include "model_roles.h"
@@ -128,8 +130,9 @@ QWidget* ModelView::buildAnatomyTab() {
     bar->addWidget(byLayer);
     layout->addLayout(bar);
 
-    m_tree = new QTreeView(tab);
+    m_tree = new AnatomyTreeView(m_treeModel, tab);
     m_tree->setModel(m_proxy);
+    m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection);
     m_tree->setItemDelegateForColumn(model::AnatomyTreeModel::Theta, new ThetaDelegate(m_tree));
     m_tree->setSortingEnabled(true);
     m_tree->sortByColumn(-1, Qt::AscendingOrder);
@@ -144,12 +147,80 @@ QWidget* ModelView::buildAnatomyTab() {
     m_tree->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(m_tree, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
         QMenu menu(m_tree);
+        addLayerActions(menu, m_tree->indexAt(at));
         menu.addAction(tr("Export shown tensors as JSON, CSV or Markdown…"), this,
                        &ModelView::exportShownTensorsDialog);
         menu.exec(m_tree->viewport()->mapToGlobal(at));
     });
     layout->addWidget(m_tree, 1);
     return tab;
+}
+
+// The layers under the pointer and in the selection, for the recipient's layer operations.
+std::vector<std::uint32_t> ModelView::layersAt(const QModelIndex& index) const {
+    std::vector<std::uint32_t> layers;
+    auto add = [&](const QModelIndex& proxyIndex) {
+        const model::DropTarget target = m_treeModel->dropTarget(m_proxy->mapToSource(proxyIndex));
+        if (target.layer) {
+            layers.push_back(*target.layer);
+        }
+    };
+    if (index.isValid()) {
+        add(index);
+    }
+    for (const QModelIndex& selected : m_tree->selectionModel()->selectedRows()) {
+        add(selected);
+    }
+    std::sort(layers.begin(), layers.end());
+    layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+    return layers;
+}
+
+void ModelView::addLayerActions(QMenu& menu, const QModelIndex& index) {
+    if (m_document == nullptr || !m_isRecipient) {
+        return;
+    }
+    const std::vector<std::uint32_t> layers = layersAt(index);
+    if (layers.empty()) {
+        return;
+    }
+    const QString path = QString::fromStdString(m_snapshot->model->path());
+    const std::uint32_t layer = index.isValid() && m_treeModel->dropTarget(m_proxy->mapToSource(index)).layer
+                                    ? *m_treeModel->dropTarget(m_proxy->mapToSource(index)).layer
+                                    : layers.front();
+    menu.addAction(tr("Duplicate layer %1").arg(layer), this,
+                   [this, path, layer] { m_document->duplicateLayer(path, layer); });
+    menu.addAction(tr("Remove layer %1").arg(layer), this,
+                   [this, path, layer] { m_document->removeLayer(path, layer); });
+    const std::uint32_t first = layers.front();
+    const std::uint32_t last = layers.back();
+    menu.addAction(tr("Repeat layers %1–%2 after themselves (passthrough stack)").arg(first).arg(last), this,
+                   [this, path, first, last] { m_document->repeatLayers(path, first, last); });
+    menu.addSeparator();
+}
+
+void ModelView::setSurgery(model::GraftDocument* document, bool recipient) {
+    m_document = document;
+    m_isRecipient = recipient;
+    m_tree->setDragEnabled(!recipient);
+    m_tree->setAcceptDrops(recipient);
+    m_tree->viewport()->setAcceptDrops(recipient);
+    m_tree->setDropIndicatorShown(recipient);
+    m_tree->setDragDropMode(recipient ? QAbstractItemView::DropOnly : QAbstractItemView::DragOnly);
+    m_tree->setDefaultDropAction(Qt::CopyAction);
+    m_treeModel->setDragSource(!recipient);
+    m_treeModel->setDropHandler(recipient ? document : nullptr);
+    m_heatmap->setDragSource(!recipient);
+    m_heatmap->setDropHandler(recipient ? document : nullptr);
+    if (!recipient) {
+        setPlanPreview({}, QString());
+    }
+}
+
+void ModelView::setPlanPreview(const std::vector<ThetaHeatmap::PreviewCell>& cells, const QString& legend) {
+    m_heatmap->setPreview(cells);
+    m_previewLabel->setText(legend);
+    m_previewLabel->setVisible(!legend.isEmpty());
 }
 
 MeasuredModel ModelView::shownTensorsReport() const {
@@ -249,7 +320,17 @@ void ModelView::applyTensorResult(int tensor, const ZResult& result) {
 }
 
 QWidget* ModelView::buildHeatmapTab() {
-    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    auto* tab = new QWidget(this);
+    auto* layout = new QVBoxLayout(tab);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_previewLabel = new QLabel(tab);
+    m_previewLabel->setObjectName(QStringLiteral("planPreview"));
+    m_previewLabel->setTextFormat(Qt::RichText);
+    m_previewLabel->setWordWrap(true);
+    m_previewLabel->hide();
+    layout->addWidget(m_previewLabel);
+    auto* splitter = new QSplitter(Qt::Horizontal, tab);
+    layout->addWidget(splitter, 1);
     m_heatmap = new ThetaHeatmap(m_snapshot, splitter);
     m_systemCharts = new SystemThetaCharts(m_snapshot, splitter);
     splitter->addWidget(m_heatmap);
@@ -262,7 +343,7 @@ QWidget* ModelView::buildHeatmapTab() {
     splitter->restoreState(QSettings().value(key).toByteArray());
     connect(splitter, &QSplitter::splitterMoved, this,
             [splitter, key] { QSettings().setValue(key, splitter->saveState()); });
-    return splitter;
+    return tab;
 }
 
 void ModelView::selectTensor(int tensor) {

@@ -4,11 +4,13 @@
 #include "measure_report.h"
 #include "model_measure.h"
 #include "tensor_portrait.h"
+#include "theta_heatmap.h"
 
 #include <QWidget>
 #include <memory>
 
 class QLabel;
+class QMenu;
 class QLineEdit;
 class QTabWidget;
 class QTableView;
@@ -16,6 +18,7 @@ class QTreeView;
 class QToolButton;
 
 namespace organ::model {
+class GraftDocument;
 class AnatomyFilterProxy;
 class AnatomyTreeModel;
 class MetadataTableModel;
@@ -51,6 +54,14 @@ public:
     void clearComparison();
     ThetaHeatmap* comparison() const { return m_comparison; }
 
+    // Surgery: the recipient's tree and heatmap take drops (checked and planned by
+    // `document`) and offer layer operations; a donor's are drag sources.
+    void setSurgery(model::GraftDocument* document, bool recipient);
+    bool isRecipient() const { return m_isRecipient; }
+    // The plan's preview on the heatmap, with its legend above it (empty: none).
+    void setPlanPreview(const std::vector<ThetaHeatmap::PreviewCell>& cells, const QString& legend);
+    QLabel* planPreviewLabel() const { return m_previewLabel; }
+
 signals:
     // The current tensor changed (tree or heatmap): the window fetches its portrait.
     void tensorSelected(int tensor);
@@ -81,6 +92,8 @@ private:
     QWidget* buildHeatmapTab();
     void setGrouping(TreeGrouping grouping);
     void showCurrentTensor(const QModelIndex& current);
+    std::vector<std::uint32_t> layersAt(const QModelIndex& index) const;
+    void addLayerActions(QMenu& menu, const QModelIndex& index);
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
     std::shared_ptr<const ModelMeasurement> m_measurement;
@@ -95,6 +108,9 @@ private:
     SystemThetaCharts* m_systemCharts = nullptr;
     TensorInspector* m_inspector = nullptr;
     ThetaHeatmap* m_comparison = nullptr;
+    QLabel* m_previewLabel = nullptr;
+    model::GraftDocument* m_document = nullptr;
+    bool m_isRecipient = false;
     QWidget* m_comparisonTab = nullptr;
     model::AnatomyTreeModel* m_treeModel = nullptr;
     model::AnatomyFilterProxy* m_proxy = nullptr;

@@ -4,6 +4,11 @@
 #include "chart_style.h"
 #include "theta_scale.h"
 
+#include <QApplication>
+#include <QDrag>
+#include <QDragMoveEvent>
+#include <QDropEvent>
+#include <QMimeData>
 #include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -143,6 +148,11 @@ void ThetaHeatmap::buildPlot() {
                     : tr("blank: no such tensor\ndark grey: no measured counterpart in the donor"));
     m_plot->plotLayout()->addElement(1, 0, key);
 
+    m_dropMark = new QCPItemRect(m_plot);
+    m_dropMark->setBrush(Qt::NoBrush);
+    m_dropMark->setVisible(false);
+    m_plot->installEventFilter(this);
+
     m_highlight = new QCPItemRect(m_plot);
     m_highlight->setPen(QPen(Qt::red, 2.5));
     m_highlight->setBrush(Qt::NoBrush);
@@ -213,9 +223,11 @@ void ThetaHeatmap::refreshCell(int tensor) {
     const auto [column, row] = cellOf(tensor);
     const auto& r = m_results[static_cast<std::size_t>(tensor)];
     m_presence->data()->setCell(column, row, r && r->constant ? kConstant : kPending);
-    const bool hasTheta = r && r->hasTheta();
-    m_theta->data()->setCell(column, row, hasTheta ? *r->theta : kThetaMin);
-    m_theta->data()->setAlpha(column, row, hasTheta ? 255 : 0);
+    const int preview = m_previewOf.empty() ? -1 : m_previewOf[static_cast<std::size_t>(tensor)];
+    const std::optional<double> theta =
+        preview >= 0 ? m_preview[static_cast<std::size_t>(preview)].theta : (r ? r->theta : std::nullopt);
+    m_theta->data()->setCell(column, row, theta.value_or(kThetaMin));
+    m_theta->data()->setAlpha(column, row, theta ? 255 : 0);
 }
 
 // Results arrive per tensor: redraw at most every 50 ms.
@@ -286,7 +298,262 @@ void ThetaHeatmap::showTooltip(QMouseEvent* event) {
             text += tr("\n%1 NaN or infinite values left out").arg(r->nonFinite);
         }
     }
+    if (m_mode == Mode::Theta && !m_previewOf.empty() && m_previewOf[static_cast<std::size_t>(tensor)] >= 0) {
+        const PreviewCell& p =
+            m_preview[static_cast<std::size_t>(m_previewOf[static_cast<std::size_t>(tensor)])];
+        text += tr("\nthe plan replaces it from %1").arg(p.donorName);
+        if (p.theta) {
+            text += tr(": θ %1° → %2°")
+                        .arg(r && r->theta ? QString::number(*r->theta, 'f', 2) : QStringLiteral("?"))
+                        .arg(*p.theta, 0, 'f', 2);
+        }
+    }
     QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
+}
+
+std::pair<int, int> ThetaHeatmap::cellAtPixel(const QPoint& pixel) const {
+    return {static_cast<int>(std::lround(m_plot->xAxis->pixelToCoord(pixel.x()))),
+            static_cast<int>(std::lround(m_plot->yAxis->pixelToCoord(pixel.y())))};
+}
+
+std::optional<model::TensorDrag> ThetaHeatmap::dragOf(std::vector<int> tensors,
+                                                      model::TensorDrag::Pick pick) const {
+    std::erase(tensors, -1);
+    if (tensors.empty()) {
+        return std::nullopt;
+    }
+    std::sort(tensors.begin(), tensors.end());
+    model::TensorDrag drag;
+    drag.pick = pick;
+    drag.model = QString::fromStdString(m_snapshot->model->path());
+    drag.tensors = std::move(tensors);
+    return drag;
+}
+
+std::optional<model::TensorDrag> ThetaHeatmap::dragForCell(int column, int row) const {
+    return dragOf({tensorAt(column, row)}, model::TensorDrag::Pick::Tensors);
+}
+
+std::optional<model::TensorDrag> ThetaHeatmap::dragForRow(int row) const {
+    std::vector<int> tensors;
+    for (int c = 0; c < m_columns; ++c) {
+        tensors.push_back(tensorAt(c, row));
+    }
+    return dragOf(std::move(tensors), model::TensorDrag::Pick::Role);
+}
+
+std::optional<model::TensorDrag> ThetaHeatmap::dragForColumn(int column) const {
+    std::vector<int> tensors;
+    for (int r = 0; r < rowCount(); ++r) {
+        tensors.push_back(tensorAt(column, r));
+    }
+    return dragOf(std::move(tensors), model::TensorDrag::Pick::Column);
+}
+
+// Left of the cells: the role's row; below them: the layer's column; on a cell: its tensor.
+std::optional<model::TensorDrag> ThetaHeatmap::dragAtPixel(const QPoint& pixel) const {
+    if (m_theta == nullptr) {
+        return std::nullopt;
+    }
+    const QRect cells = m_plot->axisRect()->rect();
+    const auto [column, row] = cellAtPixel(pixel);
+    if (pixel.x() < cells.left() && pixel.y() >= cells.top() && pixel.y() <= cells.bottom()) {
+        return dragForRow(row);
+    }
+    if (pixel.y() > cells.bottom() && pixel.x() >= cells.left() && pixel.x() <= cells.right()) {
+        return dragForColumn(column);
+    }
+    return cells.contains(pixel) ? dragForCell(column, row) : std::nullopt;
+}
+
+model::DropTarget ThetaHeatmap::dropTargetAtPixel(const QPoint& pixel) const {
+    model::DropTarget target;
+    if (m_theta == nullptr) {
+        return target;
+    }
+    const QRect cells = m_plot->axisRect()->rect();
+    const auto [column, row] = cellAtPixel(pixel);
+    const bool inColumns =
+        pixel.x() >= cells.left() && pixel.x() <= cells.right() && column >= 1 && column < m_columns;
+    const int tensor = cells.contains(pixel) ? tensorAt(column, row) : -1;
+    if (tensor >= 0) {
+        target.kind = model::DropTarget::Kind::Tensor;
+        target.tensor = tensor;
+        target.layer = m_snapshot->anatomy.tensors[static_cast<std::size_t>(tensor)].layer;
+    } else if (inColumns && (cells.contains(pixel) || pixel.y() > cells.bottom())) {
+        target.kind = model::DropTarget::Kind::Layer;
+        target.layer = static_cast<std::uint32_t>(column - 1);
+    }
+    return target;
+}
+
+void ThetaHeatmap::setDropHandler(model::TensorDropHandler* handler) {
+    m_dropHandler = handler;
+    m_plot->setAcceptDrops(handler != nullptr);
+}
+
+bool ThetaHeatmap::canDropAt(const QMimeData* data, const QPoint& pixel, QString* message) {
+    const auto drag = model::decodeTensorDrag(data);
+    if (m_dropHandler == nullptr || !drag) {
+        return false;
+    }
+    return m_dropHandler->canDropTensors(*drag, QString::fromStdString(m_snapshot->model->path()),
+                                         dropTargetAtPixel(pixel), message);
+}
+
+bool ThetaHeatmap::dropAt(const QMimeData* data, const QPoint& pixel) {
+    QString message;
+    if (!canDropAt(data, pixel, &message)) {
+        return false;
+    }
+    return m_dropHandler->dropTensors(*model::decodeTensorDrag(data),
+                                      QString::fromStdString(m_snapshot->model->path()),
+                                      dropTargetAtPixel(pixel));
+}
+
+// Green around what a drop would replace, red where it would be refused.
+void ThetaHeatmap::showDropMark(const QPoint& pixel, bool fits) {
+    const model::DropTarget target = dropTargetAtPixel(pixel);
+    m_dropMark->setPen(QPen(fits ? QColor(0x2e, 0xa0, 0x43) : QColor(0xd0, 0x1c, 0x1c), 3));
+    double left = -0.5;
+    double right = m_columns - 0.5;
+    double top = -0.5;
+    double bottom = rowCount() - 0.5;
+    if (target.kind == model::DropTarget::Kind::Tensor) {
+        const auto [column, row] = cellOf(target.tensor);
+        left = column - 0.5;
+        right = column + 0.5;
+        top = row - 0.5;
+        bottom = row + 0.5;
+    } else if (target.kind == model::DropTarget::Kind::Layer) {
+        left = *target.layer + 0.5;
+        right = *target.layer + 1.5;
+    }
+    m_dropMark->topLeft->setCoords(left, top);
+    m_dropMark->bottomRight->setCoords(right, bottom);
+    m_dropMark->setVisible(true);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
+    if (watched != m_plot) {
+        return QWidget::eventFilter(watched, event);
+    }
+    switch (event->type()) {
+    case QEvent::MouseButtonPress: {
+        auto* mouse = static_cast<QMouseEvent*>(event);
+        m_pressAt = mouse->button() == Qt::LeftButton ? mouse->position().toPoint() : QPoint(-1, -1);
+        break;
+    }
+    case QEvent::MouseMove: {
+        auto* mouse = static_cast<QMouseEvent*>(event);
+        if (m_dragSource && (mouse->buttons() & Qt::LeftButton) && m_pressAt.x() >= 0 &&
+            (mouse->position().toPoint() - m_pressAt).manhattanLength() >=
+                QApplication::startDragDistance()) {
+            const auto drag = dragAtPixel(m_pressAt);
+            m_pressAt = {-1, -1};
+            if (drag) {
+                auto* qdrag = new QDrag(m_plot);
+                qdrag->setMimeData(model::encodeTensorDrag(*drag));
+                qdrag->exec(Qt::CopyAction);
+                return true;
+            }
+        }
+        break;
+    }
+    case QEvent::DragEnter:
+    case QEvent::DragMove: {
+        auto* drag = static_cast<QDragMoveEvent*>(event);
+        QString message;
+        const bool fits = canDropAt(drag->mimeData(), drag->position().toPoint(), &message);
+        if (model::decodeTensorDrag(drag->mimeData())) {
+            showDropMark(drag->position().toPoint(), fits);
+            QToolTip::showText(m_plot->mapToGlobal(drag->position().toPoint()), message, m_plot);
+        }
+        if (fits) {
+            drag->setDropAction(Qt::CopyAction);
+            drag->accept();
+        } else {
+            // Entered, so that moves keep coming (and the reason keeps showing), but no drop.
+            drag->accept();
+            drag->setDropAction(Qt::IgnoreAction);
+            if (event->type() == QEvent::DragMove) {
+                drag->ignore();
+            }
+        }
+        return true;
+    }
+    case QEvent::DragLeave:
+        m_dropMark->setVisible(false);
+        QToolTip::hideText();
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+        return true;
+    case QEvent::Drop: {
+        auto* drop = static_cast<QDropEvent*>(event);
+        m_dropMark->setVisible(false);
+        QToolTip::hideText();
+        if (dropAt(drop->mimeData(), drop->position().toPoint())) {
+            drop->setDropAction(Qt::CopyAction);
+            drop->accept();
+        } else {
+            drop->ignore();
+        }
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+        return true;
+    }
+    default:
+        break;
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+QColor ThetaHeatmap::donorColor(int donor) {
+    // Distinct from viridis, from each other and from the red selection outline.
+    static const QColor colors[] = {QColor(0xff, 0x8c, 0x00), QColor(0xe0, 0x40, 0xe0),
+                                    QColor(0x00, 0xd0, 0xff), QColor(0xff, 0xff, 0xff),
+                                    QColor(0x8b, 0x45, 0x13)};
+    return colors[static_cast<std::size_t>(donor) % std::size(colors)];
+}
+
+void ThetaHeatmap::setPreview(const std::vector<PreviewCell>& cells) {
+    if (m_theta == nullptr || m_mode != Mode::Theta) {
+        return;
+    }
+    m_preview = cells;
+    m_previewOf.assign(m_snapshot->model->tensors().size(), -1);
+    for (QCPItemRect* mark : m_previewMarks) {
+        m_plot->removeItem(mark);
+    }
+    m_previewMarks.clear();
+    for (std::size_t k = 0; k < m_preview.size(); ++k) {
+        const int tensor = m_preview[k].tensor;
+        if (tensor < 0 || static_cast<std::size_t>(tensor) >= m_previewOf.size()) {
+            continue;
+        }
+        m_previewOf[static_cast<std::size_t>(tensor)] = static_cast<int>(k);
+        const auto [column, row] = cellOf(tensor);
+        auto* mark = new QCPItemRect(m_plot);
+        mark->setPen(QPen(donorColor(m_preview[k].donor), 2.5, Qt::DashLine));
+        mark->setBrush(Qt::NoBrush);
+        mark->topLeft->setCoords(column - 0.42, row - 0.42);
+        mark->bottomRight->setCoords(column + 0.42, row + 0.42);
+        m_previewMarks.push_back(mark);
+    }
+    for (std::size_t t = 0; t < m_previewOf.size(); ++t) {
+        refreshCell(static_cast<int>(t));
+    }
+    if (m_preview.empty()) {
+        m_previewOf.clear();
+    }
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+std::optional<double> ThetaHeatmap::shownThetaAt(int column, int row) const {
+    const int tensor = tensorAt(column, row);
+    if (tensor >= 0 && !m_previewOf.empty() && m_previewOf[static_cast<std::size_t>(tensor)] >= 0) {
+        return m_preview[static_cast<std::size_t>(m_previewOf[static_cast<std::size_t>(tensor)])].theta;
+    }
+    return thetaAt(column, row);
 }
 
 } // namespace organ::widgets

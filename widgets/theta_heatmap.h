@@ -1,6 +1,7 @@
 #pragma once
 
 #include "anatomy_tree.h"
+#include "tensor_drag.h"
 #include "zmeasure.h"
 
 #include <QWidget>
@@ -12,6 +13,7 @@ class QCustomPlot;
 class QCPColorMap;
 class QCPColorScale;
 class QCPItemRect;
+class QMimeData;
 class QMouseEvent;
 
 namespace organ::widgets {
@@ -47,6 +49,34 @@ public:
     QPoint pixelOfTensor(int tensor) const;
     QCustomPlot* plot() const { return m_plot; }
 
+    // Drag and drop. A donor's heatmap drags a cell (its tensor), a row (drag from the role's
+    // label: the role across layers) or a column (from the layer's label: the layer); a
+    // recipient's heatmap takes drops on cells (that tensor), on an empty cell or a layer's
+    // label (that layer) or elsewhere (the whole model), checked by the handler.
+    void setDragSource(bool on) { m_dragSource = on; }
+    void setDropHandler(model::TensorDropHandler* handler);
+    std::optional<model::TensorDrag> dragForCell(int column, int row) const;
+    std::optional<model::TensorDrag> dragForRow(int row) const;
+    std::optional<model::TensorDrag> dragForColumn(int column) const;
+    std::optional<model::TensorDrag> dragAtPixel(const QPoint& pixel) const;
+    model::DropTarget dropTargetAtPixel(const QPoint& pixel) const;
+    bool canDropAt(const QMimeData* data, const QPoint& pixel, QString* message);
+    bool dropAt(const QMimeData* data, const QPoint& pixel);
+
+    // The plan's preview: cells the plan replaces, outlined in their donor's colour and
+    // coloured with the θ they will have (the donor's measured θ, when known).
+    struct PreviewCell {
+        int tensor = -1;
+        int donor = 0;
+        QString donorName;
+        std::optional<double> theta;
+    };
+    void setPreview(const std::vector<PreviewCell>& cells);
+    const std::vector<PreviewCell>& preview() const { return m_preview; }
+    // The θ a cell shows: the preview's when the plan replaces it, else the model's.
+    std::optional<double> shownThetaAt(int column, int row) const;
+    static QColor donorColor(int donor);
+
 signals:
     void tensorClicked(int tensor);
 
@@ -57,6 +87,10 @@ private:
     void scheduleReplot();
     void showTooltip(QMouseEvent* event);
     std::pair<int, int> cellOf(int tensor) const;
+    std::pair<int, int> cellAtPixel(const QPoint& pixel) const;
+    bool eventFilter(QObject* watched, QEvent* event) override;
+    void showDropMark(const QPoint& pixel, bool fits);
+    std::optional<model::TensorDrag> dragOf(std::vector<int> tensors, model::TensorDrag::Pick pick) const;
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
     Mode m_mode = Mode::Theta;
@@ -71,6 +105,13 @@ private:
     QCPColorScale* m_scale = nullptr;
     QCPItemRect* m_highlight = nullptr;
     bool m_replotPending = false;
+    bool m_dragSource = false;
+    model::TensorDropHandler* m_dropHandler = nullptr;
+    QPoint m_pressAt{-1, -1};
+    QCPItemRect* m_dropMark = nullptr;
+    std::vector<PreviewCell> m_preview;
+    std::vector<int> m_previewOf; // per tensor: index into m_preview, -1 none
+    std::vector<QCPItemRect*> m_previewMarks;
 };
 
 } // namespace organ::widgets

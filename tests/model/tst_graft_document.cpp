@@ -132,7 +132,7 @@ private slots:
         QString message;
         QVERIFY(dragAndDrop(*t, {tensorIndex(t->donor, "blk.1.ffn_up.weight")},
                             tensorIndex(t->recipient, "blk.1.ffn_up.weight"), &message));
-        QCOMPARE(message, QStringLiteral("Replaces 1 tensor(s)"));
+        QCOMPARE(message, QStringLiteral("Replaces 1 tensor"));
         const GraftPlan& plan = t->document.plan();
         QCOMPARE(QString::fromStdString(plan.base), QString::fromStdString(m_recipient->model->path()));
         QCOMPARE(plan.donors.size(), std::size_t(1));
@@ -170,7 +170,7 @@ private slots:
         QVERIFY(donorLayer.isValid() && recipientLayer.isValid());
         QString message;
         QVERIFY(dragAndDrop(*t, {donorLayer}, recipientLayer, &message));
-        QCOMPARE(message, QStringLiteral("Maps layer 1 → 2: 3 tensor(s)"));
+        QCOMPARE(message, QStringLiteral("Maps layer 1 → 2: 3 tensors"));
         const GraftOperation& op = t->document.plan().operations.at(0);
         QVERIFY(op.kind == GraftOperation::Kind::MapLayer);
         QCOMPARE(op.select.names, (std::vector<std::string>{"blk.2.ffn_gate.weight", "blk.2.ffn_down.weight",
@@ -196,7 +196,7 @@ private slots:
         auto t = trees();
         QString message;
         QVERIFY(dragAndDrop(*t, {find(t->donor, QStringLiteral("organ"))}, QModelIndex(), &message));
-        QCOMPARE(message, QStringLiteral("Replaces 15 tensor(s)"));
+        QCOMPARE(message, QStringLiteral("Replaces 15 tensors"));
         QCOMPARE(t->document.summary(0).tensors, 15);
         // Onto the recipient's norm system: none of the organs is a norm.
         QVERIFY(!dragAndDrop(*t, {find(t->donor, QStringLiteral("organ"))},
@@ -251,7 +251,7 @@ private slots:
             find(t->recipient, QStringLiteral("layer 2"), find(t->recipient, QStringLiteral("organ")));
         QVERIFY(t->recipient.canDropMimeData(layer.get(), Qt::CopyAction, -1, -1, organ2));
         QVERIFY2(t->recipient.dropMessage().contains(QStringLiteral(
-                     "Replaces 2 tensor(s); leaves out 1: blk.2.ffn_up.weight: shape 32 × 64")),
+                     "Replaces 2 tensors; leaves out 1: blk.2.ffn_up.weight: shape 32 × 64")),
                  qPrintable(t->recipient.dropMessage()));
         QVERIFY(t->recipient.dropMimeData(layer.get(), Qt::CopyAction, -1, -1, organ2));
         QCOMPARE(t->document.plan().operations.at(0).select.names,
@@ -311,7 +311,7 @@ private slots:
         undo->undo();
         QCOMPARE(table.rowCount(), 4);
         QCOMPARE(table.index(0, GraftPlanModel::Operation).data().toString(),
-                 QStringLiteral("layer 1 of stories260K-f32 → layer 3 (3 tensor(s))"));
+                 QStringLiteral("layer 1 of stories260K-f32 → layer 3 (3 tensors)"));
         QCOMPARE(table.index(1, GraftPlanModel::Operation).data().toString(),
                  QStringLiteral("replace blk.1.ffn_up.weight from stories260K-f32"));
         QCOMPARE(table.index(2, GraftPlanModel::Operation).data().toString(),
@@ -323,7 +323,7 @@ private slots:
         // An operation that cannot apply shows its error in its row.
         t->document.removeLayer(recipient, 9);
         QVERIFY(t->document.report().hasErrors());
-        QCOMPARE(table.index(4, GraftPlanModel::Status).data().toString(), QStringLiteral("1 error(s)"));
+        QCOMPARE(table.index(4, GraftPlanModel::Status).data().toString(), QStringLiteral("1 error"));
         undo->undo();
         // The stack rebuilds the layers from the base: the grafts before it are overridden.
         QCOMPARE(table.index(0, GraftPlanModel::Tensors).data().toInt(), 0);

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <QTreeView>
+
+namespace organ::model {
+class AnatomyTreeModel;
+}
+
+namespace organ::widgets {
+
+// The anatomy tree, which while tensors are dragged over it says at the pointer whether the
+// drop fits and why not (the reason comes from the drop handler, through the model).
+class AnatomyTreeView : public QTreeView {
+    Q_OBJECT
+public:
+    AnatomyTreeView(model::AnatomyTreeModel* source, QWidget* parent = nullptr);
+
+protected:
+    void dragMoveEvent(QDragMoveEvent* event) override;
+    void dragLeaveEvent(QDragLeaveEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    model::AnatomyTreeModel* m_source;
+};
+
+} // namespace organ::widgets

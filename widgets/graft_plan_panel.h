@@ -1,0 +1,52 @@
+#pragma once
+
+#include <QWidget>
+
+class QLabel;
+class QListWidget;
+class QTableView;
+class QToolButton;
+
+namespace organ::model {
+class GraftDocument;
+class GraftPlanModel;
+} // namespace organ::model
+
+namespace organ::widgets {
+
+// The graft plan beside the models: its operations in order (remove, reorder, undo, redo),
+// the compatibility report (a finding selects its tensors), and the plan's file actions.
+class GraftPlanPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit GraftPlanPanel(model::GraftDocument* document, QWidget* parent = nullptr);
+
+    QTableView* operationsView() const { return m_operations; }
+    QListWidget* findingsView() const { return m_findings; }
+    QLabel* summaryLabel() const { return m_summary; }
+
+signals:
+    void openPlanRequested();
+    void savePlanRequested();
+    void assembleRequested();
+    // A finding was chosen: select these chimera tensors in the recipient.
+    void tensorsRequested(const QStringList& names);
+
+private:
+    void refresh();
+    int currentRow() const;
+
+    model::GraftDocument* m_document;
+    model::GraftPlanModel* m_model = nullptr;
+    QTableView* m_operations = nullptr;
+    QListWidget* m_findings = nullptr;
+    QLabel* m_summary = nullptr;
+    QToolButton* m_up = nullptr;
+    QToolButton* m_down = nullptr;
+    QToolButton* m_remove = nullptr;
+    QToolButton* m_clear = nullptr;
+    QToolButton* m_save = nullptr;
+    QToolButton* m_assemble = nullptr;
+};
+
+} // namespace organ::widgets
