@@ -752,6 +752,18 @@ bool MainWindow::startAssembly(const QString& output, QString* error) {
     for (const auto& [id, path] : job->plan.donors) {
         job->models.emplace_back(id, m_document->model(QString::fromStdString(path))->model);
     }
+    // The writer reports bytes of tensor data in file order: their ends give the tensors done.
+    m_assemblyEnds.clear();
+    std::uint64_t end = 0;
+    for (const ChimeraTensor& t : m_document->report().layout.tensors) {
+        const std::string* path = job->plan.donorPath(t.model);
+        const auto source =
+            m_document->model(t.model == "base" ? m_document->base() : QString::fromStdString(*path));
+        const TensorInfo* info = source->model->findTensor(t.sourceName);
+        const TensorTypeTraits& traits = traitsOf(t.targetType);
+        end += info->elements / traits.blockSize * traits.bytesPerBlock;
+        m_assemblyEnds.push_back(end);
+    }
     m_assemblyDialog = new QProgressDialog(tr("Assembling %1…").arg(QFileInfo(output).fileName()),
                                            tr("Cancel"), 0, 1000, this);
     m_assemblyDialog->setObjectName(QStringLiteral("assemblyProgress"));
@@ -763,7 +775,7 @@ bool MainWindow::startAssembly(const QString& output, QString* error) {
     m_assemblyDialog->setMinimumWidth(480);
     connect(m_assemblyDialog, &QProgressDialog::canceled, m_engine, &EngineThread::cancelAssembly);
     m_assemblyDialog->show();
-    m_assemblyStarted = QDateTime::currentMSecsSinceEpoch();
+    m_assemblyStage.clear();
     m_assembly = m_engine->assemble(std::move(job));
     return true;
 }
@@ -772,12 +784,22 @@ void MainWindow::assemblyProgress(quint64 done, quint64 total, const QString& st
     if (m_assemblyDialog == nullptr) {
         return;
     }
+    // Rate and time left per stage (writing, then verifying: each runs over every byte).
+    if (stage != m_assemblyStage) {
+        m_assemblyStage = stage;
+        m_assemblyStarted = QDateTime::currentMSecsSinceEpoch();
+    }
     const double seconds =
         std::max(0.001, (QDateTime::currentMSecsSinceEpoch() - m_assemblyStarted) / 1000.0);
     const double rate = done / seconds;
+    const auto tensors =
+        std::upper_bound(m_assemblyEnds.begin(), m_assemblyEnds.end(), done) - m_assemblyEnds.begin();
     QString text =
-        tr("%1: %2 of %3")
-            .arg(stage, QString::fromStdString(humanBytes(done)), QString::fromStdString(humanBytes(total)));
+        tr("%1: %2 of %3 tensors, %4 of %5")
+            .arg(stage)
+            .arg(tensors)
+            .arg(m_assemblyEnds.size())
+            .arg(QString::fromStdString(humanBytes(done)), QString::fromStdString(humanBytes(total)));
     if (done > 0 && total >= done) {
         text += tr(" · %1/s · %2 s left")
                     .arg(QString::fromStdString(humanBytes(std::uint64_t(rate))))

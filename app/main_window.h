@@ -4,6 +4,8 @@
 #include <QMap>
 #include <QPointer>
 #include <QStringList>
+#include <cstdint>
+#include <vector>
 
 class QDockWidget;
 class QLabel;
@@ -125,7 +127,9 @@ private:
     QDockWidget* m_planDock = nullptr;
     QProgressDialog* m_assemblyDialog = nullptr;
     quint64 m_assembly = 0;
-    qint64 m_assemblyStarted = 0; // ms since the epoch
+    qint64 m_assemblyStarted = 0; // ms since the epoch, when the current stage began
+    QString m_assemblyStage;
+    std::vector<std::uint64_t> m_assemblyEnds; // cumulative bytes at the end of each tensor
 };
 
 } // namespace organ::app

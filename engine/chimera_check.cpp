@@ -294,7 +294,7 @@ private:
             const auto& traits = traitsOf(out.targetType);
             if (canQuantizeTo(out.targetType) && source->ne[0] % traits.blockSize == 0) {
                 out.converted = true;
-                ++m_conversions[{source->type, out.targetType}];
+                m_conversions[{source->type, out.targetType}].push_back(name);
             } else {
                 add(Finding::Severity::Error, slot.operation,
                     name + ": " + slot.model + " has it as " + std::string(tensorTypeName(source->type)) +
@@ -327,11 +327,12 @@ private:
             checkTensor(s, s.suffix);
         }
         m_report.layout.blocks = static_cast<std::uint32_t>(m_body.layers.size());
-        for (const auto& [types, count] : m_conversions) {
+        for (const auto& [types, names] : m_conversions) {
             add(Finding::Severity::Info, -1,
-                std::to_string(count) + " tensor" + (count == 1 ? "" : "s") + " converted from " +
-                    std::string(tensorTypeName(types.first)) + " to " +
-                    std::string(tensorTypeName(types.second)));
+                std::to_string(names.size()) + " tensor" + (names.size() == 1 ? "" : "s") +
+                    " converted from " + std::string(tensorTypeName(types.first)) + " to " +
+                    std::string(tensorTypeName(types.second)),
+                names);
         }
     }
 
@@ -388,7 +389,7 @@ private:
     const GraftModels& m_models;
     Body m_body;
     std::set<std::set<std::string>> m_baseLayerShapes;
-    std::map<std::pair<TensorType, TensorType>, std::size_t> m_conversions;
+    std::map<std::pair<TensorType, TensorType>, std::vector<std::string>> m_conversions; // → chimera names
     std::set<std::string> m_donorsUsed;
     std::set<std::string> m_embedFrom;
     CompatibilityReport m_report;

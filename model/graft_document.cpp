@@ -48,10 +48,28 @@ QString fileOf(const std::string& path) {
     return QFileInfo(q(path)).fileName();
 }
 
-QString namesText(const std::vector<std::string>& names) {
-    QString text = q(names.front());
-    if (names.size() > 1) {
-        text += trText(" and %1 more").arg(names.size() - 1);
+// "organ, layers 1–3": the systems and the layer span of some tensors.
+QString whereText(const std::vector<std::string>& names) {
+    std::set<std::size_t> systems;
+    std::optional<std::uint32_t> first;
+    std::optional<std::uint32_t> last;
+    for (const auto& name : names) {
+        const TensorAnatomy a = classifyTensor(name);
+        systems.insert(static_cast<std::size_t>(a.system));
+        if (a.layer) {
+            first = first ? std::min(*first, *a.layer) : *a.layer;
+            last = last ? std::max(*last, *a.layer) : *a.layer;
+        }
+    }
+    QStringList parts;
+    for (std::size_t system : systems) {
+        const auto n = systemName(static_cast<System>(system));
+        parts << QString::fromUtf8(n.data(), qsizetype(n.size()));
+    }
+    QString text = parts.join(QStringLiteral(", "));
+    if (first) {
+        text += *first == *last ? trText(", layer %1").arg(*first)
+                                : trText(", layers %1–%2").arg(*first).arg(*last);
     }
     return text;
 }
@@ -498,8 +516,15 @@ QString GraftDocument::describe(const GraftOperation& o) const {
     using Kind = GraftOperation::Kind;
     switch (o.kind) {
     case Kind::Replace:
-        return o.select.names.empty() ? tr("replace a selection from %1").arg(q(o.donor))
-                                      : tr("replace %1 from %2").arg(namesText(o.select.names), q(o.donor));
+        if (o.select.names.size() == 1) {
+            return tr("replace %1 from %2").arg(q(o.select.names.front()), q(o.donor));
+        }
+        if (o.select.names.empty()) {
+            return tr("replace a selection from %1").arg(q(o.donor));
+        }
+        return tr("replace %1 (%2) from %3")
+            .arg(countOf(qint64(o.select.names.size()), tr("tensor"), tr("tensors")),
+                 whereText(o.select.names), q(o.donor));
     case Kind::MapLayer:
         return tr("layer %1 of %2 → layer %3 (%4)")
             .arg(o.fromLayer)

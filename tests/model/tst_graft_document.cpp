@@ -14,6 +14,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
+#include <set>
 
 using namespace organ;
 using namespace organ::model;
@@ -198,6 +199,10 @@ private slots:
         QVERIFY(dragAndDrop(*t, {find(t->donor, QStringLiteral("organ"))}, QModelIndex(), &message));
         QCOMPARE(message, QStringLiteral("Replaces 15 tensors"));
         QCOMPARE(t->document.summary(0).tensors, 15);
+        QCOMPARE(t->document.describe(0),
+                 QStringLiteral("replace 15 tensors (organ, layers 0–4) from stories260K-f32"));
+        QCOMPARE(t->document.undoStack()->undoText(),
+                 QStringLiteral("graft: replace 15 tensors (organ, layers 0–4) from stories260K-f32"));
         // Onto the recipient's norm system: none of the organs is a norm.
         QVERIFY(!dragAndDrop(*t, {find(t->donor, QStringLiteral("organ"))},
                              find(t->recipient, QStringLiteral("norm")), &message));
@@ -250,8 +255,8 @@ private slots:
         const QModelIndex organ2 =
             find(t->recipient, QStringLiteral("layer 2"), find(t->recipient, QStringLiteral("organ")));
         QVERIFY(t->recipient.canDropMimeData(layer.get(), Qt::CopyAction, -1, -1, organ2));
-        QVERIFY2(t->recipient.dropMessage().contains(QStringLiteral(
-                     "Replaces 2 tensors; leaves out 1: blk.2.ffn_up.weight: shape 32 × 64")),
+        QVERIFY2(t->recipient.dropMessage().contains(
+                     QStringLiteral("Replaces 2 tensors; leaves out 1: blk.2.ffn_up.weight: shape 32 × 64")),
                  qPrintable(t->recipient.dropMessage()));
         QVERIFY(t->recipient.dropMimeData(layer.get(), Qt::CopyAction, -1, -1, organ2));
         QCOMPARE(t->document.plan().operations.at(0).select.names,
@@ -267,6 +272,42 @@ private slots:
         QVERIFY2(
             other.dropMessage().contains(QStringLiteral("The plan grafts into stories260K-damaged-f32.gguf")),
             qPrintable(other.dropMessage()));
+    }
+
+    // Two donors in one plan: the skeleton from one, organs from the other (converted from
+    // F16 to the recipient's F32); each donor keeps its own id and preview colour index.
+    void severalDonors() {
+        auto t = trees();
+        const QString f16Path = sharedModel(QStringLiteral("stories260K-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(f16Path);
+        const auto f16 = ModelSnapshot::open(QFileInfo(f16Path).absoluteFilePath().toStdString());
+        t->document.addModel(f16);
+        AnatomyTreeModel f16Tree;
+        f16Tree.setSnapshot(f16);
+        f16Tree.setDragSource(true);
+        std::unique_ptr<QMimeData> skeleton(f16Tree.mimeData({find(f16Tree, QStringLiteral("skeleton"))}));
+        QVERIFY(t->recipient.dropMimeData(skeleton.get(), Qt::CopyAction, -1, -1, QModelIndex()));
+        QVERIFY(dragAndDrop(*t, {find(t->donor, QStringLiteral("organ"))}, QModelIndex()));
+        const GraftPlan& plan = t->document.plan();
+        QCOMPARE(plan.donors.size(), std::size_t(2));
+        QCOMPARE(plan.donors[0].first, std::string("stories260K-f16"));
+        QCOMPARE(plan.donors[1].first, std::string("stories260K-f32"));
+        QVERIFY(!t->document.report().hasErrors());
+        QCOMPARE(t->document.report().layout.tensorsFromDonors, std::uint64_t(20 + 15));
+        int converted = 0;
+        for (const ChimeraTensor& c : t->document.report().layout.tensors) {
+            converted += c.converted;
+        }
+        QCOMPARE(converted, 20); // F16 → F32
+        std::set<int> colours;
+        for (const auto& r : t->document.replacements()) {
+            colours.insert(r.donorIndex);
+        }
+        QCOMPARE(colours, (std::set<int>{0, 1}));
+        // Removing the skeleton's operation drops its donor from the plan.
+        t->document.removeOperation(0);
+        QCOMPARE(t->document.plan().donors.size(), std::size_t(1));
+        QCOMPARE(t->document.plan().operations.at(0).donor, std::string("stories260K-f32"));
     }
 
     // Every kind of edit undoes and redoes to the exact plan.

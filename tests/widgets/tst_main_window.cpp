@@ -22,6 +22,8 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QLineEdit>
+#include <QListWidget>
+#include <QMenu>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProcess>
@@ -39,6 +41,7 @@
 #include <QTest>
 #include <QTextBrowser>
 #include <QTimer>
+#include <QToolButton>
 #include <QTreeView>
 #include <QUndoStack>
 #include <QXmlStreamReader>
@@ -583,6 +586,69 @@ private slots:
         QVERIFY(!plan->report().hasErrors());
         QCOMPARE(window.planPanel()->operationsView()->model()->rowCount(), 1);
 
+        // The recipient's layer context menu: duplicate layer 2, then the panel moves it up,
+        // removes it; a finding selects its tensor in the recipient's tree.
+        recipient->showPage(widgets::ModelView::Page::Anatomy);
+        QTimer::singleShot(0, [] {
+            auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+            QVERIFY(menu != nullptr);
+            for (QAction* action : menu->actions()) {
+                if (action->text() == QStringLiteral("Duplicate layer 2")) {
+                    action->trigger();
+                }
+            }
+            menu->close();
+        });
+        const QModelIndex layer2 = recipient->anatomyProxy()->mapFromSource(
+            layerNode(recipient, QStringLiteral("skeleton"), QStringLiteral("layer 2")));
+        emit recipient->anatomyView()->customContextMenuRequested(
+            recipient->anatomyView()->visualRect(layer2).center());
+        QCOMPARE(plan->plan().operations.size(), std::size_t(2));
+        QVERIFY(plan->plan().operations[1].kind == GraftOperation::Kind::DuplicateLayer);
+        QCOMPARE(plan->plan().operations[1].toLayer, 2u);
+        QTableView* operations = window.planPanel()->operationsView();
+        operations->selectRow(1);
+        window.planPanel()->findChild<QToolButton*>(QStringLiteral("plan-up"))->click();
+        QVERIFY(plan->plan().operations[0].kind == GraftOperation::Kind::DuplicateLayer);
+        QCOMPARE(plan->report().layout.blocks, 6u);
+        // Duplicating first renumbers: the organs of layers 1-3 now land in 1, 2 and 4,
+        // and layer 3's copy keeps the damaged organs.
+        operations->selectRow(0);
+        window.planPanel()->findChild<QToolButton*>(QStringLiteral("plan-remove"))->click();
+        QCOMPARE(plan->plan().operations.size(), std::size_t(1));
+        QVERIFY(plan->plan().operations[0].kind == GraftOperation::Kind::Replace);
+        plan->removeLayer(QString::fromStdString(recipient->snapshot().model->path()), 7); // an error
+        QListWidget* findings = window.planPanel()->findingsView();
+        QVERIFY(findings->count() >= 1);
+        QVERIFY(findings->item(0)->text().contains(QStringLiteral("remove_layer: there is no layer 7")));
+        plan->undoStack()->undo();
+        QCOMPARE(findings->count(), 1);
+        QVERIFY(findings->item(0)->text().contains(QStringLiteral("the plan fits")));
+        // A second donor (F16): its skeleton converts to F32; the finding lists the tensors,
+        // and choosing it selects the first in the recipient's tree. Then it is undone.
+        const QString f16Path = sharedModel(QStringLiteral("stories260K-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(f16Path);
+        QCOMPARE(window.openFiles({f16Path}, app::MainWindow::Side::Donor), 1);
+        widgets::ModelView* f16 = window.pane(app::MainWindow::Side::Donor)->currentView();
+        std::unique_ptr<QMimeData> skeleton(
+            f16->anatomyModel()->mimeData({systemNode(f16, QStringLiteral("skeleton"))}));
+        QVERIFY(
+            recipient->anatomyModel()->dropMimeData(skeleton.get(), Qt::CopyAction, -1, -1, QModelIndex()));
+        QCOMPARE(plan->plan().donors.size(), std::size_t(2));
+        QVERIFY(!plan->report().hasErrors());
+        QCOMPARE(findings->count(), 1);
+        QVERIFY2(findings->item(0)->text().contains(QStringLiteral("20 tensors converted from F16 to F32")),
+                 qPrintable(findings->item(0)->text()));
+        findings->setCurrentRow(0);
+        QCOMPARE(recipient->anatomyView()->currentIndex().data().toString(),
+                 QStringLiteral("blk.0.attn_q.weight"));
+        QTRY_COMPARE(to->preview().size(), std::size_t(29));
+        saveScreenshot(&window, QStringLiteral("surgery-two-donors.png"));
+        plan->undoStack()->undo();
+        window.pane(app::MainWindow::Side::Donor)
+            ->closeView(window.pane(app::MainWindow::Side::Donor)->tabs()->indexOf(f16));
+        QCOMPARE(plan->plan().donors.size(), std::size_t(1));
+
         // The preview: 9 outlined cells with the healthy model's θ; θ mean before → after.
         QCOMPARE(to->preview().size(), std::size_t(9));
         const widgets::ThetaHeatmap* healthyMap = donor->heatmap();
@@ -669,9 +735,9 @@ private slots:
         QVERIFY(result->text().contains(QStringLiteral("Validation: passed")));
         saveScreenshot(result, QStringLiteral("surgery-assembled.png"));
         result->findChild<QPushButton*>(QStringLiteral("openChimeraDonor"))->click();
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
         widgets::ModelView* chimera = window.findView(QFileInfo(output).absoluteFilePath());
         QVERIFY(chimera != nullptr && !chimera->isRecipient());
+        QTRY_VERIFY_WITH_TIMEOUT(chimera->measurement() != nullptr, 20000);
         QCOMPARE(chimera->heatmap()->thetaAt(3, 8), healthyMap->thetaAt(3, 8));
 
         // Cancel: with the engine thread busy, the assembly is cancelled from its dialog
@@ -681,7 +747,7 @@ private slots:
         const QString cancelled = m_dir.filePath(QStringLiteral("cancelled.gguf"));
         QSignalSpy ended2(&window, &app::MainWindow::assemblyEnded);
         QVERIFY2(window.startAssembly(cancelled, &error), qPrintable(error));
-        QVERIFY(!window.startAssembly(cancelled, &error)); // one at a time
+        QVERIFY(!window.startAssembly(cancelled, &error));           // one at a time
         window.assemblyDialog()->findChild<QPushButton*>()->click(); // its Cancel button
         hold.release();
         QTRY_COMPARE_WITH_TIMEOUT(ended2.count(), 1, 20000);
