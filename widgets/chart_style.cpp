@@ -36,8 +36,11 @@ void applyPalette(QCustomPlot* plot) {
         } else if (auto* legend = qobject_cast<QCPLegend*>(element)) {
             legend->setBrush(background);
             legend->setTextColor(text);
+            // A wrapped legend's grid may have empty cells: item() is null there.
             for (int i = 0; i < legend->itemCount(); ++i) {
-                legend->item(i)->setTextColor(text);
+                if (QCPAbstractLegendItem* item = legend->item(i)) {
+                    item->setTextColor(text);
+                }
             }
         }
     }

@@ -461,6 +461,26 @@ private slots:
         QSettings().remove(QStringLiteral("layout"));
     }
 
+    // Three systems leave an empty cell in the side charts' two-column legend (this crashed
+    // the palette styling once).
+    void legendWithAnEmptyCell() {
+        GgufWriteSpec spec;
+        spec.set("general.architecture", MetaValue::fromString("llama"));
+        spec.tensors.push_back(testing::patternTensor("token_embd.weight", TensorType::F32, {8, 16}, 1));
+        spec.tensors.push_back(testing::patternTensor("blk.0.attn_q.weight", TensorType::F32, {8, 8}, 2));
+        spec.tensors.push_back(testing::patternTensor("blk.0.ffn_up.weight", TensorType::F32, {8, 12}, 3));
+        const QString path = m_dir.filePath(QStringLiteral("three-systems.gguf"));
+        QVERIFY(testing::writeFixture(path, spec));
+        widgets::SystemThetaCharts charts(ModelSnapshot::open(path.toStdString()));
+        charts.resize(400, 500);
+        charts.show();
+        QCOMPARE(charts.layerPlot()->legend->itemCount(), 4); // 3 entries in a 2 × 2 grid
+        QVERIFY(charts.layerPlot()->legend->item(3) == nullptr);
+        charts.layerPlot()->replot();
+        QCOMPARE(charts.layerPlot()->legend->item(0)->textColor(),
+                 charts.palette().color(QPalette::WindowText));
+    }
+
     // In a dark palette the charts are dark with light text, not white boxes.
     void darkPalette() {
         const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
