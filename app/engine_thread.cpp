@@ -40,11 +40,8 @@ void MeasurementWorker::measure(quint64 generation, std::shared_ptr<const ModelS
             return;
         }
         cache.store(m);
-    } else {
-        for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
-            emit tensorMeasured(generation, static_cast<int>(i), m.measurement.tensors[i]);
-        }
     }
+    // From the cache: no per-tensor signals, the window applies the whole measurement at once.
     emit finished(generation, std::make_shared<const ModelMeasurement>(std::move(m.measurement)));
 }
 

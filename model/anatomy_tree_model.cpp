@@ -80,6 +80,34 @@ void AnatomyTreeModel::setTensorResult(int tensor, const ZResult& result) {
     }
 }
 
+void AnatomyTreeModel::setTensorResults(const std::vector<ZResult>& results) {
+    if (!m_snapshot || results.size() != m_results.size()) {
+        return;
+    }
+    std::fill(m_thetaSum.begin(), m_thetaSum.end(), 0.0);
+    std::fill(m_thetaCount.begin(), m_thetaCount.end(), 0);
+    for (std::size_t t = 0; t < results.size(); ++t) {
+        m_results[t] = results[t];
+        if (results[t].hasTheta()) {
+            addToGroups(static_cast<int>(t), *results[t].theta);
+        }
+    }
+    const QList<int> roles{Qt::DisplayRole, SortRole, ThetaRole, Qt::ToolTipRole};
+    auto signalRows = [&](const std::vector<int>& siblings) {
+        if (siblings.empty()) {
+            return;
+        }
+        const auto& first = tree()->nodes[static_cast<std::size_t>(siblings.front())];
+        const auto& last = tree()->nodes[static_cast<std::size_t>(siblings.back())];
+        emit dataChanged(createIndex(first.row, Theta, quintptr(siblings.front())),
+                         createIndex(last.row, Theta, quintptr(siblings.back())), roles);
+    };
+    signalRows(tree()->roots);
+    for (const AnatomyNode& node : tree()->nodes) {
+        signalRows(node.children);
+    }
+}
+
 void AnatomyTreeModel::clearResults() {
     beginResetModel();
     std::fill(m_results.begin(), m_results.end(), std::nullopt);

@@ -28,6 +28,9 @@ public:
 
     // A tensor's Z-measure arrived: its θ cell and its groups' means change (dataChanged).
     void setTensorResult(int tensor, const ZResult& result);
+    // Every tensor's result at once (a measurement from the cache): the sums are rebuilt and
+    // the θ column signalled once per group of siblings, not three times per tensor.
+    void setTensorResults(const std::vector<ZResult>& results);
     void clearResults();
     const std::optional<ZResult>& tensorResult(int tensor) const {
         return m_results.at(static_cast<std::size_t>(tensor));

@@ -358,10 +358,14 @@ void ModelView::selectTensor(int tensor) {
 
 void ModelView::setMeasurement(std::shared_ptr<const ModelMeasurement> measurement) {
     m_measurement = std::move(measurement);
-    for (std::size_t i = 0; i < m_measurement->tensors.size(); ++i) {
-        if (!m_treeModel->tensorResult(static_cast<int>(i))) {
-            applyTensorResult(static_cast<int>(i), m_measurement->tensors[i]);
-        }
+    // From the cache the results arrive here all at once: applied in bulk, so that even a
+    // model of a thousand tensors costs the event loop one short pass.
+    const auto& results = m_measurement->tensors;
+    m_treeModel->setTensorResults(results);
+    m_heatmap->setTensorResults(results);
+    m_systemCharts->setTensorResults(results);
+    if (const int current = m_inspector->tensor(); current >= 0 && std::size_t(current) < results.size()) {
+        m_inspector->setResult(current, results[std::size_t(current)]);
     }
     m_header->setText(headerText());
 }

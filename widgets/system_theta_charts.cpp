@@ -120,6 +120,13 @@ void SystemThetaCharts::setTensorResult(int tensor, const ZResult& result) {
     scheduleRefresh();
 }
 
+void SystemThetaCharts::setTensorResults(const std::vector<ZResult>& results) {
+    for (std::size_t t = 0; t < results.size() && t < m_theta.size(); ++t) {
+        m_theta[t] = results[t].theta;
+    }
+    scheduleRefresh();
+}
+
 std::optional<double> SystemThetaCharts::meanTheta(System system, std::optional<std::uint32_t> layer) const {
     double sum = 0;
     int count = 0;

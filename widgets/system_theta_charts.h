@@ -20,6 +20,7 @@ public:
     explicit SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent = nullptr);
 
     void setTensorResult(int tensor, const ZResult& result);
+    void setTensorResults(const std::vector<ZResult>& results);
 
     QCustomPlot* layerPlot() const { return m_layers; }
     QCustomPlot* systemPlot() const { return m_systems; }

@@ -50,6 +50,7 @@ void ThetaHeatmap::buildGrid() {
         const int column = t.layer ? 1 + static_cast<int>(*t.layer) : 0;
         const int row = rowOf.at({t.order, t.role});
         m_cells[static_cast<std::size_t>(column) * m_roles.size() + row] = static_cast<int>(i);
+        m_cellOf.emplace_back(column, row);
     }
 }
 
@@ -190,12 +191,9 @@ std::optional<double> ThetaHeatmap::thetaAt(int column, int row) const {
 }
 
 std::pair<int, int> ThetaHeatmap::cellOf(int tensor) const {
-    for (std::size_t i = 0; i < m_cells.size(); ++i) {
-        if (m_cells[i] == tensor) {
-            return {static_cast<int>(i / m_roles.size()), static_cast<int>(i % m_roles.size())};
-        }
-    }
-    return {-1, -1};
+    return tensor >= 0 && static_cast<std::size_t>(tensor) < m_cellOf.size()
+               ? m_cellOf[static_cast<std::size_t>(tensor)]
+               : std::pair(-1, -1);
 }
 
 int ThetaHeatmap::tensorAtPixel(const QPoint& pixel) const {
@@ -216,6 +214,17 @@ void ThetaHeatmap::setTensorResult(int tensor, const ZResult& result) {
     }
     m_results[static_cast<std::size_t>(tensor)] = result;
     refreshCell(tensor);
+    scheduleReplot();
+}
+
+void ThetaHeatmap::setTensorResults(const std::vector<ZResult>& results) {
+    if (m_theta == nullptr || results.size() != m_results.size()) {
+        return;
+    }
+    for (std::size_t t = 0; t < results.size(); ++t) {
+        m_results[t] = results[t];
+        refreshCell(static_cast<int>(t));
+    }
     scheduleReplot();
 }
 

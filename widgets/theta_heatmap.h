@@ -38,7 +38,8 @@ public:
     std::optional<double> deltaAt(int column, int row) const;
 
     void setTensorResult(int tensor, const ZResult& result);
-    void highlightTensor(int tensor); // -1: none
+    void setTensorResults(const std::vector<ZResult>& results); // all at once, one replot
+    void highlightTensor(int tensor);                           // -1: none
 
     int columnCount() const { return m_columns; }
     int rowCount() const { return static_cast<int>(m_roles.size()); }
@@ -98,6 +99,7 @@ private:
     std::vector<std::string> m_roles;           // rows, in anatomical order
     int m_columns = 0;                          // "global" + one per layer
     std::vector<int> m_cells;                   // column * rows + row → tensor, -1 absent
+    std::vector<std::pair<int, int>> m_cellOf;  // tensor → (column, row)
     std::vector<std::optional<ZResult>> m_results;
     QCustomPlot* m_plot = nullptr;
     QCPColorMap* m_presence = nullptr; // absent / not measured / constant

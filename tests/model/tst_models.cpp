@@ -182,6 +182,27 @@ private slots:
         QCOMPARE(layer3.data(ThetaRole).toDouble(), *z.theta);
         model.clearResults();
         QVERIFY(!model.index(4, AnatomyTreeModel::Theta).data(ThetaRole).isValid());
+
+        // All results at once (from the cache): the same means, one signal per sibling group.
+        std::vector<ZResult> all(tensors.size(), z);
+        all[std::size_t(indexOf("blk.3.ffn_down.weight"))] = other;
+        all[std::size_t(indexOf("blk.3.ffn_gate.weight"))] = constant;
+        AnatomyTreeModel oneByOne;
+        oneByOne.setSnapshot(stories());
+        oneByOne.setGrouping(TreeGrouping::LayerSystem);
+        for (std::size_t t = 0; t < all.size(); ++t) {
+            oneByOne.setTensorResult(int(t), all[t]);
+        }
+        changed.clear();
+        model.setTensorResults(all);
+        QVERIFY(changed.count() < int(tensors.size())); // one per tensor and group would be 3 × 48
+        for (int t = 0; t < int(tensors.size()); ++t) {
+            for (QModelIndex a = model.indexOfTensor(t), b = oneByOne.indexOfTensor(t); a.isValid();
+                 a = a.parent(), b = b.parent()) {
+                QCOMPARE(a.siblingAtColumn(AnatomyTreeModel::Theta).data(ThetaRole),
+                         b.siblingAtColumn(AnatomyTreeModel::Theta).data(ThetaRole));
+            }
+        }
     }
 
     void resetBetweenModels() {

@@ -160,6 +160,7 @@ private slots:
     void measuresInTheBackground() {
         const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         ORGAN_REQUIRE_SHARED(path);
+        QDir(m_dir.filePath(QStringLiteral("cache"))).removeRecursively(); // measured for real
         app::MainWindow window;
         window.resize(1280, 800);
         window.show();
@@ -181,12 +182,27 @@ private slots:
             window.statusBar()->currentMessage().startsWith(QStringLiteral("Measured llama: θ mean 36.65°")));
         view->anatomyView()->expandAll();
         saveScreenshot(&window, QStringLiteral("main-window-theta.png"));
-        // A second window opens the unchanged file from the cache.
+        // A second window opens the unchanged file from the cache: no per-tensor signals, the
+        // whole measurement applied at once to the tree (group means too), heatmap and charts.
         app::MainWindow again;
         QSignalSpy cached(again.engine(), &app::EngineThread::finished);
+        QSignalSpy cachedPerTensor(again.engine(), &app::EngineThread::tensorMeasured);
         again.openFiles({path});
         QTRY_COMPARE_WITH_TIMEOUT(cached.count(), 1, 20000);
-        QVERIFY(again.currentView()->measurement()->fromCache);
+        widgets::ModelView* fromCache = again.currentView();
+        QVERIFY(fromCache->measurement()->fromCache);
+        QCOMPARE(cachedPerTensor.count(), 0);
+        for (int t = 0; t < int(tensors.size()); ++t) {
+            const QModelIndex a = view->anatomyModel()->indexOfTensor(t);
+            const QModelIndex b = fromCache->anatomyModel()->indexOfTensor(t);
+            QCOMPARE(b.siblingAtColumn(model::AnatomyTreeModel::Theta).data(model::ThetaRole),
+                     a.siblingAtColumn(model::AnatomyTreeModel::Theta).data(model::ThetaRole));
+            QCOMPARE(b.parent().siblingAtColumn(model::AnatomyTreeModel::Theta).data(model::ThetaRole),
+                     a.parent().siblingAtColumn(model::AnatomyTreeModel::Theta).data(model::ThetaRole));
+        }
+        QCOMPARE(fromCache->heatmap()->thetaAt(0, 0), view->heatmap()->thetaAt(0, 0));
+        QTRY_COMPARE(fromCache->systemCharts()->meanTheta(System::Organ, 2),
+                     view->systemCharts()->meanTheta(System::Organ, 2));
     }
 
     // The heatmap: 5 layers (plus the global column) × the model's roles, θ as the numpy
