@@ -1003,7 +1003,7 @@ private slots:
         QCOMPARE(window.documents()->tabText(0), QStringLiteral("specimen-recipient"));
         QCOMPARE(window.documents()->tabText(1), QStringLiteral("specimen-donor"));
         window.currentView()->metadataView()->resizeColumnsToContents();
-        saveScreenshot(&window, QStringLiteral("main-window-demo.png"));
+        saveScreenshot(&window, QStringLiteral("main-window-dropped.png"));
         window.closeCurrent();
         QTRY_COMPARE(window.documents()->count(), 1);
     }
