@@ -21,6 +21,7 @@
 
 #include <QApplication>
 #include <QCheckBox>
+#include <QDragEnterEvent>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMenu>
@@ -607,6 +608,46 @@ private slots:
         QCOMPARE(plan->plan().operations.size(), std::size_t(1));
         QTest::keyClick(&window, Qt::Key_Z, Qt::ControlModifier);
         QVERIFY(plan->isEmpty());
+
+        // Through the widgets' own paths: drag events on the recipient's heatmap (outline and
+        // drop), and the tree views' proxy models (what QTreeView's drag and drop calls).
+        {
+            std::unique_ptr<QMimeData> cellDrag(model::encodeTensorDrag(*from->dragForCell(3, ffnUpRow)));
+            const QPoint onCell = to->pixelOfTensor(tensorOf(recipient, "blk.2.ffn_up.weight"));
+            QDragEnterEvent enter(onCell, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+            QApplication::sendEvent(to->plot(), &enter);
+            QDragMoveEvent move(onCell, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+            QApplication::sendEvent(to->plot(), &move);
+            QVERIFY(move.isAccepted());
+            QDropEvent drop(QPointF(onCell), Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+            QApplication::sendEvent(to->plot(), &drop);
+            QVERIFY(drop.isAccepted());
+            QCOMPARE(plan->plan().operations.size(), std::size_t(1));
+            const QPoint wrong = to->pixelOfTensor(tensorOf(recipient, "blk.2.attn_q.weight"));
+            QDragMoveEvent refused(wrong, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+            QApplication::sendEvent(to->plot(), &refused);
+            QVERIFY(!refused.isAccepted());
+            plan->undoStack()->undo();
+
+            QAbstractItemModel* donorProxy = donor->anatomyView()->model();
+            QAbstractItemModel* recipientProxy = recipient->anatomyView()->model();
+            const QModelIndex proxyTensor = donor->anatomyProxy()->mapFromSource(
+                donor->anatomyModel()->indexOfTensor(tensorOf(donor, "blk.4.ffn_down.weight")));
+            QVERIFY(donorProxy->flags(proxyTensor) & Qt::ItemIsDragEnabled);
+            QVERIFY(donorProxy->mimeTypes().contains(QString::fromLatin1(model::kTensorMimeType)));
+            std::unique_ptr<QMimeData> viaProxy(donorProxy->mimeData({proxyTensor}));
+            QCOMPARE(model::decodeTensorDrag(viaProxy.get())->tensors,
+                     std::vector<int>{tensorOf(donor, "blk.4.ffn_down.weight")});
+            const QModelIndex proxyTarget = recipient->anatomyProxy()->mapFromSource(
+                recipient->anatomyModel()->indexOfTensor(tensorOf(recipient, "blk.4.ffn_down.weight")));
+            QVERIFY(recipientProxy->flags(proxyTarget) & Qt::ItemIsDropEnabled);
+            QVERIFY(recipientProxy->canDropMimeData(viaProxy.get(), Qt::CopyAction, -1, -1, proxyTarget));
+            QVERIFY(recipientProxy->dropMimeData(viaProxy.get(), Qt::CopyAction, -1, -1, proxyTarget));
+            QCOMPARE(plan->plan().operations.at(0).select.names,
+                     std::vector<std::string>{"blk.4.ffn_down.weight"});
+            plan->undoStack()->undo();
+            QVERIFY(plan->isEmpty());
+        }
 
         // The healing graft, in the tree: the organ system's layers 1-3 onto the recipient's organs.
         std::unique_ptr<QMimeData> organs(donor->anatomyModel()->mimeData(
