@@ -167,6 +167,10 @@ void ThetaHeatmap::buildPlot() {
     connect(m_plot, &QCustomPlot::mouseMove, this, &ThetaHeatmap::showTooltip);
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
         const int tensor = tensorAtPixel(event->pos());
+        if (tensor >= 0 && m_dragSource && (event->modifiers() & Qt::ControlModifier)) {
+            toggleSelected(tensor);
+            return;
+        }
         if (tensor >= 0) {
             highlightTensor(tensor);
             emit tensorClicked(tensor);
@@ -339,8 +343,36 @@ std::optional<model::TensorDrag> ThetaHeatmap::dragOf(std::vector<int> tensors,
     return drag;
 }
 
+// A cell of the selection drags the whole selection; any other cell itself.
 std::optional<model::TensorDrag> ThetaHeatmap::dragForCell(int column, int row) const {
-    return dragOf({tensorAt(column, row)}, model::TensorDrag::Pick::Tensors);
+    const int tensor = tensorAt(column, row);
+    if (tensor >= 0 && m_selected.contains(tensor)) {
+        return dragOf({m_selected.begin(), m_selected.end()}, model::TensorDrag::Pick::Tensors);
+    }
+    return dragOf({tensor}, model::TensorDrag::Pick::Tensors);
+}
+
+void ThetaHeatmap::toggleSelected(int tensor) {
+    if (tensor < 0 || m_theta == nullptr) {
+        return;
+    }
+    if (!m_selected.erase(tensor)) {
+        m_selected.insert(tensor);
+    }
+    for (QCPItemRect* mark : m_selectionMarks) {
+        m_plot->removeItem(mark);
+    }
+    m_selectionMarks.clear();
+    for (int t : m_selected) {
+        const auto [column, row] = cellOf(t);
+        auto* mark = new QCPItemRect(m_plot);
+        mark->setPen(QPen(palette().color(QPalette::Highlight), 3));
+        mark->setBrush(Qt::NoBrush);
+        mark->topLeft->setCoords(column - 0.5, row - 0.5);
+        mark->bottomRight->setCoords(column + 0.5, row + 0.5);
+        m_selectionMarks.push_back(mark);
+    }
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 std::optional<model::TensorDrag> ThetaHeatmap::dragForRow(int row) const {

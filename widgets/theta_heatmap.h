@@ -7,6 +7,7 @@
 #include <QWidget>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 class QCustomPlot;
@@ -50,13 +51,17 @@ public:
     QPoint pixelOfTensor(int tensor) const;
     QCustomPlot* plot() const { return m_plot; }
 
-    // Drag and drop. A donor's heatmap drags a cell (its tensor), a row (drag from the role's
+    // Drag and drop. A donor's heatmap drags a cell (its tensor, or the Ctrl+click selection
+    // it belongs to), a row (drag from the role's
     // label: the role across layers) or a column (from the layer's label: the layer); a
     // recipient's heatmap takes drops on cells (that tensor), on an empty cell or a layer's
     // label (that layer) or elsewhere (the whole model), checked by the handler.
     void setDragSource(bool on) { m_dragSource = on; }
     void setDropHandler(model::TensorDropHandler* handler);
     std::optional<model::TensorDrag> dragForCell(int column, int row) const;
+    // Ctrl+click on a donor's cells builds a selection that drags together.
+    void toggleSelected(int tensor);
+    const std::set<int>& selectedTensors() const { return m_selected; }
     std::optional<model::TensorDrag> dragForRow(int row) const;
     std::optional<model::TensorDrag> dragForColumn(int column) const;
     std::optional<model::TensorDrag> dragAtPixel(const QPoint& pixel) const;
@@ -114,6 +119,8 @@ private:
     std::vector<PreviewCell> m_preview;
     std::vector<int> m_previewOf; // per tensor: index into m_preview, -1 none
     std::vector<QCPItemRect*> m_previewMarks;
+    std::set<int> m_selected;
+    std::vector<QCPItemRect*> m_selectionMarks;
 };
 
 } // namespace organ::widgets

@@ -599,6 +599,26 @@ private slots:
                                &message));
         QVERIFY2(message.contains(QStringLiteral("same role")), qPrintable(message));
         QCOMPARE(plan->plan().operations.size(), std::size_t(2));
+        // Ctrl+click selects donor cells (layers 0 and 4's ffn_up); dragging one drags both.
+        donor->showPage(widgets::ModelView::Page::Heatmap);
+        QTest::qWait(0);
+        from->plot()->replot();
+        for (const char* name : {"blk.0.ffn_up.weight", "blk.4.ffn_up.weight"}) {
+            QTest::mouseClick(from->plot(), Qt::LeftButton, Qt::ControlModifier,
+                              from->pixelOfTensor(tensorOf(donor, name)));
+        }
+        QCOMPARE(from->selectedTensors().size(), std::size_t(2));
+        const auto selection = from->dragAtPixel(from->pixelOfTensor(tensorOf(donor, "blk.4.ffn_up.weight")));
+        QCOMPARE(selection->tensors.size(), std::size_t(2));
+        std::unique_ptr<QMimeData> cellsDrag(model::encodeTensorDrag(*selection));
+        QVERIFY(to->canDropAt(cellsDrag.get(), to->pixelOfTensor(tensorOf(recipient, "blk.2.ffn_up.weight")),
+                              &message));
+        QCOMPARE(message, QStringLiteral("Replaces 2 tensors"));
+        from->plot()->replot();
+        saveScreenshot(from, QStringLiteral("surgery-donor-selection.png"));
+        from->toggleSelected(tensorOf(donor, "blk.0.ffn_up.weight"));
+        from->toggleSelected(tensorOf(donor, "blk.4.ffn_up.weight"));
+        QVERIFY(from->selectedTensors().empty());
         // Undo both with the keyboard (Ctrl+Z), redo one (Ctrl+Shift+Z), undo it again.
         QVERIFY(QTest::qWaitForWindowActive(&window));
         QTest::keyClick(&window, Qt::Key_Z, Qt::ControlModifier);
