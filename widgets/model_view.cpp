@@ -138,11 +138,13 @@ QWidget* ModelView::buildAnatomyTab() {
     m_tree->sortByColumn(-1, Qt::AscendingOrder);
     m_tree->setUniformRowHeights(true);
     m_tree->setAlternatingRowColors(true);
+    // Names are never squeezed (a narrow pane scrolls sideways instead), and θ sits next to
+    // them, so that the two that matter most stay in view.
     m_tree->header()->setStretchLastSection(false);
-    m_tree->header()->setSectionResizeMode(model::AnatomyTreeModel::Name, QHeaderView::Stretch);
-    for (int c = model::AnatomyTreeModel::Role; c < model::AnatomyTreeModel::ColumnCount; ++c) {
+    for (int c = model::AnatomyTreeModel::Name; c < model::AnatomyTreeModel::ColumnCount; ++c) {
         m_tree->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
     }
+    m_tree->header()->moveSection(model::AnatomyTreeModel::Theta, 1);
     m_tree->expandToDepth(0);
     m_tree->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(m_tree, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
