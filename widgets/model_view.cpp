@@ -208,6 +208,9 @@ void ModelView::setSurgery(model::GraftDocument* document, bool recipient) {
     m_tree->setAcceptDrops(recipient);
     m_tree->viewport()->setAcceptDrops(recipient);
     m_tree->setDropIndicatorShown(recipient);
+    // A drop lands on the row under the pointer (never "between" rows, which would mean
+    // their parent).
+    m_tree->setDragDropOverwriteMode(recipient);
     m_tree->setDragDropMode(recipient ? QAbstractItemView::DropOnly : QAbstractItemView::DragOnly);
     m_tree->setDefaultDropAction(Qt::CopyAction);
     m_treeModel->setDragSource(!recipient);
