@@ -570,6 +570,15 @@ private slots:
         widgets::ModelView* recipient = window.currentView();
         widgets::ModelView* donor = window.pane(app::MainWindow::Side::Donor)->currentView();
         QVERIFY(recipient->isRecipient() && !donor->isRecipient());
+        QCOMPARE(recipient->anatomyView()->dragDropMode(), QAbstractItemView::DropOnly);
+        QVERIFY(recipient->anatomyView()->dragDropOverwriteMode());
+        QCOMPARE(donor->anatomyView()->dragDropMode(), QAbstractItemView::DragOnly);
+        // Swapping the panes swaps the roles.
+        window.swapPanes();
+        QVERIFY(donor->isRecipient() && !recipient->isRecipient());
+        QCOMPARE(donor->anatomyView()->dragDropMode(), QAbstractItemView::DropOnly);
+        window.swapPanes();
+        QVERIFY(recipient->isRecipient() && !donor->isRecipient());
         model::GraftDocument* plan = window.graftDocument();
 
         // Heatmap: a row (ffn_up across layers) onto a recipient cell grafts it in place; a
