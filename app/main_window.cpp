@@ -819,21 +819,14 @@ void MainWindow::assemblyFinished(bool ok, const QString& message) {
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
-    const auto urls = event->mimeData()->urls();
-    if (std::any_of(urls.begin(), urls.end(), [](const QUrl& url) { return url.isLocalFile(); })) {
+    if (!widgets::droppedFiles(event->mimeData()).isEmpty()) {
         event->acceptProposedAction();
     }
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {
-    QStringList paths;
-    for (const QUrl& url : event->mimeData()->urls()) {
-        if (url.isLocalFile()) {
-            paths << url.toLocalFile();
-        }
-    }
     event->acceptProposedAction();
-    openFiles(paths);
+    openFiles(widgets::droppedFiles(event->mimeData()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -78,22 +78,25 @@ void ModelPane::updatePage() {
     m_stack->setCurrentIndex(m_tabs->count() > 0 ? 1 : 0);
 }
 
+QStringList droppedFiles(const QMimeData* data) {
+    QStringList paths;
+    for (const QUrl& url : data->urls()) {
+        if (url.isLocalFile()) {
+            paths << url.toLocalFile();
+        }
+    }
+    return paths;
+}
+
 void ModelPane::dragEnterEvent(QDragEnterEvent* event) {
-    const auto urls = event->mimeData()->urls();
-    if (std::any_of(urls.begin(), urls.end(), [](const QUrl& url) { return url.isLocalFile(); })) {
+    if (!droppedFiles(event->mimeData()).isEmpty()) {
         event->acceptProposedAction();
     }
 }
 
 void ModelPane::dropEvent(QDropEvent* event) {
-    QStringList paths;
-    for (const QUrl& url : event->mimeData()->urls()) {
-        if (url.isLocalFile()) {
-            paths << url.toLocalFile();
-        }
-    }
     event->acceptProposedAction();
-    emit filesDropped(paths);
+    emit filesDropped(droppedFiles(event->mimeData()));
 }
 
 } // namespace organ::widgets

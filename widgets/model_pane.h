@@ -8,7 +8,12 @@ class QLabel;
 class QStackedWidget;
 class QTabWidget;
 
+class QMimeData;
+
 namespace organ::widgets {
+
+// The local files among dropped URLs (what the window and the panes open on a drop).
+QStringList droppedFiles(const QMimeData* data);
 
 class ModelView;
 
