@@ -20,7 +20,7 @@ namespace organ::app {
 // A chimera to write: the plan, the open models it names ("base" first) and the output.
 struct AssemblyJob {
     GraftPlan plan;
-    std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> models;
+    NamedModels models;
     std::string output;
     std::shared_ptr<StopToken> stop = std::make_shared<StopToken>();
 };

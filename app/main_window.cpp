@@ -301,12 +301,9 @@ void MainWindow::connectEngine() {
 void MainWindow::updateComparison() {
     widgets::ModelView* recipient = m_recipient->currentView();
     widgets::ModelView* donor = m_donor->currentView();
-    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
-        for (int i = 0; i < pane->tabs()->count(); ++i) {
-            auto* view = qobject_cast<widgets::ModelView*>(pane->tabs()->widget(i));
-            if (view != recipient) {
-                view->clearComparison();
-            }
+    for (widgets::ModelView* view : m_recipient->views() + m_donor->views()) {
+        if (view != recipient) {
+            view->clearComparison();
         }
     }
     if (recipient == nullptr || donor == nullptr || recipient->measurement() == nullptr ||
@@ -529,12 +526,9 @@ void MainWindow::buildSurgery() {
 }
 
 widgets::ModelView* MainWindow::findView(const QString& path) const {
-    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
-        for (int i = 0; i < pane->tabs()->count(); ++i) {
-            auto* view = qobject_cast<widgets::ModelView*>(pane->tabs()->widget(i));
-            if (view != nullptr && QString::fromStdString(view->snapshot().model->path()) == path) {
-                return view;
-            }
+    for (widgets::ModelView* view : m_recipient->views() + m_donor->views()) {
+        if (QString::fromStdString(view->snapshot().model->path()) == path) {
+            return view;
         }
     }
     return nullptr;
@@ -542,10 +536,8 @@ widgets::ModelView* MainWindow::findView(const QString& path) const {
 
 void MainWindow::updateSurgeryRoles() {
     for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
-        for (int i = 0; i < pane->tabs()->count(); ++i) {
-            if (auto* view = qobject_cast<widgets::ModelView*>(pane->tabs()->widget(i))) {
-                view->setSurgery(m_document, pane == m_recipient);
-            }
+        for (widgets::ModelView* view : pane->views()) {
+            view->setSurgery(m_document, pane == m_recipient);
         }
     }
     updatePreview();
@@ -553,25 +545,17 @@ void MainWindow::updateSurgeryRoles() {
 
 void MainWindow::updatePreview() {
     const QString base = m_document->base();
-    for (int i = 0; i < m_recipient->tabs()->count(); ++i) {
-        auto* view = qobject_cast<widgets::ModelView*>(m_recipient->tabs()->widget(i));
-        if (view == nullptr) {
-            continue;
-        }
+    for (widgets::ModelView* view : m_recipient->views()) {
         if (m_document->isEmpty() || QString::fromStdString(view->snapshot().model->path()) != base ||
             !m_document->unavailable().isEmpty()) {
             view->setPlanPreview({}, QString());
             continue;
         }
         const GraftPlan& plan = m_document->plan();
-        auto thetaOf = [this](const QString& path, const std::string& name) -> std::optional<double> {
+        // Measurements by file; a model not open or not measured yet has none.
+        auto measurementOf = [this](const QString& path) -> const ModelMeasurement* {
             const widgets::ModelView* v = findView(path);
-            if (v == nullptr || v->measurement() == nullptr) {
-                return std::nullopt;
-            }
-            const TensorInfo* t = v->snapshot().model->findTensor(name);
-            return t ? v->measurement()->tensors[std::size_t(t - v->snapshot().model->tensors().data())].theta
-                     : std::nullopt;
+            return v != nullptr ? v->measurement() : nullptr;
         };
         std::vector<widgets::ThetaHeatmap::PreviewCell> cells;
         std::vector<int> perDonor(plan.donors.size(), 0);
@@ -580,9 +564,8 @@ void MainWindow::updatePreview() {
             cell.tensor = r.recipientTensor;
             cell.donor = r.donorIndex;
             cell.donorName = QString::fromStdString(plan.donors[std::size_t(r.donorIndex)].first);
-            const widgets::ModelView* donor = findView(r.donorPath);
-            if (donor != nullptr && donor->measurement() != nullptr) {
-                cell.theta = donor->measurement()->tensors[std::size_t(r.donorTensor)].theta;
+            if (const ModelMeasurement* m = measurementOf(r.donorPath)) {
+                cell.theta = m->tensors[std::size_t(r.donorTensor)].theta;
             }
             ++perDonor[std::size_t(r.donorIndex)];
             cells.push_back(cell);
@@ -592,15 +575,13 @@ void MainWindow::updatePreview() {
         int measured = 0;
         bool complete = true;
         for (const ChimeraTensor& t : m_document->report().layout.tensors) {
-            const std::string* donorPath = plan.donorPath(t.model);
-            const QString source =
-                t.model == "base" ? base : QString::fromStdString(donorPath ? *donorPath : "");
-            const widgets::ModelView* v = findView(source);
-            if (v == nullptr || v->measurement() == nullptr) {
+            const model::GraftDocument::Source source = m_document->source(t);
+            const ModelMeasurement* m = measurementOf(source.path);
+            if (m == nullptr || source.tensor == nullptr) {
                 complete = false;
                 break;
             }
-            if (const auto theta = thetaOf(source, t.sourceName)) {
+            if (const auto& theta = m->tensors[std::size_t(source.index())].theta) {
                 sum += *theta;
                 ++measured;
             }
@@ -625,18 +606,12 @@ void MainWindow::updatePreview() {
 
 bool MainWindow::confirmClose(widgets::ModelView* view) {
     const QString path = QString::fromStdString(view->snapshot().model->path());
-    if (!m_document->uses(path) || findView(path) != view) {
-        return true;
-    }
     // Another tab of the same file keeps the plan's model open.
-    int tabs = 0;
-    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
-        for (int i = 0; i < pane->tabs()->count(); ++i) {
-            auto* v = qobject_cast<widgets::ModelView*>(pane->tabs()->widget(i));
-            tabs += v != nullptr && QString::fromStdString(v->snapshot().model->path()) == path;
-        }
-    }
-    if (tabs > 1) {
+    const QList<widgets::ModelView*> views = m_recipient->views() + m_donor->views();
+    const auto tabs = std::count_if(views.begin(), views.end(), [&](const widgets::ModelView* v) {
+        return QString::fromStdString(v->snapshot().model->path()) == path;
+    });
+    if (!m_document->uses(path) || tabs > 1) {
         return true;
     }
     const auto answer = QMessageBox::question(this, tr("Close a model the plan uses"),
@@ -748,18 +723,13 @@ bool MainWindow::startAssembly(const QString& output, QString* error) {
     job->plan = m_document->plan();
     job->output = QFileInfo(output).absoluteFilePath().toStdString();
     job->plan.output = job->output;
-    job->models.emplace_back("base", m_document->model(m_document->base())->model);
-    for (const auto& [id, path] : job->plan.donors) {
-        job->models.emplace_back(id, m_document->model(QString::fromStdString(path))->model);
-    }
+    std::string missing;
+    job->models = *m_document->openModels(job->plan, &missing); // all open: the plan is checked
     // The writer reports bytes of tensor data in file order: their ends give the tensors done.
     m_assemblyEnds.clear();
     std::uint64_t end = 0;
     for (const ChimeraTensor& t : m_document->report().layout.tensors) {
-        const std::string* path = job->plan.donorPath(t.model);
-        const auto source =
-            m_document->model(t.model == "base" ? m_document->base() : QString::fromStdString(*path));
-        const TensorInfo* info = source->model->findTensor(t.sourceName);
+        const TensorInfo* info = m_document->source(t).tensor;
         const TensorTypeTraits& traits = traitsOf(t.targetType);
         end += info->elements / traits.blockSize * traits.bytesPerBlock;
         m_assemblyEnds.push_back(end);

@@ -52,7 +52,7 @@ GraftModels GraftModels::open(const GraftPlan& plan) {
     return models;
 }
 
-GraftModels GraftModels::fromModels(std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> models) {
+GraftModels GraftModels::fromModels(NamedModels models) {
     GraftModels out;
     out.m_models = std::move(models);
     return out;

@@ -11,20 +11,23 @@
 
 namespace organ {
 
+// Models by plan id: "base" first, then each donor id.
+using NamedModels = std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>>;
+
 // The models a plan names, opened: "base" and each donor id.
 class GraftModels {
 public:
     // Opens every model of the plan; throws FormatError or IoError naming the file.
     static GraftModels open(const GraftPlan& plan);
     // Models already open (the window's): "base" first, then each donor id.
-    static GraftModels fromModels(std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> models);
+    static GraftModels fromModels(NamedModels models);
 
     const GgufModel& base() const { return *m_models.front().second; }
     const GgufModel* find(const std::string& id) const;
     std::vector<std::string> ids() const;
 
 private:
-    std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> m_models;
+    NamedModels m_models;
 };
 
 struct Finding {

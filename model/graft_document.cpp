@@ -146,23 +146,11 @@ void GraftDocument::recheck() {
     m_report = {};
     m_unavailable.clear();
     if (!m_plan.base.empty()) {
-        std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> models;
-        auto add = [&](const std::string& id, const std::string& path) {
-            const auto snapshot = model(q(path));
-            if (snapshot == nullptr) {
-                m_unavailable =
-                    tr("%1 is not open: open it to check and assemble the plan").arg(fileOf(path));
-                return false;
-            }
-            models.emplace_back(id, snapshot->model);
-            return true;
-        };
-        bool all = add("base", m_plan.base);
-        for (const auto& [id, path] : m_plan.donors) {
-            all = all && add(id, path);
-        }
-        if (all) {
-            m_report = checkGraft(m_plan, GraftModels::fromModels(std::move(models)));
+        std::string missing;
+        if (auto models = openModels(m_plan, &missing)) {
+            m_report = checkGraft(m_plan, GraftModels::fromModels(std::move(*models)));
+        } else {
+            m_unavailable = tr("%1 is not open: open it to check and assemble the plan").arg(fileOf(missing));
         }
     }
     emit changed();
@@ -305,15 +293,12 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
     GraftPlan candidate = plan;
     candidate.operations.push_back(op);
     const int index = int(candidate.operations.size()) - 1;
-    std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>> models{{"base", to->model}};
-    for (const auto& [id, path] : candidate.donors) {
-        const auto donor = model(q(path));
-        if (donor == nullptr) {
-            return refuse(tr("%1 is not open").arg(fileOf(path)));
-        }
-        models.emplace_back(id, donor->model);
+    std::string missing;
+    auto models = openModels(candidate, &missing);
+    if (!models) {
+        return refuse(tr("%1 is not open").arg(fileOf(missing)));
     }
-    const CompatibilityReport report = checkGraft(candidate, GraftModels::fromModels(std::move(models)));
+    const CompatibilityReport report = checkGraft(candidate, GraftModels::fromModels(std::move(*models)));
     for (const Finding& f : report.findings) {
         if (f.operation != index || f.severity != Finding::Severity::Error) {
             continue;
@@ -488,11 +473,8 @@ GraftDocument::OperationSummary GraftDocument::summary(int operation) const {
     for (const ChimeraTensor& t : m_report.layout.tensors) {
         if (t.operation == operation && t.model != "base") {
             ++s.tensors;
-            const std::string* path = m_plan.donorPath(t.model);
-            if (const auto donor = path ? model(q(*path)) : nullptr) {
-                if (const TensorInfo* info = donor->model->findTensor(t.sourceName)) {
-                    s.bytes += info->bytes;
-                }
+            if (const TensorInfo* info = source(t).tensor) {
+                s.bytes += info->bytes;
             }
         }
     }
@@ -550,6 +532,40 @@ QString GraftDocument::describe(const GraftOperation& o) const {
     return {};
 }
 
+std::optional<NamedModels> GraftDocument::openModels(const GraftPlan& plan, std::string* missing) const {
+    NamedModels models;
+    auto add = [&](const std::string& id, const std::string& path) {
+        const auto snapshot = model(q(path));
+        if (snapshot == nullptr) {
+            *missing = path;
+            return false;
+        }
+        models.emplace_back(id, snapshot->model);
+        return true;
+    };
+    if (!add("base", plan.base)) {
+        return std::nullopt;
+    }
+    for (const auto& [id, path] : plan.donors) {
+        if (!add(id, path)) {
+            return std::nullopt;
+        }
+    }
+    return models;
+}
+
+GraftDocument::Source GraftDocument::source(const ChimeraTensor& tensor) const {
+    Source s;
+    const std::string* path = tensor.model == "base" ? &m_plan.base : m_plan.donorPath(tensor.model);
+    if (path == nullptr) {
+        return s;
+    }
+    s.path = q(*path);
+    s.snapshot = model(s.path);
+    s.tensor = s.snapshot ? s.snapshot->model->findTensor(tensor.sourceName) : nullptr;
+    return s;
+}
+
 std::vector<GraftDocument::Replacement> GraftDocument::replacements() const {
     std::vector<Replacement> out;
     const auto recipient = model(base());
@@ -561,16 +577,14 @@ std::vector<GraftDocument::Replacement> GraftDocument::replacements() const {
             continue;
         }
         const TensorInfo* mine = recipient->model->findTensor(t.name);
-        const std::string* path = m_plan.donorPath(t.model);
-        const auto donor = path ? model(q(*path)) : nullptr;
-        const TensorInfo* theirs = donor ? donor->model->findTensor(t.sourceName) : nullptr;
-        if (mine == nullptr || theirs == nullptr) {
+        const Source theirs = source(t);
+        if (mine == nullptr || theirs.tensor == nullptr) {
             continue;
         }
         Replacement r;
         r.recipientTensor = int(mine - recipient->model->tensors().data());
-        r.donorPath = q(*path);
-        r.donorTensor = int(theirs - donor->model->tensors().data());
+        r.donorPath = theirs.path;
+        r.donorTensor = theirs.index();
         for (std::size_t k = 0; k < m_plan.donors.size(); ++k) {
             if (m_plan.donors[k].first == t.model) {
                 r.donorIndex = int(k);

@@ -91,6 +91,20 @@ public:
     QString describe(int operation) const;
     QString describe(const GraftOperation& operation) const;
 
+    // The open models `plan` names, "base" first; nullopt, with `missing` set to the file,
+    // when one of them is not open.
+    std::optional<NamedModels> openModels(const GraftPlan& plan, std::string* missing) const;
+
+    // Where a chimera tensor's bytes come from: its model's path, and that model and tensor
+    // when the model is open.
+    struct Source {
+        QString path;
+        std::shared_ptr<const ModelSnapshot> snapshot;
+        const TensorInfo* tensor = nullptr;
+        int index() const { return tensor ? int(tensor - snapshot->model->tensors().data()) : -1; }
+    };
+    Source source(const ChimeraTensor& tensor) const;
+
     // Recipient tensors the plan replaces, and where from.
     struct Replacement {
         int recipientTensor = -1;

@@ -41,6 +41,16 @@ ModelView* ModelPane::currentView() const {
     return qobject_cast<ModelView*>(m_tabs->currentWidget());
 }
 
+QList<ModelView*> ModelPane::views() const {
+    QList<ModelView*> out;
+    for (int i = 0; i < m_tabs->count(); ++i) {
+        if (auto* view = qobject_cast<ModelView*>(m_tabs->widget(i))) {
+            out << view;
+        }
+    }
+    return out;
+}
+
 void ModelPane::addView(ModelView* view, const QString& title, const QString& toolTip) {
     const int index = m_tabs->addTab(view, title);
     m_tabs->setTabToolTip(index, toolTip);

@@ -29,6 +29,7 @@ public:
     Side side() const { return m_side; }
     QTabWidget* tabs() const { return m_tabs; }
     ModelView* currentView() const;
+    QList<ModelView*> views() const; // in tab order
     void addView(ModelView* view, const QString& title, const QString& toolTip);
     // Moves every view of this pane to `other` (and keeps their titles).
     void moveViewsTo(ModelPane& other);

@@ -187,9 +187,9 @@ void ModelView::addLayerActions(QMenu& menu, const QModelIndex& index) {
         return;
     }
     const QString path = QString::fromStdString(m_snapshot->model->path());
-    const std::uint32_t layer = index.isValid() && m_treeModel->dropTarget(m_proxy->mapToSource(index)).layer
-                                    ? *m_treeModel->dropTarget(m_proxy->mapToSource(index)).layer
-                                    : layers.front();
+    // The layer under the pointer, else the first selected one.
+    const std::uint32_t layer =
+        m_treeModel->dropTarget(m_proxy->mapToSource(index)).layer.value_or(layers.front());
     menu.addAction(tr("Duplicate layer %1").arg(layer), this,
                    [this, path, layer] { m_document->duplicateLayer(path, layer); });
     menu.addAction(tr("Remove layer %1").arg(layer), this,
