@@ -557,7 +557,8 @@ QColor ThetaHeatmap::donorColor(int donor) {
 }
 
 void ThetaHeatmap::setPreview(const std::vector<PreviewCell>& cells) {
-    if (m_theta == nullptr || m_mode != Mode::Theta) {
+    // Donor views are told "no preview" at every tab change: nothing to redraw then.
+    if (m_theta == nullptr || m_mode != Mode::Theta || (cells.empty() && m_preview.empty())) {
         return;
     }
     m_preview = cells;
