@@ -4,14 +4,12 @@
 #include "engine_thread.h"
 #include "format_error.h"
 #include "graft_document.h"
-#include "graft_plan_panel.h"
 #include "model_view.h"
 #include "report_export.h"
 
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
-#include <QDateTime>
 #include <QDialog>
 #include <QDockWidget>
 #include <QDragEnterEvent>
@@ -23,7 +21,6 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
-#include <QProgressDialog>
 #include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
@@ -496,35 +493,6 @@ void MainWindow::updateTitle() {
     setWindowTitle(text);
 }
 
-void MainWindow::buildSurgery() {
-    m_planPanel = new widgets::GraftPlanPanel(m_document, this);
-    m_planDock = new QDockWidget(tr("Graft plan"), this);
-    m_planDock->setObjectName(QStringLiteral("graftPlanDock"));
-    m_planDock->setWidget(m_planPanel);
-    m_planDock->toggleViewAction()->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_G));
-    addDockWidget(Qt::BottomDockWidgetArea, m_planDock);
-    connect(m_planPanel, &widgets::GraftPlanPanel::openPlanRequested, this, &MainWindow::openPlanDialog);
-    connect(m_planPanel, &widgets::GraftPlanPanel::savePlanRequested, this, &MainWindow::savePlanDialog);
-    connect(m_planPanel, &widgets::GraftPlanPanel::assembleRequested, this, &MainWindow::assembleDialog);
-    connect(m_planPanel, &widgets::GraftPlanPanel::tensorsRequested, this, [this](const QStringList& names) {
-        widgets::ModelView* view = findView(m_document->base());
-        if (view == nullptr || names.isEmpty()) {
-            return;
-        }
-        const GgufModel& model = *view->snapshot().model;
-        if (const TensorInfo* t = model.findTensor(names.front().toStdString())) {
-            view->showPage(widgets::ModelView::Page::Anatomy);
-            view->selectTensor(int(t - model.tensors().data()));
-        }
-    });
-    connect(m_document, &model::GraftDocument::changed, this, &MainWindow::updatePreview);
-    connect(m_document->undoStack(), &QUndoStack::indexChanged, this, [this] {
-        if (!m_document->lastDropMessage().isEmpty()) {
-            statusBar()->showMessage(m_document->lastDropMessage(), 8000);
-        }
-    });
-}
-
 widgets::ModelView* MainWindow::findView(const QString& path) const {
     for (widgets::ModelView* view : m_recipient->views() + m_donor->views()) {
         if (QString::fromStdString(view->snapshot().model->path()) == path) {
@@ -532,260 +500,6 @@ widgets::ModelView* MainWindow::findView(const QString& path) const {
         }
     }
     return nullptr;
-}
-
-void MainWindow::updateSurgeryRoles() {
-    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
-        for (widgets::ModelView* view : pane->views()) {
-            view->setSurgery(m_document, pane == m_recipient);
-        }
-    }
-    updatePreview();
-}
-
-void MainWindow::updatePreview() {
-    const QString base = m_document->base();
-    for (widgets::ModelView* view : m_recipient->views()) {
-        if (m_document->isEmpty() || QString::fromStdString(view->snapshot().model->path()) != base ||
-            !m_document->unavailable().isEmpty()) {
-            view->setPlanPreview({}, QString());
-            continue;
-        }
-        const GraftPlan& plan = m_document->plan();
-        // Measurements by file; a model not open or not measured yet has none.
-        auto measurementOf = [this](const QString& path) -> const ModelMeasurement* {
-            const widgets::ModelView* v = findView(path);
-            return v != nullptr ? v->measurement() : nullptr;
-        };
-        std::vector<widgets::ThetaHeatmap::PreviewCell> cells;
-        std::vector<int> perDonor(plan.donors.size(), 0);
-        for (const auto& r : m_document->replacements()) {
-            widgets::ThetaHeatmap::PreviewCell cell;
-            cell.tensor = r.recipientTensor;
-            cell.donor = r.donorIndex;
-            cell.donorName = QString::fromStdString(plan.donors[std::size_t(r.donorIndex)].first);
-            if (const ModelMeasurement* m = measurementOf(r.donorPath)) {
-                cell.theta = m->tensors[std::size_t(r.donorTensor)].theta;
-            }
-            ++perDonor[std::size_t(r.donorIndex)];
-            cells.push_back(cell);
-        }
-        // θ mean of the chimera: each of its tensors with the θ measured in its source.
-        double sum = 0;
-        int measured = 0;
-        bool complete = true;
-        for (const ChimeraTensor& t : m_document->report().layout.tensors) {
-            const model::GraftDocument::Source source = m_document->source(t);
-            const ModelMeasurement* m = measurementOf(source.path);
-            if (m == nullptr || source.tensor == nullptr) {
-                complete = false;
-                break;
-            }
-            if (const auto& theta = m->tensors[std::size_t(source.index())].theta) {
-                sum += *theta;
-                ++measured;
-            }
-        }
-        QString legend = tr("<b>Plan preview</b> (dashed outlines, the donor's θ):");
-        for (std::size_t k = 0; k < plan.donors.size(); ++k) {
-            legend += QStringLiteral(" &nbsp;<span style=\"color:%1\">■</span> %2 (%3)")
-                          .arg(widgets::ThetaHeatmap::donorColor(int(k)).name(),
-                               QString::fromStdString(plan.donors[k].first).toHtmlEscaped())
-                          .arg(perDonor[k]);
-        }
-        if (view->measurement() != nullptr && complete && measured > 0) {
-            legend += tr(" &nbsp;·&nbsp; θ mean %1° → %2°")
-                          .arg(view->measurement()->model.thetaMean, 0, 'f', 2)
-                          .arg(sum / measured, 0, 'f', 2);
-        } else {
-            legend += tr(" &nbsp;·&nbsp; θ mean after: once every model is measured");
-        }
-        view->setPlanPreview(cells, legend);
-    }
-}
-
-bool MainWindow::confirmClose(widgets::ModelView* view) {
-    const QString path = QString::fromStdString(view->snapshot().model->path());
-    // Another tab of the same file keeps the plan's model open.
-    const QList<widgets::ModelView*> views = m_recipient->views() + m_donor->views();
-    const auto tabs = std::count_if(views.begin(), views.end(), [&](const widgets::ModelView* v) {
-        return QString::fromStdString(v->snapshot().model->path()) == path;
-    });
-    if (!m_document->uses(path) || tabs > 1) {
-        return true;
-    }
-    const auto answer = QMessageBox::question(this, tr("Close a model the plan uses"),
-                                              tr("The graft plan uses %1. Close it and remove its operations "
-                                                 "from the plan? (Edit → Undo brings them "
-                                                 "back once the model is open again.)")
-                                                  .arg(QFileInfo(path).fileName()),
-                                              QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
-    if (answer != QMessageBox::Yes) {
-        return false;
-    }
-    m_document->removeOperationsUsing(path);
-    return true;
-}
-
-bool MainWindow::openPlan(const QString& path, QString* error) {
-    try {
-        const GraftPlan plan = loadGraftPlan(path.toStdString());
-        if (findView(QString::fromStdString(plan.base)) == nullptr &&
-            openFiles({QString::fromStdString(plan.base)}, Side::Recipient) == 0) {
-            *error = tr("%1: cannot open its recipient %2")
-                         .arg(QFileInfo(path).fileName(), QString::fromStdString(plan.base));
-            return false;
-        }
-        for (const auto& [id, donor] : plan.donors) {
-            if (findView(QString::fromStdString(donor)) == nullptr &&
-                openFiles({QString::fromStdString(donor)}, Side::Donor) == 0) {
-                *error = tr("%1: cannot open its donor %2")
-                             .arg(QFileInfo(path).fileName(), QString::fromStdString(donor));
-                return false;
-            }
-        }
-        m_document->load(path);
-        // The plan's recipient becomes the current one, so that its preview shows.
-        if (widgets::ModelView* base = findView(m_document->base());
-            base != nullptr && m_recipient->isAncestorOf(base)) {
-            m_recipient->tabs()->setCurrentWidget(base);
-        }
-        m_planDock->show();
-        return true;
-    } catch (const std::exception& e) {
-        *error = QString::fromUtf8(e.what());
-        return false;
-    }
-}
-
-bool MainWindow::savePlan(const QString& path, QString* error) {
-    try {
-        m_document->save(path);
-        return true;
-    } catch (const std::exception& e) {
-        *error = QString::fromUtf8(e.what());
-        return false;
-    }
-}
-
-void MainWindow::openPlanDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open graft plan"), QString(),
-                                                      tr("Graft plans (*.json);;All files (*)"));
-    QString error;
-    if (!path.isEmpty() && !openPlan(path, &error)) {
-        showError(tr("Cannot open the plan"), error);
-    }
-}
-
-void MainWindow::savePlanDialog() {
-    if (m_document->isEmpty()) {
-        return;
-    }
-    const QString suggested =
-        m_document->fileName().isEmpty()
-            ? QFileInfo(m_document->base()).completeBaseName() + QStringLiteral("-plan.json")
-            : m_document->fileName();
-    const QString path =
-        QFileDialog::getSaveFileName(this, tr("Save graft plan"), suggested, tr("Graft plans (*.json)"));
-    QString error;
-    if (!path.isEmpty() && !savePlan(path, &error)) {
-        showError(tr("Cannot save the plan"), error);
-    }
-}
-
-void MainWindow::assembleDialog() {
-    if (m_document->isEmpty()) {
-        return;
-    }
-    const QString path = QFileDialog::getSaveFileName(this, tr("Assemble chimera"),
-                                                      QFileInfo(m_document->base()).absolutePath() + u'/' +
-                                                          QFileInfo(m_document->base()).completeBaseName() +
-                                                          QStringLiteral("-chimera.gguf"),
-                                                      tr("GGUF models (*.gguf)"));
-    QString error;
-    if (!path.isEmpty() && !startAssembly(path, &error)) {
-        showError(tr("Cannot assemble the chimera"), error);
-    }
-}
-
-bool MainWindow::startAssembly(const QString& output, QString* error) {
-    if (m_assemblyDialog != nullptr) {
-        *error = tr("A chimera is being assembled already");
-        return false;
-    }
-    if (m_document->isEmpty() || !m_document->unavailable().isEmpty() || m_document->report().hasErrors()) {
-        *error = m_document->isEmpty()                  ? tr("The plan is empty")
-                 : !m_document->unavailable().isEmpty() ? m_document->unavailable()
-                                                        : tr("The plan has errors; see the graft plan panel");
-        return false;
-    }
-    auto job = std::make_shared<AssemblyJob>();
-    job->plan = m_document->plan();
-    job->output = QFileInfo(output).absoluteFilePath().toStdString();
-    job->plan.output = job->output;
-    std::string missing;
-    job->models = *m_document->openModels(job->plan, &missing); // all open: the plan is checked
-    // The writer reports bytes of tensor data in file order: their ends give the tensors done.
-    m_assemblyEnds.clear();
-    std::uint64_t end = 0;
-    for (const ChimeraTensor& t : m_document->report().layout.tensors) {
-        const TensorInfo* info = m_document->source(t).tensor;
-        const TensorTypeTraits& traits = traitsOf(t.targetType);
-        end += info->elements / traits.blockSize * traits.bytesPerBlock;
-        m_assemblyEnds.push_back(end);
-    }
-    m_assemblyDialog = new QProgressDialog(tr("Assembling %1…").arg(QFileInfo(output).fileName()),
-                                           tr("Cancel"), 0, 1000, this);
-    m_assemblyDialog->setObjectName(QStringLiteral("assemblyProgress"));
-    m_assemblyDialog->setWindowTitle(tr("Assemble chimera"));
-    m_assemblyDialog->setWindowModality(Qt::NonModal); // the window stays usable
-    m_assemblyDialog->setMinimumDuration(0);
-    m_assemblyDialog->setAutoClose(false);
-    m_assemblyDialog->setAutoReset(false);
-    m_assemblyDialog->setMinimumWidth(480);
-    connect(m_assemblyDialog, &QProgressDialog::canceled, m_engine, &EngineThread::cancelAssembly);
-    m_assemblyDialog->show();
-    m_assemblyStage.clear();
-    m_assembly = m_engine->assemble(std::move(job));
-    return true;
-}
-
-void MainWindow::assemblyProgress(quint64 done, quint64 total, const QString& stage) {
-    if (m_assemblyDialog == nullptr) {
-        return;
-    }
-    // Rate and time left per stage (writing, then verifying: each runs over every byte).
-    if (stage != m_assemblyStage) {
-        m_assemblyStage = stage;
-        m_assemblyStarted = QDateTime::currentMSecsSinceEpoch();
-    }
-    const double seconds =
-        std::max(0.001, (QDateTime::currentMSecsSinceEpoch() - m_assemblyStarted) / 1000.0);
-    const double rate = done / seconds;
-    const auto tensors =
-        std::upper_bound(m_assemblyEnds.begin(), m_assemblyEnds.end(), done) - m_assemblyEnds.begin();
-    QString text =
-        tr("%1: %2 of %3 tensors, %4 of %5")
-            .arg(stage)
-            .arg(tensors)
-            .arg(m_assemblyEnds.size())
-            .arg(QString::fromStdString(humanBytes(done)), QString::fromStdString(humanBytes(total)));
-    if (done > 0 && total >= done) {
-        text += tr(" · %1/s · %2 s left")
-                    .arg(QString::fromStdString(humanBytes(std::uint64_t(rate))))
-                    .arg(std::lround((total - done) / rate));
-    }
-    m_assemblyDialog->setLabelText(text);
-    m_assemblyDialog->setValue(total == 0 ? 1000 : int(1000.0 * double(done) / double(total)));
-}
-
-void MainWindow::assemblyFinished(bool ok, const QString& message) {
-    if (m_assemblyDialog != nullptr) {
-        m_assemblyDialog->deleteLater();
-        m_assemblyDialog = nullptr;
-    }
-    m_assembly = 0;
-    emit assemblyEnded(ok, message);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
