@@ -243,13 +243,15 @@ bool AnatomyTreeModel::canDropMimeData(const QMimeData* data, Qt::DropAction, in
                                          dropTarget(parent), &m_dropMessage);
 }
 
-bool AnatomyTreeModel::dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
+// The handler checks the drop again as it plans it: a refused drop adds nothing.
+bool AnatomyTreeModel::dropMimeData(const QMimeData* data, Qt::DropAction, int, int,
                                     const QModelIndex& parent) {
-    if (!canDropMimeData(data, action, row, column, parent)) {
+    const auto drag = decodeTensorDrag(data);
+    if (m_dropHandler == nullptr || m_snapshot == nullptr || !drag) {
         return false;
     }
-    return m_dropHandler->dropTensors(*decodeTensorDrag(data),
-                                      QString::fromStdString(m_snapshot->model->path()), dropTarget(parent));
+    return m_dropHandler->dropTensors(*drag, QString::fromStdString(m_snapshot->model->path()),
+                                      dropTarget(parent));
 }
 
 QModelIndex AnatomyTreeModel::indexOfTensor(int tensor) const {

@@ -249,8 +249,6 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
                                                 : target.layer;
     // A drop on one tensor of a layer targets that layer when the drag is one layer's; tensors
     // of several layers (a heatmap row, a system) dropped on a tensor graft in place.
-    // A drop on one tensor of a layer targets that layer when the drag is one layer's; tensors
-    // of several layers (a heatmap row, a system) dropped on a tensor graft in place.
     const bool onLayer = target.kind == DropTarget::Kind::Layer ||
                          (target.kind == DropTarget::Kind::Tensor && targetLayer && sourceLayer);
     if (target.kind == DropTarget::Kind::Tensor && dragged.size() == 1) {
@@ -324,8 +322,10 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
         return refuse(problems.isEmpty() ? tr("Nothing to graft") : problems.front());
     }
     op.select.names = good;
+    candidate.operations.back() = op;
     result.ok = true;
     result.operation = op;
+    result.plan = std::move(candidate);
     result.tensors = int(good.size());
     result.leftOut = problems;
     const QString what =
@@ -352,16 +352,12 @@ bool GraftDocument::canDropTensors(const TensorDrag& drag, const QString& recipi
 }
 
 bool GraftDocument::dropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) {
-    const DropResult result = evaluateDrop(drag, recipient, target);
+    DropResult result = evaluateDrop(drag, recipient, target);
     m_lastDropMessage = result.message;
     if (!result.ok) {
         return false;
     }
-    QString error;
-    GraftPlan after = withBase(recipient, &error);
-    ensureDonor(after, drag.model);
-    after.operations.push_back(result.operation);
-    push(tr("graft: %1").arg(describe(result.operation)), std::move(after));
+    push(tr("graft: %1").arg(describe(result.operation)), std::move(result.plan));
     return true;
 }
 

@@ -52,6 +52,7 @@ public:
         QString message;     // the reason it does not fit, or what it adds
         QStringList leftOut; // why some dragged tensors were left out
         GraftOperation operation;
+        GraftPlan plan;  // the plan with the operation added (base and donor set)
         int tensors = 0; // chimera tensors the operation sets
     };
     DropResult evaluateDrop(const TensorDrag& drag, const QString& recipient, const DropTarget& target) const;

@@ -442,13 +442,13 @@ bool ThetaHeatmap::canDropAt(const QMimeData* data, const QPoint& pixel, QString
                                          dropTargetAtPixel(pixel), message);
 }
 
+// The handler checks the drop again as it plans it: a refused drop adds nothing.
 bool ThetaHeatmap::dropAt(const QMimeData* data, const QPoint& pixel) {
-    QString message;
-    if (!canDropAt(data, pixel, &message)) {
+    const auto drag = model::decodeTensorDrag(data);
+    if (m_dropHandler == nullptr || !drag) {
         return false;
     }
-    return m_dropHandler->dropTensors(*model::decodeTensorDrag(data),
-                                      QString::fromStdString(m_snapshot->model->path()),
+    return m_dropHandler->dropTensors(*drag, QString::fromStdString(m_snapshot->model->path()),
                                       dropTargetAtPixel(pixel));
 }
 
