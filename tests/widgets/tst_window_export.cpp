@@ -1,0 +1,159 @@
+// Exports: charts as PNG, SVG and PDF, the measurement and the tree's tensors as JSON, CSV and
+// Markdown, the help.
+#include "anatomy_filter_proxy.h"
+#include "anatomy_tree_model.h"
+#include "chart_export.h"
+#include "demo_models.h"
+#include "engine_thread.h"
+#include "fixtures.h"
+#include "graft_document.h"
+#include "graft_plan_panel.h"
+#include "main_window.h"
+#include "model_pane.h"
+#include "model_roles.h"
+#include "model_view.h"
+#include "report_export.h"
+#include "shared_models.h"
+#include "system_theta_charts.h"
+#include "tensor_drag.h"
+#include "tensor_inspector.h"
+#include "theta_heatmap.h"
+#include "window_test_support.h"
+#include <QApplication>
+#include <QCheckBox>
+#include <QDragEnterEvent>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenu>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProcess>
+#include <QProgressDialog>
+#include <QPushButton>
+#include <QSemaphore>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QToolButton>
+#include <QTreeView>
+#include <QUndoStack>
+#include <QXmlStreamReader>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <qcustomplot.h>
+
+using namespace organ;
+using namespace organ::testing;
+
+class TestWindowExport : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+
+private slots:
+    void initTestCase() { initWindowTests(m_dir); }
+
+    // Charts save as PNG, SVG and PDF at the size asked for; the measurement as JSON, CSV
+    // and Markdown; Help → Z-measure shows the documentation.
+    void exports() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.resize(1100, 700);
+        window.show();
+        QString error;
+        QCOMPARE(window.openFiles({path}), 1);
+        QVERIFY(!window.exportMeasurement(m_dir.filePath(QStringLiteral("early.json")),
+                                          &error)); // not measured yet
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QCustomPlot* plot = window.currentView()->heatmap()->plot();
+
+        const QString png = m_dir.filePath(QStringLiteral("map.png"));
+        QVERIFY2(widgets::exportChart(plot, png, QSize(800, 500), &error), qPrintable(error));
+        QCOMPARE(QImage(png).size(), QSize(800, 500));
+        const QString svg = m_dir.filePath(QStringLiteral("map.svg"));
+        QVERIFY2(widgets::exportChart(plot, svg, QSize(640, 400), &error), qPrintable(error));
+        QXmlStreamReader xml(readAll(svg));
+        QVERIFY(xml.readNextStartElement());
+        QCOMPARE(xml.name(), QStringLiteral("svg"));
+        QVERIFY(
+            xml.attributes().value(QStringLiteral("viewBox")).toString().contains(QStringLiteral("640 400")));
+        const QString pdf = m_dir.filePath(QStringLiteral("map.pdf"));
+        QVERIFY2(widgets::exportChart(plot, pdf, QSize(600, 400), &error), qPrintable(error));
+        QVERIFY(readAll(pdf).startsWith("%PDF"));
+        QVERIFY(
+            !widgets::exportChart(plot, m_dir.filePath(QStringLiteral("map.bmp")), QSize(600, 400), &error));
+        QVERIFY(error.contains(QStringLiteral("map.bmp: choose a .png, .svg or .pdf file")));
+        QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("*.partial*")}).size(), 0);
+
+        const QString json = m_dir.filePath(QStringLiteral("measure.json"));
+        QVERIFY2(window.exportMeasurement(json, &error), qPrintable(error));
+        const auto doc = nlohmann::json::parse(readAll(json).toStdString());
+        QCOMPARE(doc.at("z_measure").get<std::string>(), std::string("v1"));
+        QCOMPARE(doc.at("models").at(0).at("tensors").size(), std::size_t(48));
+        const QString csv = m_dir.filePath(QStringLiteral("measure.csv"));
+        QVERIFY(window.exportMeasurement(csv, &error));
+        QCOMPARE(QString::fromUtf8(readAll(csv)).count(u'\n'), 49);
+        const QString md = m_dir.filePath(QStringLiteral("measure.md"));
+        QVERIFY(window.exportMeasurement(md, &error));
+        QVERIFY(readAll(md).startsWith("# Z-measure report"));
+
+        // The tree exports what it shows, in the same schemas: everything when unfiltered
+        // (identical to the measurement export), only the filtered tensors otherwise.
+        widgets::ModelView* view = window.currentView();
+        const QString allCsv = m_dir.filePath(QStringLiteral("tree.csv"));
+        QVERIFY(widgets::writeMeasurementReport(view->shownTensorsReport(), allCsv, &error));
+        QCOMPARE(readAll(allCsv), readAll(csv));
+        view->filterEdit()->setText(QStringLiteral("ffn_down"));
+        view->findChild<QCheckBox*>(QStringLiteral("system-norm"))->setChecked(false);
+        const QString shownJson = m_dir.filePath(QStringLiteral("tree.json"));
+        QVERIFY(widgets::writeMeasurementReport(view->shownTensorsReport(), shownJson, &error));
+        const auto shown = nlohmann::json::parse(readAll(shownJson).toStdString()).at("models").at(0);
+        QCOMPARE(shown.at("tensors").size(), std::size_t(5));
+        QCOMPARE(shown.at("model").at("tensors").get<int>(), 5);
+        for (const auto& t : shown.at("tensors")) {
+            QVERIFY(t.at("name").get<std::string>().find("ffn_down") != std::string::npos);
+            QVERIFY(t.at("theta").is_number());
+        }
+        view->filterEdit()->setText(QStringLiteral("norm"));
+        QCOMPARE(view->shownTensorsReport().measurement.model.tensors, std::uint64_t(0));
+        QVERIFY(!widgets::writeMeasurementReport(view->shownTensorsReport(),
+                                                 m_dir.filePath(QStringLiteral("tree.txt")), &error));
+        QVERIFY(error.startsWith(QStringLiteral("tree.txt: ")));
+
+        window.showZMeasureHelp();
+        auto* help = window.findChild<QDialog*>(QStringLiteral("zMeasureHelp"));
+        QVERIFY(help != nullptr);
+        QVERIFY(help->findChild<QTextBrowser*>()->toPlainText().contains(QStringLiteral("θ ∈ [0°, 90°]")));
+        saveScreenshot(help, QStringLiteral("help-z-measure.png"));
+        help->close();
+    }
+
+    // Before any θ arrives the tree still exports its tensors, with no θ.
+    void exportsUnmeasuredTree() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto snapshot = ModelSnapshot::open(path.toStdString());
+        widgets::ModelView view(snapshot);
+        QString error;
+        const QString csv = m_dir.filePath(QStringLiteral("unmeasured.csv"));
+        QVERIFY2(widgets::writeMeasurementReport(view.shownTensorsReport(), csv, &error), qPrintable(error));
+        const QStringList lines = QString::fromUtf8(readAll(csv)).split(u'\n', Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 49);
+        QVERIFY2(lines[1].startsWith(QStringLiteral("\"llama\",\"token_embd.weight\",embed,")),
+                 qPrintable(lines[1]));
+        QVERIFY2(lines[1].contains(QStringLiteral(",0,32768,,,,")), qPrintable(lines[1])); // n 0, N, no H/K/C
+    }
+};
+
+QTEST_MAIN(TestWindowExport)
+#include "tst_window_export.moc"

@@ -1,0 +1,310 @@
+// The θ heatmap, its side charts, the palette, the inspector and the Δθ comparison.
+#include "anatomy_filter_proxy.h"
+#include "anatomy_tree_model.h"
+#include "chart_export.h"
+#include "demo_models.h"
+#include "engine_thread.h"
+#include "fixtures.h"
+#include "graft_document.h"
+#include "graft_plan_panel.h"
+#include "main_window.h"
+#include "model_pane.h"
+#include "model_roles.h"
+#include "model_view.h"
+#include "report_export.h"
+#include "shared_models.h"
+#include "system_theta_charts.h"
+#include "tensor_drag.h"
+#include "tensor_inspector.h"
+#include "theta_heatmap.h"
+#include "window_test_support.h"
+#include <QApplication>
+#include <QCheckBox>
+#include <QDragEnterEvent>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenu>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProcess>
+#include <QProgressDialog>
+#include <QPushButton>
+#include <QSemaphore>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QToolButton>
+#include <QTreeView>
+#include <QUndoStack>
+#include <QXmlStreamReader>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <qcustomplot.h>
+
+using namespace organ;
+using namespace organ::testing;
+
+class TestWindowHeatmap : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+
+private slots:
+    void initTestCase() { initWindowTests(m_dir); }
+
+    // The heatmap: 5 layers (plus the global column) × the model's roles, θ as the numpy
+    // reference has it; the damaged organs lower than the healthy ones in the same cells;
+    // a click on a cell selects that tensor in the tree.
+    void heatmap() {
+        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString damagedPath = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthyPath);
+        ORGAN_REQUIRE_SHARED(damagedPath);
+        ORGAN_REQUIRE_SHARED(sharedReference(QStringLiteral("zmeasure/stories260K-f32.json")));
+        app::MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QCOMPARE(window.openFiles({healthyPath, damagedPath}), 2);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        auto* healthy = qobject_cast<widgets::ModelView*>(window.documents()->widget(0));
+        auto* damaged = qobject_cast<widgets::ModelView*>(window.documents()->widget(1));
+        widgets::ThetaHeatmap* map = healthy->heatmap();
+        QCOMPARE(map->columnCount(), 6);
+        const std::vector<std::string> roles = {"token_embd", "attn_norm",   "attn_q",      "attn_k",
+                                                "attn_v",     "attn_output", "ffn_norm",    "ffn_gate",
+                                                "ffn_up",     "ffn_down",    "output_norm", "output"};
+        QCOMPARE(map->roles(), roles);
+        std::ifstream in(sharedReference(QStringLiteral("zmeasure/stories260K-f32.json")).toStdString());
+        const auto reference = nlohmann::json::parse(in);
+        const auto& tensors = healthy->snapshot().model->tensors();
+        int checked = 0;
+        for (int column = 0; column < map->columnCount(); ++column) {
+            for (int row = 0; row < map->rowCount(); ++row) {
+                const int tensor = map->tensorAt(column, row);
+                if (tensor < 0) {
+                    QVERIFY(!map->thetaAt(column, row));
+                    continue;
+                }
+                for (const auto& ref : reference) {
+                    if (ref.at("name") == tensors[std::size_t(tensor)].name) {
+                        QVERIFY(std::abs(*map->thetaAt(column, row) - ref.at("theta").get<double>()) < 0.01);
+                        ++checked;
+                    }
+                }
+            }
+        }
+        QCOMPARE(checked, 48);
+        QVERIFY(map->tensorAt(0, 0) >= 0 && map->tensorAt(1, 0) < 0); // token_embd: global only
+        for (int layer = 1; layer <= 3; ++layer) {
+            for (int row = 7; row <= 9; ++row) { // ffn_gate, ffn_up, ffn_down
+                QVERIFY(*damaged->heatmap()->thetaAt(layer + 1, row) < *map->thetaAt(layer + 1, row));
+            }
+        }
+        // Beside it: θ mean per layer per system, and per system, from the same results.
+        const widgets::SystemThetaCharts* charts = healthy->systemCharts();
+        const ModelMeasurement& measured = *healthy->measurement();
+        for (const auto& group : measured.bySystem) {
+            const auto system = *systemFromName(group.key);
+            QVERIFY(std::abs(*charts->meanTheta(system, std::nullopt) - group.thetaMean) < 1e-9);
+        }
+        double organLayer2 = 0;
+        for (int row = 7; row <= 9; ++row) {
+            organLayer2 += *map->thetaAt(3, row) / 3;
+        }
+        QVERIFY(std::abs(*charts->meanTheta(System::Organ, 2) - organLayer2) < 1e-9);
+        QVERIFY(!charts->meanTheta(System::Embed, 2));
+        QTRY_COMPARE(charts->layerPlot()->graph(int(System::Organ))->dataCount(), 5);
+        healthy->tabs()->setCurrentIndex(1);
+        window.documents()->setCurrentWidget(healthy);
+        QTest::qWait(0); // let the plot lay out before computing pixels
+        map->plot()->replot();
+        const int target = int(healthy->snapshot().model->findTensor("blk.2.ffn_up.weight") - tensors.data());
+        QCOMPARE(map->tensorAtPixel(map->pixelOfTensor(target)), target);
+        QTest::mouseClick(map->plot(), Qt::LeftButton, {}, map->pixelOfTensor(target));
+        QCOMPARE(healthy->anatomyView()->currentIndex().data().toString(),
+                 QStringLiteral("blk.2.ffn_up.weight"));
+        saveScreenshot(&window, QStringLiteral("main-window-heatmap.png"));
+        window.documents()->setCurrentWidget(damaged);
+        damaged->tabs()->setCurrentIndex(1);
+        saveScreenshot(&window, QStringLiteral("main-window-heatmap-damaged.png"));
+        // Constant tensors (llama-2-tiny's norms are exactly 1.0) are drawn apart from θ.
+        const QString tiny = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
+        QCOMPARE(window.openFiles({tiny}), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
+        auto* tinyView = window.currentView();
+        tinyView->tabs()->setCurrentIndex(1);
+        const auto& tinyTensors = tinyView->snapshot().model->tensors();
+        const int norm =
+            int(tinyView->snapshot().model->findTensor("blk.0.attn_norm.weight") - tinyTensors.data());
+        QVERIFY(tinyView->heatmap()->tensorAtPixel(tinyView->heatmap()->pixelOfTensor(norm)) == norm);
+        saveScreenshot(&window, QStringLiteral("main-window-heatmap-constant.png"));
+        const QImage shot = window.grab().toImage();
+        const QPoint cell =
+            tinyView->heatmap()->plot()->mapTo(&window, tinyView->heatmap()->pixelOfTensor(norm));
+        QCOMPARE(shot.pixelColor(cell * shot.devicePixelRatio()), QColor(0xf4, 0xa5, 0x82));
+    }
+
+    // Three systems leave an empty cell in the side charts' two-column legend (this crashed
+    // the palette styling once).
+    void legendWithAnEmptyCell() {
+        GgufWriteSpec spec;
+        spec.set("general.architecture", MetaValue::fromString("llama"));
+        spec.tensors.push_back(testing::patternTensor("token_embd.weight", TensorType::F32, {8, 16}, 1));
+        spec.tensors.push_back(testing::patternTensor("blk.0.attn_q.weight", TensorType::F32, {8, 8}, 2));
+        spec.tensors.push_back(testing::patternTensor("blk.0.ffn_up.weight", TensorType::F32, {8, 12}, 3));
+        const QString path = m_dir.filePath(QStringLiteral("three-systems.gguf"));
+        QVERIFY(testing::writeFixture(path, spec));
+        widgets::SystemThetaCharts charts(ModelSnapshot::open(path.toStdString()));
+        charts.resize(400, 500);
+        charts.show();
+        QCOMPARE(charts.layerPlot()->legend->itemCount(), 4); // 3 entries in a 2 × 2 grid
+        QVERIFY(charts.layerPlot()->legend->item(3) == nullptr);
+        charts.layerPlot()->replot();
+        QCOMPARE(charts.layerPlot()->legend->item(0)->textColor(),
+                 charts.palette().color(QPalette::WindowText));
+    }
+
+    // In a dark palette the charts are dark with light text, not white boxes.
+    void darkPalette() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const QPalette original = QApplication::palette();
+        QPalette dark;
+        dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+        dark.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+        dark.setColor(QPalette::AlternateBase, QColor(0x26, 0x26, 0x26));
+        dark.setColor(QPalette::Text, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
+        dark.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
+        QApplication::setPalette(dark);
+        {
+            app::MainWindow window;
+            window.resize(1280, 800);
+            window.show();
+            QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+            QCOMPARE(window.openFiles({path}), 1);
+            QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+            widgets::ModelView* view = window.currentView();
+            view->showPage(widgets::ModelView::Page::Heatmap);
+            QTRY_COMPARE(view->systemCharts()->layerPlot()->graph(int(System::Organ))->dataCount(), 5);
+            QCustomPlot* plot = view->heatmap()->plot();
+            plot->replot();
+            QCOMPARE(plot->xAxis->tickLabelColor(), QColor(0xe0, 0xe0, 0xe0));
+            // Charts draw at the screen's pixel density (2 in the HiDPI run).
+            QCOMPARE(plot->bufferDevicePixelRatio(), plot->devicePixelRatioF());
+            const QImage shot = plot->grab().toImage();
+            QCOMPARE(shot.width(), qRound(plot->width() * plot->devicePixelRatioF()));
+            QVERIFY(QColor(shot.pixel(2, 2)).lightness() < 60);
+            // An absent cell (token_embd has no layer 0) shows the dark background.
+            const QPoint absent =
+                plot->axisRect()->rect().topLeft() + QPoint(plot->axisRect()->width() * 1.5 / 6, 3);
+            QVERIFY(view->heatmap()->tensorAtPixel(absent) < 0);
+            QVERIFY(QColor(shot.pixel(absent * shot.devicePixelRatio())).lightness() < 60);
+            QCOMPARE(view->systemCharts()->layerPlot()->legend->textColor(), QColor(0xe0, 0xe0, 0xe0));
+            saveScreenshot(&window, QStringLiteral("dark-heatmap.png"));
+            view->selectTensor(int(view->snapshot().model->findTensor("blk.1.ffn_up.weight") -
+                                   view->snapshot().model->tensors().data()));
+            view->showPage(widgets::ModelView::Page::Inspector);
+            QTest::qWait(300);
+            saveScreenshot(&window, QStringLiteral("dark-inspector.png"));
+            // Back to a light palette: the charts follow.
+            QApplication::setPalette(original);
+            QTRY_COMPARE(plot->xAxis->tickLabelColor(), original.color(QPalette::WindowText));
+            QVERIFY(QColor(plot->toPixmap().toImage().pixel(2, 2)).lightness() > 200);
+        }
+        QApplication::setPalette(original);
+    }
+
+    // Selecting a tensor shows it in the inspector: indicators, histogram, spectrum, matrix.
+    void inspector() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.resize(1300, 850);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy portraits(window.engine(), &app::EngineThread::portraitReady);
+        QCOMPARE(window.openFiles({path}), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        widgets::ModelView* view = window.currentView();
+        const auto& tensors = view->snapshot().model->tensors();
+        const int down = int(view->snapshot().model->findTensor("blk.2.ffn_down.weight") - tensors.data());
+        view->selectTensor(down);
+        widgets::TensorInspector* inspector = view->inspector();
+        QCOMPARE(inspector->tensor(), down);
+        QTRY_COMPARE_WITH_TIMEOUT(portraits.count(), 1, 20000);
+        const ZResult& z = view->measurement()->tensors[std::size_t(down)];
+        QVERIFY(inspector->indicatorsText().startsWith(QStringLiteral("θ %1°").arg(*z.theta, 0, 'f', 2)));
+        auto* bars = qobject_cast<QCPBars*>(inspector->histogramPlot()->plottable(0));
+        QVERIFY(bars != nullptr);
+        double counted = 0;
+        for (auto it = bars->data()->begin(); it != bars->data()->end(); ++it) {
+            counted += it->value;
+        }
+        QCOMPARE(counted, double(172 * 64));
+        QCOMPARE(inspector->spectrumPlot()->graph(0)->dataCount(), int(z.levelEnergies.size()));
+        auto* map = qobject_cast<QCPColorMap*>(inspector->imagePlot()->plottable(0));
+        QCOMPARE(map->data()->keySize(), 172);
+        QCOMPARE(map->data()->valueSize(), 64);
+        inspector->logScale()->setChecked(true);
+        QCOMPARE(inspector->histogramPlot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+        view->tabs()->setCurrentWidget(inspector);
+        saveScreenshot(&window, QStringLiteral("main-window-inspector.png"));
+    }
+
+    // Δθ: with the healthy model as recipient and the damaged one as donor, the nine
+    // replaced organs are negative and every other tensor is exactly 0; swapping flips it.
+    void comparison() {
+        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString damagedPath = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthyPath);
+        ORGAN_REQUIRE_SHARED(damagedPath);
+        using Side = app::MainWindow::Side;
+        app::MainWindow window;
+        window.resize(1500, 850);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        window.openFiles({healthyPath});
+        window.openFiles({damagedPath}, Side::Donor);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        widgets::ModelView* healthy = window.currentView();
+        QTRY_VERIFY(healthy->comparison() != nullptr);
+        widgets::ThetaHeatmap* delta = healthy->comparison();
+        int negative = 0;
+        int zero = 0;
+        for (int column = 0; column < delta->columnCount(); ++column) {
+            for (int row = 0; row < delta->rowCount(); ++row) {
+                if (const auto d = delta->deltaAt(column, row)) {
+                    negative += *d < 0;
+                    zero += *d == 0.0;
+                }
+            }
+        }
+        QCOMPARE(negative, 9);
+        QCOMPARE(zero, 48 - 9);
+        QVERIFY(*delta->deltaAt(2, 8) < 0.0); // layer 1, ffn_up
+        healthy->tabs()->setCurrentIndex(2);
+        QCOMPARE(healthy->tabs()->tabText(2), QStringLiteral("&Δθ"));
+        saveScreenshot(&window, QStringLiteral("main-window-delta.png"));
+        window.swapPanes();
+        widgets::ModelView* damaged = window.currentView();
+        QVERIFY(healthy->comparison() == nullptr);
+        QTRY_VERIFY(damaged->comparison() != nullptr);
+        QVERIFY(*damaged->comparison()->deltaAt(2, 8) > 0.0);
+        window.pane(Side::Donor)->closeView(0);
+        QVERIFY(damaged->comparison() == nullptr);
+    }
+};
+
+QTEST_MAIN(TestWindowHeatmap)
+#include "tst_window_heatmap.moc"

@@ -1,0 +1,336 @@
+// The window's panes: opening files (menu, command line, drops), measuring in the background,
+// the recipient and donor panes, shortcuts, remembered layout, errors.
+#include "anatomy_filter_proxy.h"
+#include "anatomy_tree_model.h"
+#include "chart_export.h"
+#include "demo_models.h"
+#include "engine_thread.h"
+#include "fixtures.h"
+#include "graft_document.h"
+#include "graft_plan_panel.h"
+#include "main_window.h"
+#include "model_pane.h"
+#include "model_roles.h"
+#include "model_view.h"
+#include "report_export.h"
+#include "shared_models.h"
+#include "system_theta_charts.h"
+#include "tensor_drag.h"
+#include "tensor_inspector.h"
+#include "theta_heatmap.h"
+#include "window_test_support.h"
+#include <QApplication>
+#include <QCheckBox>
+#include <QDragEnterEvent>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenu>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProcess>
+#include <QProgressDialog>
+#include <QPushButton>
+#include <QSemaphore>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QToolButton>
+#include <QTreeView>
+#include <QUndoStack>
+#include <QXmlStreamReader>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <qcustomplot.h>
+
+using namespace organ;
+using namespace organ::testing;
+
+class TestWindowPanes : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+
+private slots:
+    void initTestCase() { initWindowTests(m_dir); }
+
+    void opensRealFile() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QCOMPARE(window.openFiles({path}), 1);
+        QCOMPARE(window.documents()->count(), 1);
+        widgets::ModelView* view = window.currentView();
+        QVERIFY(view != nullptr);
+        QCOMPARE(window.windowTitle(), QStringLiteral("stories260K-f32 — Organ Workbench"));
+        QVERIFY(view->headerText().contains(QStringLiteral("292.80 K")));
+        QVERIFY(view->headerText().contains(QStringLiteral("5 layers")));
+        QAbstractItemModel* tree = view->anatomyView()->model();
+        QCOMPARE(tree->rowCount(), 4);
+        QVERIFY(view->anatomyView()->isExpanded(tree->index(0, 0)));
+        QCOMPARE(view->metadataView()->model()->rowCount(), 19);
+        view->filterEdit()->setText(QStringLiteral("ffn_up"));
+        QCOMPARE(tree->rowCount(), 1);
+        view->filterEdit()->clear();
+        view->findChild<QCheckBox*>(QStringLiteral("system-norm"))->setChecked(false);
+        QCOMPARE(tree->rowCount(), 3);
+        view->findChild<QCheckBox*>(QStringLiteral("system-norm"))->setChecked(true);
+        view->anatomyView()->expandAll();
+        saveScreenshot(&window, QStringLiteral("main-window-anatomy.png"));
+        QCOMPARE(window.recentFiles().first(), QFileInfo(path).absoluteFilePath());
+    }
+
+    // Opening a model measures it on the engine thread; θ fills the tree as it arrives.
+    void measuresInTheBackground() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        QDir(m_dir.filePath(QStringLiteral("cache"))).removeRecursively(); // measured for real
+        app::MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy perTensor(window.engine(), &app::EngineThread::tensorMeasured);
+        QCOMPARE(window.openFiles({path}), 1);
+        widgets::ModelView* view = window.currentView();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QCOMPARE(perTensor.count(), 48);
+        QVERIFY(view->measurement() != nullptr);
+        QVERIFY2(view->headerText().contains(QStringLiteral("θ mean 36.65°")),
+                 qPrintable(view->headerText()));
+        const auto& tensors = view->snapshot().model->tensors();
+        const int embd = int(view->snapshot().model->findTensor("token_embd.weight") - tensors.data());
+        const QModelIndex cell =
+            view->anatomyModel()->indexOfTensor(embd).siblingAtColumn(model::AnatomyTreeModel::Theta);
+        QVERIFY(std::abs(cell.data(model::ThetaRole).toDouble() - 40.5206427) < 0.01); // the numpy reference
+        QVERIFY(
+            window.statusBar()->currentMessage().startsWith(QStringLiteral("Measured llama: θ mean 36.65°")));
+        view->anatomyView()->expandAll();
+        saveScreenshot(&window, QStringLiteral("main-window-theta.png"));
+        // A second window opens the unchanged file from the cache: no per-tensor signals, the
+        // whole measurement applied at once to the tree (group means too), heatmap and charts.
+        app::MainWindow again;
+        QSignalSpy cached(again.engine(), &app::EngineThread::finished);
+        QSignalSpy cachedPerTensor(again.engine(), &app::EngineThread::tensorMeasured);
+        again.openFiles({path});
+        QTRY_COMPARE_WITH_TIMEOUT(cached.count(), 1, 20000);
+        widgets::ModelView* fromCache = again.currentView();
+        QVERIFY(fromCache->measurement()->fromCache);
+        QCOMPARE(cachedPerTensor.count(), 0);
+        for (int t = 0; t < int(tensors.size()); ++t) {
+            const QModelIndex a = view->anatomyModel()->indexOfTensor(t);
+            const QModelIndex b = fromCache->anatomyModel()->indexOfTensor(t);
+            QCOMPARE(b.siblingAtColumn(model::AnatomyTreeModel::Theta).data(model::ThetaRole),
+                     a.siblingAtColumn(model::AnatomyTreeModel::Theta).data(model::ThetaRole));
+            QCOMPARE(b.parent().siblingAtColumn(model::AnatomyTreeModel::Theta).data(model::ThetaRole),
+                     a.parent().siblingAtColumn(model::AnatomyTreeModel::Theta).data(model::ThetaRole));
+        }
+        QCOMPARE(fromCache->heatmap()->thetaAt(0, 0), view->heatmap()->thetaAt(0, 0));
+        QTRY_COMPARE(fromCache->systemCharts()->meanTheta(System::Organ, 2),
+                     view->systemCharts()->meanTheta(System::Organ, 2));
+    }
+
+    // Keyboard: Ctrl+F goes to the filter, Ctrl+1…4 to the pages, in the focused pane.
+    void shortcuts() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.resize(1200, 800);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        QCOMPARE(window.openFiles({path}), 1);
+        QCOMPARE(window.openFiles({path}, app::MainWindow::Side::Donor), 1);
+        widgets::ModelView* recipient = window.currentView();
+        widgets::ModelView* donor = window.pane(app::MainWindow::Side::Donor)->currentView();
+        QTest::keyClick(&window, Qt::Key_2, Qt::ControlModifier);
+        QCOMPARE(recipient->tabs()->currentIndex(), 1);
+        QTest::keyClick(&window, Qt::Key_F, Qt::ControlModifier);
+        QCOMPARE(recipient->tabs()->currentIndex(), 0);
+        QCOMPARE(QApplication::focusWidget(), recipient->filterEdit());
+        donor->anatomyView()->setFocus();
+        QTest::keyClick(&window, Qt::Key_4, Qt::ControlModifier);
+        QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->metadataView()));
+        QCOMPARE(recipient->tabs()->currentIndex(), 0);
+        QTest::keyClick(&window, Qt::Key_3, Qt::ControlModifier);
+        QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->inspector()));
+        // Help → About names the program, its version and Qt's.
+        QString about;
+        QTimer::singleShot(0, [&about] {
+            if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+                about = box->text();
+                box->accept();
+            }
+        });
+        QApplication::setApplicationVersion(QStringLiteral("9.8.7"));
+        window.showAbout();
+        QVERIFY2(about.contains(QStringLiteral("Organ Workbench 9.8.7")), qPrintable(about));
+        QVERIFY(about.contains(QString::fromLatin1(qVersion())));
+    }
+
+    // The split between the panes and between heatmap and side charts outlive the window.
+    void layoutRemembered() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        QList<int> panes;
+        QList<int> heatmap;
+        {
+            app::MainWindow window;
+            window.resize(1200, 800);
+            window.show();
+            auto* splitter = window.findChild<QSplitter*>(QStringLiteral("panes"));
+            QCOMPARE(window.openFiles({path}), 1);
+            // The empty donor pane shrinks to its instructions.
+            QTRY_VERIFY(splitter->sizes().at(1) <= 300);
+            QCOMPARE(window.openFiles({path}, app::MainWindow::Side::Donor), 1);
+            QTRY_VERIFY(std::abs(splitter->sizes().at(0) - splitter->sizes().at(1)) < 20);
+            splitter->setSizes({720, 480});
+            panes = splitter->sizes();
+            auto* inner = window.currentView()->findChild<QSplitter*>(QStringLiteral("heatmapSplitter"));
+            window.currentView()->showPage(widgets::ModelView::Page::Heatmap);
+            inner->setSizes({500, 200});
+            emit inner->splitterMoved(500, 1);
+            heatmap = inner->sizes();
+            window.close();
+        }
+        app::MainWindow again;
+        again.resize(1200, 800);
+        again.show();
+        QCOMPARE(again.openFiles({path}), 1);
+        QCOMPARE(again.openFiles({path}, app::MainWindow::Side::Donor), 1);
+        // The same split (as a share of the width: the layout may settle to other pixels).
+        const QList<int> restored = again.findChild<QSplitter*>(QStringLiteral("panes"))->sizes();
+        QVERIFY2(std::abs(double(restored[0]) / (restored[0] + restored[1]) -
+                          double(panes[0]) / (panes[0] + panes[1])) < 0.02,
+                 qPrintable(QStringLiteral("%1/%2 vs %3/%4")
+                                .arg(restored[0])
+                                .arg(restored[1])
+                                .arg(panes[0])
+                                .arg(panes[1])));
+        again.currentView()->showPage(widgets::ModelView::Page::Heatmap);
+        QCOMPARE(again.currentView()->findChild<QSplitter*>(QStringLiteral("heatmapSplitter"))->sizes(),
+                 heatmap);
+        // Closing the donor shrinks its pane again; the next donor gets the remembered split.
+        again.pane(app::MainWindow::Side::Donor)->closeView(0);
+        QTRY_VERIFY(again.findChild<QSplitter*>(QStringLiteral("panes"))->sizes().at(1) <= 300);
+        QSettings().remove(QStringLiteral("window"));
+        QSettings().remove(QStringLiteral("layout"));
+    }
+
+    void cancelMeasurement() {
+        const QString path = sharedModel(QStringLiteral("quant/wide-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.show();
+        QSignalSpy cancelled(window.engine(), &app::EngineThread::cancelled);
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        window.openFiles({path});
+        window.engine()->cancel();
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 20000);
+        QCOMPARE(finished.count(), 0);
+        QVERIFY(window.currentView()->measurement() == nullptr);
+        QCOMPARE(window.statusBar()->currentMessage(), QStringLiteral("Measurement cancelled"));
+        QVERIFY(!window.engine()->isBusy());
+    }
+
+    // Two panes: the recipient on the left, donors on the right; each opens files dropped
+    // on it; the two swap.
+    void recipientAndDonorPanes() {
+        QString error;
+        QTemporaryDir dir;
+        const QStringList demos = app::writeDemoModels(dir.path(), &error);
+        QCOMPARE(demos.size(), 2);
+        app::MainWindow window;
+        window.resize(1500, 850);
+        window.show();
+        using Side = app::MainWindow::Side;
+        QCOMPARE(window.openFiles({demos[0]}), 1);
+        QCOMPARE(window.openFiles({demos[1]}, Side::Donor), 1);
+        QCOMPARE(window.pane(Side::Recipient)->tabs()->count(), 1);
+        QCOMPARE(window.pane(Side::Donor)->tabs()->count(), 1);
+        QCOMPARE(window.windowTitle(),
+                 QStringLiteral("specimen-recipient ← specimen-donor — Organ Workbench"));
+        // A drop on the donor pane opens there.
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(demos[0])});
+        widgets::ModelPane* donors = window.pane(Side::Donor);
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(donors, &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(donors, &drop);
+        QCOMPARE(donors->tabs()->count(), 2);
+        QCOMPARE(window.pane(Side::Recipient)->tabs()->count(), 1);
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
+        donors->tabs()->setCurrentIndex(0);
+        window.currentView()->tabs()->setCurrentIndex(1);
+        donors->currentView()->tabs()->setCurrentIndex(1);
+        for (widgets::ModelView* view : {window.currentView(), donors->currentView()}) {
+            QTRY_COMPARE(view->systemCharts()->layerPlot()->graph(int(System::Organ))->dataCount(), 4);
+        }
+        saveScreenshot(&window, QStringLiteral("main-window-panes.png"));
+        // Swap: the donors become recipients and the other way round.
+        widgets::ModelView* recipient = window.currentView();
+        window.swapPanes();
+        QCOMPARE(window.pane(Side::Recipient)->tabs()->count(), 2);
+        QCOMPARE(donors->tabs()->count(), 1);
+        QCOMPARE(donors->currentView(), recipient);
+        QVERIFY(window.windowTitle().endsWith(QStringLiteral("← specimen-recipient — Organ Workbench")));
+        // Closing every model shows what to do again.
+        window.pane(Side::Recipient)->closeView(0);
+        window.pane(Side::Recipient)->closeView(0);
+        donors->closeView(0);
+        QCOMPARE(window.windowTitle(), QStringLiteral("Organ Workbench"));
+    }
+
+    void badFileShowsError() {
+        const QString bad = m_dir.filePath(QStringLiteral("broken.gguf"));
+        QVERIFY(
+            writeAll(bad, QByteArray("GGUF\x02\0\0\0\xff\xff\xff\xff\xff\xff\xff\xff\0\0\0\0\0\0\0\0", 24)));
+        app::MainWindow window;
+        window.show();
+        QCOMPARE(window.openFiles({bad}), 0);
+        QCOMPARE(window.documents()->count(), 0);
+        QMessageBox* box = visibleMessageBox();
+        QVERIFY(box != nullptr);
+        QVERIFY2(
+            box->text().startsWith(QStringLiteral(
+                "broken.gguf: tensor count at byte 8: 18 446 744 073 709 551 615 tensor infos cannot fit")),
+            qPrintable(box->text()));
+        saveScreenshot(box, QStringLiteral("main-window-error.png"));
+        box->accept();
+    }
+
+    void dropOpensFiles() {
+        QString error;
+        const QStringList demos = app::writeDemoModels(m_dir.path(), &error);
+        QCOMPARE(demos.size(), 2);
+        app::MainWindow window;
+        window.show();
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(demos[0]), QUrl::fromLocalFile(demos[1])});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &drop);
+        QCOMPARE(window.documents()->count(), 2);
+        QCOMPARE(window.documents()->tabText(0), QStringLiteral("specimen-recipient"));
+        QCOMPARE(window.documents()->tabText(1), QStringLiteral("specimen-donor"));
+        window.currentView()->metadataView()->resizeColumnsToContents();
+        saveScreenshot(&window, QStringLiteral("main-window-dropped.png"));
+        window.closeCurrent();
+        QTRY_COMPARE(window.documents()->count(), 1);
+    }
+};
+
+QTEST_MAIN(TestWindowPanes)
+#include "tst_window_panes.moc"

@@ -1,0 +1,407 @@
+// Surgery in the window: drag and drop from donors onto the recipient, the plan, its preview,
+// plans on disk, assembly on the engine thread and the guard rails.
+#include "anatomy_filter_proxy.h"
+#include "anatomy_tree_model.h"
+#include "chart_export.h"
+#include "demo_models.h"
+#include "engine_thread.h"
+#include "fixtures.h"
+#include "graft_document.h"
+#include "graft_plan_panel.h"
+#include "main_window.h"
+#include "model_pane.h"
+#include "model_roles.h"
+#include "model_view.h"
+#include "report_export.h"
+#include "shared_models.h"
+#include "system_theta_charts.h"
+#include "tensor_drag.h"
+#include "tensor_inspector.h"
+#include "theta_heatmap.h"
+#include "window_test_support.h"
+#include <QApplication>
+#include <QCheckBox>
+#include <QDragEnterEvent>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenu>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProcess>
+#include <QProgressDialog>
+#include <QPushButton>
+#include <QSemaphore>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QToolButton>
+#include <QTreeView>
+#include <QUndoStack>
+#include <QXmlStreamReader>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <qcustomplot.h>
+
+using namespace organ;
+using namespace organ::testing;
+
+class TestWindowSurgery : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+
+private slots:
+    void initTestCase() { initWindowTests(m_dir); }
+
+    // The signature flow: drag organs from the healthy donor onto the damaged recipient (tree
+    // and heatmap), see the preview, save the plan (the CLI runs it to the same bytes),
+    // assemble on the engine thread, open the chimera; cancel leaves no file; guard rails.
+    void surgery() {
+        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString damagedPath = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthyPath);
+        ORGAN_REQUIRE_SHARED(damagedPath);
+        const QString cli = qEnvironmentVariable("ORGAN_CLI");
+        QVERIFY2(QFileInfo(cli).isExecutable(), "ORGAN_CLI names the organ binary");
+        app::MainWindow window;
+        window.resize(1500, 950);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QCOMPARE(window.openFiles({damagedPath}), 1);
+        QCOMPARE(window.openFiles({healthyPath}, app::MainWindow::Side::Donor), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        widgets::ModelView* recipient = window.currentView();
+        widgets::ModelView* donor = window.pane(app::MainWindow::Side::Donor)->currentView();
+        QVERIFY(recipient->isRecipient() && !donor->isRecipient());
+        QCOMPARE(recipient->anatomyView()->dragDropMode(), QAbstractItemView::DropOnly);
+        QVERIFY(recipient->anatomyView()->dragDropOverwriteMode());
+        QCOMPARE(donor->anatomyView()->dragDropMode(), QAbstractItemView::DragOnly);
+        // Swapping the panes swaps the roles.
+        window.swapPanes();
+        QVERIFY(donor->isRecipient() && !recipient->isRecipient());
+        QCOMPARE(donor->anatomyView()->dragDropMode(), QAbstractItemView::DropOnly);
+        window.swapPanes();
+        QVERIFY(recipient->isRecipient() && !donor->isRecipient());
+        model::GraftDocument* plan = window.graftDocument();
+
+        // Heatmap: a row (ffn_up across layers) onto a recipient cell grafts it in place; a
+        // column (layer 1) onto the label of layer 3 maps 1 → 3; a cell onto another role is
+        // refused with the reason.
+        recipient->showPage(widgets::ModelView::Page::Heatmap);
+        QTest::qWait(0);
+        widgets::ThetaHeatmap* to = recipient->heatmap();
+        widgets::ThetaHeatmap* from = donor->heatmap();
+        to->plot()->replot();
+        const int ffnUpRow = 8;
+        QCOMPARE(from->roles()[ffnUpRow], std::string("ffn_up"));
+        std::unique_ptr<QMimeData> row(model::encodeTensorDrag(*from->dragForRow(ffnUpRow)));
+        QString message;
+        const QPoint cell = to->pixelOfTensor(tensorOf(recipient, "blk.0.ffn_up.weight"));
+        QVERIFY(to->canDropAt(row.get(), cell, &message));
+        QCOMPARE(message, QStringLiteral("Replaces 5 tensors"));
+        QVERIFY(to->dropAt(row.get(), cell));
+        std::unique_ptr<QMimeData> column(model::encodeTensorDrag(*from->dragForColumn(2)));
+        const QRect cells = to->plot()->axisRect()->rect();
+        const QPoint layer3Label(int(to->plot()->xAxis->coordToPixel(4)), cells.bottom() + 8);
+        QVERIFY(to->canDropAt(column.get(), layer3Label, &message));
+        QCOMPARE(message, QStringLiteral("Maps layer 1 → 3: 9 tensors"));
+        QVERIFY(to->dropAt(column.get(), layer3Label));
+        std::unique_ptr<QMimeData> one(model::encodeTensorDrag(*from->dragForCell(2, ffnUpRow)));
+        QVERIFY(!to->canDropAt(one.get(), to->pixelOfTensor(tensorOf(recipient, "blk.1.attn_q.weight")),
+                               &message));
+        QVERIFY2(message.contains(QStringLiteral("same role")), qPrintable(message));
+        QCOMPARE(plan->plan().operations.size(), std::size_t(2));
+        // Ctrl+click selects donor cells (layers 0 and 4's ffn_up); dragging one drags both.
+        donor->showPage(widgets::ModelView::Page::Heatmap);
+        QTest::qWait(0);
+        from->plot()->replot();
+        for (const char* name : {"blk.0.ffn_up.weight", "blk.4.ffn_up.weight"}) {
+            QTest::mouseClick(from->plot(), Qt::LeftButton, Qt::ControlModifier,
+                              from->pixelOfTensor(tensorOf(donor, name)));
+        }
+        QCOMPARE(from->selectedTensors().size(), std::size_t(2));
+        const auto selection = from->dragAtPixel(from->pixelOfTensor(tensorOf(donor, "blk.4.ffn_up.weight")));
+        QCOMPARE(selection->tensors.size(), std::size_t(2));
+        std::unique_ptr<QMimeData> cellsDrag(model::encodeTensorDrag(*selection));
+        QVERIFY(to->canDropAt(cellsDrag.get(), to->pixelOfTensor(tensorOf(recipient, "blk.2.ffn_up.weight")),
+                              &message));
+        QCOMPARE(message, QStringLiteral("Replaces 2 tensors"));
+        from->plot()->replot();
+        saveScreenshot(from, QStringLiteral("surgery-donor-selection.png"));
+        from->toggleSelected(tensorOf(donor, "blk.0.ffn_up.weight"));
+        from->toggleSelected(tensorOf(donor, "blk.4.ffn_up.weight"));
+        QVERIFY(from->selectedTensors().empty());
+        // Undo both with the keyboard (Ctrl+Z), redo one (Ctrl+Shift+Z), undo it again.
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        QTest::keyClick(&window, Qt::Key_Z, Qt::ControlModifier);
+        QTest::keyClick(&window, Qt::Key_Z, Qt::ControlModifier);
+        QVERIFY(plan->isEmpty());
+        QTest::keyClick(&window, Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+        QCOMPARE(plan->plan().operations.size(), std::size_t(1));
+        QTest::keyClick(&window, Qt::Key_Z, Qt::ControlModifier);
+        QVERIFY(plan->isEmpty());
+
+        // Through the widgets' own paths: drag events on the recipient's heatmap (outline and
+        // drop), and the tree views' proxy models (what QTreeView's drag and drop calls).
+        {
+            std::unique_ptr<QMimeData> cellDrag(model::encodeTensorDrag(*from->dragForCell(3, ffnUpRow)));
+            const QPoint onCell = to->pixelOfTensor(tensorOf(recipient, "blk.2.ffn_up.weight"));
+            QDragEnterEvent enter(onCell, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+            QApplication::sendEvent(to->plot(), &enter);
+            QDragMoveEvent move(onCell, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+            QApplication::sendEvent(to->plot(), &move);
+            QVERIFY(move.isAccepted());
+            QDropEvent drop(QPointF(onCell), Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+            QApplication::sendEvent(to->plot(), &drop);
+            QVERIFY(drop.isAccepted());
+            QCOMPARE(plan->plan().operations.size(), std::size_t(1));
+            const QPoint wrong = to->pixelOfTensor(tensorOf(recipient, "blk.2.attn_q.weight"));
+            QDragMoveEvent refused(wrong, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+            QApplication::sendEvent(to->plot(), &refused);
+            QVERIFY(!refused.isAccepted());
+            plan->undoStack()->undo();
+
+            QAbstractItemModel* donorProxy = donor->anatomyView()->model();
+            QAbstractItemModel* recipientProxy = recipient->anatomyView()->model();
+            const QModelIndex proxyTensor = donor->anatomyProxy()->mapFromSource(
+                donor->anatomyModel()->indexOfTensor(tensorOf(donor, "blk.4.ffn_down.weight")));
+            QVERIFY(donorProxy->flags(proxyTensor) & Qt::ItemIsDragEnabled);
+            QVERIFY(donorProxy->mimeTypes().contains(QString::fromLatin1(model::kTensorMimeType)));
+            std::unique_ptr<QMimeData> viaProxy(donorProxy->mimeData({proxyTensor}));
+            QCOMPARE(model::decodeTensorDrag(viaProxy.get())->tensors,
+                     std::vector<int>{tensorOf(donor, "blk.4.ffn_down.weight")});
+            const QModelIndex proxyTarget = recipient->anatomyProxy()->mapFromSource(
+                recipient->anatomyModel()->indexOfTensor(tensorOf(recipient, "blk.4.ffn_down.weight")));
+            QVERIFY(recipientProxy->flags(proxyTarget) & Qt::ItemIsDropEnabled);
+            QVERIFY(recipientProxy->canDropMimeData(viaProxy.get(), Qt::CopyAction, -1, -1, proxyTarget));
+            QVERIFY(recipientProxy->dropMimeData(viaProxy.get(), Qt::CopyAction, -1, -1, proxyTarget));
+            QCOMPARE(plan->plan().operations.at(0).select.names,
+                     std::vector<std::string>{"blk.4.ffn_down.weight"});
+            plan->undoStack()->undo();
+            QVERIFY(plan->isEmpty());
+        }
+
+        // The healing graft, in the tree: the organ system's layers 1-3 onto the recipient's organs.
+        std::unique_ptr<QMimeData> organs(donor->anatomyModel()->mimeData(
+            {layerNode(donor, QStringLiteral("organ"), QStringLiteral("layer 1")),
+             layerNode(donor, QStringLiteral("organ"), QStringLiteral("layer 2")),
+             layerNode(donor, QStringLiteral("organ"), QStringLiteral("layer 3"))}));
+        const QModelIndex organTarget = systemNode(recipient, QStringLiteral("organ"));
+        QVERIFY(
+            recipient->anatomyModel()->canDropMimeData(organs.get(), Qt::CopyAction, -1, -1, organTarget));
+        QCOMPARE(recipient->anatomyModel()->dropMessage(), QStringLiteral("Replaces 9 tensors"));
+        QVERIFY(recipient->anatomyModel()->dropMimeData(organs.get(), Qt::CopyAction, -1, -1, organTarget));
+        QCOMPARE(plan->report().layout.tensorsFromDonors, std::uint64_t(9));
+        QVERIFY(!plan->report().hasErrors());
+        QCOMPARE(window.planPanel()->operationsView()->model()->rowCount(), 1);
+
+        // The recipient's layer context menu: duplicate layer 2, then the panel moves it up,
+        // removes it; a finding selects its tensor in the recipient's tree.
+        recipient->showPage(widgets::ModelView::Page::Anatomy);
+        QTimer::singleShot(0, [] {
+            auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+            QVERIFY(menu != nullptr);
+            for (QAction* action : menu->actions()) {
+                if (action->text() == QStringLiteral("Duplicate layer 2")) {
+                    action->trigger();
+                }
+            }
+            menu->close();
+        });
+        const QModelIndex layer2 = recipient->anatomyProxy()->mapFromSource(
+            layerNode(recipient, QStringLiteral("skeleton"), QStringLiteral("layer 2")));
+        emit recipient->anatomyView()->customContextMenuRequested(
+            recipient->anatomyView()->visualRect(layer2).center());
+        QCOMPARE(plan->plan().operations.size(), std::size_t(2));
+        QVERIFY(plan->plan().operations[1].kind == GraftOperation::Kind::DuplicateLayer);
+        QCOMPARE(plan->plan().operations[1].toLayer, 2u);
+        QTableView* operations = window.planPanel()->operationsView();
+        operations->selectRow(1);
+        window.planPanel()->findChild<QToolButton*>(QStringLiteral("plan-up"))->click();
+        QVERIFY(plan->plan().operations[0].kind == GraftOperation::Kind::DuplicateLayer);
+        QCOMPARE(plan->report().layout.blocks, 6u);
+        // Duplicating first renumbers: the organs of layers 1-3 now land in 1, 2 and 4,
+        // and layer 3's copy keeps the damaged organs.
+        operations->selectRow(0);
+        window.planPanel()->findChild<QToolButton*>(QStringLiteral("plan-remove"))->click();
+        QCOMPARE(plan->plan().operations.size(), std::size_t(1));
+        QVERIFY(plan->plan().operations[0].kind == GraftOperation::Kind::Replace);
+        plan->removeLayer(QString::fromStdString(recipient->snapshot().model->path()), 7); // an error
+        QListWidget* findings = window.planPanel()->findingsView();
+        QVERIFY(findings->count() >= 1);
+        QVERIFY(findings->item(0)->text().contains(QStringLiteral("remove_layer: there is no layer 7")));
+        plan->undoStack()->undo();
+        QCOMPARE(findings->count(), 1);
+        QVERIFY(findings->item(0)->text().contains(QStringLiteral("the plan fits")));
+        // A second donor (F16): its skeleton converts to F32; the finding lists the tensors,
+        // and choosing it selects the first in the recipient's tree. Then it is undone.
+        const QString f16Path = sharedModel(QStringLiteral("stories260K-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(f16Path);
+        QCOMPARE(window.openFiles({f16Path}, app::MainWindow::Side::Donor), 1);
+        widgets::ModelView* f16 = window.pane(app::MainWindow::Side::Donor)->currentView();
+        std::unique_ptr<QMimeData> skeleton(
+            f16->anatomyModel()->mimeData({systemNode(f16, QStringLiteral("skeleton"))}));
+        QVERIFY(
+            recipient->anatomyModel()->dropMimeData(skeleton.get(), Qt::CopyAction, -1, -1, QModelIndex()));
+        QCOMPARE(plan->plan().donors.size(), std::size_t(2));
+        QVERIFY(!plan->report().hasErrors());
+        QCOMPARE(findings->count(), 1);
+        QVERIFY2(findings->item(0)->text().contains(QStringLiteral("20 tensors converted from F16 to F32")),
+                 qPrintable(findings->item(0)->text()));
+        findings->setCurrentRow(0);
+        QCOMPARE(recipient->anatomyView()->currentIndex().data().toString(),
+                 QStringLiteral("blk.0.attn_q.weight"));
+        QTRY_COMPARE(to->preview().size(), std::size_t(29));
+        saveScreenshot(&window, QStringLiteral("surgery-two-donors.png"));
+        plan->undoStack()->undo();
+        window.pane(app::MainWindow::Side::Donor)
+            ->closeView(window.pane(app::MainWindow::Side::Donor)->tabs()->indexOf(f16));
+        QCOMPARE(plan->plan().donors.size(), std::size_t(1));
+
+        // The preview: 9 outlined cells with the healthy model's θ; θ mean before → after.
+        QCOMPARE(to->preview().size(), std::size_t(9));
+        const widgets::ThetaHeatmap* healthyMap = donor->heatmap();
+        for (int layer = 1; layer <= 3; ++layer) {
+            for (int r = 7; r <= 9; ++r) {
+                QCOMPARE(to->shownThetaAt(layer + 1, r), healthyMap->thetaAt(layer + 1, r));
+                QVERIFY(*to->shownThetaAt(layer + 1, r) > *to->thetaAt(layer + 1, r));
+            }
+        }
+        QCOMPARE(to->shownThetaAt(1, 8), to->thetaAt(1, 8)); // layer 0 stays
+        QVERIFY2(recipient->planPreviewLabel()->text().contains(QStringLiteral("θ mean 34.78° → 36.65°")),
+                 qPrintable(recipient->planPreviewLabel()->text()));
+        QTest::qWait(100);
+        saveScreenshot(&window, QStringLiteral("surgery-preview.png"));
+
+        // Save the plan; `organ assemble --plan` runs it. A plan made by `organ graft` opens
+        // here and makes the same chimera.
+        const QString planPath = m_dir.filePath(QStringLiteral("healing-plan.json"));
+        QString error;
+        QVERIFY2(window.savePlan(planPath, &error), qPrintable(error));
+        QVERIFY(!plan->isModified());
+        const QString cliPlan = m_dir.filePath(QStringLiteral("cli-plan.json"));
+        QProcess graft;
+        graft.start(cli, {QStringLiteral("graft"), QStringLiteral("--base"), damagedPath,
+                          QStringLiteral("--donor"), healthyPath, QStringLiteral("--layers"),
+                          QStringLiteral("1-3"), QStringLiteral("--system"), QStringLiteral("organ"),
+                          QStringLiteral("-o"), m_dir.filePath(QStringLiteral("cli-chimera.gguf")),
+                          QStringLiteral("--save-plan"), cliPlan});
+        QVERIFY(graft.waitForFinished(60000));
+        QVERIFY2(graft.exitCode() == 0, graft.readAllStandardError().constData());
+        model::GraftDocument fromCli;
+        fromCli.addModel(recipient->snapshotPointer());
+        fromCli.addModel(donor->snapshotPointer());
+        fromCli.load(cliPlan);
+        auto layoutOf = [](const model::GraftDocument& d) {
+            std::vector<std::pair<std::string, std::string>> out;
+            for (const ChimeraTensor& t : d.report().layout.tensors) {
+                const std::string* path = d.plan().donorPath(t.model);
+                out.emplace_back(t.name, (path ? *path : d.plan().base) + ":" + t.sourceName);
+            }
+            return out;
+        };
+        QCOMPARE(layoutOf(fromCli), layoutOf(*plan));
+
+        // Assemble on the engine thread; the window answers while it runs.
+        const QString output = m_dir.filePath(QStringLiteral("healed.gguf"));
+        QSignalSpy ended(&window, &app::MainWindow::assemblyEnded);
+        QVERIFY2(window.startAssembly(output, &error), qPrintable(error));
+        QVERIFY(window.assemblyDialog() != nullptr && window.assemblyDialog()->isVisible());
+        QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
+        QCOMPARE(ended.at(0).at(0).toBool(), true);
+        QVERIFY(window.assemblyDialog() == nullptr);
+        // The bytes, as the engine test checks them: the 9 organs are the healthy model's,
+        // every other tensor the damaged one's.
+        const auto healed = GgufModel::open(output.toStdString());
+        const auto healthy = GgufModel::open(healthyPath.toStdString());
+        const auto damaged = GgufModel::open(damagedPath.toStdString());
+        int fromDonor = 0;
+        for (const TensorInfo& t : healed->tensors()) {
+            const bool organ = t.name.find("ffn_") != std::string::npos &&
+                               t.name.find("norm") == std::string::npos &&
+                               (t.name.starts_with("blk.1.") || t.name.starts_with("blk.2.") ||
+                                t.name.starts_with("blk.3."));
+            const GgufModel& source = organ ? *healthy : *damaged;
+            const auto expected = source.tensorData(*source.findTensor(t.name));
+            const auto actual = healed->tensorData(t);
+            QVERIFY(std::equal(actual.begin(), actual.end(), expected.begin(), expected.end()));
+            fromDonor += organ;
+        }
+        QCOMPARE(fromDonor, 9);
+        QCOMPARE(healed->tensors().size(), damaged->tensors().size());
+        // The CLI running the window's plan writes the same bytes.
+        QProcess assemble;
+        const QString cliOutput = m_dir.filePath(QStringLiteral("healed-by-cli.gguf"));
+        assemble.start(cli, {QStringLiteral("assemble"), QStringLiteral("--plan"), planPath,
+                             QStringLiteral("-o"), cliOutput});
+        QVERIFY(assemble.waitForFinished(60000));
+        QVERIFY2(assemble.exitCode() == 0, assemble.readAllStandardError().constData());
+        QCOMPARE(readAll(cliOutput), readAll(output));
+
+        // The result offers to open the chimera: it opens and is measured for real.
+        QMessageBox* result = nullptr;
+        QTRY_VERIFY((result = window.findChild<QMessageBox*>(QStringLiteral("assemblyResult"))) != nullptr);
+        QVERIFY(result->text().contains(QStringLiteral("Validation: passed")));
+        saveScreenshot(result, QStringLiteral("surgery-assembled.png"));
+        result->findChild<QPushButton*>(QStringLiteral("openChimeraDonor"))->click();
+        widgets::ModelView* chimera = window.findView(QFileInfo(output).absoluteFilePath());
+        QVERIFY(chimera != nullptr && !chimera->isRecipient());
+        QTRY_VERIFY_WITH_TIMEOUT(chimera->measurement() != nullptr, 20000);
+        QCOMPARE(chimera->heatmap()->thetaAt(3, 8), healthyMap->thetaAt(3, 8));
+
+        // Cancel: with the engine thread busy, the assembly is cancelled from its dialog
+        // before it writes: a clear message and no file.
+        QSemaphore hold;
+        QMetaObject::invokeMethod(window.engine()->worker(), [&hold] { hold.acquire(); });
+        const QString cancelled = m_dir.filePath(QStringLiteral("cancelled.gguf"));
+        QSignalSpy ended2(&window, &app::MainWindow::assemblyEnded);
+        QVERIFY2(window.startAssembly(cancelled, &error), qPrintable(error));
+        QVERIFY(!window.startAssembly(cancelled, &error));           // one at a time
+        window.assemblyDialog()->findChild<QPushButton*>()->click(); // its Cancel button
+        hold.release();
+        QTRY_COMPARE_WITH_TIMEOUT(ended2.count(), 1, 20000);
+        QCOMPARE(ended2.at(0).at(0).toBool(), false);
+        QVERIFY(window.statusBar()->currentMessage().contains(QStringLiteral("no file was written")));
+        QVERIFY(!QFileInfo::exists(cancelled));
+        QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("*.partial*")}).size(), 0);
+
+        // Guard rails: closing the donor the plan uses asks; Cancel keeps it, Yes removes its
+        // operations. Quitting with an unsaved plan asks too.
+        widgets::ModelPane* donors = window.pane(app::MainWindow::Side::Donor);
+        const int donorTab = donors->tabs()->indexOf(donor);
+        QString question;
+        answerNextQuestion(QMessageBox::Cancel, &question);
+        donors->closeView(donorTab);
+        QVERIFY2(question.contains(QStringLiteral("The graft plan uses stories260K-f32.gguf")),
+                 qPrintable(question));
+        QCOMPARE(donors->tabs()->indexOf(donor), donorTab);
+        QVERIFY(!plan->isEmpty());
+        answerNextQuestion(QMessageBox::Yes);
+        donors->closeView(donorTab);
+        QTRY_COMPARE(donors->tabs()->indexOf(donor), -1);
+        QVERIFY(plan->isEmpty());
+        plan->undoStack()->undo(); // the operations come back, unchecked while the donor is closed
+        QVERIFY(!plan->isEmpty());
+        QVERIFY(plan->unavailable().contains(QStringLiteral("stories260K-f32.gguf is not open")));
+        QVERIFY(!plan->isModified()); // back at the saved state
+        plan->duplicateLayer(QString::fromStdString(recipient->snapshot().model->path()), 0);
+        QVERIFY(plan->isModified());
+        answerNextQuestion(QMessageBox::Cancel, &question);
+        QVERIFY(!window.close());
+        QVERIFY(question.contains(QStringLiteral("unsaved changes")));
+        QVERIFY(window.isVisible());
+        answerNextQuestion(QMessageBox::Discard);
+        QVERIFY(window.close());
+    }
+};
+
+QTEST_MAIN(TestWindowSurgery)
+#include "tst_window_surgery.moc"

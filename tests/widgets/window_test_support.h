@@ -1,0 +1,135 @@
+#pragma once
+
+// Helpers the window tests share: the test environment (settings, cache), screenshots for a
+// person to look at, answering modal dialogs the way a user would, and finding tree nodes.
+#include "anatomy_tree_model.h"
+#include "model_view.h"
+
+#include <QAbstractButton>
+#include <QApplication>
+#include <QCoreApplication>
+#include <QDir>
+#include <QMessageBox>
+#include <QPixmap>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <functional>
+#include <memory>
+
+namespace organ::testing {
+
+// Settings in a test-only organisation, the measurement cache in `dir`, QStandardPaths in
+// its test mode (autosaved plans land in ~/.qttest, never in the user's data).
+inline void initWindowTests(const QTemporaryDir& dir) {
+    QStandardPaths::setTestModeEnabled(true);
+    qputenv("ORGAN_CACHE_DIR", dir.filePath(QStringLiteral("cache")).toLocal8Bit());
+    QCoreApplication::setOrganizationName(QStringLiteral("OrganWorkbenchTests"));
+    QSettings().clear();
+}
+
+// The visible message box, if any.
+inline QMessageBox* visibleMessageBox() {
+    for (QWidget* w : QApplication::topLevelWidgets()) {
+        if (auto* box = qobject_cast<QMessageBox*>(w); box != nullptr && box->isVisible()) {
+            return box;
+        }
+    }
+    return nullptr;
+}
+
+// Into the build folder; the HiDPI run's screenshots are prefixed "hidpi-".
+inline void saveScreenshot(QWidget* window, const QString& name) {
+    const QString folder = QStringLiteral(ORGAN_SCREENSHOT_DIR);
+    QDir().mkpath(folder);
+    const QPixmap shot = window->grab();
+    QCOMPARE(shot.devicePixelRatio(), window->devicePixelRatioF());
+    const QString prefix = window->devicePixelRatioF() > 1 ? QStringLiteral("hidpi-") : QString();
+    QVERIFY(shot.save(folder + u'/' + prefix + name));
+}
+
+// Answers modal dialogs and popup menus as they open, in order: each step gets the widget
+// that is active (the modal dialog, else the popup) and returns true once it has handled it.
+// Steps run from the event loop that the dialog's exec() spins, as a user's clicks would.
+class ModalSteps {
+public:
+    using Step = std::function<bool(QWidget*)>;
+    ModalSteps() {
+        m_timer.setInterval(20);
+        QObject::connect(&m_timer, &QTimer::timeout, [this] { poll(); });
+    }
+    ModalSteps& then(Step step) {
+        m_steps.push_back(std::move(step));
+        m_timer.start();
+        return *this;
+    }
+    bool done() const { return m_next == m_steps.size(); }
+
+private:
+    void poll() {
+        if (done()) {
+            m_timer.stop();
+            return;
+        }
+        QWidget* active = QApplication::activeModalWidget();
+        if (active == nullptr) {
+            active = QApplication::activePopupWidget();
+        }
+        if (active != nullptr && active != m_lastHandled && m_steps[m_next](active)) {
+            m_lastHandled = active;
+            ++m_next;
+        }
+    }
+    QTimer m_timer;
+    std::vector<Step> m_steps;
+    std::size_t m_next = 0;
+    QWidget* m_lastHandled = nullptr;
+};
+
+// Answers the next modal question box with `button` (from the event loop it opens).
+inline void answerNextQuestion(QMessageBox::StandardButton button, QString* text = nullptr) {
+    QTimer::singleShot(0, [button, text] {
+        if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+            if (text != nullptr) {
+                *text = box->text();
+            }
+            box->button(button)->click();
+        }
+    });
+}
+
+// A layer node under a system node of a view's tree (source model indices).
+inline QModelIndex layerNode(widgets::ModelView* view, const QString& system, const QString& layer) {
+    model::AnatomyTreeModel* tree = view->anatomyModel();
+    for (int s = 0; s < tree->rowCount(); ++s) {
+        const QModelIndex systemIndex = tree->index(s, 0);
+        if (systemIndex.data().toString() != system) {
+            continue;
+        }
+        for (int l = 0; l < tree->rowCount(systemIndex); ++l) {
+            if (tree->index(l, 0, systemIndex).data().toString() == layer) {
+                return tree->index(l, 0, systemIndex);
+            }
+        }
+    }
+    return {};
+}
+
+inline QModelIndex systemNode(widgets::ModelView* view, const QString& system) {
+    model::AnatomyTreeModel* tree = view->anatomyModel();
+    for (int s = 0; s < tree->rowCount(); ++s) {
+        if (tree->index(s, 0).data().toString() == system) {
+            return tree->index(s, 0);
+        }
+    }
+    return {};
+}
+
+inline int tensorOf(const widgets::ModelView* view, const char* name) {
+    const auto& model = *view->snapshot().model;
+    return int(model.findTensor(name) - model.tensors().data());
+}
+
+} // namespace organ::testing
