@@ -76,10 +76,6 @@ QString whereText(const std::vector<std::string>& names) {
 
 } // namespace
 
-QString countOf(qint64 n, const QString& one, const QString& many) {
-    return QString::number(n) + u' ' + (n == 1 ? one : many);
-}
-
 GraftDocument::GraftDocument(QObject* parent) : QObject(parent), m_undo(new QUndoStack(this)) {
     connect(m_undo, &QUndoStack::cleanChanged, this, &GraftDocument::changed);
 }

@@ -2,6 +2,7 @@
 
 #include "anatomy_tree.h"
 #include "chimera.h"
+#include "display_names.h"
 #include "graft_plan.h"
 #include "tensor_drag.h"
 
@@ -14,9 +15,6 @@
 class QUndoStack;
 
 namespace organ::model {
-
-// "1 tensor", "9 tensors".
-QString countOf(qint64 n, const QString& one, const QString& many);
 
 // The window's graft plan: the same GraftPlan the CLI runs, edited through an undo stack,
 // checked against the models the window has open after every change. Drops of donor

@@ -13,32 +13,82 @@
 #include <qcustomplot.h>
 
 namespace organ::widgets {
+namespace {
 
-bool exportChart(QCustomPlot* plot, const QString& path, QSize size, QString* error) {
-    const QString suffix = QFileInfo(path).suffix().toLower();
-    const QString partial = path + QStringLiteral(".partial.") + suffix;
-    bool written = false;
-    if (suffix == QStringLiteral("png")) {
-        written = plot->savePng(partial, size.width(), size.height(), 1.0, -1, 96);
-    } else if (suffix == QStringLiteral("pdf")) {
-        written = plot->savePdf(partial, size.width(), size.height(), QCP::epNoCosmetic,
-                                QStringLiteral("Organ Workbench"));
-    } else if (suffix == QStringLiteral("svg")) {
-        QSvgGenerator svg;
-        svg.setFileName(partial);
-        svg.setSize(size);
-        svg.setViewBox(QRect(QPoint(0, 0), size));
-        svg.setTitle(QFileInfo(path).completeBaseName());
-        svg.setDescription(QStringLiteral("Organ Workbench chart"));
-        QCPPainter painter;
-        written = painter.begin(&svg);
-        if (written) {
-            plot->toPainter(&painter, size.width(), size.height());
-            written = painter.end();
+// The export's title, for the time of one export: it takes the place of the chart's own
+// title when it has one (a text element on top), else a row is added above the chart.
+class ExportTitle {
+public:
+    ExportTitle(QCustomPlot* plot, const QString& title) : m_plot(plot) {
+        if (title.isEmpty()) {
+            return;
         }
-    } else {
+        QCPLayoutGrid* layout = plot->plotLayout();
+        m_own = layout->rowCount() > 0 ? qobject_cast<QCPTextElement*>(layout->element(0, 0)) : nullptr;
+        if (m_own != nullptr) {
+            m_ownText = m_own->text();
+            m_own->setText(title);
+            return;
+        }
+        layout->insertRow(0);
+        m_added = new QCPTextElement(plot, title, QFont(plot->font().family(), 11, QFont::Bold));
+        layout->addElement(0, 0, m_added);
+    }
+    ~ExportTitle() {
+        if (m_own != nullptr) {
+            m_own->setText(m_ownText);
+        } else if (m_added != nullptr) {
+            m_plot->plotLayout()->remove(m_added);
+            m_plot->plotLayout()->simplify();
+        }
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    }
+    ExportTitle(const ExportTitle&) = delete;
+    ExportTitle& operator=(const ExportTitle&) = delete;
+
+private:
+    QCustomPlot* m_plot;
+    QCPTextElement* m_own = nullptr;
+    QString m_ownText;
+    QCPTextElement* m_added = nullptr;
+};
+
+bool render(QCustomPlot* plot, const QString& suffix, const QString& file, QSize size, const QString& title) {
+    if (suffix == QStringLiteral("png")) {
+        return plot->savePng(file, size.width(), size.height(), 1.0, -1, 96);
+    }
+    if (suffix == QStringLiteral("pdf")) {
+        return plot->savePdf(file, size.width(), size.height(), QCP::epNoCosmetic,
+                             QStringLiteral("Organ Workbench"), title);
+    }
+    QSvgGenerator svg;
+    svg.setFileName(file);
+    svg.setSize(size);
+    svg.setViewBox(QRect(QPoint(0, 0), size));
+    svg.setTitle(title);
+    svg.setDescription(QStringLiteral("Organ Workbench chart"));
+    QCPPainter painter;
+    if (!painter.begin(&svg)) {
+        return false;
+    }
+    plot->toPainter(&painter, size.width(), size.height());
+    return painter.end();
+}
+
+} // namespace
+
+bool exportChart(QCustomPlot* plot, const QString& path, QSize size, const QString& title, QString* error) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix != QStringLiteral("png") && suffix != QStringLiteral("pdf") &&
+        suffix != QStringLiteral("svg")) {
         *error = QFileInfo(path).fileName() + QObject::tr(": choose a .png, .svg or .pdf file");
         return false;
+    }
+    const QString partial = path + QStringLiteral(".partial.") + suffix;
+    bool written = false;
+    {
+        const ExportTitle shown(plot, title);
+        written = render(plot, suffix, partial, size, title);
     }
     QFile::remove(path);
     if (!written || !QFile::rename(partial, path)) {
@@ -49,18 +99,23 @@ bool exportChart(QCustomPlot* plot, const QString& path, QSize size, QString* er
     return true;
 }
 
-void exportChartInteractively(QCustomPlot* plot, QWidget* parent, const QString& suggestedName) {
-    const QString path = QFileDialog::getSaveFileName(
-        parent, QObject::tr("Save chart"), suggestedName,
-        QObject::tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
-    if (path.isEmpty()) {
+void exportChartInteractively(QCustomPlot* plot, QWidget* parent, const ChartLabel& label) {
+    QFileDialog files(parent, QObject::tr("Save chart"), label.fileName + QStringLiteral(".png"),
+                      QObject::tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
+    files.setObjectName(QStringLiteral("chartFileDialog"));
+    files.setAcceptMode(QFileDialog::AcceptSave);
+    if (files.exec() != QDialog::Accepted || files.selectedFiles().isEmpty()) {
         return;
     }
+    const QString path = files.selectedFiles().front();
     QDialog dialog(parent);
+    dialog.setObjectName(QStringLiteral("chartSizeDialog"));
     dialog.setWindowTitle(QObject::tr("Chart size"));
     auto* form = new QFormLayout(&dialog);
     auto* width = new QSpinBox(&dialog);
     auto* height = new QSpinBox(&dialog);
+    width->setObjectName(QStringLiteral("chartWidth"));
+    height->setObjectName(QStringLiteral("chartHeight"));
     for (QSpinBox* box : {width, height}) {
         box->setRange(100, 10000);
         box->setSuffix(QObject::tr(" px"));
@@ -77,20 +132,21 @@ void exportChartInteractively(QCustomPlot* plot, QWidget* parent, const QString&
         return;
     }
     QString error;
-    if (!exportChart(plot, path, QSize(width->value(), height->value()), &error)) {
+    if (!exportChart(plot, path, QSize(width->value(), height->value()), label.title, &error)) {
         QMessageBox::critical(parent, QObject::tr("Cannot save the chart"), error);
     }
 }
 
-void installExportMenu(QCustomPlot* plot, QWidget* owner, std::function<QString()> name) {
+void installExportMenu(QCustomPlot* plot, QWidget* owner, ChartLabelFn label) {
     plot->setContextMenuPolicy(Qt::CustomContextMenu);
-    QObject::connect(
-        plot, &QWidget::customContextMenuRequested, owner, [plot, owner, name](const QPoint& at) {
-            QMenu menu(owner);
-            menu.addAction(QObject::tr("Save as PNG, SVG or PDF…"), owner,
-                           [plot, owner, name] { exportChartInteractively(plot, owner, name()); });
-            menu.exec(plot->mapToGlobal(at));
-        });
+    QObject::connect(plot, &QWidget::customContextMenuRequested, owner,
+                     [plot, owner, label = std::move(label)](const QPoint& at) {
+                         QMenu menu(owner);
+                         menu.addAction(
+                             QObject::tr("Save as PNG, SVG or PDF…"), owner,
+                             [plot, owner, &label] { exportChartInteractively(plot, owner, label()); });
+                         menu.exec(plot->mapToGlobal(at));
+                     });
 }
 
 } // namespace organ::widgets

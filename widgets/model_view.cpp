@@ -3,6 +3,7 @@
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
 #include "anatomy_tree_view.h"
+#include "display_names.h"
 #include "format_error.h"
 #include "graft_document.h"
 #include "metadata_table_model.h"
@@ -55,7 +56,7 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* par
     m_heatmapTab = buildHeatmapTab();
     m_tabs->addTab(m_anatomyTab, tr("&Anatomy"));
     m_tabs->addTab(m_heatmapTab, tr("&Heatmap"));
-    m_inspector = new TensorInspector(this);
+    m_inspector = new TensorInspector(model::modelDisplayName(*m_snapshot->model), this);
     m_tabs->addTab(m_inspector, tr("&Inspector"));
     m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
     connect(m_heatmap, &ThetaHeatmap::tensorClicked, this, &ModelView::selectTensor);
@@ -294,6 +295,8 @@ void ModelView::setComparison(const QString& donor, const std::vector<std::optio
         layout->addWidget(m_comparison, 1);
         m_tabs->insertTab(2, m_comparisonTab, tr("&Δθ"));
     }
+    m_comparison->setComparisonTitle(
+        tr("Δθ %1 − %2").arg(donor, model::modelDisplayName(*m_snapshot->model)));
     m_comparisonTab->findChild<QLabel*>(QStringLiteral("comparisonTitle"))
         ->setText(
             tr("Δθ against the donor <b>%1</b>: red where the donor is more structured, blue where it is "

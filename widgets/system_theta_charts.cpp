@@ -2,6 +2,7 @@
 
 #include "chart_export.h"
 #include "chart_style.h"
+#include "display_names.h"
 #include "theta_scale.h"
 
 #include <QTimer>
@@ -48,9 +49,14 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
     }
     layout->addWidget(m_layers, 3);
     layout->addWidget(m_systems, 2);
-    const QString model = QString::fromStdString(m_snapshot->model->name());
-    installExportMenu(m_layers, this, [model] { return model + QStringLiteral("-theta-per-layer"); });
-    installExportMenu(m_systems, this, [model] { return model + QStringLiteral("-theta-per-system"); });
+    const QString model = model::modelDisplayName(*m_snapshot->model);
+    installExportMenu(m_layers, this, [model] {
+        return ChartLabel{model + QStringLiteral("-theta-per-layer"), tr("%1 — θ mean per layer").arg(model)};
+    });
+    installExportMenu(m_systems, this, [model] {
+        return ChartLabel{model + QStringLiteral("-theta-per-system"),
+                          tr("%1 — θ mean per system").arg(model)};
+    });
     followPalette(m_layers);
     followPalette(m_systems);
 

@@ -11,22 +11,22 @@
 #include <qcustomplot.h>
 
 namespace organ::widgets {
-namespace {
-
-QCustomPlot* makePlot(QWidget* parent, const QString& title, const QString& exportName) {
-    auto* plot = new QCustomPlot(parent);
+QCustomPlot* TensorInspector::makePlot(const QString& title, const QString& fileSuffix) {
+    auto* plot = new QCustomPlot(this);
     plot->setMinimumSize(200, 160);
     plot->plotLayout()->insertRow(0);
-    plot->plotLayout()->addElement(
-        0, 0, new QCPTextElement(plot, title, QFont(parent->font().family(), 10, QFont::Bold)));
-    installExportMenu(plot, parent, [exportName] { return exportName; });
+    plot->plotLayout()->addElement(0, 0,
+                                   new QCPTextElement(plot, title, QFont(font().family(), 10, QFont::Bold)));
+    installExportMenu(plot, this, [this, title, fileSuffix] {
+        const QString tensor = m_name.isEmpty() ? tr("no tensor") : m_name;
+        return ChartLabel{m_model + u'-' + tensor + u'-' + fileSuffix,
+                          tr("%1 — %2: %3").arg(m_model, tensor, title.toLower())};
+    });
     followPalette(plot);
     return plot;
 }
 
-} // namespace
-
-TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
+TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidget(parent), m_model(model) {
     auto* grid = new QGridLayout(this);
     m_title = new QLabel(tr("Select a tensor in the tree or on the heatmap."), this);
     m_title->setTextFormat(Qt::RichText);
@@ -37,9 +37,9 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
     grid->addWidget(m_title, 0, 0, 1, 2);
     grid->addWidget(m_indicators, 1, 0);
     grid->addWidget(m_logScale, 1, 1, Qt::AlignRight);
-    m_histogram = makePlot(this, tr("Values"), QStringLiteral("histogram"));
-    m_spectrum = makePlot(this, tr("Cross-scale spectrum"), QStringLiteral("spectrum"));
-    m_image = makePlot(this, tr("The matrix"), QStringLiteral("matrix"));
+    m_histogram = makePlot(tr("Values"), QStringLiteral("histogram"));
+    m_spectrum = makePlot(tr("Cross-scale spectrum"), QStringLiteral("spectrum"));
+    m_image = makePlot(tr("The matrix"), QStringLiteral("matrix"));
     grid->addWidget(m_histogram, 2, 0);
     grid->addWidget(m_spectrum, 2, 1);
     grid->addWidget(m_image, 3, 0, 1, 2);
@@ -49,6 +49,7 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
 
 void TensorInspector::showTensor(int tensor, const QString& name, const QString& description) {
     m_tensor = tensor;
+    m_name = name;
     m_result.reset();
     m_portrait.reset();
     m_title->setText(QStringLiteral("<b>") + name.toHtmlEscaped() + QStringLiteral("</b> &nbsp; ") +

@@ -19,7 +19,8 @@ namespace organ::widgets {
 class TensorInspector : public QWidget {
     Q_OBJECT
 public:
-    explicit TensorInspector(QWidget* parent = nullptr);
+    // `model`: the model's display name, for the titles of exported charts.
+    explicit TensorInspector(const QString& model, QWidget* parent = nullptr);
 
     // A tensor was selected: shows its name at once, the rest when it arrives.
     void showTensor(int tensor, const QString& name, const QString& description);
@@ -33,10 +34,13 @@ public:
     QCheckBox* logScale() const { return m_logScale; }
 
 private:
+    QCustomPlot* makePlot(const QString& title, const QString& fileSuffix);
     void drawHistogram();
     void drawSpectrum();
     void drawImage();
 
+    QString m_model;
+    QString m_name;
     int m_tensor = -1;
     std::optional<ZResult> m_result;
     std::shared_ptr<const TensorPortrait> m_portrait;

@@ -2,6 +2,7 @@
 
 #include "chart_export.h"
 #include "chart_style.h"
+#include "display_names.h"
 #include "theta_scale.h"
 
 #include <QApplication>
@@ -160,9 +161,11 @@ void ThetaHeatmap::buildPlot() {
     m_highlight->setVisible(false);
 
     installExportMenu(m_plot, this, [this] {
-        return QString::fromStdString(m_snapshot->model->name()) +
-               (m_mode == Mode::Theta ? QStringLiteral("-theta-heatmap")
-                                      : QStringLiteral("-delta-theta-heatmap"));
+        const QString name = model::modelDisplayName(*m_snapshot->model);
+        return m_mode == Mode::Theta
+                   ? ChartLabel{name + QStringLiteral("-theta-heatmap"),
+                                tr("%1 — θ per layer and role").arg(name)}
+                   : ChartLabel{name + QStringLiteral("-delta-theta-heatmap"), m_comparisonTitle};
     });
     connect(m_plot, &QCustomPlot::mouseMove, this, &ThetaHeatmap::showTooltip);
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {

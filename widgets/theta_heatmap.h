@@ -37,6 +37,8 @@ public:
     // Delta mode: a tensor's Δθ, or nullopt when it has no measured counterpart.
     void setDelta(int tensor, std::optional<double> delta);
     std::optional<double> deltaAt(int column, int row) const;
+    // Delta mode: what is compared ("Δθ donor − recipient"), the title of exported charts.
+    void setComparisonTitle(const QString& title) { m_comparisonTitle = title; }
 
     void setTensorResult(int tensor, const ZResult& result);
     void setTensorResults(const std::vector<ZResult>& results); // all at once, one replot
@@ -101,10 +103,11 @@ private:
     std::shared_ptr<const ModelSnapshot> m_snapshot;
     Mode m_mode = Mode::Theta;
     std::vector<std::optional<double>> m_delta; // per tensor, Delta mode
-    std::vector<std::string> m_roles;           // rows, in anatomical order
-    int m_columns = 0;                          // "global" + one per layer
-    std::vector<int> m_cells;                   // column * rows + row → tensor, -1 absent
-    std::vector<std::pair<int, int>> m_cellOf;  // tensor → (column, row)
+    QString m_comparisonTitle;
+    std::vector<std::string> m_roles;          // rows, in anatomical order
+    int m_columns = 0;                         // "global" + one per layer
+    std::vector<int> m_cells;                  // column * rows + row → tensor, -1 absent
+    std::vector<std::pair<int, int>> m_cellOf; // tensor → (column, row)
     std::vector<std::optional<ZResult>> m_results;
     QCustomPlot* m_plot = nullptr;
     QCPColorMap* m_presence = nullptr; // absent / not measured / constant

@@ -21,7 +21,9 @@
 #include "window_test_support.h"
 #include <QApplication>
 #include <QCheckBox>
+#include <QContextMenuEvent>
 #include <QDragEnterEvent>
+#include <QFileDialog>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMenu>
@@ -33,6 +35,7 @@
 #include <QSemaphore>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -58,8 +61,132 @@ class TestWindowExport : public QObject {
 
     QTemporaryDir m_dir;
 
+    // Right-click on the chart → "Save as PNG, SVG or PDF…" → the file dialog → the size
+    // dialog: the path a user takes, each step answered from the dialog's own event loop.
+    static void saveThroughMenu(QCustomPlot* plot, const QString& path, QSize size) {
+        ModalSteps steps;
+        steps
+            .then([](QWidget* active) {
+                return chooseMenuAction(active, QStringLiteral("Save as PNG, SVG or PDF"));
+            })
+            .then([path](QWidget* active) {
+                auto* dialog = qobject_cast<QFileDialog*>(active);
+                if (dialog == nullptr) {
+                    return false;
+                }
+                // As a user does: go to the folder, type the name.
+                dialog->setDirectory(QFileInfo(path).absolutePath());
+                dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"))
+                    ->setText(QFileInfo(path).fileName());
+                QMetaObject::invokeMethod(dialog, "accept");
+                return true;
+            })
+            .then([size](QWidget* active) {
+                if (active->objectName() != QStringLiteral("chartSizeDialog")) {
+                    return false;
+                }
+                active->findChild<QSpinBox*>(QStringLiteral("chartWidth"))->setValue(size.width());
+                active->findChild<QSpinBox*>(QStringLiteral("chartHeight"))->setValue(size.height());
+                qobject_cast<QDialog*>(active)->accept();
+                return true;
+            });
+        const QPoint at = plot->rect().center();
+        QContextMenuEvent event(QContextMenuEvent::Mouse, at, plot->mapToGlobal(at));
+        QApplication::sendEvent(plot, &event);
+        QTRY_VERIFY_WITH_TIMEOUT(steps.done(), 10000);
+    }
+
+    // A written chart, opened again: the PNG at its size with more than a few colours, the
+    // SVG parsed to its end with its title, the PDF's magic.
+    static void checkChartFile(const QString& path, QSize size, const QString& title) {
+        QVERIFY2(QFileInfo::exists(path), qPrintable(path));
+        if (path.endsWith(QStringLiteral(".png"))) {
+            const QImage image(path);
+            QCOMPARE(image.size(), size);
+            QSet<QRgb> colours;
+            for (int y = 0; y < image.height(); y += 3) {
+                for (int x = 0; x < image.width(); x += 3) {
+                    colours.insert(image.pixel(x, y));
+                }
+            }
+            QVERIFY2(colours.size() > 8, qPrintable(path));
+        } else if (path.endsWith(QStringLiteral(".svg"))) {
+            const QByteArray svg = readAll(path);
+            QXmlStreamReader xml(svg);
+            int elements = 0;
+            while (!xml.atEnd()) {
+                elements += xml.readNext() == QXmlStreamReader::StartElement;
+            }
+            QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+            QVERIFY(elements > 20);
+            QVERIFY2(svg.contains(title.toHtmlEscaped().toUtf8()), qPrintable(title));
+        } else {
+            QVERIFY(readAll(path).startsWith("%PDF"));
+            QVERIFY(QFileInfo(path).size() > 1000);
+        }
+    }
+
 private slots:
     void initTestCase() { initWindowTests(m_dir); }
+
+    // Every chart of the window saves from its context menu in every format (this crashed:
+    // the suggested names were string builders outliving their operands), with a title
+    // naming the model, tensor or comparison.
+    void chartsSaveFromTheirMenus_data() {
+        QTest::addColumn<QString>("format");
+        QTest::newRow("png") << QStringLiteral("png");
+        QTest::newRow("svg") << QStringLiteral("svg");
+        QTest::newRow("pdf") << QStringLiteral("pdf");
+    }
+    void chartsSaveFromTheirMenus() {
+        QFETCH(QString, format);
+        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString damagedPath = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthyPath);
+        ORGAN_REQUIRE_SHARED(damagedPath);
+        app::MainWindow window;
+        window.resize(1400, 850);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy portraits(window.engine(), &app::EngineThread::portraitReady);
+        QCOMPARE(window.openFiles({healthyPath}), 1);
+        QCOMPARE(window.openFiles({damagedPath}, app::MainWindow::Side::Donor), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        widgets::ModelView* view = window.currentView();
+        QTRY_VERIFY(view->comparison() != nullptr);
+        view->selectTensor(tensorOf(view, "blk.1.ffn_up.weight"));
+        QTRY_COMPARE_WITH_TIMEOUT(portraits.count(), 1, 20000);
+        const std::pair<QCustomPlot*, QString> charts[] = {
+            {view->heatmap()->plot(), QStringLiteral("stories260K-f32 — θ per layer and role")},
+            {view->comparison()->plot(), QStringLiteral("Δθ stories260K-damaged-f32 − stories260K-f32")},
+            {view->systemCharts()->layerPlot(), QStringLiteral("stories260K-f32 — θ mean per layer")},
+            {view->systemCharts()->systemPlot(), QStringLiteral("stories260K-f32 — θ mean per system")},
+            {view->inspector()->histogramPlot(),
+             QStringLiteral("stories260K-f32 — blk.1.ffn_up.weight: values")},
+            {view->inspector()->spectrumPlot(),
+             QStringLiteral("stories260K-f32 — blk.1.ffn_up.weight: cross-scale spectrum")},
+            {view->inspector()->imagePlot(),
+             QStringLiteral("stories260K-f32 — blk.1.ffn_up.weight: the matrix")},
+        };
+        const QString folder = m_dir.filePath(QStringLiteral("menu-") + format);
+        QVERIFY(QDir().mkpath(folder));
+        int k = 0;
+        for (const auto& [plot, title] : charts) {
+            const QString path = folder + QStringLiteral("/chart-%1.").arg(k++) + format;
+            const QSize size(640 + 10 * k, 420);
+            saveThroughMenu(plot, path, size);
+            checkChartFile(path, size, title);
+            if (QTest::currentTestFailed()) {
+                return;
+            }
+            if (format == QStringLiteral("png")) { // for a person to look at
+                QDir().mkpath(QStringLiteral(ORGAN_SCREENSHOT_DIR));
+                QFile::remove(QStringLiteral(ORGAN_SCREENSHOT_DIR "/export-%1.png").arg(k));
+                QVERIFY(QFile::copy(path, QStringLiteral(ORGAN_SCREENSHOT_DIR "/export-%1.png").arg(k)));
+            }
+        }
+        QCOMPARE(QDir(folder).entryList({QStringLiteral("*.partial*")}).size(), 0);
+    }
 
     // Charts save as PNG, SVG and PDF at the size asked for; the measurement as JSON, CSV
     // and Markdown; Help → Z-measure shows the documentation.
@@ -78,20 +205,21 @@ private slots:
         QCustomPlot* plot = window.currentView()->heatmap()->plot();
 
         const QString png = m_dir.filePath(QStringLiteral("map.png"));
-        QVERIFY2(widgets::exportChart(plot, png, QSize(800, 500), &error), qPrintable(error));
+        QVERIFY2(widgets::exportChart(plot, png, QSize(800, 500), QString(), &error), qPrintable(error));
         QCOMPARE(QImage(png).size(), QSize(800, 500));
         const QString svg = m_dir.filePath(QStringLiteral("map.svg"));
-        QVERIFY2(widgets::exportChart(plot, svg, QSize(640, 400), &error), qPrintable(error));
+        QVERIFY2(widgets::exportChart(plot, svg, QSize(640, 400), QStringLiteral("a title"), &error),
+                 qPrintable(error));
         QXmlStreamReader xml(readAll(svg));
         QVERIFY(xml.readNextStartElement());
         QCOMPARE(xml.name(), QStringLiteral("svg"));
         QVERIFY(
             xml.attributes().value(QStringLiteral("viewBox")).toString().contains(QStringLiteral("640 400")));
         const QString pdf = m_dir.filePath(QStringLiteral("map.pdf"));
-        QVERIFY2(widgets::exportChart(plot, pdf, QSize(600, 400), &error), qPrintable(error));
+        QVERIFY2(widgets::exportChart(plot, pdf, QSize(600, 400), QString(), &error), qPrintable(error));
         QVERIFY(readAll(pdf).startsWith("%PDF"));
-        QVERIFY(
-            !widgets::exportChart(plot, m_dir.filePath(QStringLiteral("map.bmp")), QSize(600, 400), &error));
+        QVERIFY(!widgets::exportChart(plot, m_dir.filePath(QStringLiteral("map.bmp")), QSize(600, 400),
+                                      QString(), &error));
         QVERIFY(error.contains(QStringLiteral("map.bmp: choose a .png, .svg or .pdf file")));
         QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("*.partial*")}).size(), 0);
 

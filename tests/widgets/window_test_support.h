@@ -9,6 +9,7 @@
 #include <QApplication>
 #include <QCoreApplication>
 #include <QDir>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPixmap>
 #include <QSettings>
@@ -52,7 +53,9 @@ inline void saveScreenshot(QWidget* window, const QString& name) {
 
 // Answers modal dialogs and popup menus as they open, in order: each step gets the widget
 // that is active (the modal dialog, else the popup) and returns true once it has handled it.
-// Steps run from the event loop that the dialog's exec() spins, as a user's clicks would.
+// Steps run from the event loop that the dialog's exec() spins, as a user's clicks would. A
+// step must not block (a timer does not fire again inside its own callback): what opens the
+// next dialog is posted (see chooseMenuAction).
 class ModalSteps {
 public:
     using Step = std::function<bool(QWidget*)>;
@@ -87,6 +90,23 @@ private:
     std::size_t m_next = 0;
     QWidget* m_lastHandled = nullptr;
 };
+
+// A ModalSteps step: picks the popup menu's action whose text starts with `text` and
+// presses Return on it, posted so that what the action opens is answered by the next step.
+inline bool chooseMenuAction(QWidget* active, const QString& text) {
+    auto* menu = qobject_cast<QMenu*>(active);
+    if (menu == nullptr) {
+        return false;
+    }
+    for (QAction* action : menu->actions()) {
+        if (action->text().startsWith(text)) {
+            menu->setActiveAction(action);
+        }
+    }
+    QMetaObject::invokeMethod(
+        menu, [menu] { QTest::keyClick(menu, Qt::Key_Return); }, Qt::QueuedConnection);
+    return true;
+}
 
 // Answers the next modal question box with `button` (from the event loop it opens).
 inline void answerNextQuestion(QMessageBox::StandardButton button, QString* text = nullptr) {
