@@ -5,6 +5,7 @@
 #include <QPointer>
 #include <QStringList>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 class QDockWidget;
@@ -30,6 +31,7 @@ class GraftDocument;
 namespace organ::app {
 
 class EngineThread;
+class PlanAutosave;
 
 // The workbench window: wiring only. Each open model is a tab holding a ModelView.
 class MainWindow : public QMainWindow {
@@ -60,6 +62,9 @@ public:
     widgets::GraftPlanPanel* planPanel() const { return m_planPanel; }
     // Opens a plan, first opening the models it names that are not open yet.
     bool openPlan(const QString& path, QString* error);
+    // An autosaved plan (see PlanAutosave): opened unsaved, its models opened too.
+    bool recoverPlan(const QString& path, QString* error);
+    PlanAutosave* autosave() const { return m_autosave; }
     bool savePlan(const QString& path, QString* error);
     bool startAssembly(const QString& output, QString* error);
     QProgressDialog* assemblyDialog() const { return m_assemblyDialog; }
@@ -75,6 +80,8 @@ public slots:
     void openPlanDialog();
     void savePlanDialog();
     void assembleDialog();
+    // Offers back, one by one, the plans autosaved by sessions that crashed or were killed.
+    void offerRecovery();
 
 signals:
     void assemblyEnded(bool ok, const QString& message);
@@ -107,6 +114,7 @@ private:
     // The plan's preview on the recipient's heatmap: replaced cells, their θ, θ mean before → after.
     void updatePreview();
     bool confirmClose(widgets::ModelView* view);
+    bool loadPlan(const QString& path, QString* error, const std::function<void()>& load);
     void assemblyProgress(quint64 done, quint64 total, const QString& stage);
     void assemblyFinished(bool ok, const QString& message);
 
@@ -125,6 +133,7 @@ private:
     model::GraftDocument* m_document = nullptr;
     widgets::GraftPlanPanel* m_planPanel = nullptr;
     QDockWidget* m_planDock = nullptr;
+    PlanAutosave* m_autosave = nullptr;
     QProgressDialog* m_assemblyDialog = nullptr;
     quint64 m_assembly = 0;
     qint64 m_assemblyStarted = 0; // ms since the epoch, when the current stage began

@@ -6,6 +6,7 @@
 #include "graft_plan_panel.h"
 #include "main_window.h"
 #include "model_view.h"
+#include "plan_autosave.h"
 
 #include <QAction>
 #include <QDateTime>
@@ -13,6 +14,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
+#include <QLocale>
 #include <QMessageBox>
 #include <QProgressDialog>
 #include <QPushButton>
@@ -46,6 +48,7 @@ void MainWindow::buildSurgery() {
         }
     });
     connect(m_document, &model::GraftDocument::changed, this, &MainWindow::updatePreview);
+    m_autosave = new PlanAutosave(m_document, this);
     connect(m_document->undoStack(), &QUndoStack::indexChanged, this, [this] {
         if (!m_document->lastDropMessage().isEmpty()) {
             statusBar()->showMessage(m_document->lastDropMessage(), 8000);
@@ -147,6 +150,15 @@ bool MainWindow::confirmClose(widgets::ModelView* view) {
 }
 
 bool MainWindow::openPlan(const QString& path, QString* error) {
+    return loadPlan(path, error, [this, path] { m_document->load(path); });
+}
+
+bool MainWindow::recoverPlan(const QString& path, QString* error) {
+    return loadPlan(path, error, [this, path] { m_document->recover(path); });
+}
+
+// Opens the models the plan names that are not open yet, then lets `load` take the plan.
+bool MainWindow::loadPlan(const QString& path, QString* error, const std::function<void()>& load) {
     try {
         const GraftPlan plan = loadGraftPlan(path.toStdString());
         if (findView(QString::fromStdString(plan.base)) == nullptr &&
@@ -163,7 +175,7 @@ bool MainWindow::openPlan(const QString& path, QString* error) {
                 return false;
             }
         }
-        m_document->load(path);
+        load();
         // The plan's recipient becomes the current one, so that its preview shows.
         if (widgets::ModelView* base = findView(m_document->base());
             base != nullptr && m_recipient->isAncestorOf(base)) {
@@ -174,6 +186,44 @@ bool MainWindow::openPlan(const QString& path, QString* error) {
     } catch (const std::exception& e) {
         *error = QString::fromUtf8(e.what());
         return false;
+    }
+}
+
+void MainWindow::offerRecovery() {
+    for (const PlanAutosave::Orphan& orphan : PlanAutosave::orphans()) {
+        QString summary;
+        try {
+            const GraftPlan plan = loadGraftPlan(orphan.path.toStdString());
+            summary =
+                tr("%1 into %2")
+                    .arg(model::countOf(qint64(plan.operations.size()), tr("operation"), tr("operations")),
+                         QFileInfo(QString::fromStdString(plan.base)).fileName());
+        } catch (const std::exception& e) {
+            summary = QString::fromUtf8(e.what());
+        }
+        QMessageBox box(
+            QMessageBox::Question, tr("Recover a graft plan"),
+            tr("Organ Workbench ended without saving a graft plan (%1), autosaved %2. Recover it?")
+                .arg(summary, QLocale().toString(orphan.written, QLocale::ShortFormat)),
+            QMessageBox::NoButton, this);
+        box.setObjectName(QStringLiteral("recoverPlan"));
+        QPushButton* recover = box.addButton(tr("Recover"), QMessageBox::AcceptRole);
+        QPushButton* discard = box.addButton(tr("Discard"), QMessageBox::DestructiveRole);
+        box.addButton(tr("Later"), QMessageBox::RejectRole);
+        box.setDefaultButton(recover);
+        box.exec();
+        if (box.clickedButton() == discard) {
+            PlanAutosave::discard(orphan);
+        } else if (box.clickedButton() == recover) {
+            QString error;
+            if (recoverPlan(orphan.path, &error)) {
+                PlanAutosave::discard(orphan); // this session's autosave holds it now
+                statusBar()->showMessage(
+                    tr("Recovered the graft plan (%1); it is not saved yet").arg(summary), 10000);
+            } else {
+                showError(tr("Cannot recover the plan"), error);
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 #include <QCommandLineParser>
 #include <QMessageBox>
 #include <QTemporaryDir>
+#include <QTimer>
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
@@ -44,5 +45,7 @@ int main(int argc, char** argv) {
         window.openFiles({files.front()});
         window.openFiles(files.mid(1), organ::app::MainWindow::Side::Donor);
     }
+    // Plans autosaved by a session that crashed are offered back once the window shows.
+    QTimer::singleShot(0, &window, &organ::app::MainWindow::offerRecovery);
     return QApplication::exec();
 }

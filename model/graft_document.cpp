@@ -456,6 +456,14 @@ void GraftDocument::load(const QString& path) {
     m_undo->setClean();
 }
 
+void GraftDocument::recover(const QString& path) {
+    GraftPlan plan = loadGraftPlan(path.toStdString());
+    m_undo->clear();
+    m_fileName.clear();
+    setPlan(plan);
+    m_undo->resetClean();
+}
+
 void GraftDocument::markSaved() {
     m_undo->setClean();
 }

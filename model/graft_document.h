@@ -75,6 +75,9 @@ public:
     // Plans on disk, the JSON of `organ assemble --plan`. Throw FormatError/IoError.
     void save(const QString& path);
     void load(const QString& path); // models it names must be opened by the caller
+    // An autosaved plan brought back after a crash: the plan, unsaved (no file name, modified),
+    // with an empty undo history.
+    void recover(const QString& path);
     void markSaved();
     QString fileName() const { return m_fileName; }
 
