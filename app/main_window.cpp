@@ -6,6 +6,7 @@
 #include "graft_document.h"
 #include "model_view.h"
 #include "report_export.h"
+#include "theta_comparison.h"
 
 #include <QAction>
 #include <QApplication>
@@ -133,13 +134,19 @@ void MainWindow::buildMenus() {
     using Page = widgets::ModelView::Page;
     const std::pair<QString, Page> pages[] = {{tr("&Anatomy"), Page::Anatomy},
                                               {tr("&Heatmap"), Page::Heatmap},
+                                              {tr("Δθ against the &donor"), Page::Delta},
                                               {tr("&Inspector"), Page::Inspector},
                                               {tr("&Metadata"), Page::Metadata}};
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < int(std::size(pages)); ++k) {
         const Page page = pages[k].second;
         view->addAction(pages[k].first, this,
                         [this, page] {
-                            if (widgets::ModelView* v = focusedPane()->currentView()) {
+                            // Δθ lives on the recipient, whichever pane has the focus.
+                            widgets::ModelPane* pane = page == Page::Delta ? m_recipient : focusedPane();
+                            widgets::ModelView* v = pane->currentView();
+                            if (v != nullptr && page == Page::Delta && !v->hasComparison()) {
+                                statusBar()->showMessage(v->comparisonReason(), 8000);
+                            } else if (v != nullptr) {
                                 v->showPage(page);
                             }
                         })
@@ -298,40 +305,28 @@ void MainWindow::connectEngine() {
 void MainWindow::updateComparison() {
     widgets::ModelView* recipient = m_recipient->currentView();
     widgets::ModelView* donor = m_donor->currentView();
-    for (widgets::ModelView* view : m_recipient->views() + m_donor->views()) {
+    for (widgets::ModelView* view : m_donor->views()) {
+        view->clearComparison(tr("Δθ shows on the recipient (left), against the current donor"));
+    }
+    for (widgets::ModelView* view : m_recipient->views()) {
         if (view != recipient) {
-            view->clearComparison();
+            view->clearComparison(tr("Δθ shows on the current recipient"));
         }
     }
-    if (recipient == nullptr || donor == nullptr || recipient->measurement() == nullptr ||
-        donor->measurement() == nullptr) {
-        if (recipient != nullptr) {
-            recipient->clearComparison();
-        }
+    if (recipient == nullptr) {
         return;
     }
-    const GgufModel& r = *recipient->snapshot().model;
-    const GgufModel& d = *donor->snapshot().model;
-    std::vector<std::optional<double>> deltas(r.tensors().size());
-    std::size_t matched = 0;
-    for (std::size_t i = 0; i < deltas.size(); ++i) {
-        const TensorInfo* twin = d.findTensor(r.tensors()[i].name);
-        if (twin == nullptr) {
-            continue;
-        }
-        const auto& mine = recipient->measurement()->tensors[i].theta;
-        const auto& theirs =
-            donor->measurement()->tensors[static_cast<std::size_t>(twin - d.tensors().data())].theta;
-        if (mine && theirs) {
-            deltas[i] = *theirs - *mine;
-            ++matched;
-        }
-    }
-    if (matched == 0) {
-        recipient->clearComparison();
+    if (donor == nullptr) {
+        recipient->clearComparison(tr("Open a donor of the same architecture to compare θ tensor by tensor"));
         return;
     }
-    recipient->setComparison(m_donor->tabs()->tabText(m_donor->tabs()->currentIndex()), deltas);
+    const model::ThetaComparison comparison = model::compareTheta(
+        recipient->snapshot(), recipient->measurement(), donor->snapshot(), donor->measurement());
+    if (!comparison.comparable) {
+        recipient->clearComparison(comparison.reason);
+        return;
+    }
+    recipient->setComparison(model::modelDisplayName(*donor->snapshot().model), comparison.deltas);
 }
 
 void MainWindow::updatePaneSizes() {

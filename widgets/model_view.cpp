@@ -56,6 +56,7 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* par
     m_heatmapTab = buildHeatmapTab();
     m_tabs->addTab(m_anatomyTab, tr("&Anatomy"));
     m_tabs->addTab(m_heatmapTab, tr("&Heatmap"));
+    m_tabs->addTab(buildComparisonTab(), tr("Δθ"));
     m_inspector = new TensorInspector(model::modelDisplayName(*m_snapshot->model), this);
     m_tabs->addTab(m_inspector, tr("&Inspector"));
     m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
@@ -284,36 +285,52 @@ void ModelView::showCurrentTensor(const QModelIndex& current) {
     emit tensorSelected(tensor);
 }
 
+QWidget* ModelView::buildComparisonTab() {
+    m_comparisonTab = new QWidget(this);
+    auto* layout = new QVBoxLayout(m_comparisonTab);
+    m_comparisonLabel = new QLabel(m_comparisonTab);
+    m_comparisonLabel->setObjectName(QStringLiteral("comparisonTitle"));
+    m_comparisonLabel->setWordWrap(true);
+    layout->addWidget(m_comparisonLabel);
+    m_comparison = new ThetaHeatmap(m_snapshot, m_comparisonTab, ThetaHeatmap::Mode::Delta);
+    layout->addWidget(m_comparison, 1);
+    return m_comparisonTab;
+}
+
 void ModelView::setComparison(const QString& donor, const std::vector<std::optional<double>>& deltas) {
-    if (m_comparisonTab == nullptr) {
-        m_comparisonTab = new QWidget(this);
-        auto* layout = new QVBoxLayout(m_comparisonTab);
-        auto* title = new QLabel(m_comparisonTab);
-        title->setObjectName(QStringLiteral("comparisonTitle"));
-        layout->addWidget(title);
-        m_comparison = new ThetaHeatmap(m_snapshot, m_comparisonTab, ThetaHeatmap::Mode::Delta);
-        layout->addWidget(m_comparison, 1);
-        m_tabs->insertTab(2, m_comparisonTab, tr("&Δθ"));
-    }
-    m_comparison->setComparisonTitle(
-        tr("Δθ %1 − %2").arg(donor, model::modelDisplayName(*m_snapshot->model)));
-    m_comparisonTab->findChild<QLabel*>(QStringLiteral("comparisonTitle"))
-        ->setText(
-            tr("Δθ against the donor <b>%1</b>: red where the donor is more structured, blue where it is "
-               "noisier.")
-                .arg(donor.toHtmlEscaped()));
+    const QString name = model::modelDisplayName(*m_snapshot->model);
+    m_comparison->setComparisonTitle(tr("Δθ %1 − %2").arg(donor, name));
+    m_comparisonLabel->setText(
+        tr("Δθ against the donor <b>%1</b>: red where the donor is more structured, blue where it is "
+           "noisier; unchanged tensors in the background colour.")
+            .arg(donor.toHtmlEscaped()));
     for (std::size_t i = 0; i < deltas.size(); ++i) {
         m_comparison->setDelta(static_cast<int>(i), deltas[i]);
     }
+    const int tab = m_tabs->indexOf(m_comparisonTab);
+    m_tabs->setTabEnabled(tab, true);
+    m_tabs->setTabToolTip(tab, tr("θ(%1) − θ(%2) per tensor").arg(donor, name));
 }
 
-void ModelView::clearComparison() {
-    if (m_comparisonTab != nullptr) {
-        m_tabs->removeTab(m_tabs->indexOf(m_comparisonTab));
-        m_comparisonTab->deleteLater();
-        m_comparisonTab = nullptr;
-        m_comparison = nullptr;
+void ModelView::clearComparison(const QString& reason) {
+    for (std::size_t i = 0; i < m_snapshot->model->tensors().size(); ++i) {
+        m_comparison->setDelta(static_cast<int>(i), std::nullopt);
     }
+    const int tab = m_tabs->indexOf(m_comparisonTab);
+    if (m_tabs->currentIndex() == tab) {
+        showPage(Page::Heatmap);
+    }
+    m_tabs->setTabEnabled(tab, false);
+    m_tabs->setTabToolTip(tab, reason);
+    m_comparisonLabel->setText(reason.toHtmlEscaped());
+}
+
+bool ModelView::hasComparison() const {
+    return m_tabs->isTabEnabled(m_tabs->indexOf(m_comparisonTab));
+}
+
+QString ModelView::comparisonReason() const {
+    return m_tabs->tabToolTip(m_tabs->indexOf(m_comparisonTab));
 }
 
 void ModelView::setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait) {
@@ -379,8 +396,11 @@ void ModelView::setMeasurement(std::shared_ptr<const ModelMeasurement> measureme
 }
 
 void ModelView::showPage(Page page) {
-    QWidget* const pages[] = {m_anatomyTab, m_heatmapTab, m_inspector, m_metadata};
-    m_tabs->setCurrentWidget(pages[static_cast<int>(page)]);
+    QWidget* const pages[] = {m_anatomyTab, m_heatmapTab, m_comparisonTab, m_inspector, m_metadata};
+    QWidget* const widget = pages[static_cast<int>(page)];
+    if (m_tabs->isTabEnabled(m_tabs->indexOf(widget))) {
+        m_tabs->setCurrentWidget(widget);
+    }
 }
 
 void ModelView::focusFilter() {

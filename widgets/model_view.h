@@ -49,9 +49,12 @@ public:
     TensorInspector* inspector() const { return m_inspector; }
     void setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait);
     // Δθ against a donor: per tensor of this model, θ(donor) − θ(this), nullopt without a
-    // measured counterpart. Shown in a "Δθ" tab, removed by clearComparison().
+    // measured counterpart. Shown in the "Δθ" tab, which is enabled only while there is a
+    // comparison; clearComparison() disables it and says why (its tooltip).
     void setComparison(const QString& donor, const std::vector<std::optional<double>>& deltas);
-    void clearComparison();
+    void clearComparison(const QString& reason);
+    bool hasComparison() const;
+    QString comparisonReason() const;
     ThetaHeatmap* comparison() const { return m_comparison; }
 
     // Surgery: the recipient's tree and heatmap take drops (checked and planned by
@@ -67,9 +70,9 @@ signals:
     void tensorSelected(int tensor);
 
 public:
-    enum class Page { Anatomy, Heatmap, Inspector, Metadata };
+    enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata };
     QTabWidget* tabs() const { return m_tabs; }
-    void showPage(Page page);
+    void showPage(Page page); // nothing when the page is disabled (Δθ without a comparison)
     // Shows the anatomy tab and puts the keyboard focus in its filter box.
     void focusFilter();
     // Selects a tensor's row in the tree (expanding and scrolling to it); -1 when filtered out.
@@ -90,6 +93,7 @@ private:
     QWidget* buildAnatomyTab();
     QWidget* buildMetadataTab();
     QWidget* buildHeatmapTab();
+    QWidget* buildComparisonTab();
     void setGrouping(TreeGrouping grouping);
     void showCurrentTensor(const QModelIndex& current);
     std::vector<std::uint32_t> layersAt(const QModelIndex& index) const;
@@ -112,6 +116,7 @@ private:
     model::GraftDocument* m_document = nullptr;
     bool m_isRecipient = false;
     QWidget* m_comparisonTab = nullptr;
+    QLabel* m_comparisonLabel = nullptr;
     model::AnatomyTreeModel* m_treeModel = nullptr;
     model::AnatomyFilterProxy* m_proxy = nullptr;
     model::MetadataTableModel* m_metadataModel = nullptr;

@@ -6,6 +6,7 @@
 #include "theta_scale.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QDrag>
 #include <QDragMoveEvent>
 #include <QDropEvent>
@@ -43,21 +44,49 @@ void ThetaHeatmap::buildGrid() {
         row = static_cast<int>(m_roles.size());
         m_roles.push_back(key.second);
     }
-    m_columns = 1 + static_cast<int>(anatomy.layerCount());
+    // A model without tensors outside layers (a LoRA adapter) has no "global" column.
+    m_hasGlobal = std::any_of(anatomy.tensors.begin(), anatomy.tensors.end(),
+                              [](const TensorAnatomy& t) { return !t.layer; });
+    m_columns = columnOfLayer(anatomy.layerCount());
     m_cells.assign(static_cast<std::size_t>(m_columns) * m_roles.size(), -1);
     m_results.assign(anatomy.tensors.size(), std::nullopt);
     for (std::size_t i = 0; i < anatomy.tensors.size(); ++i) {
         const auto& t = anatomy.tensors[i];
-        const int column = t.layer ? 1 + static_cast<int>(*t.layer) : 0;
+        const int column = t.layer ? columnOfLayer(*t.layer) : 0;
         const int row = rowOf.at({t.order, t.role});
         m_cells[static_cast<std::size_t>(column) * m_roles.size() + row] = static_cast<int>(i);
         m_cellOf.emplace_back(column, row);
     }
 }
 
+int ThetaHeatmap::columnOfLayer(std::uint32_t layer) const {
+    return static_cast<int>(layer) + (m_hasGlobal ? 1 : 0);
+}
+
+std::optional<std::uint32_t> ThetaHeatmap::layerOfColumn(int column) const {
+    const int layer = column - (m_hasGlobal ? 1 : 0);
+    if (column < 0 || column >= m_columns || layer < 0) {
+        return std::nullopt;
+    }
+    return static_cast<std::uint32_t>(layer);
+}
+
 void ThetaHeatmap::buildPlot() {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    // The colour scale: fixed (θ 0–90°, comparable across models; Δθ ±45°) or fitted to the
+    // values present (a model of random weights is otherwise one colour; a small Δθ invisible).
+    m_fixedScale =
+        new QCheckBox(m_mode == Mode::Theta ? tr("Fixed scale 0–90° (uncheck to fit this model's θ range)")
+                                            : tr("Fixed scale ±45° (uncheck to fit the largest |Δθ|)"),
+                      this);
+    m_fixedScale->setObjectName(QStringLiteral("fixedScale"));
+    m_fixedScale->setChecked(m_mode == Mode::Theta);
+    connect(m_fixedScale, &QCheckBox::toggled, this, [this] {
+        updateRange();
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    });
+    layout->addWidget(m_fixedScale);
     m_plot = new QCustomPlot(this);
     // An explicit minimum: QCustomPlot's computed one is wide enough to keep two panes from
     // fitting side by side on a laptop screen.
@@ -92,14 +121,11 @@ void ThetaHeatmap::buildPlot() {
     presence.setColorInterpolation(QCPColorGradient::ciRGB);
     m_presence->setGradient(presence);
     m_presence->setDataRange(QCPRange(kAbsent, kConstant));
-    // Δθ: blue where the donor is noisier, red where it is more structured; Δθ = 0 a light
-    // grey, apart from the blank of "no such tensor".
-    const QCPColorGradient diverging = divergingGradient(QColor(0xe6, 0xe6, 0xe6));
-    const QCPColorGradient& gradient = m_mode == Mode::Theta ? thetaGradient() : diverging;
-    const QCPRange range =
-        m_mode == Mode::Theta ? QCPRange(kThetaMin, kThetaMax) : QCPRange(-kDeltaRange, kDeltaRange);
+    // Δθ: blue where the donor is noisier, red where it is more structured, and Δθ = 0 the
+    // chart's background: unchanged tensors recede, what changed stands out.
+    const QCPColorGradient gradient =
+        m_mode == Mode::Theta ? thetaGradient() : divergingGradient(m_plot->palette().color(QPalette::Base));
     m_theta->setGradient(gradient);
-    m_theta->setDataRange(range);
     for (int c = 0; c < m_columns; ++c) {
         for (int r = 0; r < rows; ++r) {
             // Absent: transparent, so that the chart's background (the palette's) shows.
@@ -115,20 +141,30 @@ void ThetaHeatmap::buildPlot() {
     m_scale = new QCPColorScale(m_plot);
     m_plot->plotLayout()->addElement(0, 1, m_scale);
     m_scale->setGradient(gradient);
-    m_scale->setDataRange(range);
-    m_scale->axis()->setLabel(m_mode == Mode::Theta ? tr("θ (degrees): 0 noise … 90 structure")
-                                                    : tr("Δθ = θ(donor) − θ(recipient), degrees"));
     m_theta->setColorScale(m_scale);
-    m_theta->setDataRange(range);
+    if (m_mode == Mode::Delta) {
+        // Zero follows the background when the palette changes (dark mode).
+        connect(m_plot, &QCustomPlot::beforeReplot, this, [this] {
+            const QColor background = m_plot->palette().color(QPalette::Base);
+            if (m_scale->gradient().color(0.0, QCPRange(-1, 1)) != background.rgb()) {
+                m_theta->setGradient(divergingGradient(background));
+                m_scale->setGradient(divergingGradient(background));
+            }
+        });
+    }
+    updateRange();
     auto* margins = new QCPMarginGroup(m_plot);
     m_plot->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
 
     auto xTicks = QSharedPointer<QCPAxisTickerText>::create();
-    xTicks->addTick(0, tr("global"));
-    const int step = m_columns > 41 ? 5 : (m_columns > 21 ? 2 : 1);
-    for (int c = 1; c < m_columns; c += step) {
-        xTicks->addTick(c, QString::number(c - 1));
+    if (m_hasGlobal) {
+        xTicks->addTick(0, tr("global"));
+    }
+    const std::uint32_t layers = m_snapshot->anatomy.layerCount();
+    const std::uint32_t step = layers > 40 ? 5 : (layers > 20 ? 2 : 1);
+    for (std::uint32_t layer = 0; layer < layers; layer += step) {
+        xTicks->addTick(columnOfLayer(layer), QString::number(layer));
     }
     m_plot->xAxis->setTicker(xTicks);
     m_plot->xAxis->setLabel(tr("layer"));
@@ -147,7 +183,8 @@ void ThetaHeatmap::buildPlot() {
     auto* key = new QCPTextElement(
         m_plot, m_mode == Mode::Theta
                     ? tr("blank: no such tensor · grey: not measured yet\nsalmon: constant (no θ)")
-                    : tr("blank: no such tensor\ndark grey: no measured counterpart in the donor"));
+                    : tr("background colour: Δθ = 0, unchanged (or no such tensor)\ndark grey: no measured "
+                         "counterpart in the donor"));
     m_plot->plotLayout()->addElement(1, 0, key);
 
     m_dropMark = new QCPItemRect(m_plot);
@@ -254,6 +291,7 @@ void ThetaHeatmap::scheduleReplot() {
     m_replotPending = true;
     QTimer::singleShot(50, this, [this] {
         m_replotPending = false;
+        updateRange();
         m_plot->replot(QCustomPlot::rpQueuedReplot);
     });
 }
@@ -280,6 +318,53 @@ void ThetaHeatmap::setDelta(int tensor, std::optional<double> delta) {
     m_theta->data()->setCell(column, row, delta.value_or(0.0));
     m_theta->data()->setAlpha(column, row, delta ? 255 : 0);
     scheduleReplot();
+}
+
+// The colour range: fixed, or fitted to the values the cells show now.
+void ThetaHeatmap::updateRange() {
+    if (m_theta == nullptr) {
+        return;
+    }
+    QCPRange range;
+    QString label;
+    if (m_mode == Mode::Theta) {
+        range = QCPRange(kThetaMin, kThetaMax);
+        label = tr("θ (degrees): 0 noise … 90 structure");
+        if (!m_fixedScale->isChecked()) {
+            double low = kThetaMax;
+            double high = kThetaMin;
+            for (int c = 0; c < m_columns; ++c) {
+                for (int r = 0; r < rowCount(); ++r) {
+                    if (const auto theta = shownThetaAt(c, r)) {
+                        low = std::min(low, *theta);
+                        high = std::max(high, *theta);
+                    }
+                }
+            }
+            if (low <= high) {
+                const double pad = std::max(0.5, 0.02 * (high - low));
+                range = QCPRange(std::max(kThetaMin, low - pad), std::min(kThetaMax, high + pad));
+            }
+            label = tr("θ (degrees), fitted to this model's range");
+        }
+    } else {
+        double largest = 0;
+        for (const auto& delta : m_delta) {
+            largest = std::max(largest, delta ? std::abs(*delta) : 0.0);
+        }
+        // All equal (a model against itself): a small symmetric range, so that zero is mid-scale.
+        const double limit = m_fixedScale->isChecked() ? kDeltaRange : (largest > 0 ? largest : 1.0);
+        range = QCPRange(-limit, limit);
+        label = m_fixedScale->isChecked() ? tr("Δθ (°): donor − recipient")
+                                          : tr("Δθ (°): donor − recipient, fitted ±%1").arg(limit, 0, 'f', 2);
+    }
+    m_theta->setDataRange(range);
+    m_scale->setDataRange(range);
+    m_scale->axis()->setLabel(label);
+}
+
+QCPRange ThetaHeatmap::colorRange() const {
+    return m_theta != nullptr ? m_theta->dataRange() : QCPRange();
 }
 
 std::optional<double> ThetaHeatmap::deltaAt(int column, int row) const {
@@ -417,8 +502,8 @@ model::DropTarget ThetaHeatmap::dropTargetAtPixel(const QPoint& pixel) const {
     }
     const QRect cells = m_plot->axisRect()->rect();
     const auto [column, row] = cellAtPixel(pixel);
-    const bool inColumns =
-        pixel.x() >= cells.left() && pixel.x() <= cells.right() && column >= 1 && column < m_columns;
+    const std::optional<std::uint32_t> layer = layerOfColumn(column);
+    const bool inColumns = pixel.x() >= cells.left() && pixel.x() <= cells.right() && layer.has_value();
     const int tensor = cells.contains(pixel) ? tensorAt(column, row) : -1;
     if (tensor >= 0) {
         target.kind = model::DropTarget::Kind::Tensor;
@@ -426,7 +511,7 @@ model::DropTarget ThetaHeatmap::dropTargetAtPixel(const QPoint& pixel) const {
         target.layer = m_snapshot->anatomy.tensors[static_cast<std::size_t>(tensor)].layer;
     } else if (inColumns && (cells.contains(pixel) || pixel.y() > cells.bottom())) {
         target.kind = model::DropTarget::Kind::Layer;
-        target.layer = static_cast<std::uint32_t>(column - 1);
+        target.layer = layer;
     }
     return target;
 }
@@ -470,8 +555,8 @@ void ThetaHeatmap::showDropMark(const QPoint& pixel, bool fits) {
         top = row - 0.5;
         bottom = row + 0.5;
     } else if (target.kind == model::DropTarget::Kind::Layer) {
-        left = *target.layer + 0.5;
-        right = *target.layer + 1.5;
+        left = columnOfLayer(*target.layer) - 0.5;
+        right = columnOfLayer(*target.layer) + 0.5;
     }
     m_dropMark->topLeft->setCoords(left, top);
     m_dropMark->bottomRight->setCoords(right, bottom);

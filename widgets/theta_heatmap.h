@@ -13,6 +13,8 @@
 class QCustomPlot;
 class QCPColorMap;
 class QCPColorScale;
+class QCPRange;
+class QCheckBox;
 class QCPItemRect;
 class QMimeData;
 class QMouseEvent;
@@ -45,6 +47,13 @@ public:
     void highlightTensor(int tensor);                           // -1: none
 
     int columnCount() const { return m_columns; }
+    // Column 0 is "global" (tensors outside layers) when the model has such tensors.
+    bool hasGlobalColumn() const { return m_hasGlobal; }
+    int columnOfLayer(std::uint32_t layer) const;
+    std::optional<std::uint32_t> layerOfColumn(int column) const;
+    // The colour scale: fixed (checked) or fitted to the values shown.
+    QCheckBox* fixedScaleBox() const { return m_fixedScale; }
+    QCPRange colorRange() const;
     int rowCount() const { return static_cast<int>(m_roles.size()); }
     const std::vector<std::string>& roles() const { return m_roles; }
     int tensorAt(int column, int row) const; // -1 when absent
@@ -92,6 +101,7 @@ private:
     void buildGrid();
     void buildPlot();
     void refreshCell(int tensor);
+    void updateRange();
     void scheduleReplot();
     void showTooltip(QMouseEvent* event);
     std::pair<int, int> cellOf(int tensor) const;
@@ -104,8 +114,9 @@ private:
     Mode m_mode = Mode::Theta;
     std::vector<std::optional<double>> m_delta; // per tensor, Delta mode
     QString m_comparisonTitle;
-    std::vector<std::string> m_roles;          // rows, in anatomical order
-    int m_columns = 0;                         // "global" + one per layer
+    std::vector<std::string> m_roles; // rows, in anatomical order
+    bool m_hasGlobal = true;
+    int m_columns = 0;                         // "global" (when any) + one per layer
     std::vector<int> m_cells;                  // column * rows + row → tensor, -1 absent
     std::vector<std::pair<int, int>> m_cellOf; // tensor → (column, row)
     std::vector<std::optional<ZResult>> m_results;
@@ -113,6 +124,7 @@ private:
     QCPColorMap* m_presence = nullptr; // absent / not measured / constant
     QCPColorMap* m_theta = nullptr;
     QCPColorScale* m_scale = nullptr;
+    QCheckBox* m_fixedScale = nullptr;
     QCPItemRect* m_highlight = nullptr;
     bool m_replotPending = false;
     bool m_dragSource = false;

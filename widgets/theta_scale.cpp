@@ -34,6 +34,8 @@ QCPColorGradient divergingGradient(const QColor& middle) {
     g.setColorStopAt(0.0, QColor(0x21, 0x66, 0xac));
     g.setColorStopAt(0.5, middle);
     g.setColorStopAt(1.0, QColor(0xb2, 0x18, 0x2b));
+    // An odd number of levels puts one exactly at the middle: zero is `middle` itself.
+    g.setLevelCount(351);
     return g;
 }
 

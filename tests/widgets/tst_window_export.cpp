@@ -153,7 +153,7 @@ private slots:
         QCOMPARE(window.openFiles({damagedPath}, app::MainWindow::Side::Donor), 1);
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
         widgets::ModelView* view = window.currentView();
-        QTRY_VERIFY(view->comparison() != nullptr);
+        QTRY_VERIFY(view->hasComparison());
         view->selectTensor(tensorOf(view, "blk.1.ffn_up.weight"));
         QTRY_COMPARE_WITH_TIMEOUT(portraits.count(), 1, 20000);
         const std::pair<QCustomPlot*, QString> charts[] = {

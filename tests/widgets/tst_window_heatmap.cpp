@@ -263,7 +263,8 @@ private slots:
     }
 
     // Δθ: with the healthy model as recipient and the damaged one as donor, the nine
-    // replaced organs are negative and every other tensor is exactly 0; swapping flips it.
+    // replaced organs are negative and every other tensor is exactly 0, drawn in the
+    // background colour; the scale fits the largest |Δθ| (or ±45°); swapping flips it.
     void comparison() {
         const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         const QString damagedPath = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
@@ -278,31 +279,98 @@ private slots:
         window.openFiles({damagedPath}, Side::Donor);
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
         widgets::ModelView* healthy = window.currentView();
-        QTRY_VERIFY(healthy->comparison() != nullptr);
+        QTRY_VERIFY(healthy->hasComparison());
         widgets::ThetaHeatmap* delta = healthy->comparison();
         int negative = 0;
         int zero = 0;
+        double largest = 0;
+        QPoint zeroCell;
         for (int column = 0; column < delta->columnCount(); ++column) {
             for (int row = 0; row < delta->rowCount(); ++row) {
                 if (const auto d = delta->deltaAt(column, row)) {
                     negative += *d < 0;
                     zero += *d == 0.0;
+                    largest = std::max(largest, std::abs(*d));
+                    if (*d == 0.0) {
+                        zeroCell = {column, row};
+                    }
                 }
             }
         }
         QCOMPARE(negative, 9);
         QCOMPARE(zero, 48 - 9);
         QVERIFY(*delta->deltaAt(2, 8) < 0.0); // layer 1, ffn_up
-        healthy->tabs()->setCurrentIndex(2);
-        QCOMPARE(healthy->tabs()->tabText(2), QStringLiteral("&Δθ"));
+        QCOMPARE(healthy->tabs()->tabText(2), QStringLiteral("Δθ"));
+        QVERIFY(healthy->tabs()->isTabEnabled(2));
+        healthy->showPage(widgets::ModelView::Page::Delta);
+        QCOMPARE(healthy->tabs()->currentIndex(), 2);
+        // Fitted: ±(largest |Δθ|), so that a change of a few degrees is a strong colour.
+        QVERIFY(!delta->fixedScaleBox()->isChecked());
+        QTRY_VERIFY(std::abs(delta->colorRange().upper - largest) < 1e-9);
+        QVERIFY(std::abs(delta->colorRange().lower + largest) < 1e-9);
+        QVERIFY(largest < 30); // so ±45° would have washed it out
+        // Zero is the background colour, and the key says so.
+        delta->plot()->replot();
+        const QImage shot = delta->plot()->grab().toImage();
+        const QPoint zeroPixel(int(delta->plot()->xAxis->coordToPixel(zeroCell.x())),
+                               int(delta->plot()->yAxis->coordToPixel(zeroCell.y())));
+        QCOMPARE(QColor(shot.pixel(zeroPixel * shot.devicePixelRatio())),
+                 delta->plot()->palette().color(QPalette::Base));
+        bool keyNamesZero = false;
+        for (QCPLayoutElement* element : delta->plot()->plotLayout()->elements(true)) {
+            if (auto* text = qobject_cast<QCPTextElement*>(element)) {
+                keyNamesZero |= text->text().contains(QStringLiteral("background colour: Δθ = 0"));
+            }
+        }
+        QVERIFY(keyNamesZero);
         saveScreenshot(&window, QStringLiteral("main-window-delta.png"));
+        delta->fixedScaleBox()->setChecked(true);
+        QCOMPARE(delta->colorRange().upper, 45.0);
+        QCOMPARE(delta->colorRange().lower, -45.0);
+        delta->fixedScaleBox()->setChecked(false);
+
         window.swapPanes();
         widgets::ModelView* damaged = window.currentView();
-        QVERIFY(healthy->comparison() == nullptr);
-        QTRY_VERIFY(damaged->comparison() != nullptr);
+        QVERIFY(!healthy->hasComparison());
+        QVERIFY(!healthy->comparison()->deltaAt(2, 8));
+        QTRY_VERIFY(damaged->hasComparison());
         QVERIFY(*damaged->comparison()->deltaAt(2, 8) > 0.0);
         window.pane(Side::Donor)->closeView(0);
-        QVERIFY(damaged->comparison() == nullptr);
+        QVERIFY(!damaged->hasComparison());
+        QVERIFY(damaged->comparisonReason().startsWith(QStringLiteral("Open a donor")));
+    }
+
+    // Δθ is offered only for comparable models: one architecture, equal shapes.
+    void comparisonNeedsComparableModels() {
+        const QString stories = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString qwen = sharedModel(QStringLiteral("zoo/tiny-qwen2-f32.gguf"));
+        const QString tiny = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(stories);
+        ORGAN_REQUIRE_SHARED(qwen);
+        ORGAN_REQUIRE_SHARED(tiny);
+        using Side = app::MainWindow::Side;
+        app::MainWindow window;
+        window.resize(1500, 850);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        window.openFiles({stories});
+        window.openFiles({qwen}, Side::Donor);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        widgets::ModelView* recipient = window.currentView();
+        QVERIFY(!recipient->hasComparison());
+        QVERIFY2(recipient->comparisonReason().contains(
+                     QStringLiteral("stories260K-f32 is llama and tiny-qwen2-f32 is "
+                                    "qwen2")),
+                 qPrintable(recipient->comparisonReason()));
+        QVERIFY(!recipient->tabs()->isTabEnabled(2));
+        window.openFiles({tiny}, Side::Donor);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
+        QVERIFY2(recipient->comparisonReason().contains(QStringLiteral("token_embd.weight is 64 × 512 in "
+                                                                       "stories260K-f32 and 8 × 32000")),
+                 qPrintable(recipient->comparisonReason()));
+        QVERIFY(!recipient->hasComparison());
+        recipient->showPage(widgets::ModelView::Page::Delta);
+        QVERIFY(recipient->tabs()->currentIndex() != 2);
     }
 };
 

@@ -138,7 +138,8 @@ private slots:
                      view->systemCharts()->meanTheta(System::Organ, 2));
     }
 
-    // Keyboard: Ctrl+F goes to the filter, Ctrl+1…4 to the pages, in the focused pane.
+    // Keyboard: Ctrl+F goes to the filter, Ctrl+1…5 to the pages, in the focused pane (Δθ: the
+    // recipient's).
     void shortcuts() {
         const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         ORGAN_REQUIRE_SHARED(path);
@@ -156,11 +157,22 @@ private slots:
         QCOMPARE(recipient->tabs()->currentIndex(), 0);
         QCOMPARE(QApplication::focusWidget(), recipient->filterEdit());
         donor->anatomyView()->setFocus();
-        QTest::keyClick(&window, Qt::Key_4, Qt::ControlModifier);
+        QTest::keyClick(&window, Qt::Key_5, Qt::ControlModifier);
         QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->metadataView()));
         QCOMPARE(recipient->tabs()->currentIndex(), 0);
-        QTest::keyClick(&window, Qt::Key_3, Qt::ControlModifier);
+        QTest::keyClick(&window, Qt::Key_4, Qt::ControlModifier);
         QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->inspector()));
+        // Ctrl+3, Δθ: on the recipient; before both are measured it says why it cannot show.
+        QVERIFY(!recipient->hasComparison());
+        QTest::keyClick(&window, Qt::Key_3, Qt::ControlModifier);
+        QCOMPARE(recipient->tabs()->currentIndex(), 0);
+        QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("once both")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QTRY_VERIFY_WITH_TIMEOUT(recipient->hasComparison(), 20000);
+        QTest::keyClick(&window, Qt::Key_3, Qt::ControlModifier);
+        QCOMPARE(recipient->tabs()->currentWidget()->findChild<widgets::ThetaHeatmap*>(),
+                 recipient->comparison());
         // Help → About names the program, its version and Qt's.
         QString about;
         QTimer::singleShot(0, [&about] {
