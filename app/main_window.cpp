@@ -169,6 +169,9 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
             // Tabs carry the file's name: two specimens share their general.name.
             target->addView(view, QFileInfo(path).completeBaseName(), path);
             m_jobs.insert(m_engine->measure(view->snapshotPointer()), view);
+            connect(view, &widgets::ModelView::dropRefused, this, [this](const QString& reason) {
+                statusBar()->showMessage(tr("Not grafted: %1").arg(reason), 10000);
+            });
             connect(view, &widgets::ModelView::tensorSelected, this, [this, view](int tensor) {
                 m_portraits.insert(m_engine->portrait(view->snapshotPointer(), tensor), view);
             });

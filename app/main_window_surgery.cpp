@@ -86,6 +86,10 @@ void MainWindow::updatePreview() {
             cell.tensor = r.recipientTensor;
             cell.donor = r.donorIndex;
             cell.donorName = QString::fromStdString(plan.donors[std::size_t(r.donorIndex)].first);
+            if (const auto donor = m_document->model(r.donorPath)) {
+                cell.source =
+                    QString::fromStdString(donor->model->tensors()[std::size_t(r.donorTensor)].name);
+            }
             if (const ModelMeasurement* m = measurementOf(r.donorPath)) {
                 cell.theta = m->tensors[std::size_t(r.donorTensor)].theta;
             }
@@ -111,7 +115,7 @@ void MainWindow::updatePreview() {
         QString legend = tr("<b>Plan preview</b> (dashed outlines, the donor's θ):");
         for (std::size_t k = 0; k < plan.donors.size(); ++k) {
             legend += QStringLiteral(" &nbsp;<span style=\"color:%1\">■</span> %2 (%3)")
-                          .arg(widgets::ThetaHeatmap::donorColor(int(k)).name(),
+                          .arg(model::donorColor(int(k)).name(),
                                QString::fromStdString(plan.donors[k].first).toHtmlEscaped())
                           .arg(perDonor[k]);
         }

@@ -3,6 +3,7 @@
 #include <QMimeData>
 #include <algorithm>
 
+#include "display_names.h"
 #include "format_error.h"
 #include "model_roles.h"
 
@@ -51,6 +52,72 @@ void AnatomyTreeModel::rebuildIndex() {
             addToGroups(static_cast<int>(t), *m_results[t]->theta);
         }
     }
+    rebuildPlanCounts();
+}
+
+void AnatomyTreeModel::rebuildPlanCounts() {
+    const std::size_t nodes = m_snapshot ? tree()->nodes.size() : 0;
+    m_planCount.assign(nodes, 0);
+    m_planFirstDonor.assign(nodes, -1);
+    for (const auto& [tensor, mark] : m_planMarks) {
+        if (tensor < 0 || static_cast<std::size_t>(tensor) >= m_nodeOfTensor.size()) {
+            continue;
+        }
+        for (int n = m_nodeOfTensor[tensor]; n >= 0; n = tree()->nodes[n].parent) {
+            if (m_planCount[n]++ == 0) {
+                m_planFirstDonor[n] = mark.donor;
+            }
+        }
+    }
+}
+
+void AnatomyTreeModel::setPlanMarks(std::map<int, PlanMark> marks) {
+    if (!m_snapshot) {
+        return;
+    }
+    m_planMarks = std::move(marks);
+    rebuildPlanCounts();
+    signalAllRows(Name, {Qt::DecorationRole, Qt::ToolTipRole, PlanDonorRole});
+}
+
+// dataChanged for one column of every row, once per group of siblings.
+void AnatomyTreeModel::signalAllRows(int column, const QList<int>& roles) {
+    auto signalRows = [&](const std::vector<int>& siblings) {
+        if (siblings.empty()) {
+            return;
+        }
+        const auto& first = tree()->nodes[static_cast<std::size_t>(siblings.front())];
+        const auto& last = tree()->nodes[static_cast<std::size_t>(siblings.back())];
+        emit dataChanged(createIndex(first.row, column, quintptr(siblings.front())),
+                         createIndex(last.row, column, quintptr(siblings.back())), roles);
+    };
+    signalRows(tree()->roots);
+    for (const AnatomyNode& node : tree()->nodes) {
+        signalRows(node.children);
+    }
+}
+
+QVariant AnatomyTreeModel::planData(const AnatomyNode& n, int nodeIndex, int role) const {
+    const int count = m_planCount.empty() ? 0 : m_planCount[static_cast<std::size_t>(nodeIndex)];
+    if (count == 0) {
+        return role == PlanDonorRole ? QVariant(-1) : QVariant();
+    }
+    const int donor = m_planFirstDonor[static_cast<std::size_t>(nodeIndex)];
+    switch (role) {
+    case PlanDonorRole:
+        return donor;
+    case Qt::DecorationRole:
+        return donorColor(donor);
+    case Qt::ToolTipRole:
+        if (n.kind == AnatomyNode::Kind::Tensor) {
+            return tr("The plan replaces it with %1").arg(m_planMarks.at(n.tensor).source);
+        }
+        return tr("The plan replaces %1 of its %2")
+            .arg(count)
+            .arg(countOf(qint64(n.stats.tensors), tr("tensor"), tr("tensors")));
+    default:
+        return {};
+    }
 }
 
 void AnatomyTreeModel::addToGroups(int tensor, double theta) {
@@ -92,20 +159,7 @@ void AnatomyTreeModel::setTensorResults(const std::vector<ZResult>& results) {
             addToGroups(static_cast<int>(t), *results[t].theta);
         }
     }
-    const QList<int> roles{Qt::DisplayRole, SortRole, ThetaRole, Qt::ToolTipRole};
-    auto signalRows = [&](const std::vector<int>& siblings) {
-        if (siblings.empty()) {
-            return;
-        }
-        const auto& first = tree()->nodes[static_cast<std::size_t>(siblings.front())];
-        const auto& last = tree()->nodes[static_cast<std::size_t>(siblings.back())];
-        emit dataChanged(createIndex(first.row, Theta, quintptr(siblings.front())),
-                         createIndex(last.row, Theta, quintptr(siblings.back())), roles);
-    };
-    signalRows(tree()->roots);
-    for (const AnatomyNode& node : tree()->nodes) {
-        signalRows(node.children);
-    }
+    signalAllRows(Theta, {Qt::DisplayRole, SortRole, ThetaRole, Qt::ToolTipRole});
 }
 
 void AnatomyTreeModel::clearResults() {
@@ -407,15 +461,23 @@ QVariant AnatomyTreeModel::data(const QModelIndex& index, int role) const {
         return displayData(n, index.column());
     case Qt::TextAlignmentRole:
         return index.column() >= Parameters ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
-    case Qt::ToolTipRole:
+    case Qt::ToolTipRole: {
+        const QVariant plan = index.column() == Name ? planData(n, nodeIndex, role) : QVariant();
         if (n.kind == AnatomyNode::Kind::Tensor) {
             const TensorInfo& t = m_snapshot->model->tensors()[n.tensor];
-            return tr("%1\n%2, %3\n%4 bytes at offset %5")
-                .arg(QString::fromStdString(t.name), text(tensorTypeName(t.type)),
-                     QString::fromStdString(t.shapeText()), QString::fromStdString(groupDigits(t.bytes)),
-                     QString::fromStdString(groupDigits(t.fileOffset)));
+            const QString about =
+                tr("%1\n%2, %3\n%4 bytes at offset %5")
+                    .arg(QString::fromStdString(t.name), text(tensorTypeName(t.type)),
+                         QString::fromStdString(t.shapeText()), QString::fromStdString(groupDigits(t.bytes)),
+                         QString::fromStdString(groupDigits(t.fileOffset)));
+            return plan.isValid() ? about + u'\n' + plan.toString() : about;
         }
-        return {};
+        return plan;
+    }
+    case Qt::DecorationRole:
+        return index.column() == Name ? planData(n, nodeIndex, role) : QVariant();
+    case PlanDonorRole:
+        return planData(n, nodeIndex, role);
     case SortRole:
         return sortData(n, index.column());
     case NodeKindRole:

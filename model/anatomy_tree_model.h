@@ -5,6 +5,7 @@
 #include "zmeasure.h"
 
 #include <QAbstractItemModel>
+#include <map>
 #include <memory>
 
 namespace organ::model {
@@ -35,6 +36,16 @@ public:
     const std::optional<ZResult>& tensorResult(int tensor) const {
         return m_results.at(static_cast<std::size_t>(tensor));
     }
+
+    // The graft plan on the recipient's tree: a tensor the plan replaces shows its donor's
+    // colour (DecorationRole on the name, PlanDonorRole) and names its source in its tooltip;
+    // a group shows the colour of its first replaced tensor and how many it holds.
+    struct PlanMark {
+        int donor = 0;  // the donor's position in the plan (its colour)
+        QString source; // "blk.1.ffn_up.weight of stories260K-f32"
+    };
+    void setPlanMarks(std::map<int, PlanMark> marks); // tensor → mark; empty: no plan
+    const std::map<int, PlanMark>& planMarks() const { return m_planMarks; }
 
     // Drag and drop of tensors (kTensorMimeType): a donor's tree is a drag source; a
     // recipient's tree accepts drops, which `handler` checks and turns into plan operations.
@@ -76,6 +87,9 @@ private:
     QVariant thetaOf(const AnatomyNode& node, int nodeIndex) const;
 
     void collectTensors(int node, std::vector<int>& out) const;
+    void rebuildPlanCounts();
+    void signalAllRows(int column, const QList<int>& roles);
+    QVariant planData(const AnatomyNode& node, int nodeIndex, int role) const;
 
     bool m_dragSource = false;
     TensorDropHandler* m_dropHandler = nullptr;
@@ -84,6 +98,9 @@ private:
     std::vector<std::optional<ZResult>> m_results; // per tensor, survives regrouping
     std::vector<double> m_thetaSum;                // per node of the current tree
     std::vector<int> m_thetaCount;
+    std::map<int, PlanMark> m_planMarks;
+    std::vector<int> m_planCount;      // per node: tensors below it the plan replaces
+    std::vector<int> m_planFirstDonor; // per node: the donor of the first of them
 };
 
 } // namespace organ::model

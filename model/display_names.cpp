@@ -14,6 +14,13 @@ QString modelDisplayName(const GgufModel& model) {
     return name;
 }
 
+QColor donorColor(int donor) {
+    static const QColor colors[] = {QColor(0xff, 0x8c, 0x00), QColor(0xe0, 0x40, 0xe0),
+                                    QColor(0x00, 0xd0, 0xff), QColor(0xff, 0x69, 0xb4),
+                                    QColor(0x8b, 0x45, 0x13)};
+    return colors[static_cast<std::size_t>(donor) % std::size(colors)];
+}
+
 QString countOf(qint64 n, const QString& one, const QString& many) {
     return QString::number(n) + u' ' + (n == 1 ? one : many);
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <QColor>
 #include <QString>
 
 namespace organ {
@@ -12,6 +13,10 @@ namespace organ::model {
 // "-00001-of-00004" of a split set). Models' own general.name often repeats ("llama"), their
 // files' names do not.
 QString modelDisplayName(const GgufModel& model);
+
+// The colour of a plan's n-th donor, wherever the plan is drawn (tree marks, heatmap
+// outlines, legends): distinct from viridis, from each other and from the red selection.
+QColor donorColor(int donor);
 
 // "1 layer", "5 layers": a count with its noun in the right number.
 QString countOf(qint64 n, const QString& one, const QString& many);

@@ -7,6 +7,7 @@
 #include <QUndoCommand>
 #include <QUndoStack>
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace organ::model {
@@ -48,30 +49,75 @@ QString fileOf(const std::string& path) {
     return QFileInfo(q(path)).fileName();
 }
 
-// "organ, layers 1–3": the systems and the layer span of some tensors.
-QString whereText(const std::vector<std::string>& names) {
+// "a, b and c".
+QString listText(const QStringList& items) {
+    if (items.size() <= 1) {
+        return items.join(QString());
+    }
+    return items.mid(0, items.size() - 1).join(QStringLiteral(", ")) + trText(" and ") + items.back();
+}
+
+// "layer 3", "layers 0–4", "layers 0 and 4", "layers 0, 2–4".
+QString layersText(const std::set<std::uint32_t>& layers) {
+    QStringList runs;
+    for (auto it = layers.begin(); it != layers.end();) {
+        const std::uint32_t first = *it;
+        std::uint32_t last = first;
+        while (++it != layers.end() && *it == last + 1) {
+            last = *it;
+        }
+        runs << (first == last ? QString::number(first) : QStringLiteral("%1–%2").arg(first).arg(last));
+    }
+    const bool one = layers.size() == 1;
+    return (one ? trText("layer %1") : trText("layers %1")).arg(listText(runs));
+}
+
+// What a set of tensors is, for a person: "ffn_up of layers 0–4", "organ and skeleton of
+// layer 2 (7 tensors)", "token_embd and output", or the name of a single tensor.
+QString selectionText(const std::vector<std::string>& names) {
+    if (names.size() == 1) {
+        return q(names.front());
+    }
+    std::map<std::pair<std::size_t, QString>, int> roleOrder; // anatomical order
+    QStringList outside;
     std::set<std::size_t> systems;
-    std::optional<std::uint32_t> first;
-    std::optional<std::uint32_t> last;
+    std::set<std::uint32_t> layers;
     for (const auto& name : names) {
         const TensorAnatomy a = classifyTensor(name);
-        systems.insert(static_cast<std::size_t>(a.system));
-        if (a.layer) {
-            first = first ? std::min(*first, *a.layer) : *a.layer;
-            last = last ? std::max(*last, *a.layer) : *a.layer;
+        const QString role = q(a.role) + (a.isBias ? trText(" bias") : QString());
+        if (!a.layer) {
+            outside << role;
+            continue;
         }
+        layers.insert(*a.layer);
+        systems.insert(static_cast<std::size_t>(a.system));
+        roleOrder[{a.order, role}] = 0;
+    }
+    QStringList roles;
+    for (const auto& [key, unused] : roleOrder) {
+        roles << key.second;
     }
     QStringList parts;
-    for (std::size_t system : systems) {
-        const auto n = systemName(static_cast<System>(system));
-        parts << QString::fromUtf8(n.data(), qsizetype(n.size()));
+    if (!layers.empty()) {
+        // One or two roles by name; more by their systems.
+        if (roles.size() <= 2) {
+            parts << listText(roles) + u' ' + trText("of %1").arg(layersText(layers));
+        } else {
+            QStringList systemNames;
+            for (std::size_t system : systems) {
+                const auto n = systemName(static_cast<System>(system));
+                systemNames << QString::fromUtf8(n.data(), qsizetype(n.size()));
+            }
+            parts << trText("%1 of %2 (%3)")
+                         .arg(listText(systemNames), layersText(layers),
+                              countOf(qint64(names.size() - std::size_t(outside.size())), trText("tensor"),
+                                      trText("tensors")));
+        }
     }
-    QString text = parts.join(QStringLiteral(", "));
-    if (first) {
-        text += *first == *last ? trText(", layer %1").arg(*first)
-                                : trText(", layers %1–%2").arg(*first).arg(*last);
+    if (!outside.isEmpty()) {
+        parts << listText(outside);
     }
-    return text;
+    return listText(parts);
 }
 
 } // namespace
@@ -498,21 +544,20 @@ QString GraftDocument::describe(const GraftOperation& o) const {
     using Kind = GraftOperation::Kind;
     switch (o.kind) {
     case Kind::Replace:
-        if (o.select.names.size() == 1) {
-            return tr("replace %1 from %2").arg(q(o.select.names.front()), q(o.donor));
-        }
         if (o.select.names.empty()) {
             return tr("replace a selection from %1").arg(q(o.donor));
         }
-        return tr("replace %1 (%2) from %3")
-            .arg(countOf(qint64(o.select.names.size()), tr("tensor"), tr("tensors")),
-                 whereText(o.select.names), q(o.donor));
-    case Kind::MapLayer:
-        return tr("layer %1 of %2 → layer %3 (%4)")
-            .arg(o.fromLayer)
-            .arg(q(o.donor))
-            .arg(o.toLayer)
-            .arg(countOf(qint64(o.select.names.size()), tr("tensor"), tr("tensors")));
+        return tr("replace %1 from %2").arg(selectionText(o.select.names), q(o.donor));
+    case Kind::MapLayer: {
+        // The chimera names of layer toLayer, said as the donor's layer.
+        std::vector<std::string> sources;
+        for (const auto& name : o.select.names) {
+            sources.push_back(layerTensorName(o.fromLayer, layerSuffix(name, o.toLayer)));
+        }
+        return tr("map %1 from %2 onto layer %3")
+            .arg(sources.empty() ? tr("layer %1").arg(o.fromLayer) : selectionText(sources), q(o.donor))
+            .arg(o.toLayer);
+    }
     case Kind::StackLayers: {
         QStringList ranges;
         for (const auto& r : o.stack) {

@@ -13,6 +13,7 @@ enum ItemRole {
     LayerRole,                   // layer number, -1 when none
     FilterRole,                  // the text that the filter box matches
     ThetaRole,                   // θ in degrees (a tensor's, or a group's mean); invalid when none
+    PlanDonorRole,               // the plan's donor (its position) replacing the tensor; -1 none
 };
 
 } // namespace organ::model

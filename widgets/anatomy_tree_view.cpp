@@ -1,6 +1,7 @@
 #include "anatomy_tree_view.h"
 
 #include "anatomy_tree_model.h"
+#include "tensor_drag.h"
 
 #include <QDragMoveEvent>
 #include <QToolTip>
@@ -25,7 +26,11 @@ void AnatomyTreeView::dragLeaveEvent(QDragLeaveEvent* event) {
 
 void AnatomyTreeView::dropEvent(QDropEvent* event) {
     QToolTip::hideText();
-    QTreeView::dropEvent(event);
+    QTreeView::dropEvent(event); // asks canDropMimeData once more, then drops if it fits
+    if (!event->isAccepted() && !m_source->dropMessage().isEmpty() &&
+        model::decodeTensorDrag(event->mimeData())) {
+        emit dropRefused(m_source->dropMessage());
+    }
 }
 
 } // namespace organ::widgets

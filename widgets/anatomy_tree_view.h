@@ -15,6 +15,10 @@ class AnatomyTreeView : public QTreeView {
 public:
     AnatomyTreeView(model::AnatomyTreeModel* source, QWidget* parent = nullptr);
 
+signals:
+    // Tensors were dropped where they do not fit: why (for the status bar).
+    void dropRefused(const QString& reason);
+
 protected:
     void dragMoveEvent(QDragMoveEvent* event) override;
     void dragLeaveEvent(QDragLeaveEvent* event) override;

@@ -34,10 +34,24 @@ GraftPlanPanel::GraftPlanPanel(model::GraftDocument* document, QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     auto* bar = new QHBoxLayout;
-    auto* undo = new QToolButton(this);
-    undo->setDefaultAction(document->undoStack()->createUndoAction(undo, tr("Undo")));
-    auto* redo = new QToolButton(this);
-    redo->setDefaultAction(document->undoStack()->createRedoAction(redo, tr("Redo")));
+    // Undo and Redo keep their labels (and so their size, and the buttons' places); what
+    // they would undo or redo is in their tooltips.
+    QUndoStack* stack = document->undoStack();
+    auto* undo = button(this, tr("Undo"), QString());
+    auto* redo = button(this, tr("Redo"), QString());
+    connect(undo, &QToolButton::clicked, stack, &QUndoStack::undo);
+    connect(redo, &QToolButton::clicked, stack, &QUndoStack::redo);
+    auto updateUndo = [undo, redo, stack] {
+        undo->setEnabled(stack->canUndo());
+        redo->setEnabled(stack->canRedo());
+        undo->setToolTip(stack->canUndo() ? tr("Undo %1 (Ctrl+Z)").arg(stack->undoText())
+                                          : tr("Nothing to undo"));
+        redo->setToolTip(stack->canRedo() ? tr("Redo %1 (Ctrl+Shift+Z)").arg(stack->redoText())
+                                          : tr("Nothing to redo"));
+    };
+    connect(stack, &QUndoStack::indexChanged, this, updateUndo);
+    connect(stack, &QUndoStack::cleanChanged, this, updateUndo);
+    updateUndo();
     m_up = button(this, tr("Up"), tr("Move the operation earlier"));
     m_down = button(this, tr("Down"), tr("Move the operation later"));
     m_remove = button(this, tr("Remove"), tr("Remove the operation (Delete)"));

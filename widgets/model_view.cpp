@@ -61,6 +61,9 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* par
     m_tabs->addTab(m_inspector, tr("&Inspector"));
     m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
     connect(m_heatmap, &ThetaHeatmap::tensorClicked, this, &ModelView::selectTensor);
+    connect(m_heatmap, &ThetaHeatmap::dropRefused, this, &ModelView::dropRefused);
+    connect(static_cast<AnatomyTreeView*>(m_tree), &AnatomyTreeView::dropRefused, this,
+            &ModelView::dropRefused);
     connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex& current) { showCurrentTensor(current); });
     layout->addWidget(m_tabs, 1);
@@ -226,6 +229,14 @@ void ModelView::setSurgery(model::GraftDocument* document, bool recipient) {
 
 void ModelView::setPlanPreview(const std::vector<ThetaHeatmap::PreviewCell>& cells, const QString& legend) {
     m_heatmap->setPreview(cells);
+    std::map<int, model::AnatomyTreeModel::PlanMark> marks;
+    std::map<int, std::optional<double>> after;
+    for (const ThetaHeatmap::PreviewCell& cell : cells) {
+        marks[cell.tensor] = {cell.donor, tr("%1 of %2").arg(cell.source, cell.donorName)};
+        after[cell.tensor] = cell.theta;
+    }
+    m_treeModel->setPlanMarks(std::move(marks));
+    m_systemCharts->setPreview(std::move(after));
     m_previewLabel->setText(legend);
     m_previewLabel->setVisible(!legend.isEmpty());
 }

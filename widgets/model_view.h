@@ -68,6 +68,8 @@ public:
 signals:
     // The current tensor changed (tree or heatmap): the window fetches its portrait.
     void tensorSelected(int tensor);
+    // Tensors dropped on the tree or heatmap did not fit: why.
+    void dropRefused(const QString& reason);
 
 public:
     enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata };

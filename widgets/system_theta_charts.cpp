@@ -61,8 +61,9 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
     followPalette(m_systems);
 
     m_layers->plotLayout()->insertRow(0);
-    m_layers->plotLayout()->addElement(
-        0, 0, new QCPTextElement(m_layers, tr("θ mean per layer"), QFont(font().family(), 10, QFont::Bold)));
+    m_layersTitle =
+        new QCPTextElement(m_layers, tr("θ mean per layer"), QFont(font().family(), 10, QFont::Bold));
+    m_layers->plotLayout()->addElement(0, 0, m_layersTitle);
     const auto& bySystem = m_snapshot->anatomy.bySystem;
     for (std::size_t s = 0; s < kSystemCount; ++s) {
         const auto system = static_cast<System>(s);
@@ -76,9 +77,18 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
             graph->addToLegend();
         }
     }
+    for (std::size_t s = 0; s < kSystemCount; ++s) {
+        const auto system = static_cast<System>(s);
+        QCPGraph* after = m_layers->addGraph();
+        after->setPen(QPen(systemColor(system), 2, Qt::DashLine));
+        after->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, 6));
+        after->removeFromLegend();
+        m_afterGraphs.push_back(after);
+    }
     // The legend below the plot, in a row, so that it never hides a line.
     m_layers->legend->setVisible(true);
     m_layers->legend->setFont(QFont(font().family(), 8));
+    m_layers->legend->setIconSize(14, 8); // two entries per row fit a narrow chart
     m_layers->axisRect()->insetLayout()->take(m_layers->legend);
     m_layers->plotLayout()->addElement(2, 0, m_layers->legend);
     m_layers->plotLayout()->setRowStretchFactor(2, 0.001);
@@ -92,9 +102,9 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
     m_layers->yAxis->setRange(kThetaMin, kThetaMax);
 
     m_systems->plotLayout()->insertRow(0);
-    m_systems->plotLayout()->addElement(
-        0, 0,
-        new QCPTextElement(m_systems, tr("θ mean per system"), QFont(font().family(), 10, QFont::Bold)));
+    m_systemsTitle =
+        new QCPTextElement(m_systems, tr("θ mean per system"), QFont(font().family(), 10, QFont::Bold));
+    m_systems->plotLayout()->addElement(0, 0, m_systemsTitle);
     auto ticks = QSharedPointer<QCPAxisTickerText>::create();
     int position = 0;
     for (std::size_t s = 0; s < kSystemCount; ++s) {
@@ -105,9 +115,16 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
         bars->setName(systemLabel(static_cast<System>(s)));
         bars->setBrush(systemColor(static_cast<System>(s)));
         bars->setPen(Qt::NoPen);
-        bars->setWidth(0.7);
         bars->setProperty("system", int(s));
         bars->setProperty("position", position);
+        m_bars.push_back(bars);
+        auto* after = new QCPBars(m_systems->xAxis, m_systems->yAxis);
+        QColor light = systemColor(static_cast<System>(s));
+        light.setAlpha(110);
+        after->setName(tr("%1 after the plan").arg(systemLabel(static_cast<System>(s))));
+        after->setBrush(light);
+        after->setPen(QPen(systemColor(static_cast<System>(s)), 1.2, Qt::DashLine));
+        m_afterBars.push_back(after);
         ticks->addTick(position++, systemLabel(static_cast<System>(s)));
     }
     m_systems->xAxis->setTicker(ticks);
@@ -133,13 +150,31 @@ void SystemThetaCharts::setTensorResults(const std::vector<ZResult>& results) {
     scheduleRefresh();
 }
 
-std::optional<double> SystemThetaCharts::meanTheta(System system, std::optional<std::uint32_t> layer) const {
+void SystemThetaCharts::setPreview(std::map<int, std::optional<double>> thetaAfter) {
+    if (thetaAfter.empty() && m_after.empty()) {
+        return;
+    }
+    m_after = std::move(thetaAfter);
+    scheduleRefresh();
+}
+
+std::optional<double> SystemThetaCharts::meanTheta(System system, std::optional<std::uint32_t> layer,
+                                                   bool afterPlan) const {
     double sum = 0;
     int count = 0;
     const auto& tensors = m_snapshot->anatomy.tensors;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
-        if (tensors[i].system == system && m_theta[i] && (!layer || tensors[i].layer == layer)) {
-            sum += *m_theta[i];
+        if (tensors[i].system != system || (layer && tensors[i].layer != layer)) {
+            continue;
+        }
+        std::optional<double> theta = m_theta[i];
+        if (afterPlan) {
+            if (const auto it = m_after.find(int(i)); it != m_after.end()) {
+                theta = it->second;
+            }
+        }
+        if (theta) {
+            sum += *theta;
             ++count;
         }
     }
@@ -171,12 +206,43 @@ void SystemThetaCharts::refresh() {
         }
         m_layers->graph(static_cast<int>(s))->setData(x, y, true);
     }
-    for (int p = 0; p < m_systems->plottableCount(); ++p) {
-        auto* bars = qobject_cast<QCPBars*>(m_systems->plottable(p));
-        const auto mean = meanTheta(static_cast<System>(bars->property("system").toInt()), std::nullopt);
-        bars->data()->clear();
-        if (mean) {
-            bars->addData(bars->property("position").toDouble(), *mean);
+    // The plan's θ: only where it changes something, so that the dashes stand for the plan.
+    for (std::size_t s = 0; s < kSystemCount; ++s) {
+        const auto system = static_cast<System>(s);
+        QVector<double> x;
+        QVector<double> y;
+        for (std::uint32_t layer = 0; layer < layers && !m_after.empty(); ++layer) {
+            const auto before = meanTheta(system, layer);
+            const auto after = meanTheta(system, layer, true);
+            if (after && after != before) {
+                x << layer;
+                y << *after;
+            }
+        }
+        m_afterGraphs[s]->setData(x, y, true);
+    }
+    // The dashes are named in the titles: a legend entry per system would not fit.
+    m_layersTitle->setText(m_after.empty() ? tr("θ mean per layer")
+                                           : tr("θ mean per layer\n(dashed: after the plan)"));
+    m_systemsTitle->setText(m_after.empty() ? tr("θ mean per system")
+                                            : tr("θ mean per system\n(light: after the plan)"));
+    const bool preview = !m_after.empty();
+    for (std::size_t k = 0; k < m_bars.size(); ++k) {
+        const auto system = static_cast<System>(m_bars[k]->property("system").toInt());
+        const double position = m_bars[k]->property("position").toDouble();
+        const auto before = meanTheta(system, std::nullopt);
+        const auto after = meanTheta(system, std::nullopt, true);
+        const bool changed = preview && after != before;
+        // Side by side while the plan changes the system, one wide bar otherwise.
+        m_bars[k]->setWidth(changed ? 0.38 : 0.7);
+        m_bars[k]->data()->clear();
+        if (before) {
+            m_bars[k]->addData(changed ? position - 0.2 : position, *before);
+        }
+        m_afterBars[k]->setWidth(0.38);
+        m_afterBars[k]->data()->clear();
+        if (changed && after) {
+            m_afterBars[k]->addData(position + 0.2, *after);
         }
     }
     m_layers->replot(QCustomPlot::rpQueuedReplot);

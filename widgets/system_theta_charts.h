@@ -4,11 +4,15 @@
 #include "zmeasure.h"
 
 #include <QWidget>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
 
 class QCustomPlot;
+class QCPBars;
+class QCPTextElement;
+class QCPGraph;
 
 namespace organ::widgets {
 
@@ -22,10 +26,18 @@ public:
     void setTensorResult(int tensor, const ZResult& result);
     void setTensorResults(const std::vector<ZResult>& results);
 
+    // The plan's preview: per tensor the θ it will have (the donor's), for the tensors the
+    // plan replaces; drawn beside today's values (dashed lines, lighter bars). Empty: none.
+    void setPreview(std::map<int, std::optional<double>> thetaAfter);
+    bool hasPreview() const { return !m_after.empty(); }
+
     QCustomPlot* layerPlot() const { return m_layers; }
     QCustomPlot* systemPlot() const { return m_systems; }
     // The values drawn: θ mean of `system` in `layer` (or over the model with no layer).
-    std::optional<double> meanTheta(System system, std::optional<std::uint32_t> layer) const;
+    // With `afterPlan`, the θ the plan's chimera will have there (replaced tensors with the
+    // donor's θ).
+    std::optional<double> meanTheta(System system, std::optional<std::uint32_t> layer,
+                                    bool afterPlan = false) const;
 
 private:
     void scheduleRefresh();
@@ -33,6 +45,12 @@ private:
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
     std::vector<std::optional<double>> m_theta; // per tensor
+    std::map<int, std::optional<double>> m_after;
+    std::vector<QCPGraph*> m_afterGraphs; // per system, dashed
+    std::vector<QCPBars*> m_bars;         // per system shown
+    std::vector<QCPBars*> m_afterBars;
+    QCPTextElement* m_layersTitle = nullptr;
+    QCPTextElement* m_systemsTitle = nullptr;
     QCustomPlot* m_layers = nullptr;
     QCustomPlot* m_systems = nullptr;
     bool m_refreshPending = false;

@@ -626,6 +626,11 @@ bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
             drop->accept();
         } else {
             drop->ignore();
+            QString reason;
+            canDropAt(drop->mimeData(), drop->position().toPoint(), &reason);
+            if (!reason.isEmpty()) {
+                emit dropRefused(reason);
+            }
         }
         m_plot->replot(QCustomPlot::rpQueuedReplot);
         return true;
@@ -634,14 +639,6 @@ bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
         break;
     }
     return QWidget::eventFilter(watched, event);
-}
-
-QColor ThetaHeatmap::donorColor(int donor) {
-    // Distinct from viridis, from each other and from the red selection outline.
-    static const QColor colors[] = {QColor(0xff, 0x8c, 0x00), QColor(0xe0, 0x40, 0xe0),
-                                    QColor(0x00, 0xd0, 0xff), QColor(0xff, 0xff, 0xff),
-                                    QColor(0x8b, 0x45, 0x13)};
-    return colors[static_cast<std::size_t>(donor) % std::size(colors)];
 }
 
 void ThetaHeatmap::setPreview(const std::vector<PreviewCell>& cells) {
@@ -663,7 +660,7 @@ void ThetaHeatmap::setPreview(const std::vector<PreviewCell>& cells) {
         m_previewOf[static_cast<std::size_t>(tensor)] = static_cast<int>(k);
         const auto [column, row] = cellOf(tensor);
         auto* mark = new QCPItemRect(m_plot);
-        mark->setPen(QPen(donorColor(m_preview[k].donor), 2.5, Qt::DashLine));
+        mark->setPen(QPen(model::donorColor(m_preview[k].donor), 2.5, Qt::DashLine));
         mark->setBrush(Qt::NoBrush);
         mark->topLeft->setCoords(column - 0.42, row - 0.42);
         mark->bottomRight->setCoords(column + 0.42, row + 0.42);

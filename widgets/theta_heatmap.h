@@ -86,16 +86,18 @@ public:
         int tensor = -1;
         int donor = 0;
         QString donorName;
+        QString source; // the donor's tensor
         std::optional<double> theta;
     };
     void setPreview(const std::vector<PreviewCell>& cells);
     const std::vector<PreviewCell>& preview() const { return m_preview; }
     // The θ a cell shows: the preview's when the plan replaces it, else the model's.
     std::optional<double> shownThetaAt(int column, int row) const;
-    static QColor donorColor(int donor);
 
 signals:
     void tensorClicked(int tensor);
+    // Tensors were dropped where they do not fit: why (for the status bar).
+    void dropRefused(const QString& reason);
 
 private:
     void buildGrid();

@@ -95,6 +95,59 @@ private slots:
         m_recipient = ModelSnapshot::open(QFileInfo(m_damaged).absoluteFilePath().toStdString());
     }
 
+    // Operations are labelled with what was dragged, in the words of the anatomy.
+    void operationLabels_data() {
+        QTest::addColumn<int>("kind");
+        QTest::addColumn<QStringList>("names");
+        QTest::addColumn<QString>("label");
+        const int replace = int(GraftOperation::Kind::Replace);
+        const int map = int(GraftOperation::Kind::MapLayer);
+        QTest::newRow("one tensor") << replace << QStringList{QStringLiteral("blk.2.ffn_up.weight")}
+                                    << QStringLiteral("replace blk.2.ffn_up.weight from healthy");
+        QStringList ffnUp;
+        for (int layer = 0; layer < 5; ++layer) {
+            ffnUp << QStringLiteral("blk.%1.ffn_up.weight").arg(layer);
+        }
+        QTest::newRow("a role across layers")
+            << replace << ffnUp << QStringLiteral("replace ffn_up of layers 0–4 from healthy");
+        QTest::newRow("two roles, layers apart")
+            << replace
+            << QStringList{QStringLiteral("blk.0.ffn_down.weight"), QStringLiteral("blk.0.ffn_up.weight"),
+                           QStringLiteral("blk.2.ffn_up.weight"), QStringLiteral("blk.3.ffn_up.weight")}
+            << QStringLiteral("replace ffn_up and ffn_down of layers 0 and 2–3 from healthy");
+        QTest::newRow("outside layers")
+            << replace << QStringList{QStringLiteral("output.weight"), QStringLiteral("token_embd.weight")}
+            << QStringLiteral("replace output and token_embd from healthy");
+        QTest::newRow("systems")
+            << replace
+            << QStringList{QStringLiteral("blk.1.attn_q.weight"), QStringLiteral("blk.1.attn_k.weight"),
+                           QStringLiteral("blk.1.ffn_up.weight"), QStringLiteral("token_embd.weight")}
+            << QStringLiteral(
+                   "replace skeleton and organ of layer 1 (3 tensors) and token_embd from healthy");
+        QTest::newRow("map a role") << map << QStringList{QStringLiteral("blk.3.ffn_up.weight")}
+                                    << QStringLiteral("map blk.1.ffn_up.weight from healthy onto layer 3");
+        QTest::newRow("map a layer's organs")
+            << map
+            << QStringList{QStringLiteral("blk.3.ffn_gate.weight"), QStringLiteral("blk.3.ffn_up.weight"),
+                           QStringLiteral("blk.3.ffn_down.weight")}
+            << QStringLiteral("map organ of layer 1 (3 tensors) from healthy onto layer 3");
+    }
+    void operationLabels() {
+        QFETCH(int, kind);
+        QFETCH(QStringList, names);
+        QFETCH(QString, label);
+        GraftOperation op;
+        op.kind = GraftOperation::Kind(kind);
+        op.donor = "healthy";
+        op.fromLayer = 1;
+        op.toLayer = 3;
+        for (const QString& name : names) {
+            op.select.names.push_back(name.toStdString());
+        }
+        GraftDocument document;
+        QCOMPARE(document.describe(op), label);
+    }
+
     void mimeRoundTripAndRefusals() {
         TensorDrag drag;
         drag.pick = TensorDrag::Pick::Role;
@@ -200,9 +253,9 @@ private slots:
         QCOMPARE(message, QStringLiteral("Replaces 15 tensors"));
         QCOMPARE(t->document.summary(0).tensors, 15);
         QCOMPARE(t->document.describe(0),
-                 QStringLiteral("replace 15 tensors (organ, layers 0–4) from stories260K-f32"));
+                 QStringLiteral("replace organ of layers 0–4 (15 tensors) from stories260K-f32"));
         QCOMPARE(t->document.undoStack()->undoText(),
-                 QStringLiteral("graft: replace 15 tensors (organ, layers 0–4) from stories260K-f32"));
+                 QStringLiteral("graft: replace organ of layers 0–4 (15 tensors) from stories260K-f32"));
         // Onto the recipient's norm system: none of the organs is a norm.
         QVERIFY(!dragAndDrop(*t, {find(t->donor, QStringLiteral("organ"))},
                              find(t->recipient, QStringLiteral("norm")), &message));
@@ -352,7 +405,7 @@ private slots:
         undo->undo();
         QCOMPARE(table.rowCount(), 4);
         QCOMPARE(table.index(0, GraftPlanModel::Operation).data().toString(),
-                 QStringLiteral("layer 1 of stories260K-f32 → layer 3 (3 tensors)"));
+                 QStringLiteral("map organ of layer 1 (3 tensors) from stories260K-f32 onto layer 3"));
         QCOMPARE(table.index(1, GraftPlanModel::Operation).data().toString(),
                  QStringLiteral("replace blk.1.ffn_up.weight from stories260K-f32"));
         QCOMPARE(table.index(2, GraftPlanModel::Operation).data().toString(),

@@ -4,9 +4,11 @@
 #include "anatomy_tree_model.h"
 #include "chart_export.h"
 #include "demo_models.h"
+#include "display_names.h"
 #include "engine_thread.h"
 #include "fixtures.h"
 #include "graft_document.h"
+#include "graft_plan_model.h"
 #include "graft_plan_panel.h"
 #include "main_window.h"
 #include "model_pane.h"
@@ -57,52 +59,100 @@ class TestWindowSurgery : public QObject {
     Q_OBJECT
 
     QTemporaryDir m_dir;
+    QString m_healthyPath;
+    QString m_damagedPath;
+    QString m_cli;
+    // Each test starts here: the damaged model as recipient, the healthy one as donor, both
+    // measured (from the cache after the first test).
+    std::unique_ptr<app::MainWindow> m_window;
+    widgets::ModelView* m_recipient = nullptr;
+    widgets::ModelView* m_donor = nullptr;
+    model::GraftDocument* m_plan = nullptr;
+    static constexpr int kFfnUpRow = 8;
+
+    // The healing graft, in the tree: the donor's organ system, layers 1-3, dropped on the
+    // recipient's organ system.
+    void healInTheTree() {
+        std::unique_ptr<QMimeData> organs(m_donor->anatomyModel()->mimeData(
+            {layerNode(m_donor, QStringLiteral("organ"), QStringLiteral("layer 1")),
+             layerNode(m_donor, QStringLiteral("organ"), QStringLiteral("layer 2")),
+             layerNode(m_donor, QStringLiteral("organ"), QStringLiteral("layer 3"))}));
+        const QModelIndex organTarget = systemNode(m_recipient, QStringLiteral("organ"));
+        QVERIFY(
+            m_recipient->anatomyModel()->canDropMimeData(organs.get(), Qt::CopyAction, -1, -1, organTarget));
+        QCOMPARE(m_recipient->anatomyModel()->dropMessage(), QStringLiteral("Replaces 9 tensors"));
+        QVERIFY(m_recipient->anatomyModel()->dropMimeData(organs.get(), Qt::CopyAction, -1, -1, organTarget));
+        QCOMPARE(m_plan->report().layout.tensorsFromDonors, std::uint64_t(9));
+        QVERIFY(!m_plan->report().hasErrors());
+        QCOMPARE(m_window->planPanel()->operationsView()->model()->rowCount(), 1);
+    }
 
 private slots:
-    void initTestCase() { initWindowTests(m_dir); }
+    void initTestCase() {
+        initWindowTests(m_dir);
+        m_healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        m_damagedPath = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        m_cli = qEnvironmentVariable("ORGAN_CLI");
+        QVERIFY2(QFileInfo(m_cli).isExecutable(), "ORGAN_CLI names the organ binary");
+    }
 
-    // The signature flow: drag organs from the healthy donor onto the damaged recipient (tree
-    // and heatmap), see the preview, save the plan (the CLI runs it to the same bytes),
-    // assemble on the engine thread, open the chimera; cancel leaves no file; guard rails.
-    void surgery() {
-        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
-        const QString damagedPath = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
-        ORGAN_REQUIRE_SHARED(healthyPath);
-        ORGAN_REQUIRE_SHARED(damagedPath);
-        const QString cli = qEnvironmentVariable("ORGAN_CLI");
-        QVERIFY2(QFileInfo(cli).isExecutable(), "ORGAN_CLI names the organ binary");
-        app::MainWindow window;
-        window.resize(1500, 950);
-        window.show();
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
-        QCOMPARE(window.openFiles({damagedPath}), 1);
-        QCOMPARE(window.openFiles({healthyPath}, app::MainWindow::Side::Donor), 1);
+    void init() {
+        ORGAN_REQUIRE_SHARED(m_healthyPath);
+        ORGAN_REQUIRE_SHARED(m_damagedPath);
+        m_window = std::make_unique<app::MainWindow>();
+        m_window->resize(1500, 950);
+        m_window->show();
+        QSignalSpy finished(m_window->engine(), &app::EngineThread::finished);
+        QCOMPARE(m_window->openFiles({m_damagedPath}), 1);
+        QCOMPARE(m_window->openFiles({m_healthyPath}, app::MainWindow::Side::Donor), 1);
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
-        widgets::ModelView* recipient = window.currentView();
-        widgets::ModelView* donor = window.pane(app::MainWindow::Side::Donor)->currentView();
+        m_recipient = m_window->currentView();
+        m_donor = m_window->pane(app::MainWindow::Side::Donor)->currentView();
+        m_plan = m_window->graftDocument();
+    }
+
+    // A window destroyed without closing: no questions, and its autosave goes.
+    void cleanup() {
+        m_window.reset();
+        m_recipient = m_donor = nullptr;
+        m_plan = nullptr;
+    }
+
+    // The recipient's views take drops, the donor's drag; swapping the panes swaps the roles.
+    void roles() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        widgets::ModelView* donor = m_donor;
+        model::GraftDocument* plan = m_plan;
         QVERIFY(recipient->isRecipient() && !donor->isRecipient());
         QCOMPARE(recipient->anatomyView()->dragDropMode(), QAbstractItemView::DropOnly);
         QVERIFY(recipient->anatomyView()->dragDropOverwriteMode());
         QCOMPARE(donor->anatomyView()->dragDropMode(), QAbstractItemView::DragOnly);
-        // Swapping the panes swaps the roles.
         window.swapPanes();
         QVERIFY(donor->isRecipient() && !recipient->isRecipient());
         QCOMPARE(donor->anatomyView()->dragDropMode(), QAbstractItemView::DropOnly);
         window.swapPanes();
         QVERIFY(recipient->isRecipient() && !donor->isRecipient());
-        model::GraftDocument* plan = window.graftDocument();
+        QVERIFY(plan->isEmpty());
+    }
 
+    void heatmapDrops() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        widgets::ModelView* donor = m_donor;
+        model::GraftDocument* plan = m_plan;
         // Heatmap: a row (ffn_up across layers) onto a recipient cell grafts it in place; a
         // column (layer 1) onto the label of layer 3 maps 1 → 3; a cell onto another role is
         // refused with the reason.
         recipient->showPage(widgets::ModelView::Page::Heatmap);
+        donor->showPage(widgets::ModelView::Page::Heatmap);
         QTest::qWait(0);
         widgets::ThetaHeatmap* to = recipient->heatmap();
         widgets::ThetaHeatmap* from = donor->heatmap();
         to->plot()->replot();
-        const int ffnUpRow = 8;
-        QCOMPARE(from->roles()[ffnUpRow], std::string("ffn_up"));
-        std::unique_ptr<QMimeData> row(model::encodeTensorDrag(*from->dragForRow(ffnUpRow)));
+        from->plot()->replot();
+        QCOMPARE(from->roles()[kFfnUpRow], std::string("ffn_up"));
+        std::unique_ptr<QMimeData> row(model::encodeTensorDrag(*from->dragForRow(kFfnUpRow)));
         QString message;
         const QPoint cell = to->pixelOfTensor(tensorOf(recipient, "blk.0.ffn_up.weight"));
         QVERIFY(to->canDropAt(row.get(), cell, &message));
@@ -114,15 +164,12 @@ private slots:
         QVERIFY(to->canDropAt(column.get(), layer3Label, &message));
         QCOMPARE(message, QStringLiteral("Maps layer 1 → 3: 9 tensors"));
         QVERIFY(to->dropAt(column.get(), layer3Label));
-        std::unique_ptr<QMimeData> one(model::encodeTensorDrag(*from->dragForCell(2, ffnUpRow)));
+        std::unique_ptr<QMimeData> one(model::encodeTensorDrag(*from->dragForCell(2, kFfnUpRow)));
         QVERIFY(!to->canDropAt(one.get(), to->pixelOfTensor(tensorOf(recipient, "blk.1.attn_q.weight")),
                                &message));
         QVERIFY2(message.contains(QStringLiteral("same role")), qPrintable(message));
         QCOMPARE(plan->plan().operations.size(), std::size_t(2));
         // Ctrl+click selects donor cells (layers 0 and 4's ffn_up); dragging one drags both.
-        donor->showPage(widgets::ModelView::Page::Heatmap);
-        QTest::qWait(0);
-        from->plot()->replot();
         for (const char* name : {"blk.0.ffn_up.weight", "blk.4.ffn_up.weight"}) {
             QTest::mouseClick(from->plot(), Qt::LeftButton, Qt::ControlModifier,
                               from->pixelOfTensor(tensorOf(donor, name)));
@@ -148,63 +195,197 @@ private slots:
         QCOMPARE(plan->plan().operations.size(), std::size_t(1));
         QTest::keyClick(&window, Qt::Key_Z, Qt::ControlModifier);
         QVERIFY(plan->isEmpty());
+    }
 
+    void dragEventsAndProxies() {
+        widgets::ModelView* recipient = m_recipient;
+        widgets::ModelView* donor = m_donor;
+        model::GraftDocument* plan = m_plan;
+        recipient->showPage(widgets::ModelView::Page::Heatmap);
+        donor->showPage(widgets::ModelView::Page::Heatmap);
+        QTest::qWait(0);
+        widgets::ThetaHeatmap* to = recipient->heatmap();
+        widgets::ThetaHeatmap* from = donor->heatmap();
+        to->plot()->replot();
+        from->plot()->replot();
         // Through the widgets' own paths: drag events on the recipient's heatmap (outline and
         // drop), and the tree views' proxy models (what QTreeView's drag and drop calls).
-        {
-            std::unique_ptr<QMimeData> cellDrag(model::encodeTensorDrag(*from->dragForCell(3, ffnUpRow)));
-            const QPoint onCell = to->pixelOfTensor(tensorOf(recipient, "blk.2.ffn_up.weight"));
-            QDragEnterEvent enter(onCell, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
-            QApplication::sendEvent(to->plot(), &enter);
-            QDragMoveEvent move(onCell, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
-            QApplication::sendEvent(to->plot(), &move);
-            QVERIFY(move.isAccepted());
-            QDropEvent drop(QPointF(onCell), Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
-            QApplication::sendEvent(to->plot(), &drop);
-            QVERIFY(drop.isAccepted());
-            QCOMPARE(plan->plan().operations.size(), std::size_t(1));
-            const QPoint wrong = to->pixelOfTensor(tensorOf(recipient, "blk.2.attn_q.weight"));
-            QDragMoveEvent refused(wrong, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
-            QApplication::sendEvent(to->plot(), &refused);
-            QVERIFY(!refused.isAccepted());
-            plan->undoStack()->undo();
+        std::unique_ptr<QMimeData> cellDrag(model::encodeTensorDrag(*from->dragForCell(3, kFfnUpRow)));
+        const QPoint onCell = to->pixelOfTensor(tensorOf(recipient, "blk.2.ffn_up.weight"));
+        QDragEnterEvent enter(onCell, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(to->plot(), &enter);
+        QDragMoveEvent move(onCell, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(to->plot(), &move);
+        QVERIFY(move.isAccepted());
+        QDropEvent drop(QPointF(onCell), Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(to->plot(), &drop);
+        QVERIFY(drop.isAccepted());
+        QCOMPARE(plan->plan().operations.size(), std::size_t(1));
+        const QPoint wrong = to->pixelOfTensor(tensorOf(recipient, "blk.2.attn_q.weight"));
+        QDragMoveEvent refused(wrong, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(to->plot(), &refused);
+        QVERIFY(!refused.isAccepted());
+        plan->undoStack()->undo();
 
-            QAbstractItemModel* donorProxy = donor->anatomyView()->model();
-            QAbstractItemModel* recipientProxy = recipient->anatomyView()->model();
-            const QModelIndex proxyTensor = donor->anatomyProxy()->mapFromSource(
-                donor->anatomyModel()->indexOfTensor(tensorOf(donor, "blk.4.ffn_down.weight")));
-            QVERIFY(donorProxy->flags(proxyTensor) & Qt::ItemIsDragEnabled);
-            QVERIFY(donorProxy->mimeTypes().contains(QString::fromLatin1(model::kTensorMimeType)));
-            std::unique_ptr<QMimeData> viaProxy(donorProxy->mimeData({proxyTensor}));
-            QCOMPARE(model::decodeTensorDrag(viaProxy.get())->tensors,
-                     std::vector<int>{tensorOf(donor, "blk.4.ffn_down.weight")});
-            const QModelIndex proxyTarget = recipient->anatomyProxy()->mapFromSource(
-                recipient->anatomyModel()->indexOfTensor(tensorOf(recipient, "blk.4.ffn_down.weight")));
-            QVERIFY(recipientProxy->flags(proxyTarget) & Qt::ItemIsDropEnabled);
-            QVERIFY(recipientProxy->canDropMimeData(viaProxy.get(), Qt::CopyAction, -1, -1, proxyTarget));
-            QVERIFY(recipientProxy->dropMimeData(viaProxy.get(), Qt::CopyAction, -1, -1, proxyTarget));
-            QCOMPARE(plan->plan().operations.at(0).select.names,
-                     std::vector<std::string>{"blk.4.ffn_down.weight"});
-            plan->undoStack()->undo();
-            QVERIFY(plan->isEmpty());
+        QAbstractItemModel* donorProxy = donor->anatomyView()->model();
+        QAbstractItemModel* recipientProxy = recipient->anatomyView()->model();
+        const QModelIndex proxyTensor = donor->anatomyProxy()->mapFromSource(
+            donor->anatomyModel()->indexOfTensor(tensorOf(donor, "blk.4.ffn_down.weight")));
+        QVERIFY(donorProxy->flags(proxyTensor) & Qt::ItemIsDragEnabled);
+        QVERIFY(donorProxy->mimeTypes().contains(QString::fromLatin1(model::kTensorMimeType)));
+        std::unique_ptr<QMimeData> viaProxy(donorProxy->mimeData({proxyTensor}));
+        QCOMPARE(model::decodeTensorDrag(viaProxy.get())->tensors,
+                 std::vector<int>{tensorOf(donor, "blk.4.ffn_down.weight")});
+        const QModelIndex proxyTarget = recipient->anatomyProxy()->mapFromSource(
+            recipient->anatomyModel()->indexOfTensor(tensorOf(recipient, "blk.4.ffn_down.weight")));
+        QVERIFY(recipientProxy->flags(proxyTarget) & Qt::ItemIsDropEnabled);
+        QVERIFY(recipientProxy->canDropMimeData(viaProxy.get(), Qt::CopyAction, -1, -1, proxyTarget));
+        QVERIFY(recipientProxy->dropMimeData(viaProxy.get(), Qt::CopyAction, -1, -1, proxyTarget));
+        QCOMPARE(plan->plan().operations.at(0).select.names,
+                 std::vector<std::string>{"blk.4.ffn_down.weight"});
+        plan->undoStack()->undo();
+        QVERIFY(plan->isEmpty());
+    }
+
+    // The plan shows wherever the recipient shows: replaced tensors marked in the tree in
+    // their donor's colour (tooltip: the source), the side charts' θ after the plan beside
+    // today's, and an operation label naming what was dragged.
+    void planVisibleEverywhere() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        widgets::ModelView* donor = m_donor;
+        model::GraftDocument* plan = m_plan;
+        healInTheTree();
+        const QModelIndex replaced =
+            recipient->anatomyModel()->indexOfTensor(tensorOf(recipient, "blk.2.ffn_up.weight"));
+        QCOMPARE(replaced.data(model::PlanDonorRole).toInt(), 0);
+        QCOMPARE(replaced.data(Qt::DecorationRole).value<QColor>(), model::donorColor(0));
+        QVERIFY2(
+            replaced.data(Qt::ToolTipRole)
+                .toString()
+                .contains(QStringLiteral("The plan replaces it with blk.2.ffn_up.weight of stories260K-f32")),
+            qPrintable(replaced.data(Qt::ToolTipRole).toString()));
+        const QModelIndex kept =
+            recipient->anatomyModel()->indexOfTensor(tensorOf(recipient, "blk.0.ffn_up.weight"));
+        QCOMPARE(kept.data(model::PlanDonorRole).toInt(), -1);
+        QVERIFY(!kept.data(Qt::DecorationRole).isValid());
+        const QModelIndex organLayer2 =
+            layerNode(recipient, QStringLiteral("organ"), QStringLiteral("layer 2"));
+        QCOMPARE(organLayer2.data(Qt::ToolTipRole).toString(),
+                 QStringLiteral("The plan replaces 3 of its 3 tensors"));
+        QCOMPARE(systemNode(recipient, QStringLiteral("organ")).data(Qt::ToolTipRole).toString(),
+                 QStringLiteral("The plan replaces 9 of its 15 tensors"));
+        QVERIFY(!systemNode(recipient, QStringLiteral("skeleton")).data(Qt::DecorationRole).isValid());
+        // The side charts: organ θ after the plan = the healthy model's, per layer and overall.
+        widgets::SystemThetaCharts* charts = recipient->systemCharts();
+        QVERIFY(charts->hasPreview());
+        for (std::uint32_t layer = 1; layer <= 3; ++layer) {
+            QVERIFY(std::abs(*charts->meanTheta(System::Organ, layer, true) -
+                             *donor->systemCharts()->meanTheta(System::Organ, layer)) < 1e-9);
+            QVERIFY(*charts->meanTheta(System::Organ, layer, true) >
+                    *charts->meanTheta(System::Organ, layer));
         }
+        QCOMPARE(charts->meanTheta(System::Organ, 0, true), charts->meanTheta(System::Organ, 0));
+        QCOMPARE(charts->meanTheta(System::Skeleton, std::nullopt, true),
+                 charts->meanTheta(System::Skeleton, std::nullopt));
+        QTRY_COMPARE(charts->layerPlot()->graph(int(kSystemCount + std::size_t(System::Organ)))->dataCount(),
+                     3);
+        // The operation's label says what was dragged.
+        QCOMPARE(window.planPanel()
+                     ->operationsView()
+                     ->model()
+                     ->index(0, model::GraftPlanModel::Operation)
+                     .data()
+                     .toString(),
+                 QStringLiteral("replace organ of layers 1–3 (9 tensors) from stories260K-f32"));
+        recipient->showPage(widgets::ModelView::Page::Anatomy);
+        recipient->anatomyView()->expandAll();
+        saveScreenshot(&window, QStringLiteral("surgery-tree-plan.png"));
+        recipient->showPage(widgets::ModelView::Page::Heatmap);
+        QTest::qWait(150);
+        saveScreenshot(recipient, QStringLiteral("surgery-side-charts-plan.png"));
+        // Clearing the plan clears every mark.
+        plan->clear();
+        QCOMPARE(replaced.data(model::PlanDonorRole).toInt(), -1);
+        QVERIFY(!charts->hasPreview());
+    }
 
-        // The healing graft, in the tree: the organ system's layers 1-3 onto the recipient's organs.
-        std::unique_ptr<QMimeData> organs(donor->anatomyModel()->mimeData(
-            {layerNode(donor, QStringLiteral("organ"), QStringLiteral("layer 1")),
-             layerNode(donor, QStringLiteral("organ"), QStringLiteral("layer 2")),
-             layerNode(donor, QStringLiteral("organ"), QStringLiteral("layer 3"))}));
-        const QModelIndex organTarget = systemNode(recipient, QStringLiteral("organ"));
-        QVERIFY(
-            recipient->anatomyModel()->canDropMimeData(organs.get(), Qt::CopyAction, -1, -1, organTarget));
-        QCOMPARE(recipient->anatomyModel()->dropMessage(), QStringLiteral("Replaces 9 tensors"));
-        QVERIFY(recipient->anatomyModel()->dropMimeData(organs.get(), Qt::CopyAction, -1, -1, organTarget));
-        QCOMPARE(plan->report().layout.tensorsFromDonors, std::uint64_t(9));
-        QVERIFY(!plan->report().hasErrors());
-        QCOMPARE(window.planPanel()->operationsView()->model()->rowCount(), 1);
+    // A drop that does not fit leaves its reason in the status bar (tree and heatmap), and
+    // the plan panel's Undo/Redo keep their size while their tooltips name the edit.
+    void refusedDropsAndButtons() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        widgets::ModelView* donor = m_donor;
+        model::GraftDocument* plan = m_plan;
+        recipient->showPage(widgets::ModelView::Page::Heatmap);
+        donor->showPage(widgets::ModelView::Page::Heatmap);
+        QTest::qWait(0);
+        widgets::ThetaHeatmap* to = recipient->heatmap();
+        widgets::ThetaHeatmap* from = donor->heatmap();
+        to->plot()->replot();
+        from->plot()->replot();
+        std::unique_ptr<QMimeData> one(model::encodeTensorDrag(*from->dragForCell(2, kFfnUpRow)));
+        const QPoint wrong = to->pixelOfTensor(tensorOf(recipient, "blk.1.attn_q.weight"));
+        // As a drag does it: enter (the target), then the drop.
+        QDragEnterEvent mapEnter(wrong, Qt::CopyAction, one.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(to->plot(), &mapEnter);
+        QDropEvent drop(QPointF(wrong), Qt::CopyAction, one.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(to->plot(), &drop);
+        QVERIFY(!drop.isAccepted());
+        QVERIFY2(window.statusBar()->currentMessage().startsWith(
+                     QStringLiteral("Not grafted: blk.1.ffn_up.weight cannot "
+                                    "replace blk.1.attn_q.weight")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        window.statusBar()->clearMessage();
+        recipient->showPage(widgets::ModelView::Page::Anatomy);
+        QTreeView* tree = recipient->anatomyView();
+        tree->expandAll();
+        const QModelIndex attnQ = recipient->anatomyProxy()->mapFromSource(
+            recipient->anatomyModel()->indexOfTensor(tensorOf(recipient, "blk.1.attn_q.weight")));
+        tree->scrollTo(attnQ);
+        const QPoint onRow = tree->visualRect(attnQ).center();
+        // The drag enters the tree over a row where it fits (its own tensor), then moves on.
+        const QModelIndex ffnUp = recipient->anatomyProxy()->mapFromSource(
+            recipient->anatomyModel()->indexOfTensor(tensorOf(recipient, "blk.1.ffn_up.weight")));
+        QDragEnterEvent enter(tree->visualRect(ffnUp).center(), Qt::CopyAction, one.get(), Qt::LeftButton,
+                              Qt::NoModifier);
+        QApplication::sendEvent(tree->viewport(), &enter);
+        QVERIFY(enter.isAccepted());
+        QDragMoveEvent move(onRow, Qt::CopyAction, one.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(tree->viewport(), &move);
+        QVERIFY(!move.isAccepted());
+        QDropEvent treeDrop(QPointF(onRow), Qt::CopyAction, one.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(tree->viewport(), &treeDrop);
+        QVERIFY(plan->isEmpty());
+        QVERIFY2(window.statusBar()->currentMessage().contains(
+                     QStringLiteral("a tensor replaces one of the same role")),
+                 qPrintable(window.statusBar()->currentMessage()));
 
-        // The recipient's layer context menu: duplicate layer 2, then the panel moves it up,
-        // removes it; a finding selects its tensor in the recipient's tree.
+        auto* undo = window.planPanel()->findChild<QToolButton*>(QStringLiteral("plan-undo"));
+        QVERIFY(undo != nullptr && !undo->isEnabled());
+        const QSize before = undo->sizeHint();
+        healInTheTree();
+        QVERIFY(undo->isEnabled());
+        QCOMPARE(undo->text(), QStringLiteral("Undo"));
+        QCOMPARE(undo->sizeHint(), before);
+        QVERIFY2(undo->toolTip().contains(QStringLiteral("replace organ of layers 1–3")),
+                 qPrintable(undo->toolTip()));
+        undo->click();
+        QVERIFY(plan->isEmpty());
+        auto* redo = window.planPanel()->findChild<QToolButton*>(QStringLiteral("plan-redo"));
+        QCOMPARE(redo->sizeHint().width(), redo->sizeHint().width());
+        QVERIFY(redo->isEnabled());
+        redo->click();
+        QCOMPARE(plan->plan().operations.size(), std::size_t(1));
+    }
+
+    // The recipient's layer context menu: duplicate layer 2, then the panel moves it up,
+    // removes it; a finding selects its tensor in the recipient's tree.
+    void layerMenuAndPanel() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        model::GraftDocument* plan = m_plan;
+        healInTheTree();
         recipient->showPage(widgets::ModelView::Page::Anatomy);
         QTimer::singleShot(0, [] {
             auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
@@ -241,6 +422,14 @@ private slots:
         plan->undoStack()->undo();
         QCOMPARE(findings->count(), 1);
         QVERIFY(findings->item(0)->text().contains(QStringLiteral("the plan fits")));
+    }
+
+    void secondDonor() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        model::GraftDocument* plan = m_plan;
+        healInTheTree();
+        QListWidget* findings = window.planPanel()->findingsView();
         // A second donor (F16): its skeleton converts to F32; the finding lists the tensors,
         // and choosing it selects the first in the recipient's tree. Then it is undone.
         const QString f16Path = sharedModel(QStringLiteral("stories260K-f16.gguf"));
@@ -259,14 +448,21 @@ private slots:
         findings->setCurrentRow(0);
         QCOMPARE(recipient->anatomyView()->currentIndex().data().toString(),
                  QStringLiteral("blk.0.attn_q.weight"));
-        QTRY_COMPARE(to->preview().size(), std::size_t(29));
+        QTRY_COMPARE(recipient->heatmap()->preview().size(), std::size_t(29));
         saveScreenshot(&window, QStringLiteral("surgery-two-donors.png"));
         plan->undoStack()->undo();
         window.pane(app::MainWindow::Side::Donor)
             ->closeView(window.pane(app::MainWindow::Side::Donor)->tabs()->indexOf(f16));
         QCOMPARE(plan->plan().donors.size(), std::size_t(1));
+    }
 
+    void preview() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        widgets::ModelView* donor = m_donor;
+        healInTheTree();
         // The preview: 9 outlined cells with the healthy model's θ; θ mean before → after.
+        widgets::ThetaHeatmap* to = recipient->heatmap();
         QCOMPARE(to->preview().size(), std::size_t(9));
         const widgets::ThetaHeatmap* healthyMap = donor->heatmap();
         for (int layer = 1; layer <= 3; ++layer) {
@@ -280,17 +476,25 @@ private slots:
                  qPrintable(recipient->planPreviewLabel()->text()));
         QTest::qWait(100);
         saveScreenshot(&window, QStringLiteral("surgery-preview.png"));
+    }
 
-        // Save the plan; `organ assemble --plan` runs it. A plan made by `organ graft` opens
-        // here and makes the same chimera.
+    // Save the plan; `organ assemble --plan` runs it. A plan made by `organ graft` opens
+    // here and makes the same chimera. Assemble from the window, open the result.
+    void plansAndAssembly() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        widgets::ModelView* donor = m_donor;
+        model::GraftDocument* plan = m_plan;
+        const QString cli = m_cli;
+        healInTheTree();
         const QString planPath = m_dir.filePath(QStringLiteral("healing-plan.json"));
         QString error;
         QVERIFY2(window.savePlan(planPath, &error), qPrintable(error));
         QVERIFY(!plan->isModified());
         const QString cliPlan = m_dir.filePath(QStringLiteral("cli-plan.json"));
         QProcess graft;
-        graft.start(cli, {QStringLiteral("graft"), QStringLiteral("--base"), damagedPath,
-                          QStringLiteral("--donor"), healthyPath, QStringLiteral("--layers"),
+        graft.start(cli, {QStringLiteral("graft"), QStringLiteral("--base"), m_damagedPath,
+                          QStringLiteral("--donor"), m_healthyPath, QStringLiteral("--layers"),
                           QStringLiteral("1-3"), QStringLiteral("--system"), QStringLiteral("organ"),
                           QStringLiteral("-o"), m_dir.filePath(QStringLiteral("cli-chimera.gguf")),
                           QStringLiteral("--save-plan"), cliPlan});
@@ -321,8 +525,8 @@ private slots:
         // The bytes, as the engine test checks them: the 9 organs are the healthy model's,
         // every other tensor the damaged one's.
         const auto healed = GgufModel::open(output.toStdString());
-        const auto healthy = GgufModel::open(healthyPath.toStdString());
-        const auto damaged = GgufModel::open(damagedPath.toStdString());
+        const auto healthy = GgufModel::open(m_healthyPath.toStdString());
+        const auto damaged = GgufModel::open(m_damagedPath.toStdString());
         int fromDonor = 0;
         for (const TensorInfo& t : healed->tensors()) {
             const bool organ = t.name.find("ffn_") != std::string::npos &&
@@ -355,8 +559,13 @@ private slots:
         widgets::ModelView* chimera = window.findView(QFileInfo(output).absoluteFilePath());
         QVERIFY(chimera != nullptr && !chimera->isRecipient());
         QTRY_VERIFY_WITH_TIMEOUT(chimera->measurement() != nullptr, 20000);
-        QCOMPARE(chimera->heatmap()->thetaAt(3, 8), healthyMap->thetaAt(3, 8));
+        QCOMPARE(chimera->heatmap()->thetaAt(3, 8), donor->heatmap()->thetaAt(3, 8));
+    }
 
+    void cancelAssembly() {
+        app::MainWindow& window = *m_window;
+        healInTheTree();
+        QString error;
         // Cancel: with the engine thread busy, the assembly is cancelled from its dialog
         // before it writes: a clear message and no file.
         QSemaphore hold;
@@ -372,7 +581,17 @@ private slots:
         QVERIFY(window.statusBar()->currentMessage().contains(QStringLiteral("no file was written")));
         QVERIFY(!QFileInfo::exists(cancelled));
         QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("*.partial*")}).size(), 0);
+    }
 
+    void guardRails() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        widgets::ModelView* donor = m_donor;
+        model::GraftDocument* plan = m_plan;
+        healInTheTree();
+        QString error;
+        QVERIFY2(window.savePlan(m_dir.filePath(QStringLiteral("guarded-plan.json")), &error),
+                 qPrintable(error));
         // Guard rails: closing the donor the plan uses asks; Cancel keeps it, Yes removes its
         // operations. Quitting with an unsaved plan asks too.
         widgets::ModelPane* donors = window.pane(app::MainWindow::Side::Donor);
