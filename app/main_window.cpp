@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include "anatomy_tree.h"
+#include "display_names.h"
 #include "engine_thread.h"
 #include "format_error.h"
 #include "graft_document.h"
@@ -191,12 +192,31 @@ widgets::ModelView* MainWindow::currentView() const {
 }
 
 void MainWindow::swapPanes() {
+    auto names = [](const widgets::ModelPane* pane) {
+        QStringList out;
+        for (const widgets::ModelView* view : pane->views()) {
+            out << model::modelDisplayName(*view->snapshot().model);
+        }
+        return out.join(QStringLiteral(", "));
+    };
+    const QString recipients = names(m_recipient);
+    const QString donors = names(m_donor);
     // Through a third, temporary pane: a pane cannot move its views into itself.
     widgets::ModelPane parking(Side::Recipient);
     m_recipient->moveViewsTo(parking);
     m_donor->moveViewsTo(*m_recipient);
     parking.moveViewsTo(*m_donor);
     updateTitle();
+    if (recipients.isEmpty() && donors.isEmpty()) {
+        return;
+    }
+    const QString none = tr("nothing");
+    QString message = tr("Swapped sides: the recipient pane now holds %1, the donor pane %2")
+                          .arg(donors.isEmpty() ? none : donors, recipients.isEmpty() ? none : recipients);
+    if (!m_document->isEmpty()) {
+        message += tr(". The graft plan still grafts into %1").arg(QFileInfo(m_document->base()).fileName());
+    }
+    statusBar()->showMessage(message, 10000);
 }
 
 void MainWindow::buildStatusBar() {

@@ -10,10 +10,15 @@
 
 #include <QAction>
 #include <QDateTime>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLocale>
 #include <QMessageBox>
 #include <QProgressDialog>
@@ -270,13 +275,44 @@ void MainWindow::assembleDialog() {
     if (m_document->isEmpty()) {
         return;
     }
-    const QString path = QFileDialog::getSaveFileName(this, tr("Assemble chimera"),
-                                                      QFileInfo(m_document->base()).absolutePath() + u'/' +
-                                                          QFileInfo(m_document->base()).completeBaseName() +
-                                                          QStringLiteral("-chimera.gguf"),
-                                                      tr("GGUF models (*.gguf)"));
+    QDialog dialog(this);
+    dialog.setObjectName(QStringLiteral("assembleDialog"));
+    dialog.setWindowTitle(tr("Assemble chimera"));
+    auto* form = new QFormLayout(&dialog);
+    auto* name = new QLineEdit(m_document->chimeraName().isEmpty() ? m_document->defaultChimeraName()
+                                                                   : m_document->chimeraName(),
+                               &dialog);
+    name->setObjectName(QStringLiteral("chimeraName"));
+    name->setToolTip(tr("The chimera's general.name: how tools and the workbench call it"));
+    name->setMinimumWidth(420);
+    const QFileInfo base(m_document->base());
+    auto* path = new QLineEdit(
+        base.absolutePath() + u'/' + base.completeBaseName() + QStringLiteral("-chimera.gguf"), &dialog);
+    path->setObjectName(QStringLiteral("chimeraPath"));
+    auto* browse = new QPushButton(tr("Browse…"), &dialog);
+    connect(browse, &QPushButton::clicked, &dialog, [&dialog, path] {
+        const QString chosen = QFileDialog::getSaveFileName(&dialog, tr("Assemble chimera"), path->text(),
+                                                            tr("GGUF models (*.gguf)"));
+        if (!chosen.isEmpty()) {
+            path->setText(chosen);
+        }
+    });
+    auto* file = new QHBoxLayout;
+    file->addWidget(path, 1);
+    file->addWidget(browse);
+    form->addRow(tr("Name"), name);
+    form->addRow(tr("File"), file);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    buttons->button(QDialogButtonBox::Ok)->setText(tr("Assemble"));
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    form->addRow(buttons);
+    if (dialog.exec() != QDialog::Accepted || path->text().trimmed().isEmpty()) {
+        return;
+    }
+    m_document->setChimeraName(name->text().trimmed());
     QString error;
-    if (!path.isEmpty() && !startAssembly(path, &error)) {
+    if (!startAssembly(path->text().trimmed(), &error)) {
         showError(tr("Cannot assemble the chimera"), error);
     }
 }

@@ -488,6 +488,53 @@ void GraftDocument::clear() {
     }
 }
 
+namespace {
+
+bool setsName(const GraftOperation& o) {
+    return o.kind == GraftOperation::Kind::SetMetadata && o.key == "general.name";
+}
+
+} // namespace
+
+QString GraftDocument::chimeraName() const {
+    for (auto it = m_plan.operations.rbegin(); it != m_plan.operations.rend(); ++it) {
+        if (const auto name = setsName(*it) ? it->value.asString() : std::nullopt) {
+            return QString::fromUtf8(name->data(), qsizetype(name->size()));
+        }
+    }
+    return {};
+}
+
+QString GraftDocument::defaultChimeraName() const {
+    QStringList parts;
+    for (const QString& path : QStringList{base()}) {
+        if (const auto snapshot = model(path)) {
+            parts << modelDisplayName(*snapshot->model);
+        }
+    }
+    for (const auto& [id, path] : m_plan.donors) {
+        const auto snapshot = model(q(path));
+        parts << (snapshot ? modelDisplayName(*snapshot->model) : q(id));
+    }
+    return parts.isEmpty() ? QString() : tr("%1 chimera").arg(parts.join(QStringLiteral(" + ")));
+}
+
+void GraftDocument::setChimeraName(const QString& name) {
+    if (isEmpty() || name == chimeraName()) {
+        return;
+    }
+    GraftPlan after = m_plan;
+    std::erase_if(after.operations, setsName);
+    if (!name.isEmpty()) {
+        GraftOperation op;
+        op.kind = GraftOperation::Kind::SetMetadata;
+        op.key = "general.name";
+        op.value = MetaValue::fromString(name.toStdString());
+        after.operations.push_back(std::move(op));
+    }
+    push(name.isEmpty() ? tr("Unname the chimera") : tr("Name the chimera %1").arg(name), std::move(after));
+}
+
 void GraftDocument::save(const QString& path) {
     saveGraftPlan(m_plan, path.toStdString());
     markSaved();

@@ -71,6 +71,11 @@ public:
     // Removes every operation that reads `path` (all of them when it is the base).
     void removeOperationsUsing(const QString& path);
     void clear();
+    // The chimera's general.name: a `set general.name` operation of the plan (added, changed,
+    // or removed when empty), so that a saved plan names its chimera the same way.
+    void setChimeraName(const QString& name);
+    QString chimeraName() const;        // the plan's, empty when it sets none
+    QString defaultChimeraName() const; // "<recipient> + <donor> chimera"
 
     // Plans on disk, the JSON of `organ assemble --plan`. Throw FormatError/IoError.
     void save(const QString& path);

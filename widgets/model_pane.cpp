@@ -16,8 +16,17 @@ ModelPane::ModelPane(Side side, QWidget* parent) : QWidget(parent), m_side(side)
     setAcceptDrops(true);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    // Which side this is, always in view: what a drop here does depends on it.
+    m_header = new QLabel(side == Side::Recipient
+                              ? tr("<b>Recipient</b> — the model you operate on; drop donor organs here")
+                              : tr("<b>Donors</b> — the models to take organs from; drag from here"),
+                          this);
+    m_header->setObjectName(QStringLiteral("paneHeader"));
+    m_header->setContentsMargins(6, 2, 6, 2);
+    m_header->setWordWrap(true);
+    layout->addWidget(m_header);
     m_stack = new QStackedWidget(this);
-    layout->addWidget(m_stack);
+    layout->addWidget(m_stack, 1);
     m_empty =
         new QLabel(side == Side::Recipient
                        ? tr("<h3>Recipient</h3><p>Open the model to operate on: <b>File → Open recipient</b> "
@@ -86,6 +95,7 @@ void ModelPane::closeView(int index) {
 
 void ModelPane::updatePage() {
     m_stack->setCurrentIndex(m_tabs->count() > 0 ? 1 : 0);
+    m_header->setVisible(m_tabs->count() > 0); // the empty page says it in large
 }
 
 QStringList droppedFiles(const QMimeData* data) {

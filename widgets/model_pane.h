@@ -27,6 +27,7 @@ public:
     ModelPane(Side side, QWidget* parent = nullptr);
 
     Side side() const { return m_side; }
+    QLabel* header() const { return m_header; }
     QTabWidget* tabs() const { return m_tabs; }
     ModelView* currentView() const;
     QList<ModelView*> views() const; // in tab order
@@ -51,6 +52,7 @@ private:
     void updatePage();
 
     Side m_side;
+    QLabel* m_header = nullptr;
     QStackedWidget* m_stack = nullptr;
     QLabel* m_empty = nullptr;
     QTabWidget* m_tabs = nullptr;

@@ -289,9 +289,18 @@ private slots:
             QTRY_COMPARE(view->systemCharts()->layerPlot()->graph(int(System::Organ))->dataCount(), 4);
         }
         saveScreenshot(&window, QStringLiteral("main-window-panes.png"));
-        // Swap: the donors become recipients and the other way round.
+        // Each pane says which side it is.
+        QVERIFY(window.pane(Side::Recipient)->header()->isVisible());
+        QVERIFY(
+            window.pane(Side::Recipient)->header()->text().startsWith(QStringLiteral("<b>Recipient</b>")));
+        QVERIFY(donors->header()->text().startsWith(QStringLiteral("<b>Donors</b>")));
+        // Swap: the donors become recipients and the other way round, and the window says so.
         widgets::ModelView* recipient = window.currentView();
         window.swapPanes();
+        QCOMPARE(
+            window.statusBar()->currentMessage(),
+            QStringLiteral("Swapped sides: the recipient pane now holds specimen-donor, specimen-recipient, "
+                           "the donor pane specimen-recipient"));
         QCOMPARE(window.pane(Side::Recipient)->tabs()->count(), 2);
         QCOMPARE(donors->tabs()->count(), 1);
         QCOMPARE(donors->currentView(), recipient);

@@ -134,6 +134,13 @@ private slots:
         window.swapPanes();
         QVERIFY(recipient->isRecipient() && !donor->isRecipient());
         QVERIFY(plan->isEmpty());
+        // With a plan, swapping says the plan keeps its recipient.
+        healInTheTree();
+        window.swapPanes();
+        QVERIFY2(window.statusBar()->currentMessage().endsWith(
+                     QStringLiteral("The graft plan still grafts into stories260K-damaged-f32.gguf")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        window.swapPanes();
     }
 
     void heatmapDrops() {
@@ -514,10 +521,30 @@ private slots:
         };
         QCOMPARE(layoutOf(fromCli), layoutOf(*plan));
 
-        // Assemble on the engine thread; the window answers while it runs.
+        // Graft → Assemble chimera…: the dialog names the chimera ("<recipient> + <donor>
+        // chimera" unless the user types another) and where to write it; the engine thread
+        // assembles while the window answers.
         const QString output = m_dir.filePath(QStringLiteral("healed.gguf"));
         QSignalSpy ended(&window, &app::MainWindow::assemblyEnded);
-        QVERIFY2(window.startAssembly(output, &error), qPrintable(error));
+        QString suggested;
+        ModalSteps steps;
+        steps.then([&](QWidget* active) {
+            if (active->objectName() != QStringLiteral("assembleDialog")) {
+                return false;
+            }
+            auto* name = active->findChild<QLineEdit*>(QStringLiteral("chimeraName"));
+            suggested = name->text();
+            name->setText(QStringLiteral("Healed stories"));
+            active->findChild<QLineEdit*>(QStringLiteral("chimeraPath"))->setText(output);
+            saveScreenshot(active, QStringLiteral("surgery-assemble-dialog.png"));
+            qobject_cast<QDialog*>(active)->accept();
+            return true;
+        });
+        window.assembleDialog();
+        QVERIFY(steps.done());
+        QCOMPARE(suggested, QStringLiteral("stories260K-damaged-f32 + stories260K-f32 chimera"));
+        QCOMPARE(plan->chimeraName(), QStringLiteral("Healed stories"));
+        QVERIFY(plan->isModified()); // the name is part of the plan
         QVERIFY(window.assemblyDialog() != nullptr && window.assemblyDialog()->isVisible());
         QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
         QCOMPARE(ended.at(0).at(0).toBool(), true);
@@ -541,6 +568,9 @@ private slots:
         }
         QCOMPARE(fromDonor, 9);
         QCOMPARE(healed->tensors().size(), damaged->tensors().size());
+        QCOMPARE(healed->name(), std::string("Healed stories"));
+        // Saved with its name, the plan makes the same file from the command line.
+        QVERIFY2(window.savePlan(planPath, &error), qPrintable(error));
         // The CLI running the window's plan writes the same bytes.
         QProcess assemble;
         const QString cliOutput = m_dir.filePath(QStringLiteral("healed-by-cli.gguf"));
