@@ -478,6 +478,8 @@ QVariant AnatomyTreeModel::data(const QModelIndex& index, int role) const {
         return index.column() == Name ? planData(n, nodeIndex, role) : QVariant();
     case PlanDonorRole:
         return planData(n, nodeIndex, role);
+    case TensorCountRole:
+        return qulonglong(n.stats.tensors);
     case SortRole:
         return sortData(n, index.column());
     case NodeKindRole:

@@ -14,6 +14,7 @@ enum ItemRole {
     FilterRole,                  // the text that the filter box matches
     ThetaRole,                   // θ in degrees (a tensor's, or a group's mean); invalid when none
     PlanDonorRole,               // the plan's donor (its position) replacing the tensor; -1 none
+    TensorCountRole,             // tensors under a node (1 for a tensor)
 };
 
 } // namespace organ::model

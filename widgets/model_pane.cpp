@@ -44,6 +44,7 @@ ModelPane::ModelPane(Side side, QWidget* parent) : QWidget(parent), m_side(side)
     connect(m_tabs, &QTabWidget::currentChanged, this, &ModelPane::viewsChanged);
     m_stack->addWidget(m_empty);
     m_stack->addWidget(m_tabs);
+    updatePage();
 }
 
 ModelView* ModelPane::currentView() const {

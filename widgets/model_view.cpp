@@ -110,7 +110,26 @@ QWidget* ModelView::buildAnatomyTab() {
     m_treeModel->setSnapshot(m_snapshot);
     m_proxy = new model::AnatomyFilterProxy(this);
     m_proxy->setSourceModel(m_treeModel);
-    connect(m_filter, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
+    connect(m_filter, &QLineEdit::textChanged, this, [this](const QString& text) {
+        m_proxy->setFilterFixedString(text);
+        // Every group left holds a match: open them all; without a filter, back to systems.
+        if (text.isEmpty()) {
+            m_tree->collapseAll();
+            m_tree->expandToDepth(0);
+        } else {
+            m_tree->expandAll();
+        }
+    });
+    // Enter: to the first match, in the tree (where the arrow keys go on from there).
+    connect(m_filter, &QLineEdit::returnPressed, this, [this] {
+        const QModelIndex first = m_proxy->firstTensor();
+        if (first.isValid()) {
+            m_tree->setFocus(Qt::ShortcutFocusReason);
+            m_tree->scrollTo(first);
+            m_tree->selectionModel()->setCurrentIndex(first, QItemSelectionModel::ClearAndSelect |
+                                                                 QItemSelectionModel::Rows);
+        }
+    });
 
     for (std::size_t i = 0; i < kSystemCount; ++i) {
         const auto system = static_cast<System>(i);

@@ -78,9 +78,33 @@ private slots:
         QCOMPARE(tree->rowCount(), 4);
         QVERIFY(view->anatomyView()->isExpanded(tree->index(0, 0)));
         QCOMPARE(view->metadataView()->model()->rowCount(), 19);
-        view->filterEdit()->setText(QStringLiteral("ffn_up"));
+        // The filter opens the layers holding matches and counts them in each group; Enter
+        // goes to the first match.
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        view->filterEdit()->setFocus();
+        QTest::keyClicks(view->filterEdit(), QStringLiteral("ffn_up"));
         QCOMPARE(tree->rowCount(), 1);
+        const QModelIndex organ = tree->index(0, 0);
+        QCOMPARE(organ.siblingAtColumn(model::AnatomyTreeModel::Role).data().toString(),
+                 QStringLiteral("5 of 15 tensors"));
+        const QModelIndex layer2 = tree->index(2, 0, organ);
+        QVERIFY(view->anatomyView()->isExpanded(layer2));
+        QCOMPARE(layer2.siblingAtColumn(model::AnatomyTreeModel::Role).data().toString(),
+                 QStringLiteral("1 of 3 tensors"));
+        QCOMPARE(tree->index(0, 0, layer2).data().toString(), QStringLiteral("blk.2.ffn_up.weight"));
+        view->anatomyView()->sortByColumn(model::AnatomyTreeModel::Theta, Qt::DescendingOrder);
+        const QString first = view->anatomyProxy()->firstTensor().data().toString();
+        QTest::keyClick(view->filterEdit(), Qt::Key_Return);
+        QCOMPARE(QApplication::focusWidget(), static_cast<QWidget*>(view->anatomyView()));
+        QCOMPARE(view->anatomyView()->currentIndex().data().toString(), first);
+        QVERIFY(first.endsWith(QStringLiteral(".ffn_up.weight")));
+        saveScreenshot(&window, QStringLiteral("main-window-filter.png"));
+        view->anatomyView()->sortByColumn(-1, Qt::AscendingOrder);
         view->filterEdit()->clear();
+        QVERIFY(!view->anatomyView()->isExpanded(tree->index(0, 0, tree->index(1, 0))));
+        QCOMPARE(tree->index(1, 0).siblingAtColumn(model::AnatomyTreeModel::Role).data().toString(),
+                 QStringLiteral("20 tensors"));
+        // A hidden system counts as a filter too: the groups left are whole.
         view->findChild<QCheckBox*>(QStringLiteral("system-norm"))->setChecked(false);
         QCOMPARE(tree->rowCount(), 3);
         view->findChild<QCheckBox*>(QStringLiteral("system-norm"))->setChecked(true);
@@ -263,8 +287,11 @@ private slots:
         window.resize(1500, 850);
         window.show();
         using Side = app::MainWindow::Side;
+        QVERIFY(!window.pane(Side::Donor)->header()->isVisible());
         QCOMPARE(window.openFiles({demos[0]}), 1);
+        QVERIFY(!window.pane(Side::Donor)->header()->isVisible());
         QCOMPARE(window.openFiles({demos[1]}, Side::Donor), 1);
+        QVERIFY(window.pane(Side::Donor)->header()->isVisible());
         QCOMPARE(window.pane(Side::Recipient)->tabs()->count(), 1);
         QCOMPARE(window.pane(Side::Donor)->tabs()->count(), 1);
         QCOMPARE(window.windowTitle(),
@@ -289,7 +316,7 @@ private slots:
             QTRY_COMPARE(view->systemCharts()->layerPlot()->graph(int(System::Organ))->dataCount(), 4);
         }
         saveScreenshot(&window, QStringLiteral("main-window-panes.png"));
-        // Each pane says which side it is.
+        // Each pane says which side it is (an empty one in large, on its page).
         QVERIFY(window.pane(Side::Recipient)->header()->isVisible());
         QVERIFY(
             window.pane(Side::Recipient)->header()->text().startsWith(QStringLiteral("<b>Recipient</b>")));
