@@ -33,6 +33,11 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+// Outside any namespace, as Q_INIT_RESOURCE requires.
+static void initWorkbenchResources() {
+    Q_INIT_RESOURCE(workbench);
+}
+
 namespace organ::app {
 namespace {
 
@@ -43,6 +48,7 @@ const QString kPaneShareKey = QStringLiteral("window/recipientShare");
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+    initWorkbenchResources();
     setAcceptDrops(true);
     m_document = new model::GraftDocument(this);
     m_panes = new QSplitter(Qt::Horizontal, this);
@@ -154,7 +160,7 @@ void MainWindow::buildMenus() {
             ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + k)));
     }
     QMenu* help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(tr("&Z-measure"), this, &MainWindow::showZMeasureHelp)
+    help->addAction(tr("&User guide"), this, &MainWindow::showUserGuide)
         ->setShortcut(QKeySequence::HelpContents);
     help->addAction(tr("&About Organ Workbench"), this, &MainWindow::showAbout);
 }
@@ -424,18 +430,24 @@ void MainWindow::exportMeasurementDialog() {
     }
 }
 
-void MainWindow::showZMeasureHelp() {
+void MainWindow::showUserGuide() {
+    if (auto* open = findChild<QDialog*>(QStringLiteral("userGuide"))) {
+        open->raise();
+        open->activateWindow();
+        return;
+    }
     auto* dialog = new QDialog(this);
-    dialog->setObjectName(QStringLiteral("zMeasureHelp"));
+    dialog->setObjectName(QStringLiteral("userGuide"));
     dialog->setAttribute(Qt::WA_DeleteOnClose);
-    dialog->setWindowTitle(tr("Z-measure"));
+    dialog->setWindowTitle(tr("Organ Workbench — user guide"));
     auto* browser = new QTextBrowser(dialog);
-    QFile page(QStringLiteral(":/help/z-measure.md"));
+    browser->setOpenExternalLinks(true);
+    QFile page(QStringLiteral(":/guide/user-guide.md"));
     page.open(QIODevice::ReadOnly);
     browser->setMarkdown(QString::fromUtf8(page.readAll()));
     auto* layout = new QVBoxLayout(dialog);
     layout->addWidget(browser);
-    dialog->resize(720, 640);
+    dialog->resize(820, 720);
     dialog->show();
 }
 

@@ -74,7 +74,7 @@ public slots:
     void openDialog(Side side = Side::Recipient);
     void swapPanes();
     void exportMeasurementDialog();
-    void showZMeasureHelp();
+    void showUserGuide(); // Help → User guide (F1): resources/user-guide.md
     void closeCurrent();
     void showAbout();
     void openPlanDialog();

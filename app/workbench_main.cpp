@@ -6,25 +6,61 @@
 #include <QMessageBox>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <string_view>
 
-int main(int argc, char** argv) {
-    QApplication app(argc, argv);
-    QApplication::setOrganizationName(QStringLiteral("OrganWorkbench"));
-    QApplication::setApplicationName(QStringLiteral("organ-workbench"));
-    QApplication::setApplicationDisplayName(QStringLiteral("Organ Workbench"));
-    QApplication::setApplicationVersion(QStringLiteral(ORGAN_VERSION));
-    QApplication::setDesktopFileName(QStringLiteral("org.organworkbench.OrganWorkbench"));
+namespace {
 
-    QCommandLineParser parser;
+// --help and --version are answered before any window system is touched: they work over ssh
+// and in scripts with no display.
+bool asksForHelpOrVersion(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "-v" || arg == "--version") {
+            return true;
+        }
+    }
+    return false;
+}
+
+void describe(QCoreApplication& app) {
+    QCoreApplication::setOrganizationName(QStringLiteral("OrganWorkbench"));
+    QCoreApplication::setApplicationName(QStringLiteral("organ-workbench"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(ORGAN_VERSION));
+    (void)app;
+}
+
+void addOptions(QCommandLineParser& parser, const QCommandLineOption& demo) {
     parser.setApplicationDescription(QStringLiteral("Surgery on language models stored as GGUF files."));
     parser.addHelpOption();
     parser.addVersionOption();
+    parser.addOption(demo);
+    parser.addPositionalArgument(
+        QStringLiteral("files"),
+        QStringLiteral("GGUF models to open: the first as recipient, the others as donors."),
+        QStringLiteral("[FILE...]"));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
     const QCommandLineOption demo(
         QStringLiteral("demo"),
         QStringLiteral("Write two specimen models to a temporary folder and open them."));
-    parser.addOption(demo);
-    parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("GGUF models to open."),
-                                 QStringLiteral("[FILE...]"));
+    if (asksForHelpOrVersion(argc, argv)) {
+        QCoreApplication app(argc, argv);
+        describe(app);
+        QCommandLineParser parser;
+        addOptions(parser, demo);
+        parser.process(app); // prints and exits
+        return 0;
+    }
+    QApplication app(argc, argv);
+    describe(app);
+    QApplication::setApplicationDisplayName(QStringLiteral("Organ Workbench"));
+    QApplication::setDesktopFileName(QStringLiteral("org.organworkbench.OrganWorkbench"));
+
+    QCommandLineParser parser;
+    addOptions(parser, demo);
     parser.process(app);
 
     organ::app::MainWindow window;

@@ -67,4 +67,11 @@ void followPalette(QCustomPlot* plot) {
     plot->installEventFilter(new PaletteFollower(plot));
 }
 
+QSharedPointer<QCPAxisTicker> integerTicker() {
+    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+    ticker->setTickStep(1.0);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    return ticker;
+}
+
 } // namespace organ::widgets

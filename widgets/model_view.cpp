@@ -60,7 +60,21 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* par
     m_inspector = new TensorInspector(model::modelDisplayName(*m_snapshot->model), this);
     m_tabs->addTab(m_inspector, tr("&Inspector"));
     m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
-    connect(m_heatmap, &ThetaHeatmap::tensorClicked, this, &ModelView::selectTensor);
+    // A cell clicked opens its tensor in the inspector (even one the tree's filter hides) and
+    // selects its row; a double click (on a cell or a tensor's row) shows the inspector.
+    connect(m_heatmap, &ThetaHeatmap::tensorClicked, this, [this](int tensor) {
+        selectTensor(tensor);
+        inspectTensor(tensor);
+    });
+    connect(m_heatmap, &ThetaHeatmap::tensorActivated, this, [this](int tensor) {
+        inspectTensor(tensor);
+        showPage(Page::Inspector);
+    });
+    connect(m_tree, &QTreeView::doubleClicked, this, [this](const QModelIndex& index) {
+        if (index.data(model::TensorIndexRole).toInt() >= 0) {
+            showPage(Page::Inspector);
+        }
+    });
     connect(m_heatmap, &ThetaHeatmap::dropRefused, this, &ModelView::dropRefused);
     connect(static_cast<AnatomyTreeView*>(m_tree), &AnatomyTreeView::dropRefused, this,
             &ModelView::dropRefused);
@@ -82,14 +96,23 @@ QString ModelView::headerText() const {
                        .arg(m_measurement->model.thetaMean, 0, 'f', 2)
                        .arg(m_measurement->model.signalMean, 0, 'f', 3);
     }
+    // A LoRA adapter (general.type "adapter") says so: it is not a model that runs alone.
+    QString kind = arch.toHtmlEscaped();
+    const MetaValue* type = m_snapshot->model->find("general.type");
+    if (type != nullptr && type->asString() == std::optional<std::string_view>("adapter")) {
+        const MetaValue* adapter = m_snapshot->model->find("adapter.type");
+        const auto adapterType = adapter != nullptr ? adapter->asString() : std::nullopt;
+        kind = tr("%1 adapter for %2")
+                   .arg(adapterType ? text(std::string(*adapterType)).toUpper().toHtmlEscaped() : tr("an"),
+                        arch.toHtmlEscaped());
+    }
     const QString pattern =
-        tr("<b>%1</b> &nbsp; %2 &nbsp;·&nbsp; %3 parameters &nbsp;·&nbsp; %4 &nbsp;·&nbsp; %5 layers") +
+        tr("<b>%1</b> &nbsp; %2 &nbsp;·&nbsp; %3 parameters &nbsp;·&nbsp; %4 &nbsp;·&nbsp; %5") +
         QStringLiteral(" &nbsp;·&nbsp; ") + measured +
         tr("<br><small>%6 &nbsp;·&nbsp; %7 bits/weight &nbsp;·&nbsp; %8 &nbsp;·&nbsp; GGUF v%9</small>");
     return pattern
-        .arg(text(s.name).toHtmlEscaped(), arch.toHtmlEscaped(), text(humanCount(s.parameters)),
-             text(humanBytes(s.fileSize)))
-        .arg(s.layers)
+        .arg(text(s.name).toHtmlEscaped(), kind, text(humanCount(s.parameters)), text(humanBytes(s.fileSize)),
+             model::countOf(s.layers, tr("layer"), tr("layers")))
         .arg(files.toHtmlEscaped())
         .arg(s.bitsPerWeight, 0, 'f', 2)
         .arg(text(s.quantizationMix).toHtmlEscaped())
@@ -299,16 +322,15 @@ void ModelView::exportShownTensorsDialog() {
 
 // The tree's current row: outline its cell, show it in the inspector, ask for its portrait.
 void ModelView::showCurrentTensor(const QModelIndex& current) {
-    const int tensor = current.isValid() ? current.data(model::TensorIndexRole).toInt() : -1;
+    inspectTensor(current.isValid() ? current.data(model::TensorIndexRole).toInt() : -1);
+}
+
+void ModelView::inspectTensor(int tensor) {
     m_heatmap->highlightTensor(tensor);
     if (tensor < 0 || tensor == m_inspector->tensor()) {
         return;
     }
-    const TensorInfo& t = m_snapshot->model->tensors()[static_cast<std::size_t>(tensor)];
-    const auto type = tensorTypeName(t.type);
-    m_inspector->showTensor(tensor, QString::fromStdString(t.name),
-                            QString::fromUtf8(type.data(), qsizetype(type.size())) + QStringLiteral(", ") +
-                                QString::fromStdString(t.shapeText()));
+    m_inspector->showTensor(tensor, m_snapshot->model->tensors()[static_cast<std::size_t>(tensor)]);
     if (const auto& result = m_treeModel->tensorResult(tensor)) {
         m_inspector->setResult(tensor, *result);
     }

@@ -77,8 +77,10 @@ public:
     void showPage(Page page); // nothing when the page is disabled (Δθ without a comparison)
     // Shows the anatomy tab and puts the keyboard focus in its filter box.
     void focusFilter();
-    // Selects a tensor's row in the tree (expanding and scrolling to it); -1 when filtered out.
+    // Selects a tensor's row in the tree (expanding and scrolling to it); nothing when filtered out.
     void selectTensor(int tensor);
+    // Shows a tensor in the inspector (and outlines its heatmap cell), asking for its portrait.
+    void inspectTensor(int tensor);
     QString headerText() const;
 
     // Measurement results as they arrive (GUI thread).

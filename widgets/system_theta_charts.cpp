@@ -97,6 +97,7 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
     m_layers->legend->setFillOrder(QCPLegend::foColumnsFirst);
     m_layers->legend->setBorderPen(Qt::NoPen);
     m_layers->xAxis->setLabel(tr("layer"));
+    m_layers->xAxis->setTicker(integerTicker());
     m_layers->xAxis->setRange(-0.5, std::max<double>(0.5, m_snapshot->anatomy.layerCount() - 0.5));
     m_layers->yAxis->setLabel(tr("θ (°)"));
     m_layers->yAxis->setRange(kThetaMin, kThetaMax);

@@ -2,11 +2,15 @@
 
 #include "chart_export.h"
 #include "chart_style.h"
+#include "matrix_plot.h"
 #include "theta_scale.h"
 
 #include <QCheckBox>
 #include <QGridLayout>
 #include <QLabel>
+#include <QStackedWidget>
+#include <QToolTip>
+#include <QVBoxLayout>
 #include <cmath>
 #include <qcustomplot.h>
 
@@ -27,37 +31,83 @@ QCustomPlot* TensorInspector::makePlot(const QString& title, const QString& file
 }
 
 TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidget(parent), m_model(model) {
-    auto* grid = new QGridLayout(this);
-    m_title = new QLabel(tr("Select a tensor in the tree or on the heatmap."), this);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_pages = new QStackedWidget(this);
+    layout->addWidget(m_pages);
+    // Before a tensor is chosen: how to choose one, not empty axes.
+    m_empty =
+        new QLabel(tr("<h3>No tensor selected</h3><p>Click a cell of the <b>Heatmap</b> or a tensor in the "
+                      "<b>Anatomy</b> tree to see it here: its indicators, the histogram of its values, its "
+                      "cross-scale spectrum and the matrix itself.</p><p>Double-click a cell or a row to "
+                      "come straight here.</p>"),
+                   m_pages);
+    m_empty->setObjectName(QStringLiteral("inspectorEmpty"));
+    m_empty->setAlignment(Qt::AlignCenter);
+    m_empty->setWordWrap(true);
+    m_pages->addWidget(m_empty);
+    auto* charts = new QWidget(m_pages);
+    m_pages->addWidget(charts);
+    auto* grid = new QGridLayout(charts);
+    m_title = new QLabel(charts);
     m_title->setTextFormat(Qt::RichText);
-    m_indicators = new QLabel(this);
+    m_indicators = new QLabel(charts);
     m_indicators->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_logScale = new QCheckBox(tr("log scale"), this);
+    m_logScale = new QCheckBox(tr("log scale"), charts);
     connect(m_logScale, &QCheckBox::toggled, this, &TensorInspector::drawHistogram);
     grid->addWidget(m_title, 0, 0, 1, 2);
     grid->addWidget(m_indicators, 1, 0);
     grid->addWidget(m_logScale, 1, 1, Qt::AlignRight);
     m_histogram = makePlot(tr("Values"), QStringLiteral("histogram"));
     m_spectrum = makePlot(tr("Cross-scale spectrum"), QStringLiteral("spectrum"));
+    m_spectrum->xAxis->setTicker(integerTicker());
     m_image = makePlot(tr("The matrix"), QStringLiteral("matrix"));
+    m_matrix = std::make_unique<MatrixPlot>(m_image);
+    m_matrixCaption = new QLabel(charts);
+    m_matrixCaption->setObjectName(QStringLiteral("matrixCaption"));
+    m_image->setMouseTracking(true);
+    connect(m_image, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+        const QString text = m_matrix->readout(event->pos());
+        if (text.isEmpty()) {
+            QToolTip::hideText();
+        } else {
+            QToolTip::showText(event->globalPosition().toPoint(), text, m_image);
+        }
+    });
     grid->addWidget(m_histogram, 2, 0);
     grid->addWidget(m_spectrum, 2, 1);
     grid->addWidget(m_image, 3, 0, 1, 2);
+    grid->addWidget(m_matrixCaption, 4, 0, 1, 2);
     grid->setRowStretch(2, 2);
     grid->setRowStretch(3, 3);
 }
 
-void TensorInspector::showTensor(int tensor, const QString& name, const QString& description) {
+TensorInspector::~TensorInspector() = default;
+
+void TensorInspector::showTensor(int tensor, const TensorInfo& info) {
     m_tensor = tensor;
-    m_name = name;
+    m_name = QString::fromStdString(info.name);
+    m_columns = info.ne[0];
+    m_rows = info.ne[0] == 0 ? 0 : info.elements / info.ne[0];
     m_result.reset();
     m_portrait.reset();
-    m_title->setText(QStringLiteral("<b>") + name.toHtmlEscaped() + QStringLiteral("</b> &nbsp; ") +
-                     description.toHtmlEscaped());
+    const auto type = tensorTypeName(info.type);
+    m_title->setText(QStringLiteral("<b>") + m_name.toHtmlEscaped() + QStringLiteral("</b> &nbsp; ") +
+                     QString::fromUtf8(type.data(), qsizetype(type.size())).toHtmlEscaped() +
+                     QStringLiteral(", ") + QString::fromStdString(info.shapeText()).toHtmlEscaped());
+    m_pages->setCurrentIndex(1);
     drawHistogram();
     drawSpectrum();
     drawImage();
     m_indicators->setText(indicatorsText());
+}
+
+QString TensorInspector::matrixCaption() const {
+    return m_matrixCaption->text();
+}
+
+bool TensorInspector::isEmptyShown() const {
+    return m_pages->currentWidget() == m_empty;
 }
 
 void TensorInspector::setResult(int tensor, const ZResult& result) {
@@ -165,31 +215,8 @@ void TensorInspector::drawSpectrum() {
 }
 
 void TensorInspector::drawImage() {
-    m_image->clearPlottables();
-    if (m_portrait && !m_portrait->image.empty()) {
-        auto* map = new QCPColorMap(m_image->xAxis, m_image->yAxis);
-        const int columns = static_cast<int>(m_portrait->imageColumns);
-        const int rows = static_cast<int>(m_portrait->imageRows);
-        map->data()->setSize(columns, rows);
-        map->data()->setRange(QCPRange(0, std::max(1, columns - 1)), QCPRange(0, std::max(1, rows - 1)));
-        for (int r = 0; r < rows; ++r) {
-            for (int c = 0; c < columns; ++c) {
-                map->data()->setCell(c, r, m_portrait->image[static_cast<std::size_t>(r) * columns + c]);
-            }
-        }
-        QCPColorGradient diverging = divergingGradient(QColor(0xf7, 0xf7, 0xf7));
-        diverging.setNanHandling(QCPColorGradient::nhNanColor);
-        diverging.setNanColor(Qt::black);
-        map->setGradient(diverging);
-        map->setInterpolate(false);
-        const double limit = m_portrait->imageAbsMax > 0 ? m_portrait->imageAbsMax : 1.0;
-        map->setDataRange(QCPRange(-limit, limit)); // symmetric: white is zero
-        m_image->xAxis->setRange(-0.5, columns - 0.5);
-        m_image->yAxis->setRange(-0.5, rows - 0.5);
-        m_image->yAxis->setRangeReversed(true);
-    }
-    m_image->xAxis->setLabel(tr("column (ne[0])"));
-    m_image->yAxis->setLabel(tr("row"));
+    m_matrix->show(m_portrait, m_columns, m_rows);
+    m_matrixCaption->setText(m_portrait ? m_matrix->caption() : QString());
     m_image->replot();
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "gguf_file.h"
 #include "tensor_portrait.h"
 #include "zmeasure.h"
 
@@ -10,8 +11,11 @@
 class QCheckBox;
 class QCustomPlot;
 class QLabel;
+class QStackedWidget;
 
 namespace organ::widgets {
+
+class MatrixPlot;
 
 // One tensor, seen: its indicators and θ, a histogram of its values (log scale toggle), the
 // cross-scale spectrum (log2 E_j per Haar level with the fitted slope β), and an image of
@@ -22,8 +26,10 @@ public:
     // `model`: the model's display name, for the titles of exported charts.
     explicit TensorInspector(const QString& model, QWidget* parent = nullptr);
 
+    ~TensorInspector() override;
+
     // A tensor was selected: shows its name at once, the rest when it arrives.
-    void showTensor(int tensor, const QString& name, const QString& description);
+    void showTensor(int tensor, const TensorInfo& info);
     void setResult(int tensor, const ZResult& result);
     void setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait);
     int tensor() const { return m_tensor; }
@@ -32,6 +38,9 @@ public:
     QCustomPlot* spectrumPlot() const { return m_spectrum; }
     QCustomPlot* imagePlot() const { return m_image; }
     QCheckBox* logScale() const { return m_logScale; }
+    MatrixPlot* matrix() const { return m_matrix.get(); }
+    QString matrixCaption() const; // how the matrix was averaged, whether it keeps its aspect
+    bool isEmptyShown() const;     // no tensor yet: the page that says how to choose one
 
 private:
     QCustomPlot* makePlot(const QString& title, const QString& fileSuffix);
@@ -40,6 +49,8 @@ private:
     void drawImage();
 
     QString m_model;
+    std::uint64_t m_columns = 0;
+    std::uint64_t m_rows = 0;
     QString m_name;
     int m_tensor = -1;
     std::optional<ZResult> m_result;
@@ -50,6 +61,10 @@ private:
     QCustomPlot* m_histogram = nullptr;
     QCustomPlot* m_spectrum = nullptr;
     QCustomPlot* m_image = nullptr;
+    std::unique_ptr<MatrixPlot> m_matrix;
+    QLabel* m_matrixCaption = nullptr;
+    QStackedWidget* m_pages = nullptr;
+    QLabel* m_empty = nullptr;
 };
 
 } // namespace organ::widgets

@@ -205,6 +205,11 @@ void ThetaHeatmap::buildPlot() {
                    : ChartLabel{name + QStringLiteral("-delta-theta-heatmap"), m_comparisonTitle};
     });
     connect(m_plot, &QCustomPlot::mouseMove, this, &ThetaHeatmap::showTooltip);
+    connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent* event) {
+        if (const int tensor = tensorAtPixel(event->pos()); tensor >= 0) {
+            emit tensorActivated(tensor);
+        }
+    });
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
         const int tensor = tensorAtPixel(event->pos());
         if (tensor >= 0 && m_dragSource && (event->modifiers() & Qt::ControlModifier)) {

@@ -96,6 +96,7 @@ public:
 
 signals:
     void tensorClicked(int tensor);
+    void tensorActivated(int tensor); // double click
     // Tensors were dropped where they do not fit: why (for the status bar).
     void dropRefused(const QString& reason);
 

@@ -1,5 +1,5 @@
 // Exports: charts as PNG, SVG and PDF, the measurement and the tree's tensors as JSON, CSV and
-// Markdown, the help.
+// Markdown.
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
 #include "chart_export.h"
@@ -189,7 +189,7 @@ private slots:
     }
 
     // Charts save as PNG, SVG and PDF at the size asked for; the measurement as JSON, CSV
-    // and Markdown; Help → Z-measure shows the documentation.
+    // and Markdown.
     void exports() {
         const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         ORGAN_REQUIRE_SHARED(path);
@@ -257,13 +257,6 @@ private slots:
         QVERIFY(!widgets::writeMeasurementReport(view->shownTensorsReport(),
                                                  m_dir.filePath(QStringLiteral("tree.txt")), &error));
         QVERIFY(error.startsWith(QStringLiteral("tree.txt: ")));
-
-        window.showZMeasureHelp();
-        auto* help = window.findChild<QDialog*>(QStringLiteral("zMeasureHelp"));
-        QVERIFY(help != nullptr);
-        QVERIFY(help->findChild<QTextBrowser*>()->toPlainText().contains(QStringLiteral("θ ∈ [0°, 90°]")));
-        saveScreenshot(help, QStringLiteral("help-z-measure.png"));
-        help->close();
     }
 
     // Before any θ arrives the tree still exports its tensors, with no θ.

@@ -8,6 +8,7 @@
 #include "graft_document.h"
 #include "graft_plan_panel.h"
 #include "main_window.h"
+#include "matrix_plot.h"
 #include "model_pane.h"
 #include "model_roles.h"
 #include "model_view.h"
@@ -45,6 +46,7 @@
 #include <QTreeView>
 #include <QUndoStack>
 #include <QXmlStreamReader>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <qcustomplot.h>
@@ -238,10 +240,26 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
         widgets::ModelView* view = window.currentView();
         const auto& tensors = view->snapshot().model->tensors();
-        const int down = int(view->snapshot().model->findTensor("blk.2.ffn_down.weight") - tensors.data());
-        view->selectTensor(down);
         widgets::TensorInspector* inspector = view->inspector();
+        // Before a tensor is chosen, the inspector says how to choose one.
+        QVERIFY(inspector->isEmptyShown());
+        view->showPage(widgets::ModelView::Page::Inspector);
+        saveScreenshot(&window, QStringLiteral("main-window-inspector-empty.png"));
+        // A heatmap cell opens its tensor in the inspector, even one the tree's filter hides;
+        // a double click brings the inspector to the front.
+        view->filterEdit()->setText(QStringLiteral("attn_q"));
+        view->showPage(widgets::ModelView::Page::Heatmap);
+        QTest::qWait(0);
+        widgets::ThetaHeatmap* heatmap = view->heatmap();
+        heatmap->plot()->replot();
+        const int down = tensorOf(view, "blk.2.ffn_down.weight");
+        QTest::mouseClick(heatmap->plot(), Qt::LeftButton, {}, heatmap->pixelOfTensor(down));
         QCOMPARE(inspector->tensor(), down);
+        QVERIFY(!inspector->isEmptyShown());
+        QCOMPARE(view->tabs()->currentIndex(), 1); // a click keeps the heatmap in view
+        QTest::mouseDClick(heatmap->plot(), Qt::LeftButton, {}, heatmap->pixelOfTensor(down));
+        QCOMPARE(view->tabs()->currentWidget(), static_cast<QWidget*>(inspector));
+        view->filterEdit()->clear();
         QTRY_COMPARE_WITH_TIMEOUT(portraits.count(), 1, 20000);
         const ZResult& z = view->measurement()->tensors[std::size_t(down)];
         QVERIFY(inspector->indicatorsText().startsWith(QStringLiteral("θ %1°").arg(*z.theta, 0, 'f', 2)));
@@ -256,10 +274,120 @@ private slots:
         auto* map = qobject_cast<QCPColorMap*>(inspector->imagePlot()->plottable(0));
         QCOMPARE(map->data()->keySize(), 172);
         QCOMPARE(map->data()->valueSize(), 64);
+        // The matrix keeps its aspect (as many pixels per row as per column), has a colour
+        // scale symmetric around zero, says how it was averaged, and reads out under the pointer.
+        QCustomPlot* image = inspector->imagePlot();
+        image->replot();
+        QVERIFY(inspector->matrix()->keepsAspect());
+        const QRect cells = image->axisRect()->rect();
+        QVERIFY(std::abs(image->xAxis->range().size() / cells.width() -
+                         image->yAxis->range().size() / cells.height()) <
+                1e-6 * image->xAxis->range().size());
+        QVERIFY(inspector->matrix()->colorScale()->visible());
+        const QCPRange range = map->dataRange();
+        QCOMPARE(QColor(map->gradient().color(range.upper, range)),
+                 QColor(0xb2, 0x18, 0x2b));                                            // red: positive
+        QCOMPARE(QColor(map->gradient().color(0.0, range)), QColor(0xf7, 0xf7, 0xf7)); // zero: white
+        QCOMPARE(inspector->matrix()->colorScale()->dataRange().lower,
+                 -inspector->matrix()->colorScale()->dataRange().upper);
+        QCOMPARE(inspector->matrixCaption(), QStringLiteral("64 rows × 172 columns; every value shown"));
+        const QPoint at(qRound(image->xAxis->coordToPixel(10)), qRound(image->yAxis->coordToPixel(3)));
+        const auto data = view->snapshot().model->tensorData(tensors[std::size_t(down)]);
+        float expected = 0;
+        std::memcpy(&expected, data.data() + (3 * 172 + 10) * sizeof(float), sizeof(float));
+        QCOMPARE(inspector->matrix()->readout(at),
+                 QStringLiteral("row 3, column 10: %1").arg(expected, 0, 'g', 5));
         inspector->logScale()->setChecked(true);
         QCOMPARE(inspector->histogramPlot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
         view->tabs()->setCurrentWidget(inspector);
         saveScreenshot(&window, QStringLiteral("main-window-inspector.png"));
+    }
+
+    // A LoRA adapter says so in its header and has no empty "global" column; a model of
+    // random weights is one colour on the fixed 0–90° scale and spreads out on a fitted one.
+    void smallModelsReadRight() {
+        const QString lora = sharedModel(QStringLiteral("zoo/stories260K-lora-r8-f32.gguf"));
+        const QString random = sharedModel(QStringLiteral("zoo/tiny-qwen2-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(lora);
+        ORGAN_REQUIRE_SHARED(random);
+        app::MainWindow window;
+        window.resize(1300, 850);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QCOMPARE(window.openFiles({lora, random}), 2);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        auto* adapter = qobject_cast<widgets::ModelView*>(window.documents()->widget(0));
+        QVERIFY2(adapter->headerText().contains(QStringLiteral("LORA adapter for llama")),
+                 qPrintable(adapter->headerText()));
+        QVERIFY(!adapter->heatmap()->hasGlobalColumn());
+        QCOMPARE(adapter->heatmap()->columnCount(), 5);
+        QCOMPARE(adapter->heatmap()->layerOfColumn(0), std::optional<std::uint32_t>(0));
+        QVERIFY(adapter->heatmap()->tensorAt(0, 0) >= 0);
+        window.documents()->setCurrentWidget(adapter);
+        adapter->showPage(widgets::ModelView::Page::Heatmap);
+        saveScreenshot(&window, QStringLiteral("main-window-heatmap-lora.png"));
+
+        auto* tiny = qobject_cast<widgets::ModelView*>(window.documents()->widget(1));
+        widgets::ThetaHeatmap* map = tiny->heatmap();
+        QVERIFY(map->fixedScaleBox()->isChecked());
+        QCOMPARE(map->colorRange().lower, 0.0);
+        QCOMPARE(map->colorRange().upper, 90.0);
+        double low = 90;
+        double high = 0;
+        for (int c = 0; c < map->columnCount(); ++c) {
+            for (int r = 0; r < map->rowCount(); ++r) {
+                if (const auto theta = map->thetaAt(c, r)) {
+                    low = std::min(low, *theta);
+                    high = std::max(high, *theta);
+                }
+            }
+        }
+        map->fixedScaleBox()->setChecked(false);
+        QVERIFY(map->colorRange().lower <= low && map->colorRange().upper >= high);
+        QVERIFY2(map->colorRange().size() < 0.5 * 90, qPrintable(QString::number(map->colorRange().size())));
+        window.documents()->setCurrentWidget(tiny);
+        tiny->showPage(widgets::ModelView::Page::Heatmap);
+        QTRY_COMPARE(tiny->systemCharts()->layerPlot()->graph(int(System::Organ))->dataCount(), 2);
+        saveScreenshot(&window, QStringLiteral("main-window-heatmap-fitted.png"));
+        map->fixedScaleBox()->setChecked(true);
+        QCOMPARE(map->colorRange().upper, 90.0);
+    }
+
+    // A very tall matrix (Llama-2's 32 000-token embedding, 8 wide) fills the chart instead of
+    // a sliver, and says that it is stretched and how it was averaged; a one-layer model's
+    // layer axis has whole-number ticks.
+    void tallMatrixAndOneLayer() {
+        const QString path = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        app::MainWindow window;
+        window.resize(1300, 850);
+        window.show();
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy portraits(window.engine(), &app::EngineThread::portraitReady);
+        QCOMPARE(window.openFiles({path}), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        widgets::ModelView* view = window.currentView();
+        view->selectTensor(tensorOf(view, "token_embd.weight"));
+        QTRY_COMPARE_WITH_TIMEOUT(portraits.count(), 1, 20000);
+        widgets::TensorInspector* inspector = view->inspector();
+        QVERIFY(!inspector->matrix()->keepsAspect());
+        QCOMPARE(inspector->matrixCaption(),
+                 QStringLiteral(
+                     "32,000 rows × 8 columns; each cell the mean of up to 125 × 1 values; stretched to "
+                     "fit (4000 : 1)"));
+        view->showPage(widgets::ModelView::Page::Inspector);
+        inspector->imagePlot()->replot();
+        QCOMPARE(inspector->imagePlot()->yAxis->range().size(), 32000.0);
+        saveScreenshot(&window, QStringLiteral("main-window-inspector-tall.png"));
+        QVERIFY(view->headerText().contains(QStringLiteral("1 layer ")));
+        view->showPage(widgets::ModelView::Page::Heatmap);
+        QCustomPlot* layers = view->systemCharts()->layerPlot();
+        layers->replot();
+        const QVector<double> ticks = layers->xAxis->tickVector();
+        QVERIFY(!ticks.isEmpty());
+        for (double tick : ticks) {
+            QCOMPARE(tick, std::round(tick));
+        }
     }
 
     // Δθ: with the healthy model as recipient and the damaged one as donor, the nine

@@ -21,6 +21,7 @@
 #include "window_test_support.h"
 #include <QApplication>
 #include <QCheckBox>
+#include <QDialog>
 #include <QDragEnterEvent>
 #include <QLineEdit>
 #include <QListWidget>
@@ -30,6 +31,7 @@
 #include <QProcess>
 #include <QProgressDialog>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSemaphore>
 #include <QSettings>
 #include <QSignalSpy>
@@ -337,6 +339,59 @@ private slots:
         window.pane(Side::Recipient)->closeView(0);
         donors->closeView(0);
         QCOMPARE(window.windowTitle(), QStringLiteral("Organ Workbench"));
+    }
+
+    // F1 opens the user guide that ships with the program: written for users (the systems,
+    // θ, the heatmap, grafting, the keys), not a developer page naming source files.
+    void userGuide() {
+        app::MainWindow window;
+        window.resize(1000, 700);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        QTest::keyClick(&window, Qt::Key_F1);
+        auto* guide = window.findChild<QDialog*>(QStringLiteral("userGuide"));
+        QVERIFY(guide != nullptr && guide->isVisible());
+        const QString text = guide->findChild<QTextBrowser*>()->toPlainText();
+        for (const char* heading :
+             {"The anatomy of a model", "θ: how much structure a tensor carries", "Reading the heatmap",
+              "Comparing two models: Δθ", "Grafting: making a chimera", "Keys"}) {
+            QVERIFY2(text.contains(QString::fromUtf8(heading)), heading);
+        }
+        QVERIFY(text.contains(QStringLiteral("Ctrl+1 … Ctrl+5")));
+        QString withoutLlama = text;
+        withoutLlama.remove(QStringLiteral("llama.cpp"));
+        static const QRegularExpression sourceFile(
+            QStringLiteral("\\b(engine|model|widgets|app)/|\\.(cpp|h)\\b"));
+        QVERIFY2(!withoutLlama.contains(sourceFile), qPrintable(sourceFile.match(withoutLlama).captured()));
+        saveScreenshot(guide, QStringLiteral("user-guide.png"));
+        QTest::keyClick(&window, Qt::Key_F1); // a second F1 raises the same guide
+        QCOMPARE(window.findChildren<QDialog*>(QStringLiteral("userGuide")).size(), 1);
+        guide->close();
+    }
+
+    // --help and --version answer on a machine with no display at all.
+    void helpAndVersionWithoutADisplay() {
+        const QString program = qEnvironmentVariable("ORGAN_WORKBENCH");
+        QVERIFY2(QFileInfo(program).isExecutable(), "ORGAN_WORKBENCH names the organ-workbench binary");
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) {
+            env.remove(QString::fromLatin1(name));
+        }
+        for (const QString& option : {QStringLiteral("--help"), QStringLiteral("--version")}) {
+            QProcess run;
+            run.setProcessEnvironment(env);
+            run.start(program, {option});
+            QVERIFY(run.waitForFinished(20000));
+            QCOMPARE(run.exitStatus(), QProcess::NormalExit);
+            QCOMPARE(run.exitCode(), 0);
+            const QString out = QString::fromUtf8(run.readAllStandardOutput());
+            if (option == QStringLiteral("--help")) {
+                QVERIFY2(out.contains(QStringLiteral("Usage:")) && out.contains(QStringLiteral("--demo")),
+                         qPrintable(out));
+            } else {
+                QVERIFY2(out.startsWith(QStringLiteral("organ-workbench ")), qPrintable(out));
+            }
+        }
     }
 
     void badFileShowsError() {
