@@ -107,7 +107,7 @@ QVariant AnatomyTreeModel::planData(const AnatomyNode& n, int nodeIndex, int rol
     case PlanDonorRole:
         return donor;
     case Qt::DecorationRole:
-        return donorColor(donor);
+        return donorMark(donor);
     case Qt::ToolTipRole:
         if (n.kind == AnatomyNode::Kind::Tensor) {
             return tr("The plan replaces it with %1").arg(m_planMarks.at(n.tensor).source);

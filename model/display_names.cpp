@@ -3,6 +3,8 @@
 #include "gguf_model.h"
 
 #include <QFileInfo>
+#include <QPainter>
+#include <QPixmap>
 #include <QRegularExpression>
 
 namespace organ::model {
@@ -19,6 +21,16 @@ QColor donorColor(int donor) {
                                     QColor(0x00, 0xd0, 0xff), QColor(0xff, 0x69, 0xb4),
                                     QColor(0x8b, 0x45, 0x13)};
     return colors[static_cast<std::size_t>(donor) % std::size(colors)];
+}
+
+QIcon donorMark(int donor) {
+    QPixmap mark(12, 12);
+    mark.fill(Qt::transparent);
+    QPainter painter(&mark);
+    painter.setPen(QPen(donorColor(donor).darker(140), 1));
+    painter.setBrush(donorColor(donor));
+    painter.drawRect(1, 2, 9, 8);
+    return QIcon(mark);
 }
 
 QString countOf(qint64 n, const QString& one, const QString& many) {

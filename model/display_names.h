@@ -1,6 +1,7 @@
 #pragma once
 
 #include <QColor>
+#include <QIcon>
 #include <QString>
 
 namespace organ {
@@ -17,6 +18,8 @@ QString modelDisplayName(const GgufModel& model);
 // The colour of a plan's n-th donor, wherever the plan is drawn (tree marks, heatmap
 // outlines, legends): distinct from viridis, from each other and from the red selection.
 QColor donorColor(int donor);
+// The donor's colour as a small square with a margin, for item views (rows in a run stay apart).
+QIcon donorMark(int donor);
 
 // "1 layer", "5 layers": a count with its noun in the right number.
 QString countOf(qint64 n, const QString& one, const QString& many);

@@ -13,6 +13,12 @@ AnatomyTreeView::AnatomyTreeView(model::AnatomyTreeModel* source, QWidget* paren
 
 void AnatomyTreeView::dragMoveEvent(QDragMoveEvent* event) {
     QTreeView::dragMoveEvent(event); // asks the model's canDropMimeData
+    // A refusal is accepted with no action: the cursor says "no", and a release here still
+    // reaches dropEvent, which says why in the status bar.
+    if (!event->isAccepted() && model::decodeTensorDrag(event->mimeData())) {
+        event->setDropAction(Qt::IgnoreAction);
+        event->accept();
+    }
     const QString& message = m_source->dropMessage();
     if (!message.isEmpty()) {
         QToolTip::showText(viewport()->mapToGlobal(event->position().toPoint()), message, viewport());

@@ -608,12 +608,11 @@ bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
             drag->setDropAction(Qt::CopyAction);
             drag->accept();
         } else {
-            // Entered, so that moves keep coming (and the reason keeps showing), but no drop.
-            drag->accept();
+            // Accepted with no action: the cursor says "no", the reason keeps showing, and a
+            // release here still reaches this widget, which refuses it and says why (an ignored
+            // move would end the drag with no word to the user).
             drag->setDropAction(Qt::IgnoreAction);
-            if (event->type() == QEvent::DragMove) {
-                drag->ignore();
-            }
+            drag->accept();
         }
         return true;
     }

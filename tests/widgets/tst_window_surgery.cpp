@@ -228,10 +228,15 @@ private slots:
         QApplication::sendEvent(to->plot(), &drop);
         QVERIFY(drop.isAccepted());
         QCOMPARE(plan->plan().operations.size(), std::size_t(1));
+        // A second drag, onto a cell where it does not fit: "no" at the pointer (no action),
+        // but accepted, so that a release there still arrives and can say why.
         const QPoint wrong = to->pixelOfTensor(tensorOf(recipient, "blk.2.attn_q.weight"));
+        QDragEnterEvent again(onCell, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(to->plot(), &again);
         QDragMoveEvent refused(wrong, Qt::CopyAction, cellDrag.get(), Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(to->plot(), &refused);
-        QVERIFY(!refused.isAccepted());
+        QVERIFY(refused.isAccepted());
+        QCOMPARE(refused.dropAction(), Qt::IgnoreAction);
         plan->undoStack()->undo();
 
         QAbstractItemModel* donorProxy = donor->anatomyView()->model();
@@ -266,7 +271,8 @@ private slots:
         const QModelIndex replaced =
             recipient->anatomyModel()->indexOfTensor(tensorOf(recipient, "blk.2.ffn_up.weight"));
         QCOMPARE(replaced.data(model::PlanDonorRole).toInt(), 0);
-        QCOMPARE(replaced.data(Qt::DecorationRole).value<QColor>(), model::donorColor(0));
+        const QImage mark = replaced.data(Qt::DecorationRole).value<QIcon>().pixmap(12, 12).toImage();
+        QCOMPARE(mark.pixelColor(5, 6), model::donorColor(0));
         QVERIFY2(
             replaced.data(Qt::ToolTipRole)
                 .toString()
@@ -360,7 +366,8 @@ private slots:
         QVERIFY(enter.isAccepted());
         QDragMoveEvent move(onRow, Qt::CopyAction, one.get(), Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(tree->viewport(), &move);
-        QVERIFY(!move.isAccepted());
+        QVERIFY(move.isAccepted());
+        QCOMPARE(move.dropAction(), Qt::IgnoreAction);
         QDropEvent treeDrop(QPointF(onRow), Qt::CopyAction, one.get(), Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(tree->viewport(), &treeDrop);
         QVERIFY(plan->isEmpty());
