@@ -1,4 +1,5 @@
 #include "engine_thread.h"
+#include "display_names.h"
 
 #include "measure_cache.h"
 #include "model_validation.h"
@@ -36,7 +37,7 @@ void MeasurementWorker::measure(quint64 generation, std::shared_ptr<const ModelS
             return;
         }
         if (!result.isOk()) {
-            emit failed(generation, QString::fromStdString(result.message));
+            emit failed(generation, model::displayText(result.message));
             return;
         }
         cache.store(m);
@@ -64,7 +65,7 @@ void MeasurementWorker::assemble(quint64 generation, std::shared_ptr<const Assem
         const GraftModels models = GraftModels::fromModels(job->models);
         const CompatibilityReport report = checkGraft(job->plan, models);
         if (report.hasErrors()) {
-            emit assemblyFailed(generation, QString::fromStdString(reportText(report, job->plan)));
+            emit assemblyFailed(generation, QString::fromStdString(reportText(report, job->plan))); // escaped
             return;
         }
         const JobResult result = assembleChimera(
@@ -79,7 +80,7 @@ void MeasurementWorker::assemble(quint64 generation, std::shared_ptr<const Assem
             return;
         }
         if (!result.isOk()) {
-            emit assemblyFailed(generation, QString::fromStdString(result.message));
+            emit assemblyFailed(generation, model::displayText(result.message));
             return;
         }
         const auto findings = validateModel(*GgufModel::open(job->output));
@@ -88,11 +89,11 @@ void MeasurementWorker::assemble(quint64 generation, std::shared_ptr<const Assem
         for (const Finding& f : findings) {
             valid = valid && f.severity != Finding::Severity::Error;
             text += QString::fromUtf8(severityName(f.severity).data()) + QStringLiteral(": ") +
-                    QString::fromStdString(f.message) + u'\n';
+                    model::displayText(f.message) + u'\n';
         }
         emit assembled(generation, QString::fromStdString(job->output), text, valid);
     } catch (const std::exception& error) {
-        emit assemblyFailed(generation, QString::fromUtf8(error.what()));
+        emit assemblyFailed(generation, model::displayText(error.what()));
     }
 }
 

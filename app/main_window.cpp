@@ -186,7 +186,7 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
             statusBar()->showMessage(tr("Opened %1").arg(QFileInfo(path).fileName()), 5000);
             ++opened;
         } catch (const std::exception& error) {
-            showError(tr("Cannot open model"), QString::fromUtf8(error.what()));
+            showError(tr("Cannot open model"), model::displayText(error.what()));
         }
     }
     updateTitle();
@@ -248,8 +248,7 @@ void MainWindow::buildStatusBar() {
 void MainWindow::connectEngine() {
     connect(m_engine, &EngineThread::started, this, [this](quint64 g) {
         if (const auto view = m_jobs.value(g)) {
-            m_jobLabel->setText(
-                tr("Measuring %1…").arg(QString::fromStdString(view->snapshot().model->name())));
+            m_jobLabel->setText(tr("Measuring %1…").arg(model::displayText(view->snapshot().model->name())));
         }
         m_progress->setValue(0);
         for (QWidget* w : {static_cast<QWidget*>(m_jobLabel), static_cast<QWidget*>(m_progress),
@@ -279,7 +278,7 @@ void MainWindow::connectEngine() {
                 if (const auto view = m_jobs.value(g)) {
                     view->setMeasurement(measurement);
                     message = tr("Measured %1: θ mean %2°%3")
-                                  .arg(QString::fromStdString(measurement->name))
+                                  .arg(model::displayText(measurement->name))
                                   .arg(measurement->model.thetaMean, 0, 'f', 2)
                                   .arg(measurement->fromCache ? tr(" (from the cache)") : QString());
                 }
@@ -420,7 +419,7 @@ bool MainWindow::exportMeasurement(const QString& path, QString* error) {
 
 void MainWindow::exportMeasurementDialog() {
     const widgets::ModelView* view = currentView();
-    const QString name = view != nullptr ? QString::fromStdString(view->snapshot().model->name()) : QString();
+    const QString name = view != nullptr ? model::modelDisplayName(*view->snapshot().model) : QString();
     const QString path =
         QFileDialog::getSaveFileName(this, tr("Export measurement"), name + QStringLiteral("-zmeasure.json"),
                                      widgets::measurementReportFilters());

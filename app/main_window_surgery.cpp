@@ -92,8 +92,7 @@ void MainWindow::updatePreview() {
             cell.donor = r.donorIndex;
             cell.donorName = QString::fromStdString(plan.donors[std::size_t(r.donorIndex)].first);
             if (const auto donor = m_document->model(r.donorPath)) {
-                cell.source =
-                    QString::fromStdString(donor->model->tensors()[std::size_t(r.donorTensor)].name);
+                cell.source = model::displayText(donor->model->tensors()[std::size_t(r.donorTensor)].name);
             }
             if (const ModelMeasurement* m = measurementOf(r.donorPath)) {
                 cell.theta = m->tensors[std::size_t(r.donorTensor)].theta;
@@ -193,7 +192,7 @@ bool MainWindow::loadPlan(const QString& path, QString* error, const std::functi
         m_planDock->show();
         return true;
     } catch (const std::exception& e) {
-        *error = QString::fromUtf8(e.what());
+        *error = model::displayText(e.what());
         return false;
     }
 }
@@ -208,7 +207,7 @@ void MainWindow::offerRecovery() {
                     .arg(model::countOf(qint64(plan.operations.size()), tr("operation"), tr("operations")),
                          QFileInfo(QString::fromStdString(plan.base)).fileName());
         } catch (const std::exception& e) {
-            summary = QString::fromUtf8(e.what());
+            summary = model::displayText(e.what());
         }
         QMessageBox box(
             QMessageBox::Question, tr("Recover a graft plan"),
@@ -241,7 +240,7 @@ bool MainWindow::savePlan(const QString& path, QString* error) {
         m_document->save(path);
         return true;
     } catch (const std::exception& e) {
-        *error = QString::fromUtf8(e.what());
+        *error = model::displayText(e.what());
         return false;
     }
 }

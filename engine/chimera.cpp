@@ -1,5 +1,7 @@
 #include "chimera.h"
 
+#include "text_safety.h"
+
 #include "dequant.h"
 #include "format_error.h"
 #include "gguf_writer.h"
@@ -135,7 +137,7 @@ JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, cons
     spec.set(prefix + "tool", MetaValue::fromString("Organ Workbench"));
     spec.set(prefix + "parents", MetaValue::fromStrings(names));
     spec.set(prefix + "parents_header_sha256", MetaValue::fromStrings(hashes));
-    spec.set(prefix + "operations", MetaValue::fromString(graftPlanToJson(plan).at("operations").dump()));
+    spec.set(prefix + "operations", MetaValue::fromString(dumpJson(graftPlanToJson(plan).at("operations"))));
 
     for (const ChimeraTensor& t : layout.tensors) {
         const GgufModel& model = *models.find(t.model);
@@ -166,7 +168,7 @@ std::string reportText(const CompatibilityReport& report, const GraftPlan& plan)
                 std::string(operationKindName(plan.operations[static_cast<std::size_t>(f.operation)].kind)) +
                 "] ";
         }
-        text += f.message + "\n";
+        text += escapeText(f.message) + "\n";
     }
     const ChimeraLayout& l = report.layout;
     text += std::to_string(l.tensors.size()) + " tensors, " + std::to_string(l.tensorsFromDonors) +

@@ -33,16 +33,12 @@ struct Body {
 
 // "blk.12.attn_q.weight" → 12 and "attn_q.weight".
 bool splitLayerName(const std::string& name, std::uint32_t& layer, std::string& suffix) {
-    if (!name.starts_with("blk.")) {
+    const auto parsed = parseLayerName(name);
+    if (!parsed) {
         return false;
     }
-    const char* begin = name.data() + 4;
-    const char* end = name.data() + name.size();
-    const auto [dot, error] = std::from_chars(begin, end, layer);
-    if (error != std::errc() || dot == begin || dot == end || *dot != '.') {
-        return false;
-    }
-    suffix = std::string(dot + 1, end);
+    layer = parsed->layer;
+    suffix = std::string(parsed->rest);
     return true;
 }
 
@@ -137,6 +133,12 @@ private:
                     "duplicate_layer: there is no layer " + std::to_string(o.toLayer));
                 return;
             }
+            if (m_body.layers.size() >= kMaxChimeraLayers) {
+                add(Finding::Severity::Error, index,
+                    "duplicate_layer: a chimera may have at most " + std::to_string(kMaxChimeraLayers) +
+                        " layers");
+                return;
+            }
             m_body.layers.insert(m_body.layers.begin() + o.toLayer + 1, m_body.layers[o.toLayer]);
             break;
         case Kind::RemoveLayer:
@@ -150,6 +152,16 @@ private:
             m_body.layers.erase(m_body.layers.begin() + o.toLayer);
             break;
         case Kind::SetMetadata:
+            if (o.key == "general.alignment") {
+                const auto v = o.value.asUInt();
+                if (o.value.type() != ValueType::U32 || !v || *v == 0 || (*v & (*v - 1)) != 0 ||
+                    *v > kGgufMaxAlignment) {
+                    add(Finding::Severity::Error, index,
+                        "set_metadata: general.alignment must be a u32 power of two of at most " +
+                            std::to_string(kGgufMaxAlignment) + " (ggml uses 32)");
+                    return;
+                }
+            }
             m_report.layout.setMetadata.emplace_back(o.key, o.value);
             break;
         case Kind::RemoveMetadata:
@@ -227,10 +239,25 @@ private:
     }
 
     void stack(const GraftOperation& o, int index) {
+        std::uint64_t total = 0;
+        for (const auto& range : o.stack) {
+            total += std::uint64_t(range.last) - range.first + 1;
+        }
+        if (total > kMaxChimeraLayers) {
+            add(Finding::Severity::Error, index,
+                "stack_layers: " + std::to_string(total) + " layers, more than the " +
+                    std::to_string(kMaxChimeraLayers) + " a chimera may have");
+            return;
+        }
         std::vector<Layer> layers;
+        std::map<std::string, Body> bodies; // each model's layers, built once however many runs
         for (const auto& range : o.stack) {
             const GgufModel* model = m_models.find(range.model);
-            const Body source = bodyOf(*model, range.model);
+            auto [it, fresh] = bodies.try_emplace(range.model);
+            if (fresh) {
+                it->second = bodyOf(*model, range.model);
+            }
+            const Body& source = it->second;
             for (std::uint32_t k = range.first; k <= range.last; ++k) {
                 if (k >= source.layers.size() || source.layers[k].slots.empty()) {
                     add(Finding::Severity::Error, index,

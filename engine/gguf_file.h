@@ -14,6 +14,10 @@
 namespace organ {
 
 inline constexpr std::uint32_t kGgufDefaultAlignment = 32;
+// The largest general.alignment organ writes (a power of two; ggml uses 32). Read files may
+// declare more; a plan or a file that asks to write more is refused, so that padding never
+// grows with a declared number.
+inline constexpr std::uint32_t kGgufMaxAlignment = 1u << 16;
 inline constexpr std::uint32_t kGgufMaxDims = 4;      // ggml's GGML_MAX_DIMS
 inline constexpr std::size_t kGgufMaxTensorName = 63; // ggml's GGML_MAX_NAME minus its terminator
 inline constexpr std::size_t kGgufMaxKeyLength = 65535;

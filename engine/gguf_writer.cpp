@@ -2,6 +2,7 @@
 
 #include "digest.h"
 #include "format_error.h"
+#include "safe_files.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -39,70 +40,16 @@ struct PlannedTensor {
     std::uint64_t digest = 0;
 };
 
-class OutputFile {
-public:
-    explicit OutputFile(std::string path) : m_path(std::move(path)) {
-        m_fd = ::open(m_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (m_fd < 0) {
-            throw IoError(fileLabel(m_path) + ": cannot create: " + std::strerror(errno));
-        }
-    }
-    ~OutputFile() {
-        if (m_fd >= 0) {
-            ::close(m_fd);
-        }
-        if (!m_keep) {
-            ::unlink(m_path.c_str());
-        }
-    }
-    void write(std::span<const std::byte> bytes) {
-        while (!bytes.empty()) {
-            const ssize_t n = ::write(m_fd, bytes.data(), bytes.size());
-            if (n < 0) {
-                if (errno == EINTR) {
-                    continue;
-                }
-                throw IoError(fileLabel(m_path) + ": write failed: " + std::strerror(errno));
-            }
-            bytes = bytes.subspan(static_cast<std::size_t>(n));
-        }
-    }
-    void finish() {
-        if (::fsync(m_fd) != 0) {
-            throw IoError(fileLabel(m_path) + ": fsync failed: " + std::strerror(errno));
-        }
-        const int fd = m_fd;
-        m_fd = -1;
-        if (::close(fd) != 0) {
-            throw IoError(fileLabel(m_path) + ": close failed: " + std::strerror(errno));
-        }
-    }
-    void keep() { m_keep = true; }
-
-private:
-    std::string m_path;
-    int m_fd = -1;
-    bool m_keep = false;
-};
-
-void syncFolderOf(const std::string& path) {
-    const auto slash = path.find_last_of('/');
-    const std::string folder = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
-    }
-}
-
 std::uint32_t alignmentOf(const GgufWriteSpec& spec, const std::string& label) {
     for (const auto& [key, value] : spec.metadata) {
         if (key != "general.alignment") {
             continue;
         }
         const auto v = value.asUInt();
-        if (value.type() != ValueType::U32 || !v || *v == 0 || (*v & (*v - 1)) != 0) {
-            throw FormatError(label + ": key 'general.alignment' must be a u32 power of two");
+        if (value.type() != ValueType::U32 || !v || *v == 0 || (*v & (*v - 1)) != 0 ||
+            *v > kGgufMaxAlignment) {
+            throw FormatError(label + ": key 'general.alignment' must be a u32 power of two of at most " +
+                              std::to_string(kGgufMaxAlignment) + " (ggml uses 32)");
         }
         return static_cast<std::uint32_t>(*v);
     }
@@ -183,28 +130,23 @@ std::vector<std::byte> encodeHeader(const GgufWriteSpec& spec, const std::vector
     return header;
 }
 
-void refuseInputs(const std::string& path, const GgufWriteSpec& spec) {
-    for (const std::string& candidate : {path, path + ".partial"}) {
-        FileIdentity identity;
-        if (!identityOf(candidate, identity)) {
-            continue;
-        }
-        bool isSource = MappedFile::isOpenAsInput(identity);
-        for (const auto& tensor : spec.tensors) {
-            isSource = isSource || (tensor.source.mapping && tensor.source.mapping->identity() == identity);
-        }
-        if (isSource) {
-            throw IoError(fileLabel(candidate) + ": refusing to write over a file that is open as an input");
+// A tensor's source file is an input even when no other mapping of it is registered.
+std::vector<std::string> sourcePaths(const GgufWriteSpec& spec) {
+    std::vector<std::string> paths;
+    for (const auto& tensor : spec.tensors) {
+        if (tensor.source.mapping) {
+            paths.push_back(tensor.source.mapping->path());
         }
     }
+    return paths;
 }
 
 // Re-opens the written file and checks it against the plan and the digests.
 // Returns false when stopped.
-bool verify(const std::string& path, const GgufWriteSpec& spec, const std::vector<PlannedTensor>& planned,
-            ProgressThrottle& throttle, std::uint64_t total, const StopToken* stop) {
+bool verify(const std::string& path, const std::string& label, const GgufWriteSpec& spec,
+            const std::vector<PlannedTensor>& planned, ProgressThrottle& throttle, std::uint64_t total,
+            const StopToken* stop) {
     const auto written = GgufFile::open(path);
-    const std::string label = fileLabel(path);
     if (written->metadata().size() != spec.metadata.size() || written->tensors().size() != planned.size()) {
         throw FormatError(label + ": verification failed: the re-opened file has other counts");
     }
@@ -276,11 +218,9 @@ GgufWriteSpec specFromFile(const GgufFile& file) {
 JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress,
                     const StopToken* stop) {
     const std::string label = fileLabel(path);
-    const std::string partial = path + ".partial";
     try {
         const std::uint32_t alignment = alignmentOf(spec, label);
         auto planned = planTensors(spec, alignment, label);
-        refuseInputs(path, spec);
         const std::vector<std::byte> header = encodeHeader(spec, planned, alignment);
         std::uint64_t total = 0;
         for (const auto& plan : planned) {
@@ -288,63 +228,53 @@ JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const Pr
         }
         ProgressThrottle throttle(progress);
         std::vector<std::byte> buffer;
-        const std::vector<std::byte> zeros(alignment, std::byte{0});
+        static constexpr std::array<std::byte, kGgufMaxAlignment> zeros{};
         std::uint64_t done = 0;
-        {
-            OutputFile out(partial);
-            out.write(header);
-            for (auto& plan : planned) {
-                const TensorSource& source = plan.tensor->source;
-                Digest digest;
-                for (std::uint64_t at = 0; at < plan.bytes; at += kChunk) {
-                    if (stop != nullptr && stop->stopRequested()) {
-                        return JobResult::cancelled();
-                    }
-                    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, plan.bytes - at));
-                    std::span<const std::byte> chunk;
-                    if (source.generate) {
-                        buffer.resize(n);
-                        source.generate(at, buffer);
-                        chunk = buffer;
-                    } else if (source.mapping) {
-                        // Read, not touch the mapping: no page fault per 4 KiB, nothing left resident.
-                        buffer.resize(n);
-                        const auto base =
-                            static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
-                        source.mapping->read(base + at, buffer);
-                        chunk = buffer;
-                    } else {
-                        chunk = source.bytes.subspan(static_cast<std::size_t>(at), n);
-                    }
-                    out.write(chunk);
-                    digest.update(chunk);
-                    done += n;
-                    throttle.report(done, total, "writing");
+        SafeOutput out(path, sourcePaths(spec));
+        JobResult result = JobResult::ok();
+        result.warnings = out.warnings();
+        out.write(header);
+        for (auto& plan : planned) {
+            const TensorSource& source = plan.tensor->source;
+            Digest digest;
+            for (std::uint64_t at = 0; at < plan.bytes; at += kChunk) {
+                if (stop != nullptr && stop->stopRequested()) {
+                    return JobResult::cancelled();
                 }
-                plan.digest = digest.value();
-                out.write(std::span(zeros).first(
-                    static_cast<std::size_t>(alignUp(plan.bytes, alignment) - plan.bytes)));
+                const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, plan.bytes - at));
+                std::span<const std::byte> chunk;
+                if (source.generate) {
+                    buffer.resize(n);
+                    source.generate(at, buffer);
+                    chunk = buffer;
+                } else if (source.mapping) {
+                    // Read, not touch the mapping: no page fault per 4 KiB, nothing left resident.
+                    buffer.resize(n);
+                    const auto base =
+                        static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
+                    source.mapping->read(base + at, buffer);
+                    chunk = buffer;
+                } else {
+                    chunk = source.bytes.subspan(static_cast<std::size_t>(at), n);
+                }
+                out.write(chunk);
+                digest.update(chunk);
+                done += n;
+                throttle.report(done, total, "writing");
             }
-            out.finish();
-            if (::rename(partial.c_str(), path.c_str()) != 0) {
-                throw IoError(label + ": cannot rename the partial file into place: " + std::strerror(errno));
-            }
-            out.keep();
+            plan.digest = digest.value();
+            out.write(std::span(zeros).first(
+                static_cast<std::size_t>(alignUp(plan.bytes, alignment) - plan.bytes)));
         }
-        syncFolderOf(path);
-        bool verified = false;
-        try {
-            verified = verify(path, spec, planned, throttle, total, stop);
-        } catch (...) {
-            ::unlink(path.c_str());
-            throw;
-        }
-        if (!verified) {
-            ::unlink(path.c_str());
+        out.finish();
+        // Checked before it replaces anything: a file already at the target stays as it was
+        // unless the new one is whole and right.
+        if (!verify(out.partialPath(), label, spec, planned, throttle, total, stop)) {
             return JobResult::cancelled();
         }
+        out.commit();
         throttle.report(total, total, "done", true);
-        return JobResult::ok();
+        return result;
     } catch (const std::exception& error) {
         return JobResult::failed(error.what());
     }

@@ -47,10 +47,11 @@ struct GgufLayout {
 };
 GgufLayout layoutGguf(const GgufWriteSpec& spec, const std::string& label);
 
-// Writes GGUF v3 to `path`: first to `path.partial` in the same folder, checking every
-// write and the close, fsync, rename into place, then re-opens the result and checks
-// that its layout and every tensor's bytes are what was meant. Refuses to overwrite a
-// file that is open as an input. On cancel or failure no file is left behind.
+// Writes GGUF v3 to `path` through SafeOutput (safe_files.h): a partial file of this process
+// beside it, every write and the close checked, fsynced, re-opened and checked (layout and
+// every tensor's bytes), and only then renamed into place. Refuses targets that are inputs
+// or not regular files. On cancel or failure no file is left behind and a file already at
+// `path` is untouched. Warnings (partials of killed runs removed) are in the result.
 // Runs on the calling thread.
 JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress = {},
                     const StopToken* stop = nullptr);

@@ -1,6 +1,8 @@
 #include "graft_plan.h"
 
 #include "format_error.h"
+#include "safe_files.h"
+#include "text_safety.h"
 
 #include <algorithm>
 #include <charconv>
@@ -216,6 +218,10 @@ GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, con
         if (!stack.is_array() || stack.empty()) {
             f.fail("\"stack\" must be a non-empty array of layer ranges");
         }
+        if (stack.size() > kMaxStackRuns) {
+            f.fail("\"stack\" has " + std::to_string(stack.size()) + " runs, more than the " +
+                   std::to_string(kMaxStackRuns) + " a plan may stack");
+        }
         for (std::size_t i = 0; i < stack.size(); ++i) {
             Fields r(stack[i], f.where() + " stack " + std::to_string(i + 1), label);
             LayerRange range;
@@ -339,6 +345,10 @@ GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label
     if (!operations.is_array()) {
         f.fail("\"operations\" must be an array");
     }
+    if (operations.size() > kMaxPlanOperations) {
+        f.fail("\"operations\" has " + std::to_string(operations.size()) + " entries, more than the " +
+               std::to_string(kMaxPlanOperations) + " a plan may have");
+    }
     for (std::size_t i = 0; i < operations.size(); ++i) {
         plan.operations.push_back(operationFromJson(operations[i], i, label));
         const GraftOperation& o = plan.operations.back();
@@ -411,13 +421,10 @@ nlohmann::json graftPlanToJson(const GraftPlan& plan) {
 }
 
 GraftPlan loadGraftPlan(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) {
-        throw IoError(fileLabel(path) + ": cannot open the plan");
-    }
+    const std::string text = readSmallFile(path, kMaxPlanBytes);
     nlohmann::json json;
     try {
-        json = nlohmann::json::parse(in);
+        json = nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& error) {
         throw FormatError(fileLabel(path) + ": not valid JSON: " + error.what());
     }
@@ -436,18 +443,38 @@ GraftPlan loadGraftPlan(const std::string& path) {
     return plan;
 }
 
-void saveGraftPlan(const GraftPlan& plan, const std::string& path) {
-    const std::string partial = path + ".partial";
-    {
-        std::ofstream out(partial, std::ios::trunc);
-        out << graftPlanToJson(plan).dump(2) << "\n";
-        out.close();
-        if (!out) {
-            std::filesystem::remove(partial);
-            throw IoError(fileLabel(path) + ": cannot write the plan");
-        }
+namespace {
+
+// A model in the plan's folder, or below it, is named relative to the plan (the folder moves
+// as a whole); any other by its absolute path. Either way the plan opens from anywhere.
+std::string pathForPlan(const std::string& p, const std::filesystem::path& planFolder) {
+    if (p.empty()) {
+        return p;
     }
-    std::filesystem::rename(partial, path);
+    const std::filesystem::path absolute = std::filesystem::absolute(p).lexically_normal();
+    const std::filesystem::path relative = absolute.lexically_relative(planFolder);
+    if (!relative.empty() && *relative.begin() != "..") {
+        return relative.string();
+    }
+    return absolute.string();
+}
+
+} // namespace
+
+void saveGraftPlan(const GraftPlan& plan, const std::string& path) {
+    const std::filesystem::path folder = std::filesystem::absolute(path).lexically_normal().parent_path();
+    GraftPlan stored = plan;
+    stored.base = pathForPlan(plan.base, folder);
+    for (auto& donor : stored.donors) {
+        donor.second = pathForPlan(donor.second, folder);
+    }
+    stored.output = pathForPlan(plan.output, folder);
+    // The plan's own models are inputs: a plan is never saved over one of them.
+    std::vector<std::string> inputs{plan.base};
+    for (const auto& donor : plan.donors) {
+        inputs.push_back(donor.second);
+    }
+    writeFileSafely(path, dumpJson(graftPlanToJson(stored), 2) + "\n", inputs);
 }
 
 } // namespace organ

@@ -11,6 +11,11 @@
 namespace organ {
 
 inline constexpr int kGraftPlanVersion = 1;
+// Limits on what a plan may declare, so that no plan makes work or memory grow without bound
+// (docs/graft-plan.md): operations in a plan, layer runs in one stack, layers in a chimera.
+inline constexpr std::size_t kMaxPlanOperations = 10000;
+inline constexpr std::size_t kMaxStackRuns = 1024;
+inline constexpr std::uint32_t kMaxChimeraLayers = 4096;
 // Every key a chimera gets about where it came from starts with this.
 inline constexpr const char* kProvenancePrefix = "organ.graft.";
 
@@ -67,7 +72,11 @@ struct GraftPlan {
 // Throws FormatError naming the plan file and the problem.
 GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label);
 nlohmann::json graftPlanToJson(const GraftPlan& plan);
-GraftPlan loadGraftPlan(const std::string& path); // resolves relative paths
+// A plan file is small: larger ones are refused before they are parsed.
+inline constexpr std::uint64_t kMaxPlanBytes = 16u << 20;
+GraftPlan loadGraftPlan(const std::string& path); // resolves paths relative to the plan's folder
+// Through SafeOutput: never over one of the plan's models. Paths are stored relative to the
+// plan's folder when the model lies in it or below, absolute otherwise.
 void saveGraftPlan(const GraftPlan& plan, const std::string& path);
 
 // "5-20" or "7" → inclusive range; false when malformed.

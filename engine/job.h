@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace organ {
 
@@ -33,10 +34,11 @@ struct JobResult {
     enum class Status { Ok, Cancelled, Failed };
     Status status = Status::Ok;
     std::string message;
+    std::vector<std::string> warnings; // said along the way, whatever the outcome
 
     static JobResult ok() { return {}; }
-    static JobResult cancelled() { return {Status::Cancelled, "cancelled"}; }
-    static JobResult failed(std::string message) { return {Status::Failed, std::move(message)}; }
+    static JobResult cancelled() { return {Status::Cancelled, "cancelled", {}}; }
+    static JobResult failed(std::string message) { return {Status::Failed, std::move(message), {}}; }
     bool isOk() const { return status == Status::Ok; }
 };
 

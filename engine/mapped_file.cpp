@@ -31,7 +31,8 @@ const std::byte kEmpty[1] = {};
 } // namespace
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Without blocking: opening a FIFO for reading would otherwise wait for a writer forever.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         throw IoError(fileLabel(path) + ": cannot open: " + std::strerror(errno));
     }
@@ -45,6 +46,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
         ::close(fd);
         throw IoError(fileLabel(path) + ": is not a regular file");
     }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK); // reads of a regular file
     std::shared_ptr<MappedFile> file(new MappedFile);
     file->m_path = path;
     file->m_size = static_cast<std::uint64_t>(st.st_size);

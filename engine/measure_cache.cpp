@@ -1,11 +1,13 @@
 #include "measure_cache.h"
 
 #include "digest.h"
+#include "safe_files.h"
+#include "sha256.h"
+#include "text_safety.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,16 +59,38 @@ std::string MeasurementCache::keyFor(const GgufModel& model, const ZParams& para
     return name;
 }
 
-bool MeasurementCache::load(MeasuredModel& m, const ZParams& params) const {
-    std::ifstream in(pathOf(m_folder, keyFor(*m.model, params)));
-    if (!in) {
-        return false;
+namespace {
+
+constexpr std::uint64_t kMaxEntryBytes = 256u << 20;
+
+std::string checksumOf(const nlohmann::json& measurement) {
+    const std::string text = dumpJson(measurement);
+    return Sha256::hex(std::as_bytes(std::span(text.data(), text.size())));
+}
+
+} // namespace
+
+bool MeasurementCache::load(MeasuredModel& m, const ZParams& params, std::string* warning) const {
+    const std::string path = pathOf(m_folder, keyFor(*m.model, params));
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) {
+        return false; // no entry
     }
+    auto damaged = [&](const std::string& why) {
+        if (warning != nullptr) {
+            *warning = "measurement cache entry " + path + " is damaged (" + why + "): measuring afresh";
+        }
+        return false;
+    };
     try {
-        const nlohmann::json stored = nlohmann::json::parse(in);
+        const nlohmann::json file = nlohmann::json::parse(readSmallFile(path, kMaxEntryBytes));
+        const nlohmann::json& stored = file.at("measurement");
+        if (file.at("checksum") != checksumOf(stored)) {
+            return damaged("its checksum does not match its content");
+        }
         const auto& tensors = stored.at("tensors");
         if (stored.at("z_measure") != kZMeasureVersion || tensors.size() != m.model->tensors().size()) {
-            return false;
+            return false; // another version's entry: replaced as it is measured
         }
         ModelMeasurement measurement;
         measurement.path = m.model->path();
@@ -75,16 +99,21 @@ bool MeasurementCache::load(MeasuredModel& m, const ZParams& params) const {
         measurement.params = params;
         measurement.fromCache = true;
         for (std::size_t i = 0; i < tensors.size(); ++i) {
-            if (tensors[i].at("name") != m.model->tensors()[i].name) {
+            const TensorInfo& tensor = m.model->tensors()[i];
+            if (tensors[i].at("name") != jsonText(tensor.name)) {
                 return false;
             }
-            measurement.tensors.push_back(zResultFromJson(tensors[i]));
+            ZResult z = zResultFromJson(tensors[i]);
+            if (const auto why = inconsistency(z, tensor.elements)) {
+                return damaged("tensor " + escapeText(tensor.name) + ": " + *why);
+            }
+            measurement.tensors.push_back(std::move(z));
         }
         aggregateMeasurement(*m.model, m.anatomy, measurement);
         m.measurement = std::move(measurement);
         return true;
-    } catch (const std::exception&) {
-        return false; // a damaged entry is measured afresh and overwritten
+    } catch (const std::exception& error) {
+        return damaged(escapeText(error.what()));
     }
 }
 
@@ -92,28 +121,23 @@ bool MeasurementCache::store(const MeasuredModel& m, std::string* error) const {
     std::error_code ec;
     std::filesystem::create_directories(m_folder, ec);
     const std::string target = pathOf(m_folder, keyFor(*m.model, m.measurement.params));
-    const std::string partial = target + ".partial." + std::to_string(::getpid());
-    {
-        std::ofstream out(partial, std::ios::trunc);
-        out << measurementToJson(m).dump();
-        out.close();
-        if (!out) {
-            std::filesystem::remove(partial, ec);
-            if (error != nullptr) {
-                *error = "cannot write the measurement cache in " + m_folder;
-            }
-            return false;
+    try {
+        // The folder is ours: an entry that is not a regular file (a FIFO, a link planted in
+        // its place) is removed, never written through.
+        struct stat st {};
+        if (::lstat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+            std::filesystem::remove(target);
         }
-    }
-    std::filesystem::rename(partial, target, ec);
-    if (ec) {
-        std::filesystem::remove(partial, ec);
+        const nlohmann::json measurement = measurementToJson(m);
+        const nlohmann::json file = {{"checksum", checksumOf(measurement)}, {"measurement", measurement}};
+        writeFileSafely(target, dumpJson(file));
+        return true;
+    } catch (const std::exception& e) {
         if (error != nullptr) {
-            *error = "cannot write the measurement cache in " + m_folder;
+            *error = "cannot write the measurement cache in " + m_folder + ": " + e.what();
         }
         return false;
     }
-    return true;
 }
 
 } // namespace organ

@@ -22,10 +22,14 @@ public:
     // The entry's file name for this model and these parameters.
     std::string keyFor(const GgufModel& model, const ZParams& params) const;
 
-    // Fills m.measurement (and aggregates it) from a stored entry; false when there is none
-    // or it does not match the model.
-    bool load(MeasuredModel& m, const ZParams& params) const;
-    // Writes the entry atomically; failures are reported, never thrown.
+    // Fills m.measurement (and aggregates it) from a stored entry; false when there is none,
+    // when it is for another model, or when it is damaged: its checksum does not match its
+    // content, or a result is inconsistent (see inconsistency() in zmeasure.h). A damaged
+    // entry sets `warning` (naming the entry and what is wrong) and is measured afresh.
+    // Entries are read without blocking and only when they are regular files.
+    bool load(MeasuredModel& m, const ZParams& params, std::string* warning = nullptr) const;
+    // Writes the entry through SafeOutput (replacing a damaged entry of any kind); failures
+    // are reported, never thrown.
     bool store(const MeasuredModel& m, std::string* error = nullptr) const;
 
 private:

@@ -1,5 +1,7 @@
 #include "measure_report.h"
 
+#include "text_safety.h"
+
 #include "format_error.h"
 
 #include <algorithm>
@@ -61,6 +63,37 @@ std::vector<const ModelMeasurement*> measurementsOf(const std::vector<MeasuredMo
     std::vector<const ModelMeasurement*> out;
     for (const auto& m : models) {
         out.push_back(&m.measurement);
+    }
+    return out;
+}
+
+// A name in Markdown: escaped for people, in a code span whose fence is longer than any run
+// of backticks in it, with table bars escaped (GFM splits cells on | even in code spans).
+std::string markdownCode(const std::string& raw) {
+    std::string text = escapeText(raw);
+    std::size_t longest = 0;
+    std::size_t run = 0;
+    for (char c : text) {
+        run = c == '`' ? run + 1 : 0;
+        longest = std::max(longest, run);
+    }
+    std::string escaped;
+    for (char c : text) {
+        escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+    }
+    const std::string fence(longest + 1, '`');
+    const bool pad = longest != 0;
+    return fence + (pad ? " " : "") + escaped + (pad ? " " : "") + fence;
+}
+
+// Plain text in Markdown: escaped for people, with the characters Markdown acts on escaped.
+std::string markdownText(const std::string& raw) {
+    std::string out;
+    for (char c : escapeText(raw)) {
+        if (std::string_view("\\|`*_[]<>#").find(c) != std::string_view::npos) {
+            out += '\\';
+        }
+        out += c;
     }
     return out;
 }
@@ -195,13 +228,13 @@ std::string measurementsCsv(const std::vector<MeasuredModel>& models) {
             const ZResult& z = m.measurement.tensors[i];
             const TensorInfo& t = m.model->tensors()[i];
             const TensorAnatomy& a = m.anatomy.tensors[i];
-            out << quoted(m.measurement.name) << ',' << quoted(t.name) << ',' << systemName(a.system) << ','
-                << quoted(a.role) << ',' << (a.layer ? std::to_string(*a.layer) : std::string()) << ','
-                << tensorTypeName(t.type) << ',' << z.n << ',' << z.N << ',' << number(z.H) << ','
-                << number(z.K) << ',' << number(z.C) << ',' << number(z.sH) << ',' << number(z.sK) << ','
-                << number(z.sC) << ',' << number(z.theta) << ',' << number(z.signal) << ',' << number(z.beta)
-                << ',' << (z.constant ? "true" : "false") << ',' << z.nonFinite << ',' << kZMeasureVersion
-                << ','
+            out << quoted(escapeText(m.measurement.name)) << ',' << quoted(escapeText(t.name)) << ','
+                << systemName(a.system) << ',' << quoted(escapeText(a.role)) << ','
+                << (a.layer ? std::to_string(*a.layer) : std::string()) << ',' << tensorTypeName(t.type)
+                << ',' << z.n << ',' << z.N << ',' << number(z.H) << ',' << number(z.K) << ',' << number(z.C)
+                << ',' << number(z.sH) << ',' << number(z.sK) << ',' << number(z.sC) << ',' << number(z.theta)
+                << ',' << number(z.signal) << ',' << number(z.beta) << ',' << (z.constant ? "true" : "false")
+                << ',' << z.nonFinite << ',' << kZMeasureVersion << ','
                 << (m.measurement.params.sample == kSampleAll ? std::string("all")
                                                               : std::to_string(m.measurement.params.sample))
                 << '\n';
@@ -220,16 +253,17 @@ std::string measurementsMarkdown(const std::vector<MeasuredModel>& models) {
            "|\n|---|---|---|---|---|---|\n";
     int rank = 0;
     for (const ModelMeasurement* r : zRanking(measurementsOf(models))) {
-        out << "| " << ++rank << " | " << r->name << " | " << fixed(groupTheta(r->model), 2) << "° | "
-            << fixed(r->model.measured ? std::optional(r->model.signalMean) : std::nullopt, 3) << " | "
-            << r->model.measured << " | " << humanCount(r->model.parameters) << " |\n";
+        out << "| " << ++rank << " | " << markdownText(r->name) << " | " << fixed(groupTheta(r->model), 2)
+            << "° | " << fixed(r->model.measured ? std::optional(r->model.signalMean) : std::nullopt, 3)
+            << " | " << r->model.measured << " | " << humanCount(r->model.parameters) << " |\n";
     }
     for (const auto& m : models) {
         const ModelMeasurement& mm = m.measurement;
-        out << "\n## " << mm.name << "\n\n`" << fileLabel(mm.path) << "` · "
-            << (mm.architecture.empty() ? "?" : mm.architecture) << " · " << humanCount(mm.model.parameters)
-            << " parameters · θ mean " << fixed(groupTheta(mm.model), 2) << "° over " << mm.model.measured
-            << " of " << mm.model.tensors << " tensors\n\n";
+        out << "\n## " << markdownText(mm.name) << "\n\n"
+            << markdownCode(fileLabel(mm.path)) << " · "
+            << (mm.architecture.empty() ? "?" : markdownText(mm.architecture)) << " · "
+            << humanCount(mm.model.parameters) << " parameters · θ mean " << fixed(groupTheta(mm.model), 2)
+            << "° over " << mm.model.measured << " of " << mm.model.tensors << " tensors\n\n";
         out << "### By anatomical system\n\n| system | tensors | θ mean | θ min | θ max | signal "
                "|\n|---|---|---|---|---|---|\n";
         for (const auto& g : mm.bySystem) {
@@ -254,10 +288,10 @@ std::string measurementsMarkdown(const std::vector<MeasuredModel>& models) {
         for (std::size_t k = 0; k < std::min<std::size_t>(10, order.size()); ++k) {
             const std::size_t i = order[k];
             const ZResult& z = mm.tensors[i];
-            out << "| `" << m.model->tensors()[i].name << "` | " << systemName(m.anatomy.tensors[i].system)
-                << " | " << m.anatomy.tensors[i].role << " | " << tensorTypeName(m.model->tensors()[i].type)
-                << " | " << fixed(z.theta, 2) << "° | " << fixed(z.H, 3) << " | " << fixed(z.K, 2) << " | "
-                << fixed(z.C, 2) << " |\n";
+            out << "| " << markdownCode(m.model->tensors()[i].name) << " | "
+                << systemName(m.anatomy.tensors[i].system) << " | " << markdownText(m.anatomy.tensors[i].role)
+                << " | " << tensorTypeName(m.model->tensors()[i].type) << " | " << fixed(z.theta, 2) << "° | "
+                << fixed(z.H, 3) << " | " << fixed(z.K, 2) << " | " << fixed(z.C, 2) << " |\n";
         }
         std::vector<std::string> constant;
         std::vector<std::string> flagged;
@@ -269,18 +303,18 @@ std::string measurementsMarkdown(const std::vector<MeasuredModel>& models) {
                 constant.push_back(m.model->tensors()[i].name);
             }
             if (mm.tensors[i].nonFinite != 0 || mm.tensors[i].spectrumNonFinite != 0) {
-                flagged.push_back(m.model->tensors()[i].name + " (" + groupDigits(mm.tensors[i].nonFinite) +
-                                  ")");
+                flagged.push_back(markdownCode(m.model->tensors()[i].name) + " (" +
+                                  groupDigits(mm.tensors[i].nonFinite) + ")");
             }
         }
         if (!constant.empty()) {
-            out << "\nConstant tensors (no θ): " << constant.size() << ", e.g. `" << constant.front()
-                << "`.\n";
+            out << "\nConstant tensors (no θ): " << constant.size() << ", e.g. "
+                << markdownCode(constant.front()) << ".\n";
         }
         if (!flagged.empty()) {
             out << "\n**Non-finite values (NaN or ±∞), left out of the statistics:** ";
             for (std::size_t k = 0; k < flagged.size(); ++k) {
-                out << (k ? ", " : "") << '`' << flagged[k] << '`';
+                out << (k ? ", " : "") << flagged[k];
             }
             out << "\n";
         }
@@ -297,7 +331,7 @@ std::string measurementHeadline(const ModelMeasurement& m) {
 std::string tensorThetaTable(const MeasuredModel& m) {
     std::size_t width = 6;
     for (const auto& t : m.model->tensors()) {
-        width = std::max(width, t.name.size());
+        width = std::max(width, escapeText(t.name).size());
     }
     std::ostringstream out;
     out << padText("tensor", width + 2) << padText("system", 10) << padText("role", 18)
@@ -314,8 +348,8 @@ std::string tensorThetaTable(const MeasuredModel& m) {
         if (z.nonFinite != 0) {
             theta += "!";
         }
-        out << padText(m.model->tensors()[i].name, width + 2)
-            << padText(std::string(systemName(a.system)), 10) << padText(a.role, 18)
+        out << padText(escapeText(m.model->tensors()[i].name), width + 2)
+            << padText(std::string(systemName(a.system)), 10) << padText(escapeText(a.role), 18)
             << padText(a.layer ? std::to_string(*a.layer) : "-", 6, true) << "  "
             << padText(std::string(tensorTypeName(m.model->tensors()[i].type)), 8) << padText(theta, 7, true)
             << padText(fixed(z.H, 3), 7, true) << padText(fixed(z.K, 2), 9, true)
@@ -348,7 +382,7 @@ std::string systemThetaTable(const MeasuredModel& m) {
 std::string rankingTable(const std::vector<MeasuredModel>& models) {
     std::size_t width = 5;
     for (const auto& m : models) {
-        width = std::max(width, m.measurement.name.size());
+        width = std::max(width, escapeText(m.measurement.name).size());
     }
     std::ostringstream out;
     out << padText("#", 3, true) << "  " << padText("model", width + 2) << padText("θ mean", 9, true)
@@ -356,7 +390,7 @@ std::string rankingTable(const std::vector<MeasuredModel>& models) {
         << "\n";
     int rank = 0;
     for (const ModelMeasurement* r : zRanking(measurementsOf(models))) {
-        out << padText(std::to_string(++rank), 3, true) << "  " << padText(r->name, width + 2)
+        out << padText(std::to_string(++rank), 3, true) << "  " << padText(escapeText(r->name), width + 2)
             << padText(fixed(groupTheta(r->model), 2) + "°", 9, true)
             << padText(fixed(r->model.measured ? std::optional(r->model.signalMean) : std::nullopt, 3), 8,
                        true)

@@ -1,5 +1,7 @@
 #include "meta_value.h"
 
+#include "text_safety.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -293,7 +295,7 @@ std::vector<MetaValue> MetaValue::elements(std::uint64_t limit) const {
 std::string MetaValue::toDisplay(std::size_t maxItems) const {
     switch (m_type) {
     case ValueType::String:
-        return std::string(*asString());
+        return escapeText(*asString()); // shown to people: control bytes and invalid UTF-8 escaped
     case ValueType::Bool:
         return *asBool() ? "true" : "false";
     case ValueType::F32:

@@ -1,5 +1,7 @@
 #include "model_report.h"
 
+#include "text_safety.h"
+
 #include "format_error.h"
 
 #include <algorithm>
@@ -111,8 +113,8 @@ nlohmann::json modelToJson(const GgufModel& model, const ModelAnatomy& anatomy, 
 std::string summaryText(const GgufModel& model, const ModelAnatomy& anatomy) {
     const ModelSummary s = summarize(model, anatomy);
     std::ostringstream out;
-    out << s.name << "  (" << fileLabel(s.path) << ")\n";
-    out << "  architecture   " << (s.architecture.empty() ? "(none)" : s.architecture) << "\n";
+    out << escapeText(s.name) << "  (" << escapeText(fileLabel(s.path)) << ")\n";
+    out << "  architecture   " << (s.architecture.empty() ? "(none)" : escapeText(s.architecture)) << "\n";
     out << "  GGUF version   " << s.version;
     if (s.shards > 1) {
         out << ", split into " << s.shards << " files";
@@ -143,7 +145,7 @@ std::string summaryText(const GgufModel& model, const ModelAnatomy& anatomy) {
 std::string tensorTableText(const GgufModel& model, const ModelAnatomy& anatomy) {
     std::size_t nameWidth = 4;
     for (const auto& t : model.tensors()) {
-        nameWidth = std::max(nameWidth, t.name.size());
+        nameWidth = std::max(nameWidth, escapeText(t.name).size());
     }
     std::ostringstream out;
     out << padText("name", nameWidth + 2) << padText("system", 10) << padText("role", 22)
@@ -152,9 +154,10 @@ std::string tensorTableText(const GgufModel& model, const ModelAnatomy& anatomy)
     for (std::size_t i = 0; i < model.tensors().size(); ++i) {
         const TensorInfo& t = model.tensors()[i];
         const TensorAnatomy& a = anatomy.tensors[i];
-        out << padText(t.name, nameWidth + 2) << padText(std::string(systemName(a.system)), 10)
-            << padText(a.role, 22) << padText(a.layer ? std::to_string(*a.layer) : std::string("-"), 5, true)
-            << "  " << padText(std::string(tensorTypeName(t.type)), 8) << padText(t.shapeText(), 22)
+        out << padText(escapeText(t.name), nameWidth + 2) << padText(std::string(systemName(a.system)), 10)
+            << padText(escapeText(a.role), 22)
+            << padText(a.layer ? std::to_string(*a.layer) : std::string("-"), 5, true) << "  "
+            << padText(std::string(tensorTypeName(t.type)), 8) << padText(t.shapeText(), 22)
             << padText(groupDigits(t.fileOffset), 16, true) << padText(groupDigits(t.bytes), 16, true)
             << "\n";
     }
@@ -164,7 +167,7 @@ std::string tensorTableText(const GgufModel& model, const ModelAnatomy& anatomy)
 std::string metadataText(const GgufModel& model, std::size_t maxArrayItems) {
     std::size_t keyWidth = 3;
     for (const auto& entry : model.metadata()) {
-        keyWidth = std::max(keyWidth, entry.key.size());
+        keyWidth = std::max(keyWidth, escapeText(entry.key).size());
     }
     std::ostringstream out;
     for (const auto& entry : model.metadata()) {
@@ -176,8 +179,8 @@ std::string metadataText(const GgufModel& model, std::size_t maxArrayItems) {
             }
             value = value.substr(0, cut) + " …";
         }
-        out << padText(entry.key, keyWidth + 2) << padText(std::string(valueTypeName(entry.value.type())), 8)
-            << value << "\n";
+        out << padText(escapeText(entry.key), keyWidth + 2)
+            << padText(std::string(valueTypeName(entry.value.type())), 8) << value << "\n";
     }
     return out.str();
 }

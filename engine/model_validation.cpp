@@ -127,25 +127,46 @@ public:
         for (std::size_t i = 0; i < m_model.tensors().size(); ++i) {
             if (classifyTensor(m_model.tensors()[i].name).system == System::Other &&
                 m_model.tensors()[i].name.rfind("rope_", 0) != 0) {
-                warning("tensor of unknown kind: " + m_model.tensors()[i].name, {m_model.tensors()[i].name});
+                warning("unknown", "tensor of unknown kind: " + m_model.tensors()[i].name,
+                        {m_model.tensors()[i].name});
             }
+        }
+        for (const auto& [kind, count] : m_suppressed) {
+            m_findings.push_back(
+                {m_suppressedSeverity[kind],
+                 "… and " + std::to_string(count) + " more finding(s) like the above (" + kind + ")",
+                 {},
+                 -1});
         }
         return std::move(m_findings);
     }
 
 private:
-    void error(std::string message, std::vector<std::string> tensors = {}) {
-        m_findings.push_back({Finding::Severity::Error, std::move(message), std::move(tensors), -1});
+    // At most kMaxPerKind findings of one kind are listed, then how many more there were: a
+    // file that declares a million blocks gets a readable report, not a million lines.
+    static constexpr std::size_t kMaxPerKind = 20;
+    void add(Finding::Severity severity, const std::string& kind, std::string message,
+             std::vector<std::string> tensors) {
+        if (++m_perKind[kind] > kMaxPerKind) {
+            ++m_suppressed[kind];
+            m_suppressedSeverity[kind] = severity;
+            return;
+        }
+        m_findings.push_back({severity, std::move(message), std::move(tensors), -1});
     }
-    void warning(std::string message, std::vector<std::string> tensors = {}) {
-        m_findings.push_back({Finding::Severity::Warning, std::move(message), std::move(tensors), -1});
+    void error(const std::string& kind, std::string message, std::vector<std::string> tensors = {}) {
+        add(Finding::Severity::Error, kind, std::move(message), std::move(tensors));
     }
+    void error(std::string message) { error("other", std::move(message)); }
+    void warning(const std::string& kind, std::string message, std::vector<std::string> tensors = {}) {
+        add(Finding::Severity::Warning, kind, std::move(message), std::move(tensors));
+    }
+    void warning(std::string message) { warning("other", std::move(message)); }
 
     void collectLayers() {
         for (const auto& t : m_model.tensors()) {
-            const TensorAnatomy a = classifyTensor(t.name);
-            if (a.layer && t.name.starts_with("blk.")) {
-                m_layers[*a.layer].insert(t.name.substr(t.name.find('.', 4) + 1));
+            if (const auto parsed = parseLayerName(t.name)) {
+                m_layers[parsed->layer].insert(std::string(parsed->rest));
             }
         }
     }
@@ -157,11 +178,27 @@ private:
             return;
         }
         m_blocks = *blocks;
-        for (std::uint64_t b = 0; b < m_blocks; ++b) {
-            if (m_layers.count(static_cast<std::uint32_t>(b)) == 0) {
-                error("block " + std::to_string(b) + " has no tensors (" + m_arch + ".block_count is " +
-                      std::to_string(m_blocks) + ")");
+        // Missing blocks as runs between the blocks that exist: the work follows the tensors
+        // present, never the number the file declares.
+        std::uint64_t next = 0;
+        auto missing = [&](std::uint64_t first, std::uint64_t last) {
+            const std::string which = first == last
+                                          ? "block " + std::to_string(first)
+                                          : "blocks " + std::to_string(first) + "–" + std::to_string(last);
+            error("missing-blocks", which + (first == last ? " has" : " have") + " no tensors (" + m_arch +
+                                        ".block_count is " + std::to_string(m_blocks) + ")");
+        };
+        for (const auto& [layer, names] : m_layers) {
+            if (layer >= m_blocks) {
+                break;
             }
+            if (layer > next) {
+                missing(next, layer - 1);
+            }
+            next = std::uint64_t(layer) + 1;
+        }
+        if (next < m_blocks) {
+            missing(next, m_blocks - 1);
         }
         for (const auto& [layer, names] : m_layers) {
             if (layer >= m_blocks) {
@@ -169,11 +206,23 @@ private:
                 for (const auto& n : names) {
                     orphans.push_back("blk." + std::to_string(layer) + "." + n);
                 }
-                error("orphan tensors: block " + std::to_string(layer) + " is beyond " + m_arch +
+                error("orphans",
+                      "orphan tensors: block " + std::to_string(layer) + " is beyond " + m_arch +
                           ".block_count (" + std::to_string(m_blocks) + ")",
                       orphans);
             }
         }
+    }
+
+    // The blocks the per-block checks visit: those that exist and that block_count covers.
+    std::vector<std::uint32_t> presentBlocks() const {
+        std::vector<std::uint32_t> out;
+        for (const auto& [layer, names] : m_layers) {
+            if (layer < m_blocks) {
+                out.push_back(layer);
+            }
+        }
+        return out;
     }
 
     void require(const Requirement& requirement, std::uint32_t layer) {
@@ -194,7 +243,7 @@ private:
             }
             wanted += (wanted.empty() ? "" : " or ") + missing;
         }
-        error("block " + std::to_string(layer) + " lacks " + wanted);
+        error("lacks", "block " + std::to_string(layer) + " lacks " + wanted);
     }
 
     void checkRequiredTensors() {
@@ -211,7 +260,7 @@ private:
             }
         }
         const std::uint64_t dense = m_model.archValue("leading_dense_block_count").value_or(0);
-        for (std::uint32_t b = 0; b < m_blocks; ++b) {
+        for (const std::uint32_t b : presentBlocks()) {
             for (const auto& r : rules->block) {
                 require(r, b);
             }
@@ -250,7 +299,8 @@ private:
                 TensorInfo wanted;
                 wanted.nDims = static_cast<std::uint32_t>(shape.size());
                 wanted.ne = ne;
-                error(name + ": shape " + t->shapeText() + ", expected " + wanted.shapeText() + " from " +
+                error("shape",
+                      name + ": shape " + t->shapeText() + ", expected " + wanted.shapeText() + " from " +
                           why,
                       {name});
             }
@@ -264,7 +314,7 @@ private:
         }
         expect("output_norm.weight", {*embd}, "embedding_length " + e);
         const bool mla = m_arch == "deepseek2";
-        for (std::uint32_t b = 0; b < m_blocks; ++b) {
+        for (const std::uint32_t b : presentBlocks()) {
             auto n = [b](const char* suffix) { return "blk." + std::to_string(b) + "." + suffix; };
             expect(n("attn_norm.weight"), {*embd}, "embedding_length " + e);
             expect(n("ffn_norm.weight"), {*embd}, "embedding_length " + e);
@@ -303,6 +353,9 @@ private:
     std::map<std::uint32_t, std::set<std::string>> m_layers;
     std::uint64_t m_blocks = 0;
     std::vector<Finding> m_findings;
+    std::map<std::string, std::size_t> m_perKind;
+    std::map<std::string, std::size_t> m_suppressed;
+    std::map<std::string, Finding::Severity> m_suppressedSeverity;
 };
 
 } // namespace

@@ -177,6 +177,47 @@ void scoreResult(ZResult& r) {
     r.signal = std::sin(*r.theta * std::numbers::pi / 180.0);
 }
 
+std::optional<std::string> inconsistency(const ZResult& r, std::uint64_t elements) {
+    auto finite = [](const std::optional<double>& v) { return !v || std::isfinite(*v); };
+    if (r.N != elements || r.n > r.N || r.nonFinite > r.N) {
+        return "counts that do not fit the tensor's " + std::to_string(elements) + " values";
+    }
+    for (const auto* v : {&r.H, &r.K, &r.C, &r.sH, &r.sK, &r.sC, &r.theta, &r.signal, &r.beta}) {
+        if (!finite(*v)) {
+            return std::string("a value that is not finite");
+        }
+    }
+    for (double e : r.levelEnergies) {
+        if (!std::isfinite(e) || e < 0) {
+            return std::string("a spectrum energy that is negative or not finite");
+        }
+    }
+    if (r.constant && r.theta) {
+        return std::string("θ for a constant tensor");
+    }
+    if (!r.theta) {
+        return std::nullopt; // constant, or no finite values: nothing follows from H, K, C
+    }
+    if (!r.H || !r.K || !r.C || !r.sH || !r.sK || !r.sC || !r.signal) {
+        return std::string("θ without all of its indicators");
+    }
+    // H is an entropy over 256 bins / 8; excess kurtosis is at least −2; C a ratio ≥ 0.
+    if (*r.H < 0 || *r.H > 1 + 1e-12 || *r.K < -2 - 1e-9 || *r.C < 0) {
+        return std::string("indicators out of their range (H, K or C)");
+    }
+    ZResult again = r;
+    scoreResult(again);
+    constexpr double kTolerance = 1e-9;
+    for (const auto& [stored, computed] :
+         {std::pair(r.sH, again.sH), std::pair(r.sK, again.sK), std::pair(r.sC, again.sC),
+          std::pair(r.theta, again.theta), std::pair(r.signal, again.signal)}) {
+        if (std::abs(*stored - *computed) > kTolerance * std::max(1.0, std::abs(*computed))) {
+            return std::string("scores or θ that do not follow from H, K and C");
+        }
+    }
+    return std::nullopt;
+}
+
 namespace {
 
 // Fills H, K, C and the scores from statistics gathered by either strategy.

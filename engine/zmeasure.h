@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace organ {
@@ -58,5 +59,10 @@ std::optional<ZResult> measureTensor(TensorType type, std::span<const std::byte>
 
 // θ from H, K and C, as the spec's section 3 defines it; fills the scores too.
 void scoreResult(ZResult& result);
+
+// Why a stored result cannot be what measureTensor gave for a tensor of `elements` values
+// (out-of-range or non-finite indicators, scores or θ that do not follow from H, K and C),
+// or nullopt when it is consistent. Stored results are checked before they are believed.
+std::optional<std::string> inconsistency(const ZResult& result, std::uint64_t elements);
 
 } // namespace organ

@@ -349,7 +349,7 @@ int AnatomyTreeModel::columnCount(const QModelIndex&) const {
 QString AnatomyTreeModel::nodeName(const AnatomyNode& n) const {
     switch (n.kind) {
     case AnatomyNode::Kind::Tensor:
-        return QString::fromStdString(m_snapshot->model->tensors()[n.tensor].name);
+        return displayText(m_snapshot->model->tensors()[n.tensor].name);
     case AnatomyNode::Kind::System:
         return text(systemName(n.system));
     case AnatomyNode::Kind::Layer:
@@ -366,7 +366,7 @@ QVariant AnatomyTreeModel::displayData(const AnatomyNode& n, int column) const {
     case Name:
         return nodeName(n);
     case Role:
-        return isTensor ? QString::fromStdString(m_snapshot->anatomy.tensors[n.tensor].role)
+        return isTensor ? displayText(m_snapshot->anatomy.tensors[n.tensor].role)
                         : (n.stats.tensors == 1 ? tr("1 tensor") : tr("%1 tensors").arg(n.stats.tensors));
     case DType:
         return isTensor ? text(tensorTypeName(t->type)) : QVariant();
@@ -467,7 +467,7 @@ QVariant AnatomyTreeModel::data(const QModelIndex& index, int role) const {
             const TensorInfo& t = m_snapshot->model->tensors()[n.tensor];
             const QString about =
                 tr("%1\n%2, %3\n%4 bytes at offset %5")
-                    .arg(QString::fromStdString(t.name), text(tensorTypeName(t.type)),
+                    .arg(displayText(t.name), text(tensorTypeName(t.type)),
                          QString::fromStdString(t.shapeText()), QString::fromStdString(groupDigits(t.bytes)),
                          QString::fromStdString(groupDigits(t.fileOffset)));
             return plan.isValid() ? about + u'\n' + plan.toString() : about;

@@ -1,6 +1,7 @@
 #include "display_names.h"
 
 #include "gguf_model.h"
+#include "text_safety.h"
 
 #include <QFileInfo>
 #include <QPainter>
@@ -31,6 +32,10 @@ QIcon donorMark(int donor) {
     painter.setBrush(donorColor(donor));
     painter.drawRect(1, 2, 9, 8);
     return QIcon(mark);
+}
+
+QString displayText(std::string_view raw) {
+    return QString::fromStdString(escapeText(raw));
 }
 
 QString countOf(qint64 n, const QString& one, const QString& many) {

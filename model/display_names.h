@@ -3,6 +3,7 @@
 #include <QColor>
 #include <QIcon>
 #include <QString>
+#include <string_view>
 
 namespace organ {
 class GgufModel;
@@ -20,6 +21,10 @@ QString modelDisplayName(const GgufModel& model);
 QColor donorColor(int donor);
 // The donor's colour as a small square with a margin, for item views (rows in a run stay apart).
 QIcon donorMark(int donor);
+
+// A string from a file (a name, a key, a value, a message quoting them) as the window shows
+// it: control characters and invalid UTF-8 escaped visibly (escapeText in the engine).
+QString displayText(std::string_view raw);
 
 // "1 layer", "5 layers": a count with its noun in the right number.
 QString countOf(qint64 n, const QString& one, const QString& many);

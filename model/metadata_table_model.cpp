@@ -1,4 +1,5 @@
 #include "metadata_table_model.h"
+#include "display_names.h"
 
 #include "model_roles.h"
 
@@ -38,7 +39,7 @@ QVariant MetadataTableModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::DisplayRole || role == SortRole || role == FilterRole) {
         switch (index.column()) {
         case Key:
-            return QString::fromStdString(entry.key);
+            return displayText(entry.key);
         case Type: {
             const auto name = valueTypeName(entry.value.type());
             QString type = QString::fromUtf8(name.data(), qsizetype(name.size()));

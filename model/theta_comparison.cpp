@@ -22,8 +22,7 @@ ThetaComparison compareTheta(const ModelSnapshot& recipient, const ModelMeasurem
     const QString dName = modelDisplayName(d);
     if (r.architecture() != d.architecture()) {
         out.reason = tr("%1 is %2 and %3 is %4: Δθ compares models of one architecture")
-                         .arg(rName, QString::fromStdString(r.architecture()), dName,
-                              QString::fromStdString(d.architecture()));
+                         .arg(rName, displayText(r.architecture()), dName, displayText(d.architecture()));
         return out;
     }
     std::size_t shared = 0;

@@ -1,13 +1,19 @@
 #include "chart_export.h"
 
+#include "display_names.h"
+#include "safe_files.h"
+
+#include <memory>
+
+#include <QBuffer>
 #include <QDialog>
 #include <QDialogButtonBox>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPdfWriter>
 #include <QSpinBox>
 #include <QSvgGenerator>
 #include <qcustomplot.h>
@@ -53,26 +59,44 @@ private:
     QCPTextElement* m_added = nullptr;
 };
 
-bool render(QCustomPlot* plot, const QString& suffix, const QString& file, QSize size, const QString& title) {
+// The chart as the bytes of a PNG, PDF or SVG file, drawn in memory.
+QByteArray render(QCustomPlot* plot, const QString& suffix, QSize size, const QString& title) {
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
     if (suffix == QStringLiteral("png")) {
-        return plot->savePng(file, size.width(), size.height(), 1.0, -1, 96);
+        QImage image = plot->toPixmap(size.width(), size.height(), 1.0).toImage();
+        image.setDotsPerMeterX(3780); // 96 dpi
+        image.setDotsPerMeterY(3780);
+        return image.save(&buffer, "PNG") ? bytes : QByteArray();
     }
-    if (suffix == QStringLiteral("pdf")) {
-        return plot->savePdf(file, size.width(), size.height(), QCP::epNoCosmetic,
-                             QStringLiteral("Organ Workbench"), title);
-    }
-    QSvgGenerator svg;
-    svg.setFileName(file);
-    svg.setSize(size);
-    svg.setViewBox(QRect(QPoint(0, 0), size));
-    svg.setTitle(title);
-    svg.setDescription(QStringLiteral("Organ Workbench chart"));
     QCPPainter painter;
-    if (!painter.begin(&svg)) {
-        return false;
+    std::unique_ptr<QPaintDevice> device;
+    if (suffix == QStringLiteral("pdf")) {
+        auto pdf = std::make_unique<QPdfWriter>(&buffer);
+        pdf->setCreator(QStringLiteral("Organ Workbench"));
+        pdf->setTitle(title);
+        pdf->setResolution(72); // one point per pixel of the asked size
+        pdf->setPageSize(QPageSize(QSizeF(size), QPageSize::Point));
+        pdf->setPageMargins(QMarginsF(0, 0, 0, 0));
+        device = std::move(pdf);
+    } else {
+        auto svg = std::make_unique<QSvgGenerator>();
+        svg->setOutputDevice(&buffer);
+        svg->setSize(size);
+        svg->setViewBox(QRect(QPoint(0, 0), size));
+        svg->setTitle(title);
+        svg->setDescription(QStringLiteral("Organ Workbench chart"));
+        device = std::move(svg);
     }
+    if (!painter.begin(device.get())) {
+        return {};
+    }
+    painter.setMode(QCPPainter::pmVectorized);
+    painter.setMode(QCPPainter::pmNoCaching);
+    painter.setMode(QCPPainter::pmNonCosmetic);
     plot->toPainter(&painter, size.width(), size.height());
-    return painter.end();
+    return painter.end() ? bytes : QByteArray();
 }
 
 } // namespace
@@ -84,19 +108,22 @@ bool exportChart(QCustomPlot* plot, const QString& path, QSize size, const QStri
         *error = QFileInfo(path).fileName() + QObject::tr(": choose a .png, .svg or .pdf file");
         return false;
     }
-    const QString partial = path + QStringLiteral(".partial.") + suffix;
-    bool written = false;
+    QByteArray bytes;
     {
         const ExportTitle shown(plot, title);
-        written = render(plot, suffix, partial, size, title);
+        bytes = render(plot, suffix, size, title);
     }
-    QFile::remove(path);
-    if (!written || !QFile::rename(partial, path)) {
-        QFile::remove(partial);
-        *error = QFileInfo(path).fileName() + QObject::tr(": cannot write the chart");
+    if (bytes.isEmpty()) {
+        *error = QFileInfo(path).fileName() + QObject::tr(": cannot draw the chart");
         return false;
     }
-    return true;
+    try {
+        writeFileSafely(path.toStdString(), std::string_view(bytes.constData(), std::size_t(bytes.size())));
+        return true;
+    } catch (const std::exception& e) {
+        *error = model::displayText(e.what());
+        return false;
+    }
 }
 
 void exportChartInteractively(QCustomPlot* plot, QWidget* parent, const ChartLabel& label) {

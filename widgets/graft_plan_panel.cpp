@@ -1,4 +1,5 @@
 #include "graft_plan_panel.h"
+#include "display_names.h"
 
 #include "format_error.h"
 #include "graft_document.h"
@@ -143,11 +144,11 @@ void GraftPlanPanel::refresh() {
     for (const Finding& f : report.findings) {
         const QString where = f.operation >= 0 ? tr("#%1 ").arg(f.operation + 1) : QString();
         auto* item = new QListWidgetItem(QString::fromUtf8(severityName(f.severity).data()) +
-                                             QStringLiteral(": ") + where + QString::fromStdString(f.message),
+                                             QStringLiteral(": ") + where + model::displayText(f.message),
                                          m_findings);
         QStringList names;
         for (const auto& name : f.tensors) {
-            names << QString::fromStdString(name);
+            names << QString::fromStdString(name); // to find the tensor, not to show
         }
         item->setData(Qt::UserRole, names);
         if (f.severity == Finding::Severity::Error) {

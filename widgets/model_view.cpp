@@ -37,8 +37,9 @@
 namespace organ::widgets {
 namespace {
 
+// Strings from the file, shown safely (control characters and invalid UTF-8 escaped).
 QString text(const std::string& s) {
-    return QString::fromStdString(s);
+    return model::displayText(s);
 }
 
 } // namespace

@@ -1,8 +1,11 @@
 #include "report_export.h"
 
+#include "display_names.h"
+#include "safe_files.h"
+#include "text_safety.h"
+
 #include <QCoreApplication>
 #include <QFileInfo>
-#include <QSaveFile>
 
 namespace organ::widgets {
 
@@ -11,7 +14,7 @@ bool writeMeasurementReport(const MeasuredModel& model, const QString& path, QSt
     const QString suffix = QFileInfo(path).suffix().toLower();
     std::string text;
     if (suffix == QStringLiteral("json")) {
-        text = measurementsDocument(models).dump(2) + "\n";
+        text = dumpJson(measurementsDocument(models), 2) + "\n";
     } else if (suffix == QStringLiteral("csv")) {
         text = measurementsCsv(models);
     } else if (suffix == QStringLiteral("md")) {
@@ -21,14 +24,13 @@ bool writeMeasurementReport(const MeasuredModel& model, const QString& path, QSt
                  QCoreApplication::translate("organ", ": choose a .json, .csv or .md file");
         return false;
     }
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) ||
-        file.write(text.data(), qint64(text.size())) != qint64(text.size()) || !file.commit()) {
-        *error = QFileInfo(path).fileName() + QCoreApplication::translate("organ", ": cannot write: ") +
-                 file.errorString();
+    try {
+        writeFileSafely(path.toStdString(), text, {model.model->path()});
+        return true;
+    } catch (const std::exception& e) {
+        *error = model::displayText(e.what());
         return false;
     }
-    return true;
 }
 
 QString measurementReportFilters() {

@@ -1,4 +1,5 @@
 #include "tensor_inspector.h"
+#include "display_names.h"
 
 #include "chart_export.h"
 #include "chart_style.h"
@@ -86,7 +87,7 @@ TensorInspector::~TensorInspector() = default;
 
 void TensorInspector::showTensor(int tensor, const TensorInfo& info) {
     m_tensor = tensor;
-    m_name = QString::fromStdString(info.name);
+    m_name = model::displayText(info.name);
     m_columns = info.ne[0];
     m_rows = info.ne[0] == 0 ? 0 : info.elements / info.ne[0];
     m_result.reset();

@@ -172,7 +172,7 @@ void ThetaHeatmap::buildPlot() {
     m_plot->xAxis->grid()->setVisible(false);
     auto yTicks = QSharedPointer<QCPAxisTickerText>::create();
     for (int r = 0; r < rows; ++r) {
-        yTicks->addTick(r, QString::fromStdString(m_roles[static_cast<std::size_t>(r)]));
+        yTicks->addTick(r, model::displayText(m_roles[static_cast<std::size_t>(r)]));
     }
     m_plot->yAxis->setTicker(yTicks);
     m_plot->yAxis->setRange(-0.5, rows - 0.5);
@@ -385,7 +385,7 @@ void ThetaHeatmap::showTooltip(QMouseEvent* event) {
     }
     const auto& name = m_snapshot->model->tensors()[static_cast<std::size_t>(tensor)].name;
     const auto& r = m_results[static_cast<std::size_t>(tensor)];
-    QString text = QString::fromStdString(name);
+    QString text = model::displayText(name);
     if (m_mode == Mode::Delta) {
         const auto& delta = m_delta[static_cast<std::size_t>(tensor)];
         text += delta ? tr("\nΔθ %1° (donor − recipient)").arg(*delta, 0, 'f', 2)

@@ -2,8 +2,11 @@
 #include "cli.h"
 #include "format_error.h"
 #include "model_validation.h"
+#include "safe_files.h"
+#include "text_safety.h"
 
 #include <charconv>
+#include <filesystem>
 #include <iostream>
 
 namespace organ::cli {
@@ -13,21 +16,40 @@ int printFindings(const std::vector<Finding>& findings, const std::string& label
     std::size_t errors = 0;
     std::size_t warnings = 0;
     for (const auto& f : findings) {
-        std::cout << severityName(f.severity) << ": " << f.message << "\n";
+        std::cout << severityName(f.severity) << ": " << escapeText(f.message) << "\n";
         errors += f.severity == Finding::Severity::Error;
         warnings += f.severity == Finding::Severity::Warning;
     }
-    std::cout << label << ": " << errors << " error(s), " << warnings << " warning(s)\n";
+    std::cout << escapeText(label) << ": " << errors << " error(s), " << warnings << " warning(s)\n";
     return errors == 0 ? kExitOk : kExitInvalid;
 }
 
-// Checks the plan, prints the report, writes the chimera, then validates it.
-int runPlan(const GraftPlan& plan, const std::string& output, const std::string& command) {
+// The files a plan reads: never a place to write.
+std::vector<std::string> inputsOf(const GraftPlan& plan) {
+    std::vector<std::string> inputs{plan.base};
+    for (const auto& donor : plan.donors) {
+        inputs.push_back(donor.second);
+    }
+    return inputs;
+}
+
+// Checks the plan, prints the report, writes the chimera, then validates it. `inputs`: files
+// besides the plan's models that must not be written over (the plan file itself).
+int runPlan(const GraftPlan& plan, const std::string& output, const std::string& command,
+            std::vector<std::string> inputs = {}) {
     std::optional<GraftModels> models;
+    try {
+        const std::vector<std::string> models = inputsOf(plan);
+        inputs.insert(inputs.end(), models.begin(), models.end());
+        checkOutputTarget(output, inputs);
+    } catch (const std::exception& error) {
+        std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
+        return kExitInvalid;
+    }
     try {
         models = GraftModels::open(plan);
     } catch (const std::exception& error) {
-        std::cerr << "organ " << command << ": " << error.what() << "\n";
+        std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
         return kExitInvalid;
     }
     GraftPlan withOutput = plan;
@@ -35,7 +57,7 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
     const CompatibilityReport report = checkGraft(withOutput, *models);
     std::cout << reportText(report, withOutput);
     if (report.hasErrors()) {
-        std::cerr << "organ " << command << ": " << fileLabel(output)
+        std::cerr << "organ " << command << ": " << escapeText(fileLabel(output))
                   << " not written: the plan has errors\n";
         return kExitInvalid;
     }
@@ -44,11 +66,14 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
         printer.update(p.done, p.total, p.stage);
     });
     printer.finish();
+    for (const auto& warning : result.warnings) {
+        std::cerr << "organ " << command << ": warning: " << escapeText(warning) << "\n";
+    }
     if (!result.isOk()) {
-        std::cerr << "organ " << command << ": " << result.message << "\n";
+        std::cerr << "organ " << command << ": " << escapeText(result.message) << "\n";
         return kExitInvalid;
     }
-    std::cout << "wrote " << output << "\n";
+    std::cout << "wrote " << escapeText(output) << "\n";
     const auto chimera = GgufModel::open(output);
     return printFindings(validateModel(*chimera), "validation of " + fileLabel(output));
 }
@@ -120,9 +145,22 @@ int runGraft(const std::vector<std::string>& args) {
         o.select = selector;
         plan.operations.push_back(std::move(o));
     }
+    // The plan is saved only once both targets are known to be safe to write: neither is one
+    // of the models, a special file, or the other target.
     if (const auto save = parsed.option("--save-plan")) {
-        saveGraftPlan(plan, *save);
-        std::cout << "plan saved to " << *save << "\n";
+        try {
+            std::error_code ec;
+            if (std::filesystem::weakly_canonical(*save, ec) ==
+                std::filesystem::weakly_canonical(*output, ec)) {
+                throw UsageError{"--save-plan and -o name the same file: " + escapeText(*save)};
+            }
+            checkOutputTarget(*output, inputsOf(plan));
+            saveGraftPlan(plan, *save);
+        } catch (const std::exception& error) {
+            std::cerr << "organ graft: " << escapeText(error.what()) << "\n";
+            return kExitInvalid;
+        }
+        std::cout << "plan saved to " << escapeText(*save) << "\n";
     }
     return runPlan(plan, *output, "graft");
 }
@@ -142,7 +180,7 @@ int runPlanCommand(const std::vector<std::string>& args) {
         std::cout << reportText(report, plan);
         return report.hasErrors() ? kExitInvalid : kExitOk;
     } catch (const std::exception& error) {
-        std::cerr << "organ plan check: " << error.what() << "\n";
+        std::cerr << "organ plan check: " << escapeText(error.what()) << "\n";
         return kExitInvalid;
     }
 }
@@ -157,7 +195,7 @@ int runAssemble(const std::vector<std::string>& args) {
     try {
         plan = loadGraftPlan(*planPath);
     } catch (const std::exception& error) {
-        std::cerr << "organ assemble: " << error.what() << "\n";
+        std::cerr << "organ assemble: " << escapeText(error.what()) << "\n";
         return kExitInvalid;
     }
     const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
@@ -165,7 +203,7 @@ int runAssemble(const std::vector<std::string>& args) {
     if (target.empty()) {
         throw UsageError{"the plan names no output: give -o OUT.gguf"};
     }
-    return runPlan(plan, target, "assemble");
+    return runPlan(plan, target, "assemble", {*planPath});
 }
 
 int runValidate(const std::vector<std::string>& args) {
@@ -179,7 +217,7 @@ int runValidate(const std::vector<std::string>& args) {
             const auto model = GgufModel::open(path);
             status = std::max(status, printFindings(validateModel(*model), fileLabel(path)));
         } catch (const std::exception& error) {
-            std::cerr << "organ validate: " << error.what() << "\n";
+            std::cerr << "organ validate: " << escapeText(error.what()) << "\n";
             status = kExitInvalid;
         }
     }

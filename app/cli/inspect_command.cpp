@@ -3,6 +3,7 @@
 #include "format_error.h"
 #include "gguf_model.h"
 #include "model_report.h"
+#include "text_safety.h"
 
 #include <cstdio>
 #include <iostream>
@@ -38,12 +39,12 @@ int runInspect(const std::vector<std::string>& args) {
             }
             first = false;
         } catch (const std::exception& error) {
-            std::cerr << "organ inspect: " << error.what() << "\n";
+            std::cerr << "organ inspect: " << escapeText(error.what()) << "\n";
             status = kExitInvalid;
         }
     }
     if (json && !documents.empty()) {
-        std::cout << (documents.size() == 1 ? documents.front() : documents).dump(2) << "\n";
+        std::cout << dumpJson(documents.size() == 1 ? documents.front() : documents, 2) << "\n";
     }
     return status;
 }

@@ -2,10 +2,11 @@
 #include "format_error.h"
 #include "measure_cache.h"
 #include "measure_report.h"
+#include "safe_files.h"
+#include "text_safety.h"
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 namespace organ::cli {
@@ -28,26 +29,19 @@ ZParams parseSample(const Arguments& args) {
     return params;
 }
 
-// Written beside the target and renamed into place, so that a report is whole or absent.
-bool writeReport(const std::string& path, const std::string& text) {
-    const std::string partial = path + ".partial";
-    {
-        std::ofstream out(partial, std::ios::trunc | std::ios::binary);
-        out << text;
-        out.close();
-        if (!out) {
-            std::cerr << "organ measure: " << fileLabel(path) << ": cannot write the report\n";
-            std::remove(partial.c_str());
-            return false;
+// Through the engine's safe writer: whole or absent, never over an input.
+bool writeReport(const std::string& path, const std::string& text, const std::vector<std::string>& inputs) {
+    try {
+        std::vector<std::string> warnings;
+        writeFileSafely(path, text, inputs, &warnings);
+        for (const auto& warning : warnings) {
+            std::cerr << "organ measure: warning: " << escapeText(warning) << "\n";
         }
-    }
-    std::error_code error;
-    std::filesystem::rename(partial, path, error);
-    if (error) {
-        std::cerr << "organ measure: " << fileLabel(path) << ": " << error.message() << "\n";
+        return true;
+    } catch (const std::exception& error) {
+        std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
         return false;
     }
-    return true;
 }
 
 } // namespace
@@ -62,6 +56,25 @@ int runMeasure(const std::vector<std::string>& args) {
     options.threads = static_cast<unsigned>(parsed.unsignedOption("--threads", 0));
     const bool useCache = !parsed.flag("--no-cache");
     const MeasurementCache cache;
+    // Report targets are checked before anything is measured: never an input, never a
+    // device, never two reports into one file.
+    std::vector<std::string> reports;
+    for (const char* option : {"--json", "--csv", "--markdown"}) {
+        if (const auto target = parsed.option(option)) {
+            for (const auto& other : reports) {
+                if (std::filesystem::weakly_canonical(other) == std::filesystem::weakly_canonical(*target)) {
+                    throw UsageError{"two reports cannot go to one file: " + escapeText(*target)};
+                }
+            }
+            try {
+                checkOutputTarget(*target, parsed.positional());
+            } catch (const std::exception& error) {
+                std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
+                return kExitInvalid;
+            }
+            reports.push_back(*target);
+        }
+    }
     std::vector<MeasuredModel> measured;
     int status = kExitOk;
     for (const auto& path : parsed.positional()) {
@@ -69,28 +82,35 @@ int runMeasure(const std::vector<std::string>& args) {
         try {
             m.model = GgufModel::open(path);
         } catch (const std::exception& error) {
-            std::cerr << "organ measure: " << error.what() << "\n";
+            std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
             status = kExitInvalid;
             continue;
         }
         m.anatomy = analyzeAnatomy(*m.model);
-        if (!(useCache && cache.load(m, options.params))) {
+        std::string cacheWarning;
+        const bool cached = useCache && cache.load(m, options.params, &cacheWarning);
+        if (!cacheWarning.empty()) {
+            std::cerr << "organ measure: warning: " << escapeText(cacheWarning) << "\n";
+        }
+        if (!cached) {
             ProgressPrinter printer(fileLabel(path));
             const JobResult result =
                 measureModel(*m.model, m.anatomy, options, m.measurement,
                              [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
             printer.finish();
             if (!result.isOk()) {
-                std::cerr << "organ measure: " << fileLabel(path) << ": " << result.message << "\n";
+                std::cerr << "organ measure: " << escapeText(fileLabel(path)) << ": "
+                          << escapeText(result.message) << "\n";
                 status = kExitInvalid;
                 continue;
             }
             std::string error;
             if (useCache && !cache.store(m, &error)) {
-                std::cerr << "organ measure: " << error << "\n";
+                std::cerr << "organ measure: warning: " << escapeText(error) << "\n";
             }
         }
-        std::cout << (measured.empty() ? "" : "\n") << m.measurement.name << "  (" << fileLabel(path) << ")"
+        std::cout << (measured.empty() ? "" : "\n") << escapeText(m.measurement.name) << "  ("
+                  << escapeText(fileLabel(path)) << ")"
                   << (m.measurement.fromCache ? "  [from cache; --no-cache measures afresh]" : "") << "\n"
                   << measurementHeadline(m.measurement) << "\n\n"
                   << tensorThetaTable(m) << "\n"
@@ -100,14 +120,17 @@ int runMeasure(const std::vector<std::string>& args) {
     if (measured.size() > 1) {
         std::cout << "\nZ-ranking\n" << rankingTable(measured);
     }
+    const std::vector<std::string>& inputs = parsed.positional();
     if (const auto json = parsed.option("--json"); json && !measured.empty()) {
-        status = writeReport(*json, measurementsDocument(measured).dump(2) + "\n") ? status : kExitInvalid;
+        status = writeReport(*json, dumpJson(measurementsDocument(measured), 2) + "\n", inputs)
+                     ? status
+                     : kExitInvalid;
     }
     if (const auto csv = parsed.option("--csv"); csv && !measured.empty()) {
-        status = writeReport(*csv, measurementsCsv(measured)) ? status : kExitInvalid;
+        status = writeReport(*csv, measurementsCsv(measured), inputs) ? status : kExitInvalid;
     }
     if (const auto markdown = parsed.option("--markdown"); markdown && !measured.empty()) {
-        status = writeReport(*markdown, measurementsMarkdown(measured)) ? status : kExitInvalid;
+        status = writeReport(*markdown, measurementsMarkdown(measured), inputs) ? status : kExitInvalid;
     }
     return status;
 }

@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "text_safety.h"
 
 #include <cstring>
 #include <functional>
@@ -64,13 +65,21 @@ int main(int argc, char** argv) {
     }
     const auto it = commands.find(command);
     if (it == commands.end()) {
-        std::cerr << "organ: unknown command '" << command << "'\n\n" << kUsage;
+        std::cerr << "organ: unknown command '" << organ::escapeText(command) << "'\n\n" << kUsage;
         return kExitUsage;
     }
     try {
         return it->second(std::vector<std::string>(argv + 2, argv + argc));
     } catch (const UsageError& error) {
-        std::cerr << "organ " << command << ": " << error.message << "\n\n" << kUsage;
+        std::cerr << "organ " << command << ": " << organ::escapeText(error.message) << "\n\n" << kUsage;
         return kExitUsage;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "organ " << command << ": out of memory\n";
+        return kExitInvalid;
+    } catch (const std::exception& error) {
+        // Every command reports its own errors; this is the net under them: no input ever
+        // ends the program with an uncaught exception.
+        std::cerr << "organ " << command << ": " << organ::escapeText(error.what()) << "\n";
+        return kExitInvalid;
     }
 }

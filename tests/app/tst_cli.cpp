@@ -274,7 +274,8 @@ private slots:
                                    QStringLiteral("--donor"), healthy, QStringLiteral("--layers"),
                                    QStringLiteral("1"), QStringLiteral("-o"), healthy});
         QCOMPARE(self.exitCode, 1);
-        QVERIFY(self.out.contains(QStringLiteral("is an input")));
+        QVERIFY2(self.err.contains(QStringLiteral("refusing to write over a file that is also an input")),
+                 qPrintable(self.err));
         QCOMPARE(runOrgan({QStringLiteral("graft"), QStringLiteral("--base"), healthy,
                            QStringLiteral("--donor"), healthy, QStringLiteral("-o"), out})
                      .exitCode,

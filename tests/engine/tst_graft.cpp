@@ -7,11 +7,13 @@
 #include "quantize.h"
 #include "shared_models.h"
 
+#include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
 #include <csignal>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <sys/resource.h>
 
 using namespace organ;
@@ -326,7 +328,8 @@ private slots:
             forced.findings.clear();
             const JobResult result = assembleChimera(plan, models, forced, output.toStdString());
             QVERIFY(!result.isOk());
-            QVERIFY2(QString::fromStdString(result.message).contains(QStringLiteral("open as an input")),
+            QVERIFY2(QString::fromStdString(result.message)
+                         .contains(QStringLiteral("refusing to write over a file that is also an input")),
                      result.message.c_str());
         }
         QCOMPARE(readAll(copy), readAll(damaged()));
@@ -366,7 +369,9 @@ private slots:
         QVERIFY(stage.isEmpty() || stages.contains(stage));
         QVERIFY(!stages.contains(QStringLiteral("done")));
         QVERIFY(!QFileInfo::exists(out));
-        QVERIFY(!QFileInfo::exists(out + QStringLiteral(".partial")));
+        QCOMPARE(
+            QFileInfo(out).dir().entryList({QFileInfo(out).fileName() + QStringLiteral(".partial*")}).size(),
+            0);
     }
 
     // A write that fails part-way (the file size limit): a clear error and no file.
@@ -387,10 +392,12 @@ private slots:
         std::signal(SIGXFSZ, previous);
         QVERIFY(!result.isOk());
         QVERIFY2(QString::fromStdString(result.message)
-                     .contains(QStringLiteral("too-big.gguf.partial: write failed: File too large")),
+                     .contains(QStringLiteral("too-big.gguf: write failed: File too large")),
                  result.message.c_str());
         QVERIFY(!QFileInfo::exists(out));
-        QVERIFY(!QFileInfo::exists(out + QStringLiteral(".partial")));
+        QCOMPARE(
+            QFileInfo(out).dir().entryList({QFileInfo(out).fileName() + QStringLiteral(".partial*")}).size(),
+            0);
     }
 
     void planJsonRoundTrip() {
@@ -416,11 +423,40 @@ private slots:
         plan.output = "out/chimera.gguf";
         saveGraftPlan(plan, file.toStdString());
         const GraftPlan back = loadGraftPlan(file.toStdString());
-        QCOMPARE(back.base, m_dir.filePath(QStringLiteral("a.gguf")).toStdString()); // relative to the plan
+        // In memory, paths are what the program opens (relative to the current folder); the
+        // file stores them so that the plan opens the same files from anywhere.
+        QCOMPARE(back.base, QDir::current().absoluteFilePath(QStringLiteral("a.gguf")).toStdString());
         QCOMPARE(back.donors.front().second, std::string("/models/b.gguf"));
-        QCOMPARE(back.output, m_dir.filePath(QStringLiteral("out/chimera.gguf")).toStdString());
+        QCOMPARE(back.output,
+                 QDir::current().absoluteFilePath(QStringLiteral("out/chimera.gguf")).toStdString());
         QVERIFY(graftPlanToJson(back).at("operations") == graftPlanToJson(plan).at("operations"));
         QVERIFY(back.operations[3].value == MetaValue::fromU32(4096));
+    }
+
+    // Models in the plan's folder (or below) are stored relative to it, others absolute;
+    // either way the plan opens from any current folder (a plan saved with paths relative to
+    // the current folder could not be opened by `plan check` once saved in a sub-folder).
+    void savedPlansOpenFromAnywhere() {
+        const QString home = QDir::currentPath();
+        QVERIFY(QDir(m_dir.path()).mkpath(QStringLiteral("bundle/models")));
+        QVERIFY(QDir(m_dir.path()).mkpath(QStringLiteral("elsewhere")));
+        QDir::setCurrent(m_dir.path());
+        GraftPlan plan = replacePlan(QStringLiteral("bundle/models/a.gguf"),
+                                     QStringLiteral("elsewhere/b.gguf"), organsOfLayers(1, 3));
+        plan.output = "bundle/out.gguf";
+        saveGraftPlan(plan, "bundle/p.json");
+        const auto stored = nlohmann::json::parse(readAll(QStringLiteral("bundle/p.json")).toStdString());
+        QCOMPARE(stored.at("base").get<std::string>(), std::string("models/a.gguf"));
+        QCOMPARE(stored.at("donors").at("healthy").get<std::string>(),
+                 m_dir.filePath(QStringLiteral("elsewhere/b.gguf")).toStdString());
+        QCOMPARE(stored.at("output").get<std::string>(), std::string("out.gguf"));
+        QDir::setCurrent(m_dir.filePath(QStringLiteral("elsewhere")));
+        const GraftPlan back = loadGraftPlan(m_dir.filePath(QStringLiteral("bundle/p.json")).toStdString());
+        QDir::setCurrent(home);
+        QCOMPARE(back.base, m_dir.filePath(QStringLiteral("bundle/models/a.gguf")).toStdString());
+        QCOMPARE(back.donors.front().second,
+                 m_dir.filePath(QStringLiteral("elsewhere/b.gguf")).toStdString());
+        QCOMPARE(back.output, m_dir.filePath(QStringLiteral("bundle/out.gguf")).toStdString());
     }
 
     void badPlans_data() {

@@ -221,7 +221,7 @@ private slots:
         QVERIFY(std::isfinite(m.measurement.model.thetaMean));
         const std::string markdown = measurementsMarkdown({m});
         QVERIFY(markdown.find("Non-finite values") != std::string::npos);
-        QVERIFY(markdown.find("blk.0.ffn_up.weight (2)") != std::string::npos);
+        QVERIFY(markdown.find("`blk.0.ffn_up.weight` (2)") != std::string::npos);
     }
 
     void cacheServesOnlyUnchangedFiles() {

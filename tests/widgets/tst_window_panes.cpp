@@ -8,6 +8,7 @@
 #include "fixtures.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
+#include "hostile_models.h"
 #include "main_window.h"
 #include "model_pane.h"
 #include "model_roles.h"
@@ -392,6 +393,39 @@ private slots:
                 QVERIFY2(out.startsWith(QStringLiteral("organ-workbench ")), qPrintable(out));
             }
         }
+    }
+
+    // Names and values with control characters and invalid UTF-8 are shown escaped, visibly,
+    // in the header, the tree, the metadata table and the heatmap's rows.
+    void hostileNamesShowSafely() {
+        const QString path = m_dir.filePath(QStringLiteral("hostile.gguf"));
+        QVERIFY(writeFixture(path, hostileModelSpec(1)));
+        app::MainWindow window;
+        window.resize(1200, 800);
+        window.show();
+        QCOMPARE(window.openFiles({path}), 1);
+        widgets::ModelView* view = window.currentView();
+        QVERIFY2(view->headerText().contains(QStringLiteral("l\\xFF\\xFEa\\x1B]0;owned\\x07")),
+                 qPrintable(view->headerText()));
+        auto hasControl = [](const QString& text) {
+            return std::any_of(text.begin(), text.end(),
+                               [](QChar c) { return c.category() == QChar::Other_Control; });
+        };
+        const int evil = int(view->snapshot().model->findTensor(kHostileTensor) -
+                             view->snapshot().model->tensors().data());
+        const QString name = view->anatomyModel()->indexOfTensor(evil).data().toString();
+        QCOMPARE(name, QStringLiteral("evil\\x1B[2J\\xFF.weight"));
+        QAbstractItemModel* metadata = view->metadataView()->model();
+        bool keyShown = false;
+        for (int r = 0; r < metadata->rowCount(); ++r) {
+            for (int c = 0; c < metadata->columnCount(); ++c) {
+                QVERIFY(!hasControl(metadata->index(r, c).data().toString()));
+            }
+            keyShown |= metadata->index(r, 0).data().toString() == QStringLiteral("evil.key\\x1B[31m\\x9B");
+        }
+        QVERIFY(keyShown);
+        view->anatomyView()->expandAll();
+        saveScreenshot(&window, QStringLiteral("main-window-hostile.png"));
     }
 
     void badFileShowsError() {
