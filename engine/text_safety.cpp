@@ -125,12 +125,35 @@ std::string jsonText(std::string_view raw) {
     return isValidUtf8(raw) ? std::string(raw) : escapeText(raw);
 }
 
-std::string dumpJson(const nlohmann::json& json, int indent) {
-    try {
-        return json.dump(indent);
-    } catch (const nlohmann::json::type_error&) {
-        return sanitized(json).dump(indent); // a string or key that is not UTF-8
+// JSON allows DEL, C1 controls and the separators and overrides raw inside strings; written
+// as \u escapes instead, the document means the same and is safe to print on a terminal.
+// Such bytes only occur inside strings (JSON's own syntax is ASCII).
+static std::string escapeControlsInJson(const std::string& json) {
+    std::string out;
+    out.reserve(json.size());
+    char32_t cp = 0;
+    for (std::size_t i = 0; i < json.size();) {
+        const std::size_t n = decode(json, i, cp);
+        if (n != 0 && cp >= 0x7F && isControl(cp)) {
+            char buffer[8];
+            std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(cp));
+            out += buffer;
+        } else {
+            out.append(json, i, n == 0 ? 1 : n);
+        }
+        i += n == 0 ? 1 : n;
     }
+    return out;
+}
+
+std::string dumpJson(const nlohmann::json& json, int indent) {
+    std::string text;
+    try {
+        text = json.dump(indent);
+    } catch (const nlohmann::json::type_error&) {
+        text = sanitized(json).dump(indent); // a string or key that is not UTF-8
+    }
+    return escapeControlsInJson(text);
 }
 
 } // namespace organ

@@ -23,7 +23,9 @@ bool isValidUtf8(std::string_view text);
 std::string jsonText(std::string_view raw);
 
 // Serialises JSON that may hold raw strings from files: never throws on invalid UTF-8 (such
-// strings and object keys are written as jsonText). indent < 0: compact.
+// strings and object keys are written as jsonText), and writes DEL, C1 controls, U+2028/2029
+// and bidirectional overrides as \u escapes, so that the text is safe on a terminal and
+// means the same. indent < 0: compact.
 std::string dumpJson(const nlohmann::json& json, int indent = -1);
 
 } // namespace organ

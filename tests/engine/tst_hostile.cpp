@@ -128,6 +128,14 @@ private slots:
         QCOMPARE(back.at("ok").get<std::string>(), std::string("a\nb θ"));
         QCOMPARE(back.at(jsonText(kHostileKey)).at(1).get<std::string>(), std::string("\\xFF"));
         QCOMPARE(dumpJson(nlohmann::json{{"a", "b"}}), std::string(R"({"a":"b"})"));
+        // DEL and C1 controls, which JSON allows raw, are written as \u escapes: the same
+        // document, safe on a terminal.
+        const std::string controls = dumpJson(nlohmann::json{{"v", "m\x7f"
+                                                                   "del \xc2\x9b[2J \xe2\x80\xae"}});
+        QCOMPARE(controls, std::string("{\"v\":\"m\\u007fdel \\u009b[2J \\u202e\"}"));
+        QCOMPARE(nlohmann::json::parse(controls).at("v").get<std::string>(),
+                 std::string("m\x7f"
+                             "del \xc2\x9b[2J \xe2\x80\xae"));
     }
 
     // Outputs that are not regular files, inputs (by identity, through links), a missing
