@@ -63,30 +63,29 @@ void MeasurementWorker::assemble(quint64 generation, std::shared_ptr<const Assem
     }
     try {
         const GraftModels models = GraftModels::fromModels(job->models);
-        const CompatibilityReport report = checkGraft(job->plan, models);
-        if (report.hasErrors()) {
-            emit assemblyFailed(generation, QString::fromStdString(reportText(report, job->plan))); // escaped
-            return;
-        }
-        const JobResult result = assembleChimera(
-            job->plan, models, report, job->output,
+        const GraftOutcome outcome = graftChimera(
+            job->plan, models, job->output, {}, {},
             [&](const Progress& p) {
                 emit assemblyProgress(generation, p.done, p.total,
                                       QString::fromUtf8(p.stage.data(), qsizetype(p.stage.size())));
             },
             job->stop.get());
-        if (result.status == JobResult::Status::Cancelled) {
+        if (outcome.report.hasErrors()) {
+            emit assemblyFailed(generation,
+                                QString::fromStdString(reportText(outcome.report, job->plan))); // escaped
+            return;
+        }
+        if (outcome.written.status == JobResult::Status::Cancelled) {
             emit assemblyCancelled(generation);
             return;
         }
-        if (!result.isOk()) {
-            emit assemblyFailed(generation, model::displayText(result.message));
+        if (!outcome.written.isOk()) {
+            emit assemblyFailed(generation, model::displayText(outcome.written.message));
             return;
         }
-        const auto findings = validateModel(*GgufModel::open(job->output));
         QString text;
         bool valid = true;
-        for (const Finding& f : findings) {
+        for (const Finding& f : outcome.validation) {
             valid = valid && f.severity != Finding::Severity::Error;
             text += QString::fromUtf8(severityName(f.severity).data()) + QStringLiteral(": ") +
                     model::displayText(f.message) + u'\n';

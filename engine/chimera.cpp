@@ -5,6 +5,7 @@
 #include "dequant.h"
 #include "format_error.h"
 #include "gguf_writer.h"
+#include "model_validation.h"
 #include "quantize.h"
 #include "sha256.h"
 
@@ -77,18 +78,6 @@ std::vector<std::string> GraftModels::ids() const {
     return out;
 }
 
-std::string_view severityName(Finding::Severity severity) {
-    switch (severity) {
-    case Finding::Severity::Error:
-        return "error";
-    case Finding::Severity::Warning:
-        return "warning";
-    case Finding::Severity::Info:
-        return "info";
-    }
-    return "?";
-}
-
 bool CompatibilityReport::hasErrors() const {
     return count(Finding::Severity::Error) != 0;
 }
@@ -98,14 +87,9 @@ std::size_t CompatibilityReport::count(Finding::Severity severity) const {
                                                   [&](const Finding& f) { return f.severity == severity; }));
 }
 
-JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, const CompatibilityReport& report,
-                          const std::string& output, const ProgressFn& progress, const StopToken* stop) {
-    if (report.hasErrors()) {
-        return JobResult::failed(fileLabel(output) + ": not written: the plan has " +
-                                 std::to_string(report.count(Finding::Severity::Error)) + " error(s)");
-    }
+GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, const ChimeraLayout& layout,
+                          bool withSources) {
     const GgufModel& base = models.base();
-    const ChimeraLayout& layout = report.layout;
     GgufWriteSpec spec;
     const std::string blockKey = base.architecture() + ".block_count";
     for (const auto& entry : base.metadata()) {
@@ -130,7 +114,7 @@ JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, cons
     for (const auto& id : models.ids()) {
         const GgufModel& m = *models.find(id);
         names.push_back(id + ": " + m.name());
-        hashes.push_back(headerSha256(m));
+        hashes.push_back(withSources ? headerSha256(m) : std::string());
     }
     const std::string prefix = kProvenancePrefix;
     spec.set(prefix + "version", MetaValue::fromU32(kGraftPlanVersion));
@@ -147,7 +131,9 @@ JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, cons
         w.type = t.targetType;
         w.nDims = source.nDims;
         w.ne = source.ne;
-        if (t.converted) {
+        if (!withSources) {
+            // Not to be written: only its shape and type are read.
+        } else if (t.converted) {
             w.source = conversionSource(model, source, t.targetType);
         } else {
             w.source.bytes = model.tensorData(source);
@@ -155,7 +141,56 @@ JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, cons
         }
         spec.tensors.push_back(std::move(w));
     }
-    return writeGguf(output, spec, progress, stop);
+    return spec;
+}
+
+JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, const CompatibilityReport& report,
+                          const std::string& output, const AssemblyOptions& options,
+                          const ProgressFn& progress, const StopToken* stop) {
+    const auto blocking =
+        std::count_if(report.findings.begin(), report.findings.end(), [&](const Finding& f) {
+            return f.severity == Finding::Severity::Error && !(options.keepInvalid && f.fromValidation);
+        });
+    if (blocking != 0) {
+        return JobResult::failed(fileLabel(output) + ": not written: the plan has " +
+                                 std::to_string(blocking) + " error(s)");
+    }
+    const GgufWriteSpec spec = chimeraSpec(plan, models, report.layout, true);
+    // Validated as llama.cpp would load it before it replaces anything: an invalid chimera is
+    // never left on disk unless asked for.
+    const auto accept = [&](const std::string& written) -> std::optional<std::string> {
+        const auto findings = validateModel(*GgufModel::open(written));
+        std::vector<std::string> errors;
+        for (const Finding& f : findings) {
+            if (f.severity == Finding::Severity::Error) {
+                errors.push_back(f.message);
+            }
+        }
+        if (errors.empty() || options.keepInvalid) {
+            return std::nullopt;
+        }
+        return fileLabel(output) + ": not written: it would not load (" + std::to_string(errors.size()) +
+               " validation error(s), the first: " + errors.front() + "); --keep-invalid keeps such a file";
+    };
+    return writeGguf(output, spec, progress, stop, accept);
+}
+
+GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const std::string& output,
+                          const AssemblyOptions& options,
+                          const std::function<void(const CompatibilityReport&)>& checked,
+                          const ProgressFn& progress, const StopToken* stop) {
+    GraftOutcome outcome;
+    GraftPlan withOutput = plan;
+    withOutput.output = output;
+    outcome.report = checkGraft(withOutput, models);
+    if (checked) {
+        checked(outcome.report);
+    }
+    outcome.written = assembleChimera(withOutput, models, outcome.report, output, options, progress, stop);
+    if (outcome.written.isOk()) {
+        outcome.validation = validateModel(*GgufModel::open(output));
+    }
+    return outcome;
 }
 
 std::string reportText(const CompatibilityReport& report, const GraftPlan& plan) {

@@ -1,10 +1,13 @@
 #pragma once
 
 #include "anatomy.h"
+#include "finding.h"
 #include "gguf_model.h"
+#include "gguf_writer.h"
 #include "graft_plan.h"
 #include "job.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,16 +32,6 @@ public:
 private:
     NamedModels m_models;
 };
-
-struct Finding {
-    enum class Severity { Error, Warning, Info };
-    Severity severity = Severity::Error;
-    std::string message;
-    std::vector<std::string> tensors; // chimera tensor names concerned
-    int operation = -1;               // index into the plan's operations, -1 for the plan as a whole
-};
-
-std::string_view severityName(Finding::Severity severity);
 
 // One tensor of the chimera: where its bytes come from and what type they are written as.
 struct ChimeraTensor {
@@ -73,11 +66,37 @@ struct CompatibilityReport {
 // refused), complete layers, the output not being an input.
 CompatibilityReport checkGraft(const GraftPlan& plan, const GraftModels& models);
 
-// Writes the chimera through the GGUF writer (partial file, fsync, rename, verification)
-// with provenance keys under organ.graft.; refuses when the report has errors.
+// The chimera's metadata (the base's, layer-indexed keys rewritten, the plan's set and
+// remove, block_count, provenance under organ.graft.) and tensors. withSources = false: the
+// tensors' shapes and types only, for checking the chimera before anything is written.
+GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, const ChimeraLayout& layout,
+                          bool withSources);
+
+struct AssemblyOptions {
+    // Keep a chimera that fails validation (named as such by the caller); otherwise it is
+    // never renamed into place.
+    bool keepInvalid = false;
+};
+
+// Writes the chimera through the GGUF writer (partial file, fsync, verification) and validates
+// the written partial as llama.cpp would load it before renaming it into place; refuses when
+// the report has errors.
 JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, const CompatibilityReport& report,
-                          const std::string& output, const ProgressFn& progress = {},
-                          const StopToken* stop = nullptr);
+                          const std::string& output, const AssemblyOptions& options = {},
+                          const ProgressFn& progress = {}, const StopToken* stop = nullptr);
+
+// Check → assemble → validate: the one workflow the command line and the window run. The
+// report is handed to `checked` before anything is written; with errors nothing is. The
+// validation is of the file written (empty when none was).
+struct GraftOutcome {
+    CompatibilityReport report;
+    JobResult written;
+    std::vector<Finding> validation;
+};
+GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const std::string& output,
+                          const AssemblyOptions& options = {},
+                          const std::function<void(const CompatibilityReport&)>& checked = {},
+                          const ProgressFn& progress = {}, const StopToken* stop = nullptr);
 
 // A plain-text report, one finding a line.
 std::string reportText(const CompatibilityReport& report, const GraftPlan& plan);

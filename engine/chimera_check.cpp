@@ -2,6 +2,8 @@
 #include "chimera.h"
 
 #include "format_error.h"
+#include "layer_metadata.h"
+#include "model_validation.h"
 #include "quantize.h"
 
 #include <algorithm>
@@ -23,6 +25,7 @@ struct Slot {
 
 struct Layer {
     std::vector<Slot> slots;
+    ChimeraLayerOrigin origin; // whose per-layer metadata it carries
 };
 
 struct Body {
@@ -55,7 +58,11 @@ Body bodyOf(const GgufModel& model, const std::string& id) {
         if (splitLayerName(t.name, layer, suffix)) {
             seenLayer = true;
             if (layer >= body.layers.size()) {
+                const auto first = static_cast<std::uint32_t>(body.layers.size());
                 body.layers.resize(layer + 1);
+                for (std::uint32_t k = first; k <= layer; ++k) {
+                    body.layers[k].origin.whole = {id, k};
+                }
             }
             body.layers[layer].slots.push_back({suffix, id, t.name, t.name, -1});
         } else {
@@ -88,9 +95,11 @@ public:
             apply(m_plan.operations[i], static_cast<int>(i));
         }
         checkLayers();
+        rewriteMetadata();
         buildLayout();
         checkModels();
         checkOutput();
+        predictLoad();
         return std::move(m_report);
     }
 
@@ -191,6 +200,15 @@ private:
             slot.sourceName = name;
             slot.operation = index;
         });
+        // The donor's per-layer values follow its tensors into each layer they went to.
+        for (std::uint32_t j = 0; j < m_body.layers.size(); ++j) {
+            for (const Slot& slot : m_body.layers[j].slots) {
+                if (slot.operation == index) {
+                    m_body.layers[j].origin.bySystem[classifyTensor(layerName(j, slot.suffix)).system] = {
+                        o.donor, j};
+                }
+            }
+        }
         if (selected == 0) {
             add(Finding::Severity::Error, index, "replace: the selection matches no tensor of the chimera");
         }
@@ -225,6 +243,7 @@ private:
             slot.model = o.donor;
             slot.sourceName = source;
             slot.operation = index;
+            m_body.layers[o.toLayer].origin.bySystem[classifyTensor(target).system] = {o.donor, o.fromLayer};
         }
         if (selected == 0) {
             add(Finding::Severity::Error, index,
@@ -275,6 +294,26 @@ private:
             }
         }
         m_body.layers = std::move(layers);
+    }
+
+    // Layer-indexed metadata follows the chimera's layers (layer_metadata.h); computed before
+    // the plan's own set_metadata, which wins over it.
+    void rewriteMetadata() {
+        std::vector<ChimeraLayerOrigin> origins;
+        for (const Layer& layer : m_body.layers) {
+            ChimeraLayerOrigin origin = layer.origin;
+            origin.experts = std::any_of(layer.slots.begin(), layer.slots.end(), [](const Slot& s) {
+                return s.suffix.starts_with("ffn_gate_inp") || s.suffix.find("_exps.") != std::string::npos;
+            });
+            origins.push_back(std::move(origin));
+        }
+        LayerMetadata rewritten =
+            rewriteLayerMetadata([this](const std::string& id) { return m_models.find(id); }, origins);
+        auto& set = m_report.layout.setMetadata;
+        set.insert(set.begin(), rewritten.set.begin(), rewritten.set.end());
+        for (Finding& f : rewritten.findings) {
+            m_report.findings.push_back(std::move(f));
+        }
     }
 
     // Every layer must have the tensors of some layer of the base.
@@ -389,6 +428,23 @@ private:
                         std::to_string(ours != nullptr ? ours->arraySize() : 0) + " tokens in the base, " +
                         std::to_string(theirs != nullptr ? theirs->arraySize() : 0) + " in '" + id +
                         "'); token ids would mean other tokens");
+            }
+        }
+    }
+
+    // The chimera validated as llama.cpp would load it, from its metadata and tensor shapes,
+    // before a byte is written: a plan whose result would not load is refused here.
+    void predictLoad() {
+        if (m_report.hasErrors()) {
+            return;
+        }
+        const ModelFacts facts =
+            ModelFacts::of(chimeraSpec(m_plan, m_models, m_report.layout, false), fileLabel(m_plan.output));
+        for (Finding f : validateFacts(facts)) {
+            if (f.severity == Finding::Severity::Error) {
+                f.message = "the chimera would not load: " + f.message;
+                f.fromValidation = true;
+                m_report.findings.push_back(std::move(f));
             }
         }
     }

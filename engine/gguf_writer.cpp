@@ -216,7 +216,7 @@ GgufWriteSpec specFromFile(const GgufFile& file) {
 }
 
 JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress,
-                    const StopToken* stop) {
+                    const StopToken* stop, const AcceptWritten& accept) {
     const std::string label = fileLabel(path);
     try {
         const std::uint32_t alignment = alignmentOf(spec, label);
@@ -271,6 +271,11 @@ JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const Pr
         // unless the new one is whole and right.
         if (!verify(out.partialPath(), label, spec, planned, throttle, total, stop)) {
             return JobResult::cancelled();
+        }
+        if (accept) {
+            if (const auto refusal = accept(out.partialPath())) {
+                return JobResult::failed(*refusal);
+            }
         }
         out.commit();
         throttle.report(total, total, "done", true);

@@ -5,6 +5,7 @@
 #include "safe_files.h"
 #include "text_safety.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <iostream>
@@ -36,11 +37,11 @@ std::vector<std::string> inputsOf(const GraftPlan& plan) {
 // Checks the plan, prints the report, writes the chimera, then validates it. `inputs`: files
 // besides the plan's models that must not be written over (the plan file itself).
 int runPlan(const GraftPlan& plan, const std::string& output, const std::string& command,
-            std::vector<std::string> inputs = {}) {
+            const AssemblyOptions& options, std::vector<std::string> inputs = {}) {
     std::optional<GraftModels> models;
     try {
-        const std::vector<std::string> models = inputsOf(plan);
-        inputs.insert(inputs.end(), models.begin(), models.end());
+        const std::vector<std::string> sources = inputsOf(plan);
+        inputs.insert(inputs.end(), sources.begin(), sources.end());
         checkOutputTarget(output, inputs);
     } catch (const std::exception& error) {
         std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
@@ -52,30 +53,39 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
         std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
         return kExitInvalid;
     }
-    GraftPlan withOutput = plan;
-    withOutput.output = output;
-    const CompatibilityReport report = checkGraft(withOutput, *models);
-    std::cout << reportText(report, withOutput);
-    if (report.hasErrors()) {
+    ProgressPrinter printer(fileLabel(output));
+    bool checkFailed = false;
+    const GraftOutcome outcome = graftChimera(
+        plan, *models, output, options,
+        [&](const CompatibilityReport& report) {
+            GraftPlan withOutput = plan;
+            withOutput.output = output;
+            std::cout << reportText(report, withOutput);
+            checkFailed = std::any_of(report.findings.begin(), report.findings.end(), [&](const Finding& f) {
+                return f.severity == Finding::Severity::Error && !(options.keepInvalid && f.fromValidation);
+            });
+        },
+        [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+    printer.finish();
+    if (checkFailed) {
         std::cerr << "organ " << command << ": " << escapeText(fileLabel(output))
                   << " not written: the plan has errors\n";
         return kExitInvalid;
     }
-    ProgressPrinter printer(fileLabel(output));
-    const JobResult result = assembleChimera(withOutput, *models, report, output, [&](const Progress& p) {
-        printer.update(p.done, p.total, p.stage);
-    });
-    printer.finish();
-    for (const auto& warning : result.warnings) {
+    for (const auto& warning : outcome.written.warnings) {
         std::cerr << "organ " << command << ": warning: " << escapeText(warning) << "\n";
     }
-    if (!result.isOk()) {
-        std::cerr << "organ " << command << ": " << escapeText(result.message) << "\n";
+    if (!outcome.written.isOk()) {
+        std::cerr << "organ " << command << ": " << escapeText(outcome.written.message) << "\n";
         return kExitInvalid;
     }
     std::cout << "wrote " << escapeText(output) << "\n";
-    const auto chimera = GgufModel::open(output);
-    return printFindings(validateModel(*chimera), "validation of " + fileLabel(output));
+    const int status = printFindings(outcome.validation, "validation of " + fileLabel(output));
+    if (status != kExitOk) {
+        std::cerr << "organ " << command << ": " << escapeText(fileLabel(output))
+                  << " is invalid (llama.cpp will not load it) and was kept because of --keep-invalid\n";
+    }
+    return status;
 }
 
 TensorSelector selectorFrom(const Arguments& args) {
@@ -103,7 +113,7 @@ TensorSelector selectorFrom(const Arguments& args) {
 } // namespace
 
 int runGraft(const std::vector<std::string>& args) {
-    const Arguments parsed(args, {},
+    const Arguments parsed(args, {"--keep-invalid"},
                            {"--base", "--donor", "--layers", "--system", "--role", "--tensor", "--map", "-o",
                             "--output", "--save-plan"});
     const auto base = parsed.option("--base");
@@ -162,7 +172,7 @@ int runGraft(const std::vector<std::string>& args) {
         }
         std::cout << "plan saved to " << escapeText(*save) << "\n";
     }
-    return runPlan(plan, *output, "graft");
+    return runPlan(plan, *output, "graft", AssemblyOptions{parsed.flag("--keep-invalid")});
 }
 
 int runPlanCommand(const std::vector<std::string>& args) {
@@ -186,7 +196,7 @@ int runPlanCommand(const std::vector<std::string>& args) {
 }
 
 int runAssemble(const std::vector<std::string>& args) {
-    const Arguments parsed(args, {}, {"--plan", "-o", "--output"});
+    const Arguments parsed(args, {"--keep-invalid"}, {"--plan", "-o", "--output"});
     const auto planPath = parsed.option("--plan");
     if (!planPath || !parsed.positional().empty()) {
         throw UsageError{"assemble needs --plan PLAN.json [-o OUT.gguf]"};
@@ -203,7 +213,7 @@ int runAssemble(const std::vector<std::string>& args) {
     if (target.empty()) {
         throw UsageError{"the plan names no output: give -o OUT.gguf"};
     }
-    return runPlan(plan, target, "assemble", {*planPath});
+    return runPlan(plan, target, "assemble", AssemblyOptions{parsed.flag("--keep-invalid")}, {*planPath});
 }
 
 int runValidate(const std::vector<std::string>& args) {

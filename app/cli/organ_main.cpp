@@ -28,15 +28,20 @@ usage:
       --no-cache    measure afresh instead of using the stored results
   organ graft --base A.gguf --donor B.gguf [--layers 5-20] [--system S] [--role R]...
               [--tensor NAME]... [--map I:J]... -o OUT.gguf [--save-plan PLAN.json]
+              [--keep-invalid]
       Replaces the recipient's (A's) selected tensors by the donor's (B's): by layer
       range, system, role or name; --map I:J puts donor layer I into layer J. Checks
-      first, converts dtypes where it can, writes, then validates the chimera.
+      first (including whether llama.cpp would load the result), converts dtypes
+      where it can, writes, then validates the chimera; an invalid chimera is not kept.
+      --keep-invalid  write and keep a chimera llama.cpp would refuse (exit status 1)
   organ plan check PLAN.json
       The compatibility report of a graft plan (docs/graft-plan.md); nothing is written.
-  organ assemble --plan PLAN.json [-o OUT.gguf]
+  organ assemble --plan PLAN.json [-o OUT.gguf] [--keep-invalid]
       Runs a graft plan.
   organ validate FILE...
-      What a loader checks: required tensors, shapes, blocks, orphans.
+      What llama.cpp's loader checks before it runs anything: key types, per-layer
+      array lengths, the tensors each architecture needs with their shapes, the data
+      layout (docs/validation.md).
   organ specimen OUT.gguf [--seed N]
       Writes a small llama model with structured weights and a tokenizer.
   organ help

@@ -295,6 +295,52 @@ private slots:
         QVERIFY(bad.err.contains(QStringLiteral("bad-plan.json: plan: lacks \"base\"")));
     }
 
+    // A plan whose chimera llama.cpp would refuse writes nothing; --keep-invalid writes it,
+    // says it is invalid and still exits 1. Per-layer arrays follow a layer removal.
+    void invalidChimerasAndKeepInvalid() {
+        const QString base = m_dir.filePath(QStringLiteral("per-layer.gguf"));
+        QVERIFY(writeFixture(base, perLayerLlama(1)));
+        const QString out = m_dir.filePath(QStringLiteral("pruned.gguf"));
+        const QString plan = m_dir.filePath(QStringLiteral("prune.json"));
+        auto writePlan = [&](const QByteArray& extra) {
+            return writeAll(plan, R"({"format": "organ-graft-plan", "version": 1, "base": ")" +
+                                      base.toUtf8() + R"(", "output": ")" + out.toUtf8() +
+                                      R"(", "operations": [{"op": "remove_layer", "layer": 0})" + extra +
+                                      "]}");
+        };
+        QVERIFY(writePlan(QByteArray()));
+        const Run pruned = runOrgan({QStringLiteral("assemble"), QStringLiteral("--plan"), plan});
+        QCOMPARE(pruned.exitCode, 0);
+        QVERIFY2(
+            pruned.out.contains(QStringLiteral("info: llama.feed_forward_length: array of 5 → 4 entries")),
+            qPrintable(pruned.out));
+        QVERIFY(pruned.out.contains(QStringLiteral("validation of pruned.gguf: 0 error(s)")));
+        const Run shown = runOrgan({QStringLiteral("inspect"), QStringLiteral("--metadata"), out});
+        QVERIFY2(shown.out.contains(
+                     QRegularExpression(QStringLiteral("llama.feed_forward_length +array +\\[4 × u32\\]"))),
+                 qPrintable(shown.out));
+        QVERIFY(QFile::remove(out));
+
+        QVERIFY(
+            writePlan(R"(, {"op": "set_metadata", "key": "llama.block_count", "type": "u64", "value": 4})"));
+        const Run refused = runOrgan({QStringLiteral("assemble"), QStringLiteral("--plan"), plan});
+        QCOMPARE(refused.exitCode, 1);
+        QVERIFY2(refused.out.contains(
+                     QStringLiteral("error: the chimera would not load: the key llama.block_count is u64")),
+                 qPrintable(refused.out));
+        QVERIFY(refused.err.contains(QStringLiteral("pruned.gguf not written")));
+        QVERIFY(!QFileInfo::exists(out));
+        const Run kept = runOrgan(
+            {QStringLiteral("assemble"), QStringLiteral("--plan"), plan, QStringLiteral("--keep-invalid")});
+        QCOMPARE(kept.exitCode, 1);
+        QVERIFY2(kept.err.contains(
+                     QStringLiteral("pruned.gguf is invalid (llama.cpp will not load it) and was kept "
+                                    "because of --keep-invalid")),
+                 qPrintable(kept.err));
+        QVERIFY(QFileInfo::exists(out));
+        QCOMPARE(runOrgan({QStringLiteral("validate"), out}).exitCode, 1);
+    }
+
     void validateReportsErrors() {
         const QString broken = m_dir.filePath(QStringLiteral("broken.gguf"));
         GgufWriteSpec spec;

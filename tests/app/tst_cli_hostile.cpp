@@ -106,8 +106,9 @@ private slots:
         qputenv("ORGAN_CACHE_DIR", m_dir.filePath(QStringLiteral("cache")).toLocal8Bit());
         m_a = path(QStringLiteral("hostile-a.gguf"));
         m_b = path(QStringLiteral("hostile-b.gguf"));
-        QVERIFY(writeFixture(m_a, hostileModelSpec(1)));
-        QVERIFY(writeFixture(m_b, hostileModelSpec(2)));
+        QVERIFY(writeFixture(m_a, hostileModelSpec(1, false)));
+        QVERIFY(writeFixture(m_b, hostileModelSpec(2, false)));
+        QVERIFY(writeFixture(path(QStringLiteral("hostile-tensor.gguf")), hostileModelSpec(3)));
     }
 
     // Every subcommand on files whose names and values carry escape sequences, control
@@ -118,19 +119,20 @@ private slots:
         QTest::addColumn<int>("exitCode");
         const QString a = path(QStringLiteral("hostile-a.gguf"));
         const QString b = path(QStringLiteral("hostile-b.gguf"));
+        const QString t = path(QStringLiteral("hostile-tensor.gguf")); // also a tensor named in escapes
         const QString plan = path(QStringLiteral("hostile-plan.json"));
-        QTest::newRow("inspect") << QStringList{QStringLiteral("inspect"), a} << 0;
+        QTest::newRow("inspect") << QStringList{QStringLiteral("inspect"), t} << 0;
         QTest::newRow("inspect --tensors --metadata")
-            << QStringList{QStringLiteral("inspect"), a, QStringLiteral("--tensors"),
+            << QStringList{QStringLiteral("inspect"), t, QStringLiteral("--tensors"),
                            QStringLiteral("--metadata")}
             << 0;
         QTest::newRow("inspect --json")
-            << QStringList{QStringLiteral("inspect"), a, b, QStringLiteral("--json")} << 0;
-        QTest::newRow("measure") << QStringList{QStringLiteral("measure"), a} << 0;
-        QTest::newRow("measure from the cache") << QStringList{QStringLiteral("measure"), a} << 0;
+            << QStringList{QStringLiteral("inspect"), a, t, QStringLiteral("--json")} << 0;
+        QTest::newRow("measure") << QStringList{QStringLiteral("measure"), t} << 0;
+        QTest::newRow("measure from the cache") << QStringList{QStringLiteral("measure"), t} << 0;
         QTest::newRow("measure reports") << QStringList{QStringLiteral("measure"),
                                                         a,
-                                                        b,
+                                                        t,
                                                         QStringLiteral("--json"),
                                                         path(QStringLiteral("h.json")),
                                                         QStringLiteral("--csv"),
@@ -170,6 +172,8 @@ private slots:
         QTest::newRow("validate") << QStringList{QStringLiteral("validate"), a,
                                                  path(QStringLiteral("h-chimera.gguf"))}
                                   << 0;
+        QTest::newRow("validate a tensor llama.cpp does not load")
+            << QStringList{QStringLiteral("validate"), t} << 1;
         QTest::newRow("unknown command") << QStringList{QString::fromUtf8("\x1b]0;owned\x07")} << 2;
     }
     void everySubcommandOnAHostileFile() {
@@ -198,6 +202,9 @@ private slots:
             QVERIFY(unsafeBytes(readAll(path(QStringLiteral("h.csv")))).isEmpty());
             QVERIFY(unsafeBytes(readAll(path(QStringLiteral("h.md")))).isEmpty());
             QVERIFY(readAll(path(QStringLiteral("h.md"))).contains("l\\\\xFF\\\\xFEa"));
+        }
+        if (args.front() == QStringLiteral("validate") && args.size() == 2) {
+            QVERIFY2(all.contains("evil\\x1B[2J\\xFF.weight"), all.constData());
         }
         if (args.front() == QStringLiteral("measure") && args.size() == 2) {
             QVERIFY(all.contains("l\\xFF\\xFEa"));

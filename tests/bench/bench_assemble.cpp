@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
         const CompatibilityReport report = checkGraft(plan, models);
         std::string stage;
         auto stageStart = std::chrono::steady_clock::now();
-        const JobResult result = assembleChimera(plan, models, report, chimera, [&](const Progress& p) {
+        const JobResult result = assembleChimera(plan, models, report, chimera, {}, [&](const Progress& p) {
             if (p.stage != stage) {
                 if (!stage.empty()) {
                     std::printf("  %-10s %.2f s\n", stage.c_str(), seconds(stageStart));

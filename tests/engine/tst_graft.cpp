@@ -357,7 +357,7 @@ private slots:
         }
         QStringList stages;
         const JobResult result = assembleChimera(
-            plan, models, report, out.toStdString(),
+            plan, models, report, out.toStdString(), {},
             [&](const Progress& p) {
                 stages << QString::fromUtf8(p.stage.data(), qsizetype(p.stage.size()));
                 if (!stage.isEmpty() && stages.last() == stage) {

@@ -47,4 +47,49 @@ bool writeAll(const QString& path, const QByteArray& bytes) {
     return file.open(QIODevice::WriteOnly | QIODevice::Truncate) && file.write(bytes) == bytes.size();
 }
 
+GgufWriteSpec perLayerLlama(std::uint8_t seed, std::vector<bool> flags, std::uint32_t width) {
+    GgufWriteSpec spec;
+    const std::uint32_t blocks = 5;
+    const std::uint64_t embd = 16;
+    spec.set("general.architecture", MetaValue::fromString("llama"));
+    spec.set("general.name", MetaValue::fromString("per-layer"));
+    spec.set("llama.context_length", MetaValue::fromU32(64));
+    spec.set("llama.embedding_length", MetaValue::fromU32(embd));
+    spec.set("llama.block_count", MetaValue::fromU32(blocks));
+    std::vector<MetaValue> ff;
+    std::vector<MetaValue> heads;
+    std::vector<MetaValue> pattern;
+    for (std::uint32_t i = 0; i < blocks; ++i) {
+        ff.push_back(MetaValue::fromU32(width));
+        heads.push_back(MetaValue::fromU32(4));
+        pattern.push_back(MetaValue::fromBool(flags[i]));
+    }
+    spec.set("llama.feed_forward_length", MetaValue::fromArray(ValueType::U32, ff));
+    spec.set("llama.attention.head_count", MetaValue::fromArray(ValueType::U32, heads));
+    spec.set("llama.attention.head_count_kv", MetaValue::fromArray(ValueType::U32, heads));
+    spec.set("llama.attention.sliding_window_pattern", MetaValue::fromArray(ValueType::Bool, pattern));
+    spec.set("llama.attention.layer_norm_rms_epsilon", MetaValue::fromF32(1e-5f));
+    spec.set("tokenizer.ggml.model", MetaValue::fromString("llama"));
+    std::vector<std::string> tokens;
+    for (int k = 0; k < 32; ++k) {
+        tokens.push_back("t" + std::to_string(k));
+    }
+    spec.set("tokenizer.ggml.tokens", MetaValue::fromStrings(tokens));
+    spec.tensors.push_back(patternTensor("token_embd.weight", TensorType::F32, {embd, 32}, seed));
+    for (std::uint32_t i = 0; i < blocks; ++i) {
+        const std::string b = "blk." + std::to_string(i) + ".";
+        const std::uint64_t f = width;
+        spec.tensors.push_back(patternTensor(b + "attn_norm.weight", TensorType::F32, {embd}, seed));
+        for (const char* w : {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight"}) {
+            spec.tensors.push_back(patternTensor(b + w, TensorType::F32, {embd, embd}, seed));
+        }
+        spec.tensors.push_back(patternTensor(b + "ffn_norm.weight", TensorType::F32, {embd}, seed));
+        spec.tensors.push_back(patternTensor(b + "ffn_gate.weight", TensorType::F32, {embd, f}, seed));
+        spec.tensors.push_back(patternTensor(b + "ffn_up.weight", TensorType::F32, {embd, f}, seed));
+        spec.tensors.push_back(patternTensor(b + "ffn_down.weight", TensorType::F32, {f, embd}, seed));
+    }
+    spec.tensors.push_back(patternTensor("output_norm.weight", TensorType::F32, {embd}, seed));
+    return spec;
+}
+
 } // namespace organ::testing

@@ -16,6 +16,13 @@ TensorToWrite patternTensor(const std::string& name, TensorType type, std::vecto
 // Writes the spec with the project's writer; fails the test with the writer's message.
 bool writeFixture(const QString& path, const GgufWriteSpec& spec);
 
+// A llama model of 5 layers written with per-layer arrays: feed_forward_length (`width`) and
+// the head counts (4) are arrays of one number per layer (llama.cpp sizes every block by
+// block 0's, so they are equal), and llama.attention.sliding_window_pattern is a bool array
+// (`flags`) that differs from layer to layer. Embedding 16, 32 tokens, F32.
+GgufWriteSpec perLayerLlama(std::uint8_t seed, std::vector<bool> flags = {true, false, true, false, true},
+                            std::uint32_t width = 16);
+
 QByteArray readAll(const QString& path);
 bool writeAll(const QString& path, const QByteArray& bytes);
 

@@ -14,9 +14,10 @@ inline const std::string kHostileKey = "evil.key\x1b[31m\x9b";
 inline const std::string kHostileValue = "bad \xc3\x28 value\nwith a newline\x1b[H";
 inline const std::string kHostileTensor = "evil\x1b[2J\xff.weight";
 
-// A small llama model (1 block, embedding 8) that loads and grafts, whose general.name, one
-// metadata key and value, three tokens and one tensor name carry control characters and
-// invalid UTF-8. `seed` varies the weights.
-GgufWriteSpec hostileModelSpec(std::uint8_t seed = 1);
+// A small llama model (1 block, embedding 8) that llama.cpp loads and that grafts, whose
+// general.name, one metadata key and value and three tokens carry control characters and
+// invalid UTF-8. With `hostileTensor`, it also has a tensor named so (which llama.cpp does
+// not load: the model is then invalid). `seed` varies the weights.
+GgufWriteSpec hostileModelSpec(std::uint8_t seed = 1, bool hostileTensor = true);
 
 } // namespace organ::testing

@@ -438,6 +438,50 @@ private slots:
         QVERIFY(findings->item(0)->text().contains(QStringLiteral("the plan fits")));
     }
 
+    // A layer operation on a model with per-layer arrays shows, before assembly, which
+    // layer-indexed keys it rewrites.
+    void layerMetadataInFindings() {
+        app::MainWindow& window = *m_window;
+        const QString path = m_dir.filePath(QStringLiteral("per-layer.gguf"));
+        QVERIFY(writeFixture(path, perLayerLlama(1)));
+        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QCOMPARE(window.openFiles({path}), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        widgets::ModelView* recipient = window.currentView();
+        QCOMPARE(QString::fromStdString(recipient->snapshot().model->path()), path);
+        recipient->showPage(widgets::ModelView::Page::Anatomy);
+        QTimer::singleShot(0, [] {
+            auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+            QVERIFY(menu != nullptr);
+            for (QAction* action : menu->actions()) {
+                if (action->text() == QStringLiteral("Remove layer 2")) {
+                    action->trigger();
+                }
+            }
+            menu->close();
+        });
+        const QModelIndex layer2 = recipient->anatomyProxy()->mapFromSource(
+            layerNode(recipient, QStringLiteral("organ"), QStringLiteral("layer 2")));
+        emit recipient->anatomyView()->customContextMenuRequested(
+            recipient->anatomyView()->visualRect(layer2).center());
+        QCOMPARE(m_plan->plan().operations.size(), std::size_t(1));
+        QListWidget* findings = window.planPanel()->findingsView();
+        QStringList texts;
+        for (int i = 0; i < findings->count(); ++i) {
+            texts << findings->item(i)->text();
+        }
+        const QString all = texts.join(u'\n');
+        QVERIFY2(all.contains(QStringLiteral("llama.feed_forward_length: array of 5 → 4 entries")),
+                 qPrintable(all));
+        QVERIFY2(all.contains(QStringLiteral("llama.attention.head_count_kv: array of 5 → 4 entries")),
+                 qPrintable(all));
+        QVERIFY2(
+            all.contains(QStringLiteral("llama.attention.sliding_window_pattern: array of 5 → 4 entries")),
+            qPrintable(all));
+        QVERIFY(!m_plan->report().hasErrors());
+        saveScreenshot(&window, QStringLiteral("layer-metadata-findings.png"));
+    }
+
     void secondDonor() {
         app::MainWindow& window = *m_window;
         widgets::ModelView* recipient = m_recipient;
