@@ -1,6 +1,6 @@
 #include "demo_models.h"
 
-#include "specimen.h"
+#include "anatomy/specimen.h"
 
 #include <QDir>
 

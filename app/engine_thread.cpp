@@ -1,8 +1,8 @@
 #include "engine_thread.h"
 #include "display_names.h"
 
-#include "measure_cache.h"
-#include "model_validation.h"
+#include "anatomy/model_validation.h"
+#include "measure/measure_cache.h"
 
 namespace organ::app {
 

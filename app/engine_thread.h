@@ -1,9 +1,9 @@
 #pragma once
 
-#include "anatomy_tree.h"
-#include "chimera.h"
-#include "model_measure.h"
-#include "tensor_portrait.h"
+#include "anatomy/anatomy_tree.h"
+#include "graft/assembly.h"
+#include "measure/model_measure.h"
+#include "measure/tensor_portrait.h"
 
 #include <QObject>
 #include <QString>

@@ -1,9 +1,9 @@
 #include "main_window.h"
 
-#include "anatomy_tree.h"
+#include "anatomy/anatomy_tree.h"
 #include "display_names.h"
 #include "engine_thread.h"
-#include "format_error.h"
+
 #include "graft_document.h"
 #include "model_view.h"
 #include "report_export.h"

@@ -1,12 +1,12 @@
 // The window's surgery: the graft plan dock, the preview on the recipient's heatmap, plans on
 // disk, the chimera's assembly on the engine thread and the guard rails around them.
 #include "engine_thread.h"
-#include "format_error.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
 #include "main_window.h"
 #include "model_view.h"
 #include "plan_autosave.h"
+#include "support/text_format.h"
 
 #include <QAction>
 #include <QDateTime>

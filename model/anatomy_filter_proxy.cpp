@@ -1,6 +1,6 @@
 #include "anatomy_filter_proxy.h"
 
-#include "anatomy_tree.h"
+#include "anatomy/anatomy_tree.h"
 #include "anatomy_tree_model.h"
 #include "display_names.h"
 #include "model_roles.h"

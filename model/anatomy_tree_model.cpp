@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "display_names.h"
-#include "format_error.h"
 #include "model_roles.h"
+#include "support/text_format.h"
 
 #include <QLocale>
 

@@ -1,7 +1,7 @@
 #include "display_names.h"
 
-#include "gguf_model.h"
-#include "text_safety.h"
+#include "gguf/gguf_model.h"
+#include "support/text_safety.h"
 
 #include <QFileInfo>
 #include <QPainter>

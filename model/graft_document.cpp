@@ -1,7 +1,5 @@
 #include "graft_document.h"
 
-#include "format_error.h"
-
 #include <QCoreApplication>
 #include <QFileInfo>
 #include <QUndoCommand>

@@ -1,9 +1,9 @@
 #pragma once
 
-#include "anatomy_tree.h"
-#include "chimera.h"
+#include "anatomy/anatomy_tree.h"
 #include "display_names.h"
-#include "graft_plan.h"
+#include "graft/assembly.h"
+#include "graft/graft_plan.h"
 #include "tensor_drag.h"
 
 #include <QObject>

@@ -1,7 +1,7 @@
 #include "graft_plan_model.h"
 
-#include "format_error.h"
 #include "graft_document.h"
+#include "support/text_format.h"
 
 #include <QBrush>
 #include <QColor>

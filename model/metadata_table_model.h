@@ -1,6 +1,6 @@
 #pragma once
 
-#include "gguf_model.h"
+#include "gguf/gguf_model.h"
 
 #include <QAbstractTableModel>
 #include <memory>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "anatomy.h"
+#include "anatomy/anatomy.h"
 
 #include <QString>
 #include <optional>

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "anatomy_tree.h"
-#include "model_measure.h"
+#include "anatomy/anatomy_tree.h"
+#include "measure/model_measure.h"
 
 #include <QString>
 #include <optional>

@@ -1,7 +1,7 @@
 #include "chart_export.h"
 
 #include "display_names.h"
-#include "safe_files.h"
+#include "support/safe_files.h"
 
 #include <memory>
 

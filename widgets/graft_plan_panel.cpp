@@ -1,9 +1,9 @@
 #include "graft_plan_panel.h"
 #include "display_names.h"
 
-#include "format_error.h"
 #include "graft_document.h"
 #include "graft_plan_model.h"
+#include "support/text_format.h"
 
 #include <QAction>
 #include <QFileInfo>

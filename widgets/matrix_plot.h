@@ -1,6 +1,6 @@
 #pragma once
 
-#include "tensor_portrait.h"
+#include "measure/tensor_portrait.h"
 
 #include <QPoint>
 #include <QString>

@@ -1,9 +1,9 @@
 #pragma once
 
-#include "anatomy_tree.h"
-#include "measure_report.h"
-#include "model_measure.h"
-#include "tensor_portrait.h"
+#include "anatomy/anatomy_tree.h"
+#include "measure/measure_report.h"
+#include "measure/model_measure.h"
+#include "measure/tensor_portrait.h"
 #include "theta_heatmap.h"
 
 #include <QWidget>

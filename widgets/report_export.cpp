@@ -1,8 +1,8 @@
 #include "report_export.h"
 
 #include "display_names.h"
-#include "safe_files.h"
-#include "text_safety.h"
+#include "support/safe_files.h"
+#include "support/text_safety.h"
 
 #include <QCoreApplication>
 #include <QFileInfo>

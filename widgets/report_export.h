@@ -1,6 +1,6 @@
 #pragma once
 
-#include "measure_report.h"
+#include "measure/measure_report.h"
 
 #include <QString>
 

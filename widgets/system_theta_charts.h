@@ -1,7 +1,7 @@
 #pragma once
 
-#include "anatomy_tree.h"
-#include "zmeasure.h"
+#include "anatomy/anatomy_tree.h"
+#include "measure/zmeasure.h"
 
 #include <QWidget>
 #include <map>

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "gguf_file.h"
-#include "tensor_portrait.h"
-#include "zmeasure.h"
+#include "gguf/gguf_file.h"
+#include "measure/tensor_portrait.h"
+#include "measure/zmeasure.h"
 
 #include <QWidget>
 #include <memory>

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "anatomy_tree.h"
+#include "anatomy/anatomy_tree.h"
+#include "measure/zmeasure.h"
 #include "tensor_drag.h"
-#include "zmeasure.h"
 
 #include <QWidget>
 #include <memory>

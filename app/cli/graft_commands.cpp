@@ -1,9 +1,9 @@
-#include "chimera.h"
+#include "anatomy/model_validation.h"
 #include "cli.h"
-#include "format_error.h"
-#include "model_validation.h"
-#include "safe_files.h"
-#include "text_safety.h"
+#include "graft/assembly.h"
+#include "support/safe_files.h"
+#include "support/text_format.h"
+#include "support/text_safety.h"
 
 #include <algorithm>
 #include <charconv>

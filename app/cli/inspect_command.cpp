@@ -1,9 +1,9 @@
-#include "anatomy.h"
+#include "anatomy/anatomy.h"
 #include "cli.h"
-#include "format_error.h"
-#include "gguf_model.h"
-#include "model_report.h"
-#include "text_safety.h"
+
+#include "anatomy/model_summary.h"
+#include "gguf/gguf_model.h"
+#include "support/text_safety.h"
 
 #include <cstdio>
 #include <iostream>

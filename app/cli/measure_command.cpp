@@ -1,9 +1,9 @@
 #include "cli.h"
-#include "format_error.h"
-#include "measure_cache.h"
-#include "measure_report.h"
-#include "safe_files.h"
-#include "text_safety.h"
+#include "measure/measure_cache.h"
+#include "measure/measure_report.h"
+#include "support/safe_files.h"
+#include "support/text_format.h"
+#include "support/text_safety.h"
 
 #include <cstdio>
 #include <filesystem>

@@ -1,5 +1,5 @@
 #include "cli.h"
-#include "text_safety.h"
+#include "support/text_safety.h"
 
 #include <cstring>
 #include <functional>

@@ -1,6 +1,6 @@
+#include "anatomy/specimen.h"
 #include "cli.h"
-#include "format_error.h"
-#include "specimen.h"
+#include "support/text_format.h"
 
 #include <iostream>
 

@@ -3,7 +3,7 @@
 // subcommand; outputs that would destroy inputs or special files; FIFOs as inputs; and a
 // chimera's assembly killed at several points.
 #include "fixtures.h"
-#include "gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "hostile_models.h"
 
 #include <QCryptographicHash>

@@ -1,8 +1,8 @@
 // Assembles a chimera from two generated models of about 1 GB each (half the layers'
 // organs from the donor) and reports its throughput against `cp` of the same bytes on the
 // same disk, and peak memory. Usage: bench_assemble [FOLDER]   (needs about 4 GB of disk)
-#include "chimera.h"
-#include "gguf_writer.h"
+#include "gguf/gguf_writer.h"
+#include "graft/assembly.h"
 #include "proc_status.h"
 
 #include <chrono>

@@ -4,12 +4,12 @@
 // memory, and the single-core dequantization throughput of every tensor type.
 // Usage: bench_measure_1b [FOLDER] | --dequant-only   (needs about 2 GB of free disk there; the models are
 // deleted afterwards unless ORGAN_BENCH_KEEP is set)
-#include "anatomy.h"
+#include "anatomy/anatomy.h"
 #include "bench_models.h"
-#include "dequant.h"
-#include "gguf_writer.h"
-#include "model_measure.h"
+#include "gguf/gguf_writer.h"
+#include "measure/model_measure.h"
 #include "proc_status.h"
+#include "quant/dequant.h"
 
 #include <algorithm>
 #include <chrono>

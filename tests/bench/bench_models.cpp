@@ -1,7 +1,7 @@
 #include "bench_models.h"
 
-#include "dequant.h"
-#include "quantize.h"
+#include "quant/dequant.h"
+#include "quant/quantize.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 
 // Generated models for the benchmarks: the layout of a 70B model over a sparse hole, and the
 // shape of Llama-3.2-1B with heavy-tailed random weights in Q8_0 or Q4_K.
-#include "gguf_writer.h"
+#include "gguf/gguf_writer.h"
 
 #include <cstdint>
 #include <string>

@@ -3,10 +3,10 @@
 // the time and memory to open it and classify its anatomy. A second file with the same
 // header and a 4 times wider embedding (about 250 GB) shows that memory does not grow
 // with the file size.
-#include "anatomy.h"
+#include "anatomy/anatomy.h"
 #include "bench_models.h"
-#include "gguf_model.h"
-#include "gguf_writer.h"
+#include "gguf/gguf_model.h"
+#include "gguf/gguf_writer.h"
 #include "proc_status.h"
 
 #include <algorithm>

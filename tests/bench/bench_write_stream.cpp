@@ -1,8 +1,8 @@
 // Streams a large GGUF through the writer twice — from a callback, then copied from the
 // memory-mapped result — and reports throughput and peak memory, which should stay at a
 // few MiB whatever the size. Usage: bench_write_stream [FOLDER] [GiB, default 4]
-#include "gguf_file.h"
-#include "gguf_writer.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "proc_status.h"
 
 #include <chrono>

@@ -1,6 +1,6 @@
 // Anatomy: the classification table on names of every family, on every real file, and
 // the per-model statistics. docs/anatomy.md must list every rule of the table.
-#include "anatomy.h"
+#include "anatomy/anatomy.h"
 #include "shared_models.h"
 
 #include <QFile>

@@ -1,9 +1,9 @@
 // Dequantization of every tensor type against the values llama.cpp's Python reader gives
 // (../shared/reference/dequant-reference.json), and types without reference files against
 // their definitions.
-#include "dequant.h"
 #include "fixtures.h"
-#include "gguf_file.h"
+#include "gguf/gguf_file.h"
+#include "quant/dequant.h"
 #include "shared_models.h"
 
 #include <QTest>

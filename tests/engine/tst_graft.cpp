@@ -1,11 +1,11 @@
 // Grafts: the healing graft of the damaged stories model, conversion into a Q8_0
 // recipient, refusals with clear reports, stacking, plans as JSON, cancel, failed writes.
-#include "chimera.h"
+#include "anatomy/model_validation.h"
 #include "fixtures.h"
-#include "format_error.h"
-#include "model_validation.h"
-#include "quantize.h"
+#include "graft/assembly.h"
+#include "quant/quantize.h"
 #include "shared_models.h"
+#include "support/errors.h"
 
 #include <QDir>
 #include <QFile>

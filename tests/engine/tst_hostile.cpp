@@ -3,19 +3,19 @@
 // good file never lost), inputs read without blocking, cache entries checked, and counts a
 // file or a plan declares capped before they drive memory or time.
 #include "allocation_tracker.h"
-#include "anatomy.h"
-#include "chimera.h"
+#include "anatomy/anatomy.h"
+#include "anatomy/model_validation.h"
 #include "fixtures.h"
-#include "format_error.h"
-#include "gguf_model.h"
-#include "gguf_writer.h"
+#include "gguf/gguf_model.h"
+#include "gguf/gguf_writer.h"
+#include "graft/assembly.h"
 #include "hostile_models.h"
-#include "measure_cache.h"
-#include "model_measure.h"
-#include "model_validation.h"
-#include "safe_files.h"
-#include "sha256.h"
-#include "text_safety.h"
+#include "measure/measure_cache.h"
+#include "measure/model_measure.h"
+#include "support/errors.h"
+#include "support/safe_files.h"
+#include "support/sha256.h"
+#include "support/text_safety.h"
 
 #include <QDir>
 #include <QElapsedTimer>

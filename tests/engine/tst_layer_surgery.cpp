@@ -3,12 +3,12 @@
 // leading_dense_block_count) rewritten to what is computed by hand here; plans that cannot
 // be made consistent are refused before anything is written; organ validate follows
 // llama.cpp's loader rules.
-#include "chimera.h"
+#include "anatomy/model_facts.h"
+#include "anatomy/model_validation.h"
 #include "fixtures.h"
-#include "gguf_model.h"
-#include "gguf_writer.h"
-#include "model_facts.h"
-#include "model_validation.h"
+#include "gguf/gguf_model.h"
+#include "gguf/gguf_writer.h"
+#include "graft/assembly.h"
 #include "shared_models.h"
 
 #include <QDir>

@@ -2,8 +2,9 @@
 // large allocation. The fixture is written by our own writer; each row corrupts one field.
 #include "allocation_tracker.h"
 #include "fixtures.h"
-#include "format_error.h"
-#include "gguf_file.h"
+#include "gguf/gguf_file.h"
+#include "support/errors.h"
+#include "support/text_format.h"
 
 #include <QTemporaryDir>
 #include <QTest>

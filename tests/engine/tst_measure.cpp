@@ -1,7 +1,7 @@
 // Whole-model measurement: aggregates on a real model, the ranking, cancel, corrupt
 // payloads, and the cache that must never serve a changed file.
 #include "fixtures.h"
-#include "measure_cache.h"
+#include "measure/measure_cache.h"
 #include "shared_models.h"
 
 #include <QFile>

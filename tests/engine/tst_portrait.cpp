@@ -1,5 +1,5 @@
 // The inspector's portrait of a tensor: histogram and averaged matrix image.
-#include "tensor_portrait.h"
+#include "measure/tensor_portrait.h"
 
 #include <QTest>
 #include <cmath>

@@ -1,8 +1,8 @@
 // Quantizers: converting stories260K-f32's tensors gives, byte for byte, what
 // llama-quantize wrote into the shared quantized files; decoding returns the values.
-#include "dequant.h"
-#include "gguf_file.h"
-#include "quantize.h"
+#include "gguf/gguf_file.h"
+#include "quant/dequant.h"
+#include "quant/quantize.h"
 #include "shared_models.h"
 
 #include <QTest>

@@ -1,9 +1,9 @@
 // The reader against files written by llama.cpp and gguf-py: names, shapes, dtypes,
 // offsets and sizes equal to the reference tables; every value and tensor type.
 #include "fixtures.h"
-#include "format_error.h"
-#include "gguf_model.h"
+#include "gguf/gguf_model.h"
 #include "shared_models.h"
+#include "support/text_format.h"
 
 #include <QFile>
 #include <QTemporaryDir>

@@ -1,7 +1,7 @@
 // organ specimen: a loadable llama with structured weights; seeds change weights only.
-#include "anatomy.h"
-#include "gguf_model.h"
-#include "specimen.h"
+#include "anatomy/anatomy.h"
+#include "anatomy/specimen.h"
+#include "gguf/gguf_model.h"
 
 #include <QTemporaryDir>
 #include <QTest>

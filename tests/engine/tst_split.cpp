@@ -1,8 +1,8 @@
 // Split models: opening any part opens the set, checked against split.count and
 // split.tensors.count; a missing or inconsistent part is a clear error.
 #include "fixtures.h"
-#include "format_error.h"
-#include "gguf_model.h"
+
+#include "gguf/gguf_model.h"
 
 #include <QFile>
 #include <QTemporaryDir>

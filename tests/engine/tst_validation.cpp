@@ -1,7 +1,7 @@
 // organ validate: every real model passes; each kind of breakage is reported.
+#include "anatomy/model_validation.h"
 #include "fixtures.h"
-#include "gguf_writer.h"
-#include "model_validation.h"
+#include "gguf/gguf_writer.h"
 #include "shared_models.h"
 
 #include <QTemporaryDir>

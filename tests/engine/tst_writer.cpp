@@ -1,8 +1,8 @@
 // The writer: byte-identical round trips of real files, v1/v2 -> v3, alignment,
 // streamed sources, cancel and failure leaving nothing behind, inputs never overwritten.
 #include "fixtures.h"
-#include "format_error.h"
-#include "gguf_writer.h"
+
+#include "gguf/gguf_writer.h"
 #include "shared_models.h"
 
 #include <QDir>

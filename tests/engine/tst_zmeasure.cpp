@@ -1,9 +1,9 @@
 // Z-measure v1 against the numpy references of ../shared/reference/zmeasure, and the
 // spec's reference points on generated data.
 #include "fixtures.h"
-#include "gguf_file.h"
+#include "gguf/gguf_file.h"
+#include "measure/zmeasure.h"
 #include "shared_models.h"
-#include "zmeasure.h"
 
 #include <QTest>
 #include <cmath>

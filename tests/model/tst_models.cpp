@@ -1,10 +1,10 @@
 // Item models under QAbstractItemModelTester, attached before any data is loaded.
+#include "anatomy/specimen.h"
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
 #include "metadata_table_model.h"
 #include "model_roles.h"
 #include "shared_models.h"
-#include "specimen.h"
 
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "gguf_writer.h"
+#include "gguf/gguf_writer.h"
 
 #include <string>
 

@@ -1,0 +1,22 @@
+#pragma once
+
+#include "anatomy/model_facts.h"
+#include "gguf/gguf_model.h"
+#include "support/finding.h"
+
+#include <vector>
+
+namespace organ {
+
+// What llama.cpp's loader checks before it runs a model, as findings (docs/validation.md maps
+// each check to its loader rule): required keys and their exact types, per-layer arrays of
+// block_count values, at most 512 blocks, the tokenizer's keys; every tensor the architecture
+// needs in every block (dense or mixture-of-experts blocks, shared experts, MLA, fused or
+// separate q/k/v, optional biases, a tied output), no tensor it would not load, shapes from the
+// hyperparameters (per block where they are per-layer), tensor data laid out in order without
+// gaps; blocks 0 … block_count − 1 without gaps and nothing beyond. Errors mean llama.cpp
+// refuses the file; warnings deserve a look.
+std::vector<Finding> validateFacts(const ModelFacts& model);
+std::vector<Finding> validateModel(const GgufModel& model);
+
+} // namespace organ

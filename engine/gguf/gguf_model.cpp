@@ -1,0 +1,151 @@
+#include "gguf/gguf_model.h"
+
+#include "support/errors.h"
+#include "support/text_format.h"
+
+#include <cstdio>
+#include <regex>
+
+namespace organ {
+namespace {
+
+std::optional<std::uint64_t> splitKey(const GgufFile& file, std::string_view key) {
+    const MetaValue* value = file.find(key);
+    return value != nullptr ? value->asUInt() : std::nullopt;
+}
+
+void checkShard(const GgufFile& shard, unsigned index, std::uint64_t count) {
+    const std::string label = fileLabel(shard.path());
+    const auto no = splitKey(shard, "split.no");
+    if (!no || *no != index) {
+        throw FormatError(label + ": key 'split.no' is " +
+                          (no ? std::to_string(*no) : std::string("missing")) + ", expected " +
+                          std::to_string(index) + " for part " + std::to_string(index + 1));
+    }
+    const auto partCount = splitKey(shard, "split.count");
+    if (!partCount || *partCount != count) {
+        throw FormatError(label + ": key 'split.count' is " +
+                          (partCount ? std::to_string(*partCount) : std::string("missing")) + ", expected " +
+                          std::to_string(count) + " as in the first part");
+    }
+}
+
+} // namespace
+
+bool parseSplitName(const std::string& path, SplitName& out) {
+    static const std::regex pattern(R"(^(.*)-(\d{5})-of-(\d{5})\.gguf$)");
+    std::smatch match;
+    if (!std::regex_match(path, match, pattern)) {
+        return false;
+    }
+    out.prefix = match[1].str();
+    out.part = static_cast<unsigned>(std::stoul(match[2].str()));
+    out.count = static_cast<unsigned>(std::stoul(match[3].str()));
+    return out.part >= 1 && out.part <= out.count;
+}
+
+std::string splitPartPath(const std::string& prefix, unsigned part, unsigned count) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, "-%05u-of-%05u.gguf", part, count);
+    return prefix + suffix;
+}
+
+std::shared_ptr<const GgufModel> GgufModel::open(const std::string& path) {
+    auto model = std::make_shared<GgufModel>();
+    SplitName split;
+    const bool isPart = parseSplitName(path, split);
+    const std::string firstPath = isPart ? splitPartPath(split.prefix, 1, split.count) : path;
+    model->m_shards.push_back(GgufFile::open(firstPath));
+    const GgufFile& first = *model->m_shards.front();
+    const auto declared = splitKey(first, "split.count");
+    if (!declared || *declared <= 1) {
+        model->m_tensors = first.tensors();
+        model->indexTensors();
+        return model;
+    }
+    const std::string label = fileLabel(first.path());
+    if (!isPart || split.count != *declared) {
+        throw FormatError(label + ": key 'split.count' says " + std::to_string(*declared) +
+                          " parts, but the file name does not end in " +
+                          splitPartPath("", 1, static_cast<unsigned>(*declared)));
+    }
+    checkShard(first, 0, *declared);
+    for (unsigned part = 2; part <= split.count; ++part) {
+        const std::string partPath = splitPartPath(split.prefix, part, split.count);
+        try {
+            model->m_shards.push_back(GgufFile::open(partPath));
+        } catch (const IoError& error) {
+            throw IoError(label + ": part " + std::to_string(part) + " of " + std::to_string(split.count) +
+                          " is missing or unreadable: " + error.what());
+        }
+        checkShard(*model->m_shards.back(), part - 1, *declared);
+    }
+    for (std::uint32_t shard = 0; shard < model->m_shards.size(); ++shard) {
+        for (TensorInfo tensor : model->m_shards[shard]->tensors()) {
+            if (model->m_byName.count(tensor.name) != 0) {
+                throw FormatError(fileLabel(model->m_shards[shard]->path()) + ": tensor '" + tensor.name +
+                                  "' also appears in an earlier part");
+            }
+            tensor.shard = shard;
+            model->m_byName.emplace(tensor.name, model->m_tensors.size());
+            model->m_tensors.push_back(std::move(tensor));
+        }
+    }
+    const auto total = splitKey(first, "split.tensors.count");
+    if (!total || *total != model->m_tensors.size()) {
+        throw FormatError(label + ": key 'split.tensors.count' is " +
+                          (total ? std::to_string(*total) : std::string("missing")) + ", but the " +
+                          std::to_string(split.count) + " parts hold " +
+                          std::to_string(model->m_tensors.size()) + " tensors");
+    }
+    return model;
+}
+
+void GgufModel::indexTensors() {
+    m_byName.reserve(m_tensors.size());
+    for (std::size_t i = 0; i < m_tensors.size(); ++i) {
+        m_byName.emplace(m_tensors[i].name, i);
+    }
+}
+
+const TensorInfo* GgufModel::findTensor(std::string_view name) const {
+    const auto it = m_byName.find(std::string(name));
+    return it == m_byName.end() ? nullptr : &m_tensors[it->second];
+}
+
+std::span<const std::byte> GgufModel::tensorData(const TensorInfo& tensor) const {
+    return m_shards.at(tensor.shard)->tensorData(tensor);
+}
+
+std::uint64_t GgufModel::fileSize() const {
+    std::uint64_t total = 0;
+    for (const auto& shard : m_shards) {
+        total += shard->fileSize();
+    }
+    return total;
+}
+
+std::string GgufModel::architecture() const {
+    const MetaValue* value = find("general.architecture");
+    const auto text = value != nullptr ? value->asString() : std::nullopt;
+    return text ? std::string(*text) : std::string();
+}
+
+std::string GgufModel::name() const {
+    const MetaValue* value = find("general.name");
+    if (const auto text = value != nullptr ? value->asString() : std::nullopt; text && !text->empty()) {
+        return std::string(*text);
+    }
+    std::string label = fileLabel(path());
+    if (label.size() > 5 && label.ends_with(".gguf")) {
+        label.resize(label.size() - 5);
+    }
+    return label;
+}
+
+std::optional<std::uint64_t> GgufModel::archValue(std::string_view key) const {
+    const MetaValue* value = find(architecture() + "." + std::string(key));
+    return value != nullptr ? value->asUInt() : std::nullopt;
+}
+
+} // namespace organ

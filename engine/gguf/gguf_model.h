@@ -1,0 +1,54 @@
+#pragma once
+
+#include "gguf/gguf_file.h"
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace organ {
+
+// A model as the user sees it: one GGUF file, or every part of a split model
+// (NAME-00001-of-0000N.gguf …), checked against split.count and split.tensors.count.
+// Metadata comes from the first part; tensors from all parts, each tagged with its shard.
+class GgufModel {
+public:
+    // Opening any part of a split model opens the whole set.
+    static std::shared_ptr<const GgufModel> open(const std::string& path);
+
+    const std::string& path() const { return m_shards.front()->path(); }
+    const std::vector<std::shared_ptr<const GgufFile>>& shards() const { return m_shards; }
+    const GgufFile& primary() const { return *m_shards.front(); }
+    const std::vector<MetaEntry>& metadata() const { return primary().metadata(); }
+    const std::vector<TensorInfo>& tensors() const { return m_tensors; }
+    const MetaValue* find(std::string_view key) const { return primary().find(key); }
+    const TensorInfo* findTensor(std::string_view name) const; // by name, in constant time
+    std::span<const std::byte> tensorData(const TensorInfo& tensor) const;
+    std::uint64_t fileSize() const;
+
+    // general.architecture, or "" when absent.
+    std::string architecture() const;
+    // general.name, or the file name without ".gguf".
+    std::string name() const;
+    // "{arch}.KEY" as an unsigned integer, e.g. archValue("block_count").
+    std::optional<std::uint64_t> archValue(std::string_view key) const;
+
+private:
+    std::vector<std::shared_ptr<const GgufFile>> m_shards;
+    void indexTensors();
+
+    std::vector<TensorInfo> m_tensors;
+    std::unordered_map<std::string, std::size_t> m_byName; // grafts and validation look up per tensor
+};
+
+// "dir/name-00002-of-00005.gguf" -> {"dir/name", 2, 5}; false when the name is not a split part.
+struct SplitName {
+    std::string prefix;
+    unsigned part = 0;
+    unsigned count = 0;
+};
+bool parseSplitName(const std::string& path, SplitName& out);
+std::string splitPartPath(const std::string& prefix, unsigned part, unsigned count);
+
+} // namespace organ

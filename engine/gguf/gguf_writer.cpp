@@ -1,0 +1,289 @@
+#include "gguf/gguf_writer.h"
+
+#include "support/digest.h"
+#include "support/errors.h"
+#include "support/safe_files.h"
+#include "support/text_format.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unordered_set>
+
+namespace organ {
+namespace {
+
+constexpr std::size_t kChunk = 4u << 20;
+
+template <typename T> void put(std::vector<std::byte>& out, T value) {
+    const auto* p = reinterpret_cast<const std::byte*>(&value);
+    out.insert(out.end(), p, p + sizeof(T));
+}
+
+void putString(std::vector<std::byte>& out, std::string_view text) {
+    put<std::uint64_t>(out, text.size());
+    const auto* p = reinterpret_cast<const std::byte*>(text.data());
+    out.insert(out.end(), p, p + text.size());
+}
+
+std::uint64_t alignUp(std::uint64_t value, std::uint64_t alignment) {
+    return value + (alignment - value % alignment) % alignment;
+}
+
+struct PlannedTensor {
+    const TensorToWrite* tensor;
+    std::uint64_t bytes;
+    std::uint64_t offset;
+    std::uint64_t digest = 0;
+};
+
+std::uint32_t alignmentOf(const GgufWriteSpec& spec, const std::string& label) {
+    for (const auto& [key, value] : spec.metadata) {
+        if (key != "general.alignment") {
+            continue;
+        }
+        const auto v = value.asUInt();
+        if (value.type() != ValueType::U32 || !v || *v == 0 || (*v & (*v - 1)) != 0 ||
+            *v > kGgufMaxAlignment) {
+            throw FormatError(label + ": key 'general.alignment' must be a u32 power of two of at most " +
+                              std::to_string(kGgufMaxAlignment) + " (ggml uses 32)");
+        }
+        return static_cast<std::uint32_t>(*v);
+    }
+    return kGgufDefaultAlignment;
+}
+
+std::vector<PlannedTensor> planTensors(const GgufWriteSpec& spec, std::uint32_t alignment,
+                                       const std::string& label) {
+    std::vector<PlannedTensor> planned;
+    planned.reserve(spec.tensors.size());
+    std::unordered_set<std::string_view> names;
+    std::uint64_t offset = 0;
+    for (const auto& tensor : spec.tensors) {
+        const std::string named = label + ": tensor '" + tensor.name + "'";
+        if (tensor.name.empty() || tensor.name.size() > kGgufMaxTensorName) {
+            throw FormatError(named + ": a name must have 1 to 63 bytes");
+        }
+        if (!names.insert(tensor.name).second) {
+            throw FormatError(named + ": the name appears twice");
+        }
+        if (tensor.nDims > kGgufMaxDims) {
+            throw FormatError(named + ": more than 4 dimensions");
+        }
+        const auto& traits = traitsOf(tensor.type);
+        std::uint64_t elements = 1;
+        for (std::uint32_t d = 0; d < tensor.nDims; ++d) {
+            if (tensor.ne[d] != 0 &&
+                elements > std::numeric_limits<std::uint64_t>::max() / 2 / tensor.ne[d]) {
+                throw FormatError(named + ": its element count overflows 64 bits");
+            }
+            elements *= tensor.ne[d];
+        }
+        if (tensor.ne[0] % traits.blockSize != 0) {
+            throw FormatError(named + ": rows of " + std::to_string(tensor.ne[0]) + " are not whole " +
+                              std::string(traits.name) + " blocks");
+        }
+        const std::uint64_t blocks = elements / traits.blockSize;
+        if (blocks > std::numeric_limits<std::uint64_t>::max() / 2 / traits.bytesPerBlock) {
+            throw FormatError(named + ": its size overflows 64 bits");
+        }
+        const std::uint64_t bytes = blocks * traits.bytesPerBlock;
+        if (!tensor.source.generate && tensor.source.bytes.size() != bytes) {
+            throw FormatError(named + ": the source holds " + groupDigits(tensor.source.bytes.size()) +
+                              " bytes, the tensor needs " + groupDigits(bytes));
+        }
+        planned.push_back({&tensor, bytes, offset});
+        offset = alignUp(offset + bytes, alignment);
+    }
+    return planned;
+}
+
+std::vector<std::byte> encodeHeader(const GgufWriteSpec& spec, const std::vector<PlannedTensor>& planned,
+                                    std::uint32_t alignment) {
+    std::vector<std::byte> header;
+    put<std::uint32_t>(header, 0x46554747u);
+    put<std::uint32_t>(header, 3);
+    put<std::uint64_t>(header, spec.tensors.size());
+    put<std::uint64_t>(header, spec.metadata.size());
+    for (const auto& [key, value] : spec.metadata) {
+        putString(header, key);
+        put<std::uint32_t>(header, static_cast<std::uint32_t>(value.type()));
+        value.appendEncodedV3(header);
+    }
+    for (const auto& plan : planned) {
+        const TensorToWrite& tensor = *plan.tensor;
+        putString(header, tensor.name);
+        put<std::uint32_t>(header, tensor.nDims);
+        for (std::uint32_t d = 0; d < tensor.nDims; ++d) {
+            put<std::uint64_t>(header, tensor.ne[d]);
+        }
+        put<std::uint32_t>(header, static_cast<std::uint32_t>(tensor.type));
+        put<std::uint64_t>(header, plan.offset);
+    }
+    // A file without tensors ends with its metadata, as llama.cpp's vocabulary files do.
+    if (!planned.empty()) {
+        header.resize(static_cast<std::size_t>(alignUp(header.size(), alignment)), std::byte{0});
+    }
+    return header;
+}
+
+// A tensor's source file is an input even when no other mapping of it is registered.
+std::vector<std::string> sourcePaths(const GgufWriteSpec& spec) {
+    std::vector<std::string> paths;
+    for (const auto& tensor : spec.tensors) {
+        if (tensor.source.mapping) {
+            paths.push_back(tensor.source.mapping->path());
+        }
+    }
+    return paths;
+}
+
+// Re-opens the written file and checks it against the plan and the digests.
+// Returns false when stopped.
+bool verify(const std::string& path, const std::string& label, const GgufWriteSpec& spec,
+            const std::vector<PlannedTensor>& planned, ProgressThrottle& throttle, std::uint64_t total,
+            const StopToken* stop) {
+    const auto written = GgufFile::open(path);
+    if (written->metadata().size() != spec.metadata.size() || written->tensors().size() != planned.size()) {
+        throw FormatError(label + ": verification failed: the re-opened file has other counts");
+    }
+    std::uint64_t done = 0;
+    std::vector<std::byte> buffer;
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        const TensorInfo& info = written->tensors()[i];
+        const TensorToWrite& tensor = *planned[i].tensor;
+        if (info.name != tensor.name || info.type != tensor.type ||
+            info.relativeOffset != planned[i].offset || info.bytes != planned[i].bytes) {
+            throw FormatError(label + ": verification failed: tensor '" + tensor.name +
+                              "' differs from the plan");
+        }
+        Digest digest;
+        for (std::uint64_t at = 0; at < info.bytes; at += kChunk) {
+            if (stop != nullptr && stop->stopRequested()) {
+                return false;
+            }
+            buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, info.bytes - at)));
+            written->mapping()->read(info.fileOffset + at, buffer);
+            digest.update(buffer);
+            done += buffer.size();
+            throttle.report(done, total, "verifying");
+        }
+        if (digest.value() != planned[i].digest) {
+            throw FormatError(label + ": verification failed: the bytes of tensor '" + tensor.name +
+                              "' read back differ from those written");
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+void GgufWriteSpec::set(const std::string& key, MetaValue value) {
+    for (auto& entry : metadata) {
+        if (entry.first == key) {
+            entry.second = std::move(value);
+            return;
+        }
+    }
+    metadata.emplace_back(key, std::move(value));
+}
+
+GgufLayout layoutGguf(const GgufWriteSpec& spec, const std::string& label) {
+    const std::uint32_t alignment = alignmentOf(spec, label);
+    const auto planned = planTensors(spec, alignment, label);
+    GgufLayout layout;
+    layout.header = encodeHeader(spec, planned, alignment);
+    layout.fileSize = layout.header.size();
+    if (!planned.empty()) {
+        layout.fileSize += planned.back().offset + alignUp(planned.back().bytes, alignment);
+    }
+    return layout;
+}
+
+GgufWriteSpec specFromFile(const GgufFile& file) {
+    GgufWriteSpec spec;
+    for (const auto& entry : file.metadata()) {
+        spec.metadata.emplace_back(entry.key, entry.value);
+    }
+    for (const auto& info : file.tensors()) {
+        spec.tensors.push_back(
+            {info.name, info.type, info.nDims, info.ne, {file.tensorData(info), {}, file.mapping(), {}}});
+    }
+    return spec;
+}
+
+JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress,
+                    const StopToken* stop, const AcceptWritten& accept) {
+    const std::string label = fileLabel(path);
+    try {
+        const std::uint32_t alignment = alignmentOf(spec, label);
+        auto planned = planTensors(spec, alignment, label);
+        const std::vector<std::byte> header = encodeHeader(spec, planned, alignment);
+        std::uint64_t total = 0;
+        for (const auto& plan : planned) {
+            total += plan.bytes;
+        }
+        ProgressThrottle throttle(progress);
+        std::vector<std::byte> buffer;
+        static constexpr std::array<std::byte, kGgufMaxAlignment> zeros{};
+        std::uint64_t done = 0;
+        SafeOutput out(path, sourcePaths(spec));
+        JobResult result = JobResult::ok();
+        result.warnings = out.warnings();
+        out.write(header);
+        for (auto& plan : planned) {
+            const TensorSource& source = plan.tensor->source;
+            Digest digest;
+            for (std::uint64_t at = 0; at < plan.bytes; at += kChunk) {
+                if (stop != nullptr && stop->stopRequested()) {
+                    return JobResult::cancelled();
+                }
+                const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, plan.bytes - at));
+                std::span<const std::byte> chunk;
+                if (source.generate) {
+                    buffer.resize(n);
+                    source.generate(at, buffer);
+                    chunk = buffer;
+                } else if (source.mapping) {
+                    // Read, not touch the mapping: no page fault per 4 KiB, nothing left resident.
+                    buffer.resize(n);
+                    const auto base =
+                        static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
+                    source.mapping->read(base + at, buffer);
+                    chunk = buffer;
+                } else {
+                    chunk = source.bytes.subspan(static_cast<std::size_t>(at), n);
+                }
+                out.write(chunk);
+                digest.update(chunk);
+                done += n;
+                throttle.report(done, total, "writing");
+            }
+            plan.digest = digest.value();
+            out.write(std::span(zeros).first(
+                static_cast<std::size_t>(alignUp(plan.bytes, alignment) - plan.bytes)));
+        }
+        out.finish();
+        // Checked before it replaces anything: a file already at the target stays as it was
+        // unless the new one is whole and right.
+        if (!verify(out.partialPath(), label, spec, planned, throttle, total, stop)) {
+            return JobResult::cancelled();
+        }
+        if (accept) {
+            if (const auto refusal = accept(out.partialPath())) {
+                return JobResult::failed(*refusal);
+            }
+        }
+        out.commit();
+        throttle.report(total, total, "done", true);
+        return result;
+    } catch (const std::exception& error) {
+        return JobResult::failed(error.what());
+    }
+}
+
+} // namespace organ

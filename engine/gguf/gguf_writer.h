@@ -1,0 +1,63 @@
+#pragma once
+
+#include "gguf/gguf_file.h"
+#include "support/job.h"
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace organ {
+
+// Where the writer gets a tensor's bytes: a span (of a mapped file or a buffer) or a
+// callback that fills `out` with the bytes starting at `offset`. Only one chunk of a
+// few MiB is ever in flight, so writing a 100 GB model needs a few MiB of memory.
+struct TensorSource {
+    std::span<const std::byte> bytes;
+    std::function<void(std::uint64_t offset, std::span<std::byte> out)> generate;
+    std::shared_ptr<const MappedFile> mapping; // set when `bytes` lies in this mapping
+    std::shared_ptr<const void> owner;         // keeps a buffer behind `bytes` alive
+};
+
+struct TensorToWrite {
+    std::string name;
+    TensorType type = TensorType::F32;
+    std::uint32_t nDims = 1;
+    std::array<std::uint64_t, kGgufMaxDims> ne{1, 1, 1, 1};
+    TensorSource source;
+};
+
+struct GgufWriteSpec {
+    std::vector<std::pair<std::string, MetaValue>> metadata; // in file order
+    std::vector<TensorToWrite> tensors;                      // in file order
+
+    void set(const std::string& key, MetaValue value); // replaces or appends
+};
+
+// Everything in a parsed file, with tensor bytes taken from its mapping: writing this
+// back unchanged reproduces a v3 file byte for byte.
+GgufWriteSpec specFromFile(const GgufFile& file);
+
+// The header a spec would be written with (metadata, tensor infos, padding) and the
+// size of the whole file. Tensor sources are not read.
+struct GgufLayout {
+    std::vector<std::byte> header;
+    std::uint64_t fileSize = 0;
+};
+GgufLayout layoutGguf(const GgufWriteSpec& spec, const std::string& label);
+
+// Writes GGUF v3 to `path` through SafeOutput (safe_files.h): a partial file of this process
+// beside it, every write and the close checked, fsynced, re-opened and checked (layout and
+// every tensor's bytes), and only then renamed into place. Refuses targets that are inputs
+// or not regular files. On cancel or failure no file is left behind and a file already at
+// `path` is untouched. Warnings (partials of killed runs removed) are in the result.
+// Runs on the calling thread.
+// `accept`, when given, is asked about the verified partial file (its path) before it is
+// renamed into place; a message refuses it (the write fails with that message).
+using AcceptWritten = std::function<std::optional<std::string>(const std::string& partial)>;
+JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress = {},
+                    const StopToken* stop = nullptr, const AcceptWritten& accept = {});
+
+} // namespace organ

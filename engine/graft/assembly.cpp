@@ -1,0 +1,60 @@
+#include "graft/assembly.h"
+
+#include "anatomy/model_validation.h"
+#include "gguf/gguf_writer.h"
+#include "support/text_format.h"
+
+#include <algorithm>
+
+namespace organ {
+
+JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, const CompatibilityReport& report,
+                          const std::string& output, const AssemblyOptions& options,
+                          const ProgressFn& progress, const StopToken* stop) {
+    const auto blocking =
+        std::count_if(report.findings.begin(), report.findings.end(), [&](const Finding& f) {
+            return f.severity == Finding::Severity::Error && !(options.keepInvalid && f.fromValidation);
+        });
+    if (blocking != 0) {
+        return JobResult::failed(fileLabel(output) + ": not written: the plan has " +
+                                 std::to_string(blocking) + " error(s)");
+    }
+    const GgufWriteSpec spec = chimeraSpec(plan, models, report.layout, true);
+    // Validated as llama.cpp would load it before it replaces anything: an invalid chimera is
+    // never left on disk unless asked for.
+    const auto accept = [&](const std::string& written) -> std::optional<std::string> {
+        const auto findings = validateModel(*GgufModel::open(written));
+        std::vector<std::string> errors;
+        for (const Finding& f : findings) {
+            if (f.severity == Finding::Severity::Error) {
+                errors.push_back(f.message);
+            }
+        }
+        if (errors.empty() || options.keepInvalid) {
+            return std::nullopt;
+        }
+        return fileLabel(output) + ": not written: it would not load (" + std::to_string(errors.size()) +
+               " validation error(s), the first: " + errors.front() + "); --keep-invalid keeps such a file";
+    };
+    return writeGguf(output, spec, progress, stop, accept);
+}
+
+GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const std::string& output,
+                          const AssemblyOptions& options,
+                          const std::function<void(const CompatibilityReport&)>& checked,
+                          const ProgressFn& progress, const StopToken* stop) {
+    GraftOutcome outcome;
+    GraftPlan withOutput = plan;
+    withOutput.output = output;
+    outcome.report = checkGraft(withOutput, models);
+    if (checked) {
+        checked(outcome.report);
+    }
+    outcome.written = assembleChimera(withOutput, models, outcome.report, output, options, progress, stop);
+    if (outcome.written.isOk()) {
+        outcome.validation = validateModel(*GgufModel::open(output));
+    }
+    return outcome;
+}
+
+} // namespace organ

@@ -1,0 +1,102 @@
+#include "graft/chimera_spec.h"
+
+#include "quant/dequant.h"
+#include "quant/quantize.h"
+#include "support/sha256.h"
+#include "support/text_safety.h"
+
+#include <algorithm>
+
+namespace organ {
+namespace {
+
+// Decodes the source elements behind a range of target bytes and encodes them again.
+TensorSource conversionSource(const GgufModel& model, const TensorInfo& source, TensorType target) {
+    TensorSource out;
+    const auto data = model.tensorData(source);
+    const auto mapping = model.shards()[source.shard]->mapping();
+    const TensorType from = source.type;
+    out.generate = [data, mapping, from, target](std::uint64_t offset, std::span<std::byte> bytes) {
+        const auto& t = traitsOf(target);
+        const std::uint64_t firstBlock = offset / t.bytesPerBlock;
+        const std::uint64_t endBlock = (offset + bytes.size() + t.bytesPerBlock - 1) / t.bytesPerBlock;
+        const auto blocks = static_cast<std::size_t>(endBlock - firstBlock);
+        std::vector<float> values(blocks * t.blockSize);
+        dequantizeRange(from, data, firstBlock * t.blockSize, values.size(), values.data());
+        std::vector<std::byte> encoded(blocks * t.bytesPerBlock);
+        quantizeBlocks(target, values.data(), blocks, encoded.data());
+        const auto skip = static_cast<std::size_t>(offset - firstBlock * t.bytesPerBlock);
+        std::copy_n(encoded.begin() + static_cast<std::ptrdiff_t>(skip), bytes.size(), bytes.begin());
+        const auto& s = traitsOf(from);
+        const auto base = static_cast<std::uint64_t>(data.data() - mapping->bytes().data());
+        mapping->release(base + firstBlock * t.blockSize / s.blockSize * s.bytesPerBlock,
+                         values.size() / s.blockSize * s.bytesPerBlock);
+    };
+    return out;
+}
+
+std::string headerSha256(const GgufModel& model) {
+    const GgufFile& first = model.primary();
+    return Sha256::hex(first.mapping()->bytes().first(static_cast<std::size_t>(first.headerSize())));
+}
+
+} // namespace
+
+GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, const ChimeraLayout& layout,
+                          bool withSources) {
+    const GgufModel& base = models.base();
+    GgufWriteSpec spec;
+    const std::string blockKey = base.architecture() + ".block_count";
+    for (const auto& entry : base.metadata()) {
+        const bool removed = std::find(layout.removeMetadata.begin(), layout.removeMetadata.end(),
+                                       entry.key) != layout.removeMetadata.end();
+        if (removed || entry.key.starts_with(kProvenancePrefix)) {
+            continue;
+        }
+        if (entry.key == blockKey && layout.blocks != layout.baseBlocks) {
+            spec.metadata.emplace_back(entry.key, entry.value.type() == ValueType::U64
+                                                      ? MetaValue::fromU64(layout.blocks)
+                                                      : MetaValue::fromU32(layout.blocks));
+            continue;
+        }
+        spec.metadata.emplace_back(entry.key, entry.value);
+    }
+    for (const auto& [key, value] : layout.setMetadata) {
+        spec.set(key, value);
+    }
+    std::vector<std::string> names;
+    std::vector<std::string> hashes;
+    for (const auto& id : models.ids()) {
+        const GgufModel& m = *models.find(id);
+        names.push_back(id + ": " + m.name());
+        hashes.push_back(withSources ? headerSha256(m) : std::string());
+    }
+    const std::string prefix = kProvenancePrefix;
+    spec.set(prefix + "version", MetaValue::fromU32(kGraftPlanVersion));
+    spec.set(prefix + "tool", MetaValue::fromString("Organ Workbench"));
+    spec.set(prefix + "parents", MetaValue::fromStrings(names));
+    spec.set(prefix + "parents_header_sha256", MetaValue::fromStrings(hashes));
+    spec.set(prefix + "operations", MetaValue::fromString(dumpJson(graftPlanToJson(plan).at("operations"))));
+
+    for (const ChimeraTensor& t : layout.tensors) {
+        const GgufModel& model = *models.find(t.model);
+        const TensorInfo& source = *model.findTensor(t.sourceName);
+        TensorToWrite w;
+        w.name = t.name;
+        w.type = t.targetType;
+        w.nDims = source.nDims;
+        w.ne = source.ne;
+        if (!withSources) {
+            // Not to be written: only its shape and type are read.
+        } else if (t.converted) {
+            w.source = conversionSource(model, source, t.targetType);
+        } else {
+            w.source.bytes = model.tensorData(source);
+            w.source.mapping = model.shards()[source.shard]->mapping();
+        }
+        spec.tensors.push_back(std::move(w));
+    }
+    return spec;
+}
+
+} // namespace organ

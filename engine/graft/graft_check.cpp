@@ -1,0 +1,554 @@
+// The compatibility report: the plan applied to the chimera's layout, every tensor checked.
+#include "graft/graft_check.h"
+#include "graft/chimera_spec.h"
+
+#include "support/text_safety.h"
+
+#include "anatomy/model_validation.h"
+#include "graft/layer_metadata.h"
+#include "quant/quantize.h"
+#include "support/text_format.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+
+namespace organ {
+namespace {
+
+// One tensor position in the chimera while the plan is applied.
+struct Slot {
+    std::string suffix;     // the name without "blk.N." (the whole name outside layers)
+    std::string model;      // where the bytes come from
+    std::string sourceName; // the tensor there
+    std::string expected;   // the base tensor whose shape and type it must have ("": none)
+    int operation = -1;     // the operation that set its source
+};
+
+struct Layer {
+    std::vector<Slot> slots;
+    ChimeraLayerOrigin origin; // whose per-layer metadata it carries
+};
+
+struct Body {
+    std::vector<Slot> before; // outside layers, before the first layer tensor of the base
+    std::vector<Layer> layers;
+    std::vector<Slot> after;
+};
+
+// "blk.12.attn_q.weight" → 12 and "attn_q.weight".
+bool splitLayerName(const std::string& name, std::uint32_t& layer, std::string& suffix) {
+    const auto parsed = parseLayerName(name);
+    if (!parsed) {
+        return false;
+    }
+    layer = parsed->layer;
+    suffix = std::string(parsed->rest);
+    return true;
+}
+
+std::string layerName(std::uint32_t layer, const std::string& suffix) {
+    return "blk." + std::to_string(layer) + "." + suffix;
+}
+
+Body bodyOf(const GgufModel& model, const std::string& id) {
+    Body body;
+    bool seenLayer = false;
+    for (const auto& t : model.tensors()) {
+        std::uint32_t layer = 0;
+        std::string suffix;
+        if (splitLayerName(t.name, layer, suffix)) {
+            seenLayer = true;
+            if (layer >= body.layers.size()) {
+                const auto first = static_cast<std::uint32_t>(body.layers.size());
+                body.layers.resize(layer + 1);
+                for (std::uint32_t k = first; k <= layer; ++k) {
+                    body.layers[k].origin.whole = {id, k};
+                }
+            }
+            body.layers[layer].slots.push_back({suffix, id, t.name, t.name, -1});
+        } else {
+            (seenLayer ? body.after : body.before).push_back({t.name, id, t.name, t.name, -1});
+        }
+    }
+    return body;
+}
+
+std::set<std::string> suffixesOf(const Layer& layer) {
+    std::set<std::string> out;
+    for (const auto& s : layer.slots) {
+        out.insert(s.suffix);
+    }
+    return out;
+}
+
+class Resolver {
+public:
+    Resolver(const GraftPlan& plan, const GraftModels& models) : m_plan(plan), m_models(models) {
+        m_body = bodyOf(models.base(), "base");
+        m_report.layout.baseBlocks = static_cast<std::uint32_t>(m_body.layers.size());
+        for (const auto& layer : m_body.layers) {
+            m_baseLayerShapes.insert(suffixesOf(layer));
+        }
+    }
+
+    CompatibilityReport run() {
+        for (std::size_t i = 0; i < m_plan.operations.size(); ++i) {
+            apply(m_plan.operations[i], static_cast<int>(i));
+        }
+        checkLayers();
+        rewriteMetadata();
+        buildLayout();
+        checkModels();
+        checkOutput();
+        predictLoad();
+        return std::move(m_report);
+    }
+
+private:
+    void add(Finding::Severity severity, int operation, std::string message,
+             std::vector<std::string> tensors = {}) {
+        m_report.findings.push_back({severity, std::move(message), std::move(tensors), operation});
+    }
+
+    // Calls visit(slot, chimeraName) for every slot with its name in the chimera as it stands.
+    template <typename Visit> void forEachSlot(Visit visit) {
+        for (auto& s : m_body.before) {
+            visit(s, s.suffix);
+        }
+        for (std::uint32_t j = 0; j < m_body.layers.size(); ++j) {
+            for (auto& s : m_body.layers[j].slots) {
+                visit(s, layerName(j, s.suffix));
+            }
+        }
+        for (auto& s : m_body.after) {
+            visit(s, s.suffix);
+        }
+    }
+
+    void apply(const GraftOperation& o, int index) {
+        using Kind = GraftOperation::Kind;
+        switch (o.kind) {
+        case Kind::Replace:
+            replace(o, index);
+            break;
+        case Kind::MapLayer:
+            mapLayer(o, index);
+            break;
+        case Kind::StackLayers:
+            stack(o, index);
+            break;
+        case Kind::DuplicateLayer:
+            if (o.toLayer >= m_body.layers.size()) {
+                add(Finding::Severity::Error, index,
+                    "duplicate_layer: there is no layer " + std::to_string(o.toLayer));
+                return;
+            }
+            if (m_body.layers.size() >= kMaxChimeraLayers) {
+                add(Finding::Severity::Error, index,
+                    "duplicate_layer: a chimera may have at most " + std::to_string(kMaxChimeraLayers) +
+                        " layers");
+                return;
+            }
+            m_body.layers.insert(m_body.layers.begin() + o.toLayer + 1, m_body.layers[o.toLayer]);
+            break;
+        case Kind::RemoveLayer:
+            if (o.toLayer >= m_body.layers.size() || m_body.layers.size() == 1) {
+                add(Finding::Severity::Error, index,
+                    m_body.layers.size() == 1
+                        ? std::string("remove_layer: the last layer cannot be removed")
+                        : "remove_layer: there is no layer " + std::to_string(o.toLayer));
+                return;
+            }
+            m_body.layers.erase(m_body.layers.begin() + o.toLayer);
+            break;
+        case Kind::SetMetadata:
+            if (o.key == "general.alignment") {
+                const auto v = o.value.asUInt();
+                if (o.value.type() != ValueType::U32 || !v || *v == 0 || (*v & (*v - 1)) != 0 ||
+                    *v > kGgufMaxAlignment) {
+                    add(Finding::Severity::Error, index,
+                        "set_metadata: general.alignment must be a u32 power of two of at most " +
+                            std::to_string(kGgufMaxAlignment) + " (ggml uses 32)");
+                    return;
+                }
+            }
+            m_report.layout.setMetadata.emplace_back(o.key, o.value);
+            break;
+        case Kind::RemoveMetadata:
+            if (m_models.base().find(o.key) == nullptr) {
+                add(Finding::Severity::Warning, index,
+                    "remove_metadata: the base has no key '" + o.key + "'");
+            }
+            m_report.layout.removeMetadata.push_back(o.key);
+            break;
+        }
+    }
+
+    void replace(const GraftOperation& o, int index) {
+        const GgufModel* donor = m_models.find(o.donor);
+        std::vector<std::string> missing;
+        std::size_t selected = 0;
+        forEachSlot([&](Slot& slot, const std::string& name) {
+            if (!o.select.matches(name, classifyTensor(name))) {
+                return;
+            }
+            ++selected;
+            if (donor->findTensor(name) == nullptr) {
+                missing.push_back(name);
+                return;
+            }
+            slot.model = o.donor;
+            slot.sourceName = name;
+            slot.operation = index;
+        });
+        // The donor's per-layer values follow its tensors into each layer they went to.
+        for (std::uint32_t j = 0; j < m_body.layers.size(); ++j) {
+            for (const Slot& slot : m_body.layers[j].slots) {
+                if (slot.operation == index) {
+                    m_body.layers[j].origin.bySystem[classifyTensor(layerName(j, slot.suffix)).system] = {
+                        o.donor, j};
+                }
+            }
+        }
+        if (selected == 0) {
+            add(Finding::Severity::Error, index, "replace: the selection matches no tensor of the chimera");
+        }
+        if (!missing.empty()) {
+            add(Finding::Severity::Error, index,
+                "replace: donor '" + o.donor + "' has no tensor " + missing.front() +
+                    (missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)" : ""),
+                missing);
+        }
+    }
+
+    void mapLayer(const GraftOperation& o, int index) {
+        const GgufModel* donor = m_models.find(o.donor);
+        if (o.toLayer >= m_body.layers.size()) {
+            add(Finding::Severity::Error, index,
+                "map_layer: the chimera has no layer " + std::to_string(o.toLayer));
+            return;
+        }
+        std::vector<std::string> missing;
+        std::size_t selected = 0;
+        for (auto& slot : m_body.layers[o.toLayer].slots) {
+            const std::string target = layerName(o.toLayer, slot.suffix);
+            if (!o.select.matches(target, classifyTensor(target))) {
+                continue;
+            }
+            ++selected;
+            const std::string source = layerName(o.fromLayer, slot.suffix);
+            if (donor->findTensor(source) == nullptr) {
+                missing.push_back(source);
+                continue;
+            }
+            slot.model = o.donor;
+            slot.sourceName = source;
+            slot.operation = index;
+            m_body.layers[o.toLayer].origin.bySystem[classifyTensor(target).system] = {o.donor, o.fromLayer};
+        }
+        if (selected == 0) {
+            add(Finding::Severity::Error, index,
+                "map_layer: the selection matches no tensor of layer " + std::to_string(o.toLayer));
+        }
+        if (!missing.empty()) {
+            add(Finding::Severity::Error, index,
+                "map_layer: donor '" + o.donor + "' has no tensor " + missing.front() +
+                    (missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)" : ""),
+                missing);
+        }
+    }
+
+    void stack(const GraftOperation& o, int index) {
+        std::uint64_t total = 0;
+        for (const auto& range : o.stack) {
+            total += std::uint64_t(range.last) - range.first + 1;
+        }
+        if (total > kMaxChimeraLayers) {
+            add(Finding::Severity::Error, index,
+                "stack_layers: " + std::to_string(total) + " layers, more than the " +
+                    std::to_string(kMaxChimeraLayers) + " a chimera may have");
+            return;
+        }
+        std::vector<Layer> layers;
+        std::map<std::string, Body> bodies; // each model's layers, built once however many runs
+        for (const auto& range : o.stack) {
+            const GgufModel* model = m_models.find(range.model);
+            auto [it, fresh] = bodies.try_emplace(range.model);
+            if (fresh) {
+                it->second = bodyOf(*model, range.model);
+            }
+            const Body& source = it->second;
+            for (std::uint32_t k = range.first; k <= range.last; ++k) {
+                if (k >= source.layers.size() || source.layers[k].slots.empty()) {
+                    add(Finding::Severity::Error, index,
+                        "stack_layers: model '" + range.model + "' has no layer " + std::to_string(k));
+                    return;
+                }
+                Layer layer = source.layers[k];
+                const std::uint32_t reference = std::min<std::uint32_t>(k, m_report.layout.baseBlocks - 1);
+                for (auto& slot : layer.slots) {
+                    slot.operation = index;
+                    slot.expected =
+                        range.model == "base" ? slot.sourceName : layerName(reference, slot.suffix);
+                }
+                layers.push_back(std::move(layer));
+            }
+        }
+        m_body.layers = std::move(layers);
+    }
+
+    // Layer-indexed metadata follows the chimera's layers (layer_metadata.h); computed before
+    // the plan's own set_metadata, which wins over it.
+    void rewriteMetadata() {
+        std::vector<ChimeraLayerOrigin> origins;
+        for (const Layer& layer : m_body.layers) {
+            ChimeraLayerOrigin origin = layer.origin;
+            origin.experts = std::any_of(layer.slots.begin(), layer.slots.end(), [](const Slot& s) {
+                return s.suffix.starts_with("ffn_gate_inp") || s.suffix.find("_exps.") != std::string::npos;
+            });
+            origins.push_back(std::move(origin));
+        }
+        LayerMetadata rewritten =
+            rewriteLayerMetadata([this](const std::string& id) { return m_models.find(id); }, origins);
+        auto& set = m_report.layout.setMetadata;
+        set.insert(set.begin(), rewritten.set.begin(), rewritten.set.end());
+        for (Finding& f : rewritten.findings) {
+            m_report.findings.push_back(std::move(f));
+        }
+    }
+
+    // Every layer must have the tensors of some layer of the base.
+    void checkLayers() {
+        for (std::uint32_t j = 0; j < m_body.layers.size(); ++j) {
+            const auto have = suffixesOf(m_body.layers[j]);
+            if (m_baseLayerShapes.count(have) != 0) {
+                continue;
+            }
+            const auto& want = *m_baseLayerShapes.begin();
+            std::vector<std::string> lacking;
+            std::set_difference(want.begin(), want.end(), have.begin(), have.end(),
+                                std::back_inserter(lacking));
+            add(Finding::Severity::Error,
+                m_body.layers[j].slots.empty() ? -1 : m_body.layers[j].slots.front().operation,
+                "layer " + std::to_string(j) + " is incomplete" +
+                    (lacking.empty()
+                         ? std::string(": its tensors differ from every layer of the base")
+                         : ": it lacks " + lacking.front() +
+                               (lacking.size() > 1 ? " and " + std::to_string(lacking.size() - 1) + " more"
+                                                   : "")));
+        }
+    }
+
+    void checkTensor(const Slot& slot, const std::string& name) {
+        const GgufModel& model = *m_models.find(slot.model);
+        const TensorInfo* source = model.findTensor(slot.sourceName);
+        const TensorInfo* expected =
+            slot.expected.empty() ? nullptr : m_models.base().findTensor(slot.expected);
+        ChimeraTensor out{name, slot.model, slot.sourceName, source->type, false, slot.operation};
+        if (expected == nullptr) {
+            add(Finding::Severity::Error, slot.operation,
+                name + ": the base has no tensor to compare it with", {name});
+        } else {
+            if (source->nDims != expected->nDims || source->ne != expected->ne) {
+                add(Finding::Severity::Error, slot.operation,
+                    name + ": shape " + source->shapeText() + " (" + slot.model + ") ≠ " +
+                        expected->shapeText() + " (base)",
+                    {name});
+            }
+            out.targetType = expected->type;
+        }
+        if (out.targetType != source->type) {
+            const auto& traits = traitsOf(out.targetType);
+            if (canQuantizeTo(out.targetType) && source->ne[0] % traits.blockSize == 0) {
+                out.converted = true;
+                m_conversions[{source->type, out.targetType}].push_back(name);
+            } else {
+                add(Finding::Severity::Error, slot.operation,
+                    name + ": " + slot.model + " has it as " + std::string(tensorTypeName(source->type)) +
+                        ", the base as " + std::string(tensorTypeName(out.targetType)) +
+                        "; the engine converts only to F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1",
+                    {name});
+            }
+        }
+        if (slot.model != "base") {
+            ++m_report.layout.tensorsFromDonors;
+            m_report.layout.bytesFromDonors += source->bytes;
+            m_donorsUsed.insert(slot.model);
+            if (classifyTensor(name).system == System::Embed) {
+                m_embedFrom.insert(slot.model);
+            }
+        }
+        m_report.layout.tensors.push_back(std::move(out));
+    }
+
+    void buildLayout() {
+        for (const auto& s : m_body.before) {
+            checkTensor(s, s.suffix);
+        }
+        for (std::uint32_t j = 0; j < m_body.layers.size(); ++j) {
+            for (const auto& s : m_body.layers[j].slots) {
+                checkTensor(s, layerName(j, s.suffix));
+            }
+        }
+        for (const auto& s : m_body.after) {
+            checkTensor(s, s.suffix);
+        }
+        m_report.layout.blocks = static_cast<std::uint32_t>(m_body.layers.size());
+        for (const auto& [types, names] : m_conversions) {
+            add(Finding::Severity::Info, -1,
+                std::to_string(names.size()) + " tensor" + (names.size() == 1 ? "" : "s") +
+                    " converted from " + std::string(tensorTypeName(types.first)) + " to " +
+                    std::string(tensorTypeName(types.second)),
+                names);
+        }
+    }
+
+    void checkModels() {
+        const GgufModel& base = m_models.base();
+        for (const auto& id : m_donorsUsed) {
+            const GgufModel& donor = *m_models.find(id);
+            if (donor.architecture() != base.architecture()) {
+                add(Finding::Severity::Warning, -1,
+                    "architectures differ: " + base.architecture() + " (base) and " + donor.architecture() +
+                        " (" + id + ")");
+            }
+            const auto a = base.archValue("embedding_length");
+            const auto b = donor.archValue("embedding_length");
+            if (a && b && *a != *b) {
+                add(Finding::Severity::Warning, -1,
+                    "embedding widths differ: " + std::to_string(*a) + " (base) and " + std::to_string(*b) +
+                        " (" + id + ")");
+            }
+        }
+        for (const auto& id : m_embedFrom) {
+            const MetaValue* ours = base.find("tokenizer.ggml.tokens");
+            const MetaValue* theirs = m_models.find(id)->find("tokenizer.ggml.tokens");
+            if (ours == nullptr || theirs == nullptr || !(*ours == *theirs)) {
+                add(Finding::Severity::Error, -1,
+                    "embed graft from '" + id + "': the vocabularies differ (" +
+                        std::to_string(ours != nullptr ? ours->arraySize() : 0) + " tokens in the base, " +
+                        std::to_string(theirs != nullptr ? theirs->arraySize() : 0) + " in '" + id +
+                        "'); token ids would mean other tokens");
+            }
+        }
+    }
+
+    // The chimera validated as llama.cpp would load it, from its metadata and tensor shapes,
+    // before a byte is written: a plan whose result would not load is refused here.
+    void predictLoad() {
+        if (m_report.hasErrors()) {
+            return;
+        }
+        const ModelFacts facts =
+            ModelFacts::of(chimeraSpec(m_plan, m_models, m_report.layout, false), fileLabel(m_plan.output));
+        for (Finding f : validateFacts(facts)) {
+            if (f.severity == Finding::Severity::Error) {
+                f.message = "the chimera would not load: " + f.message;
+                f.fromValidation = true;
+                m_report.findings.push_back(std::move(f));
+            }
+        }
+    }
+
+    void checkOutput() {
+        if (m_plan.output.empty()) {
+            return;
+        }
+        FileIdentity out;
+        if (!identityOf(m_plan.output, out)) {
+            return;
+        }
+        for (const auto& id : m_models.ids()) {
+            for (const auto& shard : m_models.find(id)->shards()) {
+                if (shard->mapping()->identity() == out) {
+                    add(Finding::Severity::Error, -1,
+                        "the output " + fileLabel(m_plan.output) + " is an input ('" + id +
+                            "'): choose another file");
+                }
+            }
+        }
+    }
+
+    const GraftPlan& m_plan;
+    const GraftModels& m_models;
+    Body m_body;
+    std::set<std::set<std::string>> m_baseLayerShapes;
+    std::map<std::pair<TensorType, TensorType>, std::vector<std::string>> m_conversions; // → chimera names
+    std::set<std::string> m_donorsUsed;
+    std::set<std::string> m_embedFrom;
+    CompatibilityReport m_report;
+};
+
+} // namespace
+
+CompatibilityReport checkGraft(const GraftPlan& plan, const GraftModels& models) {
+    return Resolver(plan, models).run();
+}
+
+GraftModels GraftModels::open(const GraftPlan& plan) {
+    GraftModels models;
+    models.m_models.emplace_back("base", GgufModel::open(plan.base));
+    for (const auto& [id, path] : plan.donors) {
+        models.m_models.emplace_back(id, GgufModel::open(path));
+    }
+    return models;
+}
+
+GraftModels GraftModels::fromModels(NamedModels models) {
+    GraftModels out;
+    out.m_models = std::move(models);
+    return out;
+}
+
+const GgufModel* GraftModels::find(const std::string& id) const {
+    for (const auto& [modelId, model] : m_models) {
+        if (modelId == id) {
+            return model.get();
+        }
+    }
+    return nullptr;
+}
+
+std::vector<std::string> GraftModels::ids() const {
+    std::vector<std::string> out;
+    for (const auto& entry : m_models) {
+        out.push_back(entry.first);
+    }
+    return out;
+}
+
+bool CompatibilityReport::hasErrors() const {
+    return count(Finding::Severity::Error) != 0;
+}
+
+std::size_t CompatibilityReport::count(Finding::Severity severity) const {
+    return static_cast<std::size_t>(std::count_if(findings.begin(), findings.end(),
+                                                  [&](const Finding& f) { return f.severity == severity; }));
+}
+
+std::string reportText(const CompatibilityReport& report, const GraftPlan& plan) {
+    std::string text;
+    for (const auto& f : report.findings) {
+        text += std::string(severityName(f.severity)) + ": ";
+        if (f.operation >= 0) {
+            text +=
+                "[operation " + std::to_string(f.operation + 1) + " " +
+                std::string(operationKindName(plan.operations[static_cast<std::size_t>(f.operation)].kind)) +
+                "] ";
+        }
+        text += escapeText(f.message) + "\n";
+    }
+    const ChimeraLayout& l = report.layout;
+    text += std::to_string(l.tensors.size()) + " tensors, " + std::to_string(l.tensorsFromDonors) +
+            " from donors (" + humanBytes(l.bytesFromDonors) + "), " + std::to_string(l.blocks) + " blocks";
+    if (l.blocks != l.baseBlocks) {
+        text += " (base: " + std::to_string(l.baseBlocks) + ")";
+    }
+    text += "; " + std::to_string(report.count(Finding::Severity::Error)) + " error(s), " +
+            std::to_string(report.count(Finding::Severity::Warning)) + " warning(s)\n";
+    return text;
+}
+
+} // namespace organ

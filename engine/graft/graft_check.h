@@ -1,0 +1,69 @@
+#pragma once
+
+#include "anatomy/anatomy.h"
+#include "gguf/gguf_model.h"
+#include "graft/graft_plan.h"
+#include "support/finding.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace organ {
+
+// Models by plan id: "base" first, then each donor id.
+using NamedModels = std::vector<std::pair<std::string, std::shared_ptr<const GgufModel>>>;
+
+// The models a plan names, opened: "base" and each donor id.
+class GraftModels {
+public:
+    // Opens every model of the plan; throws FormatError or IoError naming the file.
+    static GraftModels open(const GraftPlan& plan);
+    // Models already open (the window's): "base" first, then each donor id.
+    static GraftModels fromModels(NamedModels models);
+
+    const GgufModel& base() const { return *m_models.front().second; }
+    const GgufModel* find(const std::string& id) const;
+    std::vector<std::string> ids() const;
+
+private:
+    NamedModels m_models;
+};
+
+// One tensor of the chimera: where its bytes come from and what type they are written as.
+struct ChimeraTensor {
+    std::string name;       // in the chimera (layers renumbered)
+    std::string model;      // "base" or a donor id
+    std::string sourceName; // in that model
+    TensorType targetType = TensorType::F32;
+    bool converted = false; // dequantized and requantized to targetType
+    int operation = -1;     // the plan operation that set its source (-1: the base's own)
+};
+
+// What the plan will produce, computed before anything is written.
+struct ChimeraLayout {
+    std::vector<ChimeraTensor> tensors;
+    std::uint32_t blocks = 0;
+    std::uint32_t baseBlocks = 0;
+    std::vector<std::pair<std::string, MetaValue>> setMetadata;
+    std::vector<std::string> removeMetadata;
+    std::uint64_t tensorsFromDonors = 0;
+    std::uint64_t bytesFromDonors = 0;
+};
+
+struct CompatibilityReport {
+    std::vector<Finding> findings;
+    ChimeraLayout layout;
+    bool hasErrors() const;
+    std::size_t count(Finding::Severity severity) const;
+};
+
+// Resolves the plan against the opened models and checks every operation: shapes,
+// architectures, embedding widths, vocabularies for embed grafts, dtypes (converted or
+// refused), complete layers, the output not being an input.
+CompatibilityReport checkGraft(const GraftPlan& plan, const GraftModels& models);
+
+// A plain-text report, one finding a line.
+std::string reportText(const CompatibilityReport& report, const GraftPlan& plan);
+
+} // namespace organ

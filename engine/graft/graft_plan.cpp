@@ -1,0 +1,481 @@
+#include "graft/graft_plan.h"
+
+#include "support/errors.h"
+#include "support/safe_files.h"
+#include "support/text_format.h"
+#include "support/text_safety.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+
+namespace organ {
+namespace {
+
+struct KindName {
+    GraftOperation::Kind kind;
+    std::string_view name;
+};
+constexpr KindName kKinds[] = {
+    {GraftOperation::Kind::Replace, "replace"},
+    {GraftOperation::Kind::MapLayer, "map_layer"},
+    {GraftOperation::Kind::StackLayers, "stack_layers"},
+    {GraftOperation::Kind::DuplicateLayer, "duplicate_layer"},
+    {GraftOperation::Kind::RemoveLayer, "remove_layer"},
+    {GraftOperation::Kind::SetMetadata, "set_metadata"},
+    {GraftOperation::Kind::RemoveMetadata, "remove_metadata"},
+};
+
+// Reads the fields of one JSON object, refusing unknown ones so that a typo is an error.
+class Fields {
+public:
+    Fields(const nlohmann::json& object, std::string where, std::string label)
+        : m_object(object), m_where(std::move(where)), m_label(std::move(label)) {
+        if (!object.is_object()) {
+            fail("must be an object");
+        }
+    }
+    [[noreturn]] void fail(const std::string& problem) const {
+        throw FormatError(m_label + ": " + m_where + ": " + problem);
+    }
+    const nlohmann::json* optional(const char* key) {
+        m_used.insert(key);
+        const auto it = m_object.find(key);
+        return it == m_object.end() ? nullptr : &*it;
+    }
+    const nlohmann::json& required(const char* key) {
+        const nlohmann::json* value = optional(key);
+        if (value == nullptr) {
+            fail(std::string("lacks \"") + key + "\"");
+        }
+        return *value;
+    }
+    std::string string(const char* key) {
+        const nlohmann::json& v = required(key);
+        if (!v.is_string()) {
+            fail(std::string("\"") + key + "\" must be a string");
+        }
+        return v.get<std::string>();
+    }
+    std::uint32_t layer(const char* key) {
+        const nlohmann::json& v = required(key);
+        if (!v.is_number_unsigned() || v.get<std::uint64_t>() > std::numeric_limits<std::uint32_t>::max()) {
+            fail(std::string("\"") + key + "\" must be a layer number (0 or more)");
+        }
+        return v.get<std::uint32_t>();
+    }
+    std::vector<std::string> strings(const char* key) {
+        const nlohmann::json* v = optional(key);
+        if (v == nullptr) {
+            return {};
+        }
+        if (!v->is_array() ||
+            !std::all_of(v->begin(), v->end(), [](const auto& s) { return s.is_string(); })) {
+            fail(std::string("\"") + key + "\" must be an array of strings");
+        }
+        return v->get<std::vector<std::string>>();
+    }
+    void finish() const {
+        for (const auto& [key, value] : m_object.items()) {
+            if (m_used.count(key) == 0) {
+                fail("unknown field \"" + key + "\"");
+            }
+        }
+    }
+    const std::string& where() const { return m_where; }
+
+private:
+    const nlohmann::json& m_object;
+    std::string m_where;
+    std::string m_label;
+    std::set<std::string> m_used;
+};
+
+MetaValue scalarFromJson(const std::string& type, const nlohmann::json& v, Fields& f) {
+    auto integer = [&](auto lo, auto hi) {
+        if (!v.is_number_integer() || v.get<long double>() < lo || v.get<long double>() > hi) {
+            f.fail("\"value\" does not fit a " + type);
+        }
+    };
+    if (type == "string" && v.is_string()) {
+        return MetaValue::fromString(v.get<std::string>());
+    }
+    if (type == "bool" && v.is_boolean()) {
+        return MetaValue::fromBool(v.get<bool>());
+    }
+    if ((type == "f32" || type == "f64") && v.is_number()) {
+        return type == "f32" ? MetaValue::fromF32(v.get<float>()) : MetaValue::fromF64(v.get<double>());
+    }
+    if (type == "u8") {
+        integer(0, 255);
+        return MetaValue::fromU8(v.get<std::uint8_t>());
+    }
+    if (type == "i8") {
+        integer(-128, 127);
+        return MetaValue::fromI8(v.get<std::int8_t>());
+    }
+    if (type == "u16") {
+        integer(0, 65535);
+        return MetaValue::fromU16(v.get<std::uint16_t>());
+    }
+    if (type == "i16") {
+        integer(-32768, 32767);
+        return MetaValue::fromI16(v.get<std::int16_t>());
+    }
+    if (type == "u32") {
+        integer(0.0L, 4294967295.0L);
+        return MetaValue::fromU32(v.get<std::uint32_t>());
+    }
+    if (type == "i32") {
+        integer(-2147483648.0L, 2147483647.0L);
+        return MetaValue::fromI32(v.get<std::int32_t>());
+    }
+    if (type == "u64") {
+        integer(0.0L, 18446744073709551615.0L);
+        return MetaValue::fromU64(v.get<std::uint64_t>());
+    }
+    if (type == "i64") {
+        integer(-9223372036854775808.0L, 9223372036854775807.0L);
+        return MetaValue::fromI64(v.get<std::int64_t>());
+    }
+    f.fail("\"value\" is not a " + type +
+           " (types: string, bool, u8, i8, u16, i16, u32, i32, u64, i64, f32, f64)");
+}
+
+nlohmann::json scalarToJson(const MetaValue& v) {
+    return v.toJson(0);
+}
+
+TensorSelector selectorFromJson(Fields& f) {
+    TensorSelector s;
+    s.names = f.strings("names");
+    s.roles = f.strings("roles");
+    if (const auto* system = f.optional("system")) {
+        if (!system->is_string() || !systemFromName(system->get<std::string>())) {
+            f.fail("\"system\" must be one of embed, skeleton, organ, norm, adapter, other");
+        }
+        s.system = systemFromName(system->get<std::string>());
+    }
+    if (const auto* layers = f.optional("layers")) {
+        std::uint32_t first = 0;
+        std::uint32_t last = 0;
+        if (!layers->is_string() || !parseLayerRange(layers->get<std::string>(), first, last)) {
+            f.fail("\"layers\" must be a range such as \"5-20\" or \"3\"");
+        }
+        s.firstLayer = first;
+        s.lastLayer = last;
+    }
+    return s;
+}
+
+void selectorToJson(const TensorSelector& s, nlohmann::json& out) {
+    if (!s.names.empty()) {
+        out["names"] = s.names;
+    }
+    if (!s.roles.empty()) {
+        out["roles"] = s.roles;
+    }
+    if (s.system) {
+        out["system"] = systemName(*s.system);
+    }
+    if (s.firstLayer) {
+        out["layers"] = *s.firstLayer == *s.lastLayer
+                            ? std::to_string(*s.firstLayer)
+                            : std::to_string(*s.firstLayer) + "-" + std::to_string(*s.lastLayer);
+    }
+}
+
+GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, const std::string& label) {
+    Fields f(j, "operation " + std::to_string(index + 1), label);
+    const std::string op = f.string("op");
+    const auto kind =
+        std::find_if(std::begin(kKinds), std::end(kKinds), [&](const KindName& k) { return k.name == op; });
+    if (kind == std::end(kKinds)) {
+        f.fail("unknown op \"" + op +
+               "\" (ops: replace, map_layer, stack_layers, duplicate_layer, remove_layer, set_metadata, "
+               "remove_metadata)");
+    }
+    GraftOperation o;
+    o.kind = kind->kind;
+    switch (o.kind) {
+    case GraftOperation::Kind::Replace:
+        o.donor = f.string("donor");
+        o.select = selectorFromJson(f);
+        break;
+    case GraftOperation::Kind::MapLayer:
+        o.donor = f.string("donor");
+        o.fromLayer = f.layer("from");
+        o.toLayer = f.layer("to");
+        o.select = selectorFromJson(f);
+        if (o.select.firstLayer) {
+            f.fail("map_layer takes \"from\" and \"to\", not \"layers\"");
+        }
+        break;
+    case GraftOperation::Kind::StackLayers: {
+        const nlohmann::json& stack = f.required("stack");
+        if (!stack.is_array() || stack.empty()) {
+            f.fail("\"stack\" must be a non-empty array of layer ranges");
+        }
+        if (stack.size() > kMaxStackRuns) {
+            f.fail("\"stack\" has " + std::to_string(stack.size()) + " runs, more than the " +
+                   std::to_string(kMaxStackRuns) + " a plan may stack");
+        }
+        for (std::size_t i = 0; i < stack.size(); ++i) {
+            Fields r(stack[i], f.where() + " stack " + std::to_string(i + 1), label);
+            LayerRange range;
+            range.model = r.string("model");
+            std::uint32_t first = 0;
+            std::uint32_t last = 0;
+            if (!parseLayerRange(r.string("layers"), first, last)) {
+                r.fail("\"layers\" must be a range such as \"0-4\"");
+            }
+            range.first = first;
+            range.last = last;
+            r.finish();
+            o.stack.push_back(range);
+        }
+        break;
+    }
+    case GraftOperation::Kind::DuplicateLayer:
+    case GraftOperation::Kind::RemoveLayer:
+        o.toLayer = f.layer("layer");
+        break;
+    case GraftOperation::Kind::SetMetadata: {
+        o.key = f.string("key");
+        const std::string type = f.string("type");
+        o.value = scalarFromJson(type, f.required("value"), f);
+        break;
+    }
+    case GraftOperation::Kind::RemoveMetadata:
+        o.key = f.string("key");
+        break;
+    }
+    if ((o.kind == GraftOperation::Kind::SetMetadata || o.kind == GraftOperation::Kind::RemoveMetadata) &&
+        o.key.starts_with(kProvenancePrefix)) {
+        f.fail("keys under \"" + std::string(kProvenancePrefix) + "\" are written by the assembler");
+    }
+    f.finish();
+    return o;
+}
+
+} // namespace
+
+bool TensorSelector::isEmpty() const {
+    return names.empty() && !system && roles.empty() && !firstLayer;
+}
+
+bool TensorSelector::matches(const std::string& name, const TensorAnatomy& anatomy) const {
+    if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+        return false;
+    }
+    if (system && anatomy.system != *system) {
+        return false;
+    }
+    if (!roles.empty() && std::find(roles.begin(), roles.end(), anatomy.role) == roles.end()) {
+        return false;
+    }
+    if (firstLayer && (!anatomy.layer || *anatomy.layer < *firstLayer || *anatomy.layer > *lastLayer)) {
+        return false;
+    }
+    return true;
+}
+
+const std::string* GraftPlan::donorPath(const std::string& id) const {
+    for (const auto& [donorId, path] : donors) {
+        if (donorId == id) {
+            return &path;
+        }
+    }
+    return nullptr;
+}
+
+bool parseLayerRange(const std::string& text, std::uint32_t& first, std::uint32_t& last) {
+    const auto dash = text.find('-');
+    auto number = [](std::string_view s, std::uint32_t& out) {
+        const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), out);
+        return error == std::errc() && end == s.data() + s.size() && !s.empty();
+    };
+    if (dash == std::string::npos) {
+        return number(text, first) && (last = first, true);
+    }
+    return number(std::string_view(text).substr(0, dash), first) &&
+           number(std::string_view(text).substr(dash + 1), last) && first <= last;
+}
+
+std::string_view operationKindName(GraftOperation::Kind kind) {
+    for (const auto& k : kKinds) {
+        if (k.kind == kind) {
+            return k.name;
+        }
+    }
+    return "?";
+}
+
+GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label) {
+    Fields f(json, "plan", label);
+    if (f.string("format") != "organ-graft-plan") {
+        f.fail("\"format\" must be \"organ-graft-plan\"");
+    }
+    const nlohmann::json& version = f.required("version");
+    if (!version.is_number_integer() || version.get<int>() != kGraftPlanVersion) {
+        f.fail("unsupported plan version " + version.dump() + " (this build reads version 1)");
+    }
+    GraftPlan plan;
+    plan.base = f.string("base");
+    if (const auto* donors = f.optional("donors")) {
+        if (!donors->is_object()) {
+            f.fail("\"donors\" must be an object of id: path");
+        }
+        for (const auto& [id, path] : donors->items()) {
+            if (!path.is_string() || id == "base" || id.empty()) {
+                f.fail("donor \"" + id + "\" must be a path, and not be called \"base\"");
+            }
+            plan.donors.emplace_back(id, path.get<std::string>());
+        }
+    }
+    if (const auto* output = f.optional("output")) {
+        if (!output->is_string()) {
+            f.fail("\"output\" must be a path");
+        }
+        plan.output = output->get<std::string>();
+    }
+    const nlohmann::json& operations = f.required("operations");
+    if (!operations.is_array()) {
+        f.fail("\"operations\" must be an array");
+    }
+    if (operations.size() > kMaxPlanOperations) {
+        f.fail("\"operations\" has " + std::to_string(operations.size()) + " entries, more than the " +
+               std::to_string(kMaxPlanOperations) + " a plan may have");
+    }
+    for (std::size_t i = 0; i < operations.size(); ++i) {
+        plan.operations.push_back(operationFromJson(operations[i], i, label));
+        const GraftOperation& o = plan.operations.back();
+        auto known = [&](const std::string& id) { return id == "base" || plan.donorPath(id) != nullptr; };
+        if (!o.donor.empty() && !known(o.donor)) {
+            throw FormatError(label + ": operation " + std::to_string(i + 1) + ": no donor called \"" +
+                              o.donor + "\"");
+        }
+        for (const auto& range : o.stack) {
+            if (!known(range.model)) {
+                throw FormatError(label + ": operation " + std::to_string(i + 1) + ": no model called \"" +
+                                  range.model + "\"");
+            }
+        }
+    }
+    f.finish();
+    return plan;
+}
+
+nlohmann::json graftPlanToJson(const GraftPlan& plan) {
+    nlohmann::json donors = nlohmann::json::object();
+    for (const auto& [id, path] : plan.donors) {
+        donors[id] = path;
+    }
+    nlohmann::json operations = nlohmann::json::array();
+    for (const auto& o : plan.operations) {
+        nlohmann::json j = {{"op", operationKindName(o.kind)}};
+        switch (o.kind) {
+        case GraftOperation::Kind::Replace:
+            j["donor"] = o.donor;
+            selectorToJson(o.select, j);
+            break;
+        case GraftOperation::Kind::MapLayer:
+            j["donor"] = o.donor;
+            j["from"] = o.fromLayer;
+            j["to"] = o.toLayer;
+            selectorToJson(o.select, j);
+            break;
+        case GraftOperation::Kind::StackLayers:
+            j["stack"] = nlohmann::json::array();
+            for (const auto& r : o.stack) {
+                j["stack"].push_back(
+                    {{"model", r.model}, {"layers", std::to_string(r.first) + "-" + std::to_string(r.last)}});
+            }
+            break;
+        case GraftOperation::Kind::DuplicateLayer:
+        case GraftOperation::Kind::RemoveLayer:
+            j["layer"] = o.toLayer;
+            break;
+        case GraftOperation::Kind::SetMetadata:
+            j["key"] = o.key;
+            j["type"] = valueTypeName(o.value.type());
+            j["value"] = scalarToJson(o.value);
+            break;
+        case GraftOperation::Kind::RemoveMetadata:
+            j["key"] = o.key;
+            break;
+        }
+        operations.push_back(std::move(j));
+    }
+    nlohmann::json out = {{"format", "organ-graft-plan"},
+                          {"version", kGraftPlanVersion},
+                          {"base", plan.base},
+                          {"donors", donors},
+                          {"operations", operations}};
+    if (!plan.output.empty()) {
+        out["output"] = plan.output;
+    }
+    return out;
+}
+
+GraftPlan loadGraftPlan(const std::string& path) {
+    const std::string text = readSmallFile(path, kMaxPlanBytes);
+    nlohmann::json json;
+    try {
+        json = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& error) {
+        throw FormatError(fileLabel(path) + ": not valid JSON: " + error.what());
+    }
+    GraftPlan plan = graftPlanFromJson(json, fileLabel(path));
+    const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    auto resolve = [&](std::string& p) {
+        if (!p.empty() && std::filesystem::path(p).is_relative()) {
+            p = (folder / p).lexically_normal().string();
+        }
+    };
+    resolve(plan.base);
+    for (auto& donor : plan.donors) {
+        resolve(donor.second);
+    }
+    resolve(plan.output);
+    return plan;
+}
+
+namespace {
+
+// A model in the plan's folder, or below it, is named relative to the plan (the folder moves
+// as a whole); any other by its absolute path. Either way the plan opens from anywhere.
+std::string pathForPlan(const std::string& p, const std::filesystem::path& planFolder) {
+    if (p.empty()) {
+        return p;
+    }
+    const std::filesystem::path absolute = std::filesystem::absolute(p).lexically_normal();
+    const std::filesystem::path relative = absolute.lexically_relative(planFolder);
+    if (!relative.empty() && *relative.begin() != "..") {
+        return relative.string();
+    }
+    return absolute.string();
+}
+
+} // namespace
+
+void saveGraftPlan(const GraftPlan& plan, const std::string& path) {
+    const std::filesystem::path folder = std::filesystem::absolute(path).lexically_normal().parent_path();
+    GraftPlan stored = plan;
+    stored.base = pathForPlan(plan.base, folder);
+    for (auto& donor : stored.donors) {
+        donor.second = pathForPlan(donor.second, folder);
+    }
+    stored.output = pathForPlan(plan.output, folder);
+    // The plan's own models are inputs: a plan is never saved over one of them.
+    std::vector<std::string> inputs{plan.base};
+    for (const auto& donor : plan.donors) {
+        inputs.push_back(donor.second);
+    }
+    writeFileSafely(path, dumpJson(graftPlanToJson(stored), 2) + "\n", inputs);
+}
+
+} // namespace organ

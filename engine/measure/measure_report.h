@@ -1,0 +1,44 @@
+#pragma once
+
+#include "anatomy/anatomy.h"
+#include "gguf/gguf_model.h"
+#include "measure/model_measure.h"
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace organ {
+
+// A model with its anatomy and its measurement: what every report needs.
+struct MeasuredModel {
+    std::shared_ptr<const GgufModel> model;
+    ModelAnatomy anatomy;
+    ModelMeasurement measurement;
+    // The tensors to report (parallel to the model's tensors); empty: every tensor. The
+    // measurement's groups should then be aggregated over the same tensors.
+    std::vector<bool> include;
+
+    bool reported(std::size_t tensor) const { return include.empty() || include[tensor]; }
+};
+
+nlohmann::json zResultToJson(const ZResult& z);
+ZResult zResultFromJson(const nlohmann::json& j);
+
+// One model: identity, parameters, groups and every tensor (docs/measure-json.md).
+nlohmann::json measurementToJson(const MeasuredModel& m);
+// The whole `organ measure --json` document: version, parameters, models, ranking.
+nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models);
+
+std::string measurementsCsv(const std::vector<MeasuredModel>& models);
+std::string measurementsMarkdown(const std::vector<MeasuredModel>& models);
+
+// Plain text for the terminal: a headline with the version and parameters, the tensor
+// table, the per-system summary, the ranking.
+std::string measurementHeadline(const ModelMeasurement& m);
+std::string tensorThetaTable(const MeasuredModel& m);
+std::string systemThetaTable(const MeasuredModel& m);
+std::string rankingTable(const std::vector<MeasuredModel>& models);
+
+} // namespace organ

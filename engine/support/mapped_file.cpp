@@ -1,0 +1,137 @@
+#include "support/mapped_file.h"
+
+#include "support/errors.h"
+#include "support/text_format.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace organ {
+namespace {
+
+std::mutex& registryMutex() {
+    static std::mutex mutex;
+    return mutex;
+}
+
+std::vector<FileIdentity>& registry() {
+    static std::vector<FileIdentity> open;
+    return open;
+}
+
+// An empty file cannot be mapped; it still needs a valid pointer for an empty span.
+const std::byte kEmpty[1] = {};
+
+} // namespace
+
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
+    // Without blocking: opening a FIFO for reading would otherwise wait for a writer forever.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        throw IoError(fileLabel(path) + ": cannot open: " + std::strerror(errno));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        throw IoError(fileLabel(path) + ": cannot read its size: " + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw IoError(fileLabel(path) + ": is not a regular file");
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK); // reads of a regular file
+    std::shared_ptr<MappedFile> file(new MappedFile);
+    file->m_path = path;
+    file->m_size = static_cast<std::uint64_t>(st.st_size);
+    file->m_identity = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+    if (file->m_size == 0) {
+        file->m_data = kEmpty;
+    } else {
+        void* data = ::mmap(nullptr, static_cast<std::size_t>(file->m_size), PROT_READ, MAP_SHARED, fd, 0);
+        if (data == MAP_FAILED) {
+            const int err = errno;
+            ::close(fd);
+            throw IoError(fileLabel(path) + ": cannot map " + groupDigits(file->m_size) +
+                          " bytes: " + std::strerror(err));
+        }
+        file->m_data = static_cast<const std::byte*>(data);
+    }
+    file->m_fd = fd;
+    {
+        std::lock_guard lock(registryMutex());
+        registry().push_back(file->m_identity);
+    }
+    return file;
+}
+
+MappedFile::~MappedFile() {
+    if (m_fd >= 0) {
+        ::close(m_fd);
+    }
+    if (m_size != 0) {
+        ::munmap(const_cast<std::byte*>(m_data), static_cast<std::size_t>(m_size));
+    }
+    std::lock_guard lock(registryMutex());
+    auto& open = registry();
+    if (auto it = std::find(open.begin(), open.end(), m_identity); it != open.end()) {
+        open.erase(it);
+    }
+}
+
+void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
+    if (m_size == 0 || length == 0) {
+        return;
+    }
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    // Whole pages around the range: a page shared with the next range only faults in again.
+    // The kernel maps large page-cache folios (up to 2 MiB) whole on a fault, pages before
+    // the range included; reaching 2 MiB back releases those too.
+    constexpr std::uint64_t kFolioSlack = 2u << 20;
+    const std::uint64_t begin = (offset - std::min(offset, kFolioSlack)) / page * page;
+    const std::uint64_t end = std::min((offset + length + page - 1) / page * page, m_size);
+    if (end > begin) {
+        ::madvise(const_cast<std::byte*>(m_data) + begin, static_cast<std::size_t>(end - begin),
+                  MADV_DONTNEED);
+    }
+}
+
+void MappedFile::read(std::uint64_t offset, std::span<std::byte> out) const {
+    while (!out.empty()) {
+        const ssize_t n = ::pread(m_fd, out.data(), out.size(), static_cast<off_t>(offset));
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            throw IoError(
+                fileLabel(m_path) + ": read failed at byte " + groupDigits(offset) + ": " +
+                (n == 0 ? std::string("unexpected end of file") : std::string(std::strerror(errno))));
+        }
+        out = out.subspan(static_cast<std::size_t>(n));
+        offset += static_cast<std::uint64_t>(n);
+    }
+}
+
+bool MappedFile::isOpenAsInput(const FileIdentity& identity) {
+    std::lock_guard lock(registryMutex());
+    const auto& open = registry();
+    return std::find(open.begin(), open.end(), identity) != open.end();
+}
+
+bool identityOf(const std::string& path, FileIdentity& out) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        return false;
+    }
+    out = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+    return true;
+}
+
+} // namespace organ
