@@ -33,16 +33,6 @@ private:
     GraftPlan m_after;
 };
 
-// "ffn_up.weight" for "blk.3.ffn_up.weight" in layer 3; empty when the name does not start so.
-std::string layerSuffix(const std::string& name, std::uint32_t layer) {
-    const std::string prefix = "blk." + std::to_string(layer) + ".";
-    return name.starts_with(prefix) ? name.substr(prefix.size()) : std::string();
-}
-
-std::string layerTensorName(std::uint32_t layer, const std::string& suffix) {
-    return "blk." + std::to_string(layer) + "." + suffix;
-}
-
 QString fileOf(const std::string& path) {
     return QFileInfo(q(path)).fileName();
 }
@@ -294,8 +284,8 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
     if (target.kind == DropTarget::Kind::Tensor && dragged.size() == 1) {
         const std::string& wanted = recipientTensors[std::size_t(target.tensor)].name;
         const std::string& source = sources.front();
-        const bool sameRole = sourceLayer && targetLayer && !layerSuffix(source, *sourceLayer).empty() &&
-                              layerSuffix(source, *sourceLayer) == layerSuffix(wanted, *targetLayer);
+        const bool sameRole = sourceLayer && targetLayer && !suffixInLayer(source, *sourceLayer).empty() &&
+                              suffixInLayer(source, *sourceLayer) == suffixInLayer(wanted, *targetLayer);
         if (source != wanted && !sameRole) {
             return refuse(
                 tr("%1 cannot replace %2: a tensor replaces one of the same role").arg(q(source), q(wanted)));
@@ -311,7 +301,7 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
         op.fromLayer = *sourceLayer;
         op.toLayer = *targetLayer;
         for (const auto& s : sources) {
-            targets.push_back(layerTensorName(*targetLayer, layerSuffix(s, *sourceLayer)));
+            targets.push_back(layerTensorName(*targetLayer, suffixInLayer(s, *sourceLayer)));
         }
     } else {
         op.kind = GraftOperation::Kind::Replace;
@@ -346,8 +336,9 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
         }
         for (const auto& name : f.tensors) {
             // map_layer names missing donor tensors by their donor name.
-            const std::string suffix =
-                op.kind == GraftOperation::Kind::MapLayer ? layerSuffix(name, op.fromLayer) : "";
+            const std::string suffix = op.kind == GraftOperation::Kind::MapLayer
+                                           ? std::string(suffixInLayer(name, op.fromLayer))
+                                           : "";
             bad.insert(suffix.empty() ? name : layerTensorName(op.toLayer, suffix));
         }
         problems << q(f.message);
@@ -597,7 +588,7 @@ QString GraftDocument::describe(const GraftOperation& o) const {
         // The chimera names of layer toLayer, said as the donor's layer.
         std::vector<std::string> sources;
         for (const auto& name : o.select.names) {
-            sources.push_back(layerTensorName(o.fromLayer, layerSuffix(name, o.toLayer)));
+            sources.push_back(layerTensorName(o.fromLayer, suffixInLayer(name, o.toLayer)));
         }
         return tr("map %1 from %2 onto layer %3")
             .arg(sources.empty() ? tr("layer %1").arg(o.fromLayer) : selectionText(sources), q(o.donor))

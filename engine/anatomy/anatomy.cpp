@@ -142,21 +142,6 @@ bool matches(const AnatomyRule& rule, std::string_view stem) {
 
 } // namespace
 
-std::optional<LayerName> parseLayerName(std::string_view name) {
-    if (!name.starts_with("blk.")) {
-        return std::nullopt;
-    }
-    const std::string_view digits = name.substr(4);
-    std::uint32_t layer = 0;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), layer);
-    if (error != std::errc() || end == digits.data() || end == digits.data() + digits.size() || *end != '.' ||
-        layer > kMaxLayerIndex) {
-        return std::nullopt;
-    }
-    return LayerName{
-        layer, std::string_view(end + 1, static_cast<std::size_t>(digits.data() + digits.size() - end - 1))};
-}
-
 std::string_view systemName(System system) {
     return kSystemNames[static_cast<std::size_t>(system)];
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "gguf/gguf_model.h"
+#include "gguf/tensor_name.h"
 
 #include <array>
 #include <cstdint>
@@ -34,18 +35,6 @@ struct AnatomyRule {
 
 // The whole table, in anatomical order (which is also the heatmap's row order).
 std::span<const AnatomyRule> anatomyRules();
-
-// Layer numbers a tensor name may carry: llama.cpp allows 512 layers; a name with a larger
-// number ("blk.4000000000.x") is not taken as a layer, so that no table grows with it.
-inline constexpr std::uint32_t kMaxLayerIndex = 65535;
-
-// "blk.12.attn_q.weight" → layer 12 and "attn_q.weight"; nullopt when the name is not in a
-// layer (or its number is above kMaxLayerIndex). The one parser of layer names.
-struct LayerName {
-    std::uint32_t layer = 0;
-    std::string_view rest;
-};
-std::optional<LayerName> parseLayerName(std::string_view name);
 
 struct TensorAnatomy {
     System system = System::Other;

@@ -282,7 +282,7 @@ private:
             if (layer >= m_blocks) {
                 std::vector<std::string> orphans;
                 for (const auto& n : names) {
-                    orphans.push_back("blk." + std::to_string(layer) + "." + n);
+                    orphans.push_back(layerTensorName(layer, n));
                 }
                 error("orphans",
                       "orphan tensors: block " + std::to_string(layer) + " is beyond " + key("block_count") +
@@ -491,7 +491,7 @@ private:
         const auto experts = m_model.archValue("expert_count");
         const bool byBlockZero = m_rules != nullptr && m_rules->sizedByBlockZero;
         for (const std::uint32_t b : presentBlocks()) {
-            auto n = [b](const char* suffix) { return "blk." + std::to_string(b) + "." + suffix; };
+            auto n = [b](const char* suffix) { return layerTensorName(b, suffix); };
             expect(n("attn_norm.weight"), {*embd}, "embedding_length " + e);
             expect(n("ffn_norm.weight"), {*embd}, "embedding_length " + e);
             const std::uint32_t sizedBy = byBlockZero ? 0 : b;
@@ -527,7 +527,7 @@ private:
     // Attention with query, key and value heads (fused or not) and their biases.
     void checkAttention(std::uint32_t b, std::uint64_t embd, std::uint64_t heads, std::uint64_t kvHeads,
                         const std::string& whose) {
-        auto n = [b](const char* suffix) { return "blk." + std::to_string(b) + "." + suffix; };
+        auto n = [b](const char* suffix) { return layerTensorName(b, suffix); };
         const std::uint64_t keyLength = m_model.archValue("attention.key_length").value_or(embd / heads);
         const std::uint64_t valueLength = m_model.archValue("attention.value_length").value_or(keyLength);
         const std::string why = "embedding_length " + std::to_string(embd) + ", head_count " +
@@ -552,7 +552,7 @@ private:
     // keys and values through one compressed projection, split per head for MLA files.
     void checkLatentAttention(std::uint32_t b, std::uint64_t embd, std::uint64_t heads,
                               const std::string& whose) {
-        auto n = [b](const char* suffix) { return "blk." + std::to_string(b) + "." + suffix; };
+        auto n = [b](const char* suffix) { return layerTensorName(b, suffix); };
         const auto kvRank = m_model.archValue("attention.kv_lora_rank");
         if (!kvRank) {
             return;
@@ -595,7 +595,7 @@ private:
     // experts as expert_shared_count experts; qwen2moe by expert_shared_feed_forward_length
     // (or feed_forward_length).
     void checkExperts(std::uint32_t b, std::uint64_t embd, std::uint64_t experts, std::uint64_t ff) {
-        auto n = [b](const char* suffix) { return "blk." + std::to_string(b) + "." + suffix; };
+        auto n = [b](const char* suffix) { return layerTensorName(b, suffix); };
         const std::string e = std::to_string(embd);
         const std::uint64_t used = m_model.archValue("expert_used_count").value_or(0);
         std::optional<std::uint64_t> expertFf = m_model.archValue("expert_feed_forward_length");

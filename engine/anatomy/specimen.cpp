@@ -1,5 +1,7 @@
 #include "anatomy/specimen.h"
 
+#include "gguf/tensor_name.h"
+
 #include "gguf/gguf_writer.h"
 
 #include <cmath>
@@ -212,19 +214,19 @@ JobResult writeSpecimen(const std::string& path, std::uint64_t seed, const Speci
 
     matrix("token_embd.weight", e, v, 12, 0.02);
     for (std::uint32_t b = 0; b < shape.blocks; ++b) {
-        const std::string blk = "blk." + std::to_string(b) + ".";
+        auto blk = [b](std::string_view suffix) { return layerTensorName(b, suffix); };
         // Deeper layers: more structure (higher rank), less noise, as trained models tend to show.
         const unsigned rank = 2 + 2 * b;
         const double noise = 0.03 / (1.0 + 0.5 * b);
-        norm(blk + "attn_norm.weight", 0.7 * b);
-        matrix(blk + "attn_q.weight", e, e, rank + 2, noise);
-        matrix(blk + "attn_k.weight", e, kvWidth, rank + 2, noise);
-        matrix(blk + "attn_v.weight", e, kvWidth, rank, noise * 1.5);
-        matrix(blk + "attn_output.weight", e, e, rank, noise);
-        norm(blk + "ffn_norm.weight", 0.7 * b + 1.0);
-        matrix(blk + "ffn_gate.weight", e, f, rank + 1, noise);
-        matrix(blk + "ffn_up.weight", e, f, rank + 1, noise);
-        matrix(blk + "ffn_down.weight", f, e, rank, noise);
+        norm(blk("attn_norm.weight"), 0.7 * b);
+        matrix(blk("attn_q.weight"), e, e, rank + 2, noise);
+        matrix(blk("attn_k.weight"), e, kvWidth, rank + 2, noise);
+        matrix(blk("attn_v.weight"), e, kvWidth, rank, noise * 1.5);
+        matrix(blk("attn_output.weight"), e, e, rank, noise);
+        norm(blk("ffn_norm.weight"), 0.7 * b + 1.0);
+        matrix(blk("ffn_gate.weight"), e, f, rank + 1, noise);
+        matrix(blk("ffn_up.weight"), e, f, rank + 1, noise);
+        matrix(blk("ffn_down.weight"), f, e, rank, noise);
     }
     norm("output_norm.weight", 3.0);
     matrix("output.weight", e, v, 12, 0.02);

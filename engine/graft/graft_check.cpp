@@ -37,28 +37,13 @@ struct Body {
     std::vector<Slot> after;
 };
 
-// "blk.12.attn_q.weight" → 12 and "attn_q.weight".
-bool splitLayerName(const std::string& name, std::uint32_t& layer, std::string& suffix) {
-    const auto parsed = parseLayerName(name);
-    if (!parsed) {
-        return false;
-    }
-    layer = parsed->layer;
-    suffix = std::string(parsed->rest);
-    return true;
-}
-
-std::string layerName(std::uint32_t layer, const std::string& suffix) {
-    return "blk." + std::to_string(layer) + "." + suffix;
-}
-
 Body bodyOf(const GgufModel& model, const std::string& id) {
     Body body;
     bool seenLayer = false;
     for (const auto& t : model.tensors()) {
-        std::uint32_t layer = 0;
-        std::string suffix;
-        if (splitLayerName(t.name, layer, suffix)) {
+        if (const auto parsed = parseLayerName(t.name)) {
+            const std::uint32_t layer = parsed->layer;
+            const std::string suffix(parsed->rest);
             seenLayer = true;
             if (layer >= body.layers.size()) {
                 const auto first = static_cast<std::uint32_t>(body.layers.size());
@@ -119,7 +104,7 @@ private:
         }
         for (std::uint32_t j = 0; j < m_body.layers.size(); ++j) {
             for (auto& s : m_body.layers[j].slots) {
-                visit(s, layerName(j, s.suffix));
+                visit(s, layerTensorName(j, s.suffix));
             }
         }
         for (auto& s : m_body.after) {
@@ -207,8 +192,8 @@ private:
         for (std::uint32_t j = 0; j < m_body.layers.size(); ++j) {
             for (const Slot& slot : m_body.layers[j].slots) {
                 if (slot.operation == index) {
-                    m_body.layers[j].origin.bySystem[classifyTensor(layerName(j, slot.suffix)).system] = {
-                        o.donor, j};
+                    m_body.layers[j].origin.bySystem[classifyTensor(layerTensorName(j, slot.suffix)).system] =
+                        {o.donor, j};
                 }
             }
         }
@@ -233,12 +218,12 @@ private:
         std::vector<std::string> missing;
         std::size_t selected = 0;
         for (auto& slot : m_body.layers[o.toLayer].slots) {
-            const std::string target = layerName(o.toLayer, slot.suffix);
+            const std::string target = layerTensorName(o.toLayer, slot.suffix);
             if (!o.select.matches(target, classifyTensor(target))) {
                 continue;
             }
             ++selected;
-            const std::string source = layerName(o.fromLayer, slot.suffix);
+            const std::string source = layerTensorName(o.fromLayer, slot.suffix);
             if (donor->findTensor(source) == nullptr) {
                 missing.push_back(source);
                 continue;
@@ -291,7 +276,7 @@ private:
                 for (auto& slot : layer.slots) {
                     slot.operation = index;
                     slot.expected =
-                        range.model == "base" ? slot.sourceName : layerName(reference, slot.suffix);
+                        range.model == "base" ? slot.sourceName : layerTensorName(reference, slot.suffix);
                 }
                 layers.push_back(std::move(layer));
             }
@@ -389,7 +374,7 @@ private:
         }
         for (std::uint32_t j = 0; j < m_body.layers.size(); ++j) {
             for (const auto& s : m_body.layers[j].slots) {
-                checkTensor(s, layerName(j, s.suffix));
+                checkTensor(s, layerTensorName(j, s.suffix));
             }
         }
         for (const auto& s : m_body.after) {

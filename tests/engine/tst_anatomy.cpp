@@ -110,6 +110,27 @@ private slots:
         QCOMPARE(a.layer ? int(*a.layer) : -1, layer);
     }
 
+    // The one parser and writer of layer names, used by anatomy, validation, the graft check,
+    // the window's graft document and the specimens.
+    void layerNames() {
+        const auto parsed = parseLayerName("blk.12.attn_q.weight");
+        QVERIFY(parsed);
+        QCOMPARE(parsed->layer, 12u);
+        QCOMPARE(std::string(parsed->rest), std::string("attn_q.weight"));
+        for (const char* notInLayer : {"token_embd.weight", "blk.x.attn_q", "blk.12", "blk.12attn", "blk..a",
+                                       "blk.-1.a", "blk.65536.a", "blk.4000000000.a", "enc.blk.1.a"}) {
+            QVERIFY2(!parseLayerName(notInLayer), notInLayer);
+        }
+        QCOMPARE(parseLayerName("blk.65535.a")->layer, 65535u);
+        QCOMPARE(std::string(suffixInLayer("blk.3.ffn_up.weight", 3)), std::string("ffn_up.weight"));
+        QVERIFY(suffixInLayer("blk.3.ffn_up.weight", 30).empty());
+        QVERIFY(suffixInLayer("blk.30.ffn_up.weight", 3).empty());
+        QVERIFY(suffixInLayer("output.weight", 0).empty());
+        QCOMPARE(layerTensorName(7, "attn_k.bias"), std::string("blk.7.attn_k.bias"));
+        const std::string round = layerTensorName(kMaxLayerIndex, "x");
+        QCOMPARE(parseLayerName(round)->layer, kMaxLayerIndex);
+    }
+
     void everySharedModel() {
         ORGAN_REQUIRE_SHARED(sharedModel(QString()));
         int files = 0;
