@@ -14,33 +14,30 @@ void MeasurementWorker::measure(quint64 generation, std::shared_ptr<const ModelS
     emit started(generation);
     MeasuredModel m{snapshot->model, snapshot->anatomy, {}, {}};
     const MeasurementCache cache;
-    if (!cache.load(m, ZParams{})) {
-        StopToken stop;
-        MeasureOptions options;
-        options.onTensor = [&](std::size_t tensor, const ZResult& result) {
-            emit tensorMeasured(generation, static_cast<int>(tensor), result);
+    StopToken stop;
+    MeasureOptions options;
+    options.onTensor = [&](std::size_t tensor, const ZResult& result) {
+        emit tensorMeasured(generation, static_cast<int>(tensor), result);
+        if (isCancelled(generation)) {
+            stop.requestStop();
+        }
+    };
+    const CachedMeasurement done = measureWithCache(
+        m, options, &cache,
+        [&](const Progress& p) {
+            emit progress(generation, p.done, p.total);
             if (isCancelled(generation)) {
                 stop.requestStop();
             }
-        };
-        const JobResult result = measureModel(
-            *m.model, m.anatomy, options, m.measurement,
-            [&](const Progress& p) {
-                emit progress(generation, p.done, p.total);
-                if (isCancelled(generation)) {
-                    stop.requestStop();
-                }
-            },
-            &stop);
-        if (result.status == JobResult::Status::Cancelled) {
-            emit cancelled(generation);
-            return;
-        }
-        if (!result.isOk()) {
-            emit failed(generation, model::displayText(result.message));
-            return;
-        }
-        cache.store(m);
+        },
+        &stop);
+    if (done.result.status == JobResult::Status::Cancelled) {
+        emit cancelled(generation);
+        return;
+    }
+    if (!done.result.isOk()) {
+        emit failed(generation, model::displayText(done.result.message));
+        return;
     }
     // From the cache: no per-tensor signals, the window applies the whole measurement at once.
     emit finished(generation, std::make_shared<const ModelMeasurement>(std::move(m.measurement)));
@@ -83,14 +80,9 @@ void MeasurementWorker::assemble(quint64 generation, std::shared_ptr<const Assem
             emit assemblyFailed(generation, model::displayText(outcome.written.message));
             return;
         }
-        QString text;
-        bool valid = true;
-        for (const Finding& f : outcome.validation) {
-            valid = valid && f.severity != Finding::Severity::Error;
-            text += QString::fromUtf8(severityName(f.severity).data()) + QStringLiteral(": ") +
-                    model::displayText(f.message) + u'\n';
-        }
-        emit assembled(generation, QString::fromStdString(job->output), text, valid);
+        emit assembled(generation, QString::fromStdString(job->output),
+                       QString::fromStdString(findingsText(outcome.validation)),
+                       countFindings(outcome.validation).ok());
     } catch (const std::exception& error) {
         emit assemblyFailed(generation, model::displayText(error.what()));
     }

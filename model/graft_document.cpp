@@ -197,178 +197,74 @@ GraftPlan GraftDocument::withBase(const QString& recipient, QString* error) cons
     return plan;
 }
 
-std::string GraftDocument::ensureDonor(GraftPlan& plan, const QString& path) const {
-    for (const auto& [id, donorPath] : plan.donors) {
-        if (q(donorPath) == path) {
-            return id;
-        }
-    }
-    std::string stem;
-    for (QChar c : QFileInfo(path).completeBaseName()) {
-        stem += c.isLetterOrNumber() && c.unicode() < 128 ? char(c.unicode()) : '-';
-    }
-    if (stem.empty() || stem == "base") {
-        stem = "donor";
-    }
-    std::string id = stem;
-    for (int k = 2; plan.donorPath(id) != nullptr; ++k) {
-        id = stem + "-" + std::to_string(k);
-    }
-    plan.donors.emplace_back(id, path.toStdString());
-    return id;
-}
-
 GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, const QString& recipient,
                                                       const DropTarget& target) const {
     DropResult result;
-    auto refuse = [&](const QString& why) {
-        result.message = why;
-        return result;
-    };
     const auto to = model(recipient);
     const auto from = model(drag.model);
     if (to == nullptr || from == nullptr) {
-        return refuse(tr("That model is no longer open"));
+        result.message = tr("That model is no longer open");
+        return result;
     }
-    if (drag.model == recipient) {
-        return refuse(tr("Drag from a donor onto the recipient"));
+    const DropEvaluation e = organ::evaluateDrop(
+        m_plan, {*to->model, to->anatomy, recipient.toStdString()},
+        {*from->model, from->anatomy, drag.model.toStdString()}, drag.tensors, target,
+        [this](const GraftPlan& plan, std::string* missing) { return openModels(plan, missing); });
+    for (const auto& l : e.leftOut) {
+        result.leftOut << (l.why == DropEvaluation::LeftOut::Why::NotInRecipient
+                               ? tr("%1: the recipient has no such tensor").arg(q(l.tensor))
+                               : q(l.finding));
     }
-    const auto& donorTensors = from->model->tensors();
-    const auto& recipientTensors = to->model->tensors();
-    if (drag.tensors.empty() || drag.tensors.back() >= int(donorTensors.size()) ||
-        (target.kind == DropTarget::Kind::Tensor && target.tensor >= int(recipientTensors.size()))) {
-        return refuse(tr("The dragged tensors do not belong to that model"));
+    using Refusal = DropEvaluation::Refusal;
+    switch (e.refusal) {
+    case Refusal::None:
+        break;
+    case Refusal::SameModel:
+        result.message = tr("Drag from a donor onto the recipient");
+        return result;
+    case Refusal::UnknownTensors:
+        result.message = tr("The dragged tensors do not belong to that model");
+        return result;
+    case Refusal::OtherBase:
+        result.message = tr("The plan grafts into %1: clear it, or make %1 the recipient, to plan for %2")
+                             .arg(fileOf(e.otherBase), QFileInfo(recipient).fileName());
+        return result;
+    case Refusal::NoneInSystem: {
+        const auto name = systemName(e.system);
+        result.message = tr("None of the dragged tensors belongs to %1")
+                             .arg(QString::fromUtf8(name.data(), qsizetype(name.size())));
+        return result;
     }
-    QString error;
-    GraftPlan plan = withBase(recipient, &error);
-    if (!error.isEmpty()) {
-        return refuse(error);
+    case Refusal::DifferentRole:
+        result.message =
+            tr("%1 cannot replace %2: a tensor replaces one of the same role").arg(q(e.source), q(e.wanted));
+        return result;
+    case Refusal::SpansLayers:
+        result.message =
+            tr("The dragged tensors span several layers, or none: drop them on the model or on a "
+               "system to graft them in place");
+        return result;
+    case Refusal::ModelNotOpen:
+        result.message = tr("%1 is not open").arg(fileOf(e.missing));
+        return result;
+    case Refusal::Incompatible:
+        result.message = q(e.reason);
+        return result;
+    case Refusal::NothingFits:
+        result.message = result.leftOut.isEmpty() ? tr("Nothing to graft") : result.leftOut.front();
+        return result;
     }
-
-    // The dragged tensors, limited to the target's system when it has one.
-    const bool bySystem = target.kind == DropTarget::Kind::System ||
-                          (target.kind == DropTarget::Kind::Layer && target.hasSystem);
-    std::vector<int> dragged;
-    for (int t : drag.tensors) {
-        if (!bySystem || from->anatomy.tensors[std::size_t(t)].system == target.system) {
-            dragged.push_back(t);
-        }
-    }
-    if (dragged.empty()) {
-        const auto name = systemName(target.system);
-        return refuse(tr("None of the dragged tensors belongs to %1")
-                          .arg(QString::fromUtf8(name.data(), qsizetype(name.size()))));
-    }
-    std::optional<std::uint32_t> sourceLayer = from->anatomy.tensors[std::size_t(dragged.front())].layer;
-    for (int t : dragged) {
-        if (from->anatomy.tensors[std::size_t(t)].layer != sourceLayer) {
-            sourceLayer.reset();
-            break;
-        }
-    }
-
-    GraftOperation op;
-    op.donor = ensureDonor(plan, drag.model);
-    std::vector<std::string> targets; // chimera names the operation sets
-    std::vector<std::string> sources; // the donor's names, parallel
-    for (int t : dragged) {
-        sources.push_back(donorTensors[std::size_t(t)].name);
-    }
-    const std::optional<std::uint32_t> targetLayer =
-        target.kind == DropTarget::Kind::Tensor ? to->anatomy.tensors[std::size_t(target.tensor)].layer
-                                                : target.layer;
-    // A drop on one tensor of a layer targets that layer when the drag is one layer's; tensors
-    // of several layers (a heatmap row, a system) dropped on a tensor graft in place.
-    const bool onLayer = target.kind == DropTarget::Kind::Layer ||
-                         (target.kind == DropTarget::Kind::Tensor && targetLayer && sourceLayer);
-    if (target.kind == DropTarget::Kind::Tensor && dragged.size() == 1) {
-        const std::string& wanted = recipientTensors[std::size_t(target.tensor)].name;
-        const std::string& source = sources.front();
-        const bool sameRole = sourceLayer && targetLayer && !suffixInLayer(source, *sourceLayer).empty() &&
-                              suffixInLayer(source, *sourceLayer) == suffixInLayer(wanted, *targetLayer);
-        if (source != wanted && !sameRole) {
-            return refuse(
-                tr("%1 cannot replace %2: a tensor replaces one of the same role").arg(q(source), q(wanted)));
-        }
-    }
-    if (onLayer && !sourceLayer) {
-        return refuse(
-            tr("The dragged tensors span several layers, or none: drop them on the model or on a system "
-               "to graft them in place"));
-    }
-    if (onLayer && *sourceLayer != *targetLayer) {
-        op.kind = GraftOperation::Kind::MapLayer;
-        op.fromLayer = *sourceLayer;
-        op.toLayer = *targetLayer;
-        for (const auto& s : sources) {
-            targets.push_back(layerTensorName(*targetLayer, suffixInLayer(s, *sourceLayer)));
-        }
-    } else {
-        op.kind = GraftOperation::Kind::Replace;
-        targets = sources;
-    }
-
-    // Check the plan with the operation; keep the tensors that fit.
-    std::set<std::string> bad;
-    QStringList problems;
-    for (const auto& name : targets) {
-        if (to->model->findTensor(name) == nullptr) {
-            bad.insert(name);
-            problems << tr("%1: the recipient has no such tensor").arg(q(name));
-        }
-    }
-    op.select.names = targets;
-    GraftPlan candidate = plan;
-    candidate.operations.push_back(op);
-    const int index = int(candidate.operations.size()) - 1;
-    std::string missing;
-    auto models = openModels(candidate, &missing);
-    if (!models) {
-        return refuse(tr("%1 is not open").arg(fileOf(missing)));
-    }
-    const CompatibilityReport report = checkGraft(candidate, GraftModels::fromModels(std::move(*models)));
-    for (const Finding& f : report.findings) {
-        if (f.operation != index || f.severity != Finding::Severity::Error) {
-            continue;
-        }
-        if (f.tensors.empty()) {
-            return refuse(q(f.message));
-        }
-        for (const auto& name : f.tensors) {
-            // map_layer names missing donor tensors by their donor name.
-            const std::string suffix = op.kind == GraftOperation::Kind::MapLayer
-                                           ? std::string(suffixInLayer(name, op.fromLayer))
-                                           : "";
-            bad.insert(suffix.empty() ? name : layerTensorName(op.toLayer, suffix));
-        }
-        problems << q(f.message);
-    }
-    std::vector<std::string> good;
-    for (const auto& name : targets) {
-        if (!bad.contains(name)) {
-            good.push_back(name);
-        }
-    }
-    if (good.empty()) {
-        return refuse(problems.isEmpty() ? tr("Nothing to graft") : problems.front());
-    }
-    op.select.names = good;
-    candidate.operations.back() = op;
+    const GraftOperation& op = e.operation;
     result.ok = true;
     result.operation = op;
-    result.plan = std::move(candidate);
-    result.tensors = int(good.size());
-    result.leftOut = problems;
-    const QString what =
-        op.kind == GraftOperation::Kind::MapLayer
-            ? tr("Maps layer %1 → %2: %3")
-                  .arg(op.fromLayer)
-                  .arg(op.toLayer)
-                  .arg(countOf(qint64(good.size()), tr("tensor"), tr("tensors")))
-            : tr("Replaces %1").arg(countOf(qint64(good.size()), tr("tensor"), tr("tensors")));
-    result.message = what;
-    if (!problems.isEmpty()) {
-        result.message += tr("; leaves out %1: %2").arg(bad.size()).arg(problems.front());
+    result.plan = e.plan;
+    result.tensors = int(e.tensors);
+    const QString count = countOf(qint64(e.tensors), tr("tensor"), tr("tensors"));
+    result.message = op.kind == GraftOperation::Kind::MapLayer
+                         ? tr("Maps layer %1 → %2: %3").arg(op.fromLayer).arg(op.toLayer).arg(count)
+                         : tr("Replaces %1").arg(count);
+    if (!result.leftOut.isEmpty()) {
+        result.message += tr("; leaves out %1: %2").arg(e.leftOutTensors).arg(result.leftOut.front());
     }
     return result;
 }

@@ -3,6 +3,7 @@
 #include "anatomy/anatomy_tree.h"
 #include "display_names.h"
 #include "graft/assembly.h"
+#include "graft/drop_evaluation.h"
 #include "graft/graft_plan.h"
 #include "tensor_drag.h"
 
@@ -131,7 +132,6 @@ private:
     void push(const QString& text, GraftPlan after);
     void recheck();
     GraftPlan withBase(const QString& recipient, QString* error) const;
-    std::string ensureDonor(GraftPlan& plan, const QString& path) const;
     void layerOperation(const QString& recipient, GraftOperation op, const QString& text);
 
     GraftPlan m_plan;

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "anatomy/anatomy.h"
+#include "graft/drop_evaluation.h" // DropTarget
 
 #include <QString>
 #include <optional>
@@ -25,16 +25,6 @@ struct TensorDrag {
 
 QMimeData* encodeTensorDrag(const TensorDrag& drag);
 std::optional<TensorDrag> decodeTensorDrag(const QMimeData* data);
-
-// Where tensors are dropped in the recipient.
-struct DropTarget {
-    enum class Kind { Model, System, Layer, Tensor };
-    Kind kind = Kind::Model;
-    System system = System::Other;      // System; Layer when under a system node
-    bool hasSystem = false;             // Layer: the drop is limited to that system
-    std::optional<std::uint32_t> layer; // Layer, and Tensor when it is in a layer
-    int tensor = -1;                    // Tensor: index into the recipient's tensors
-};
 
 // What the window does with drops: checks them against the graft plan while dragging and
 // adds operations on drop. Item models and charts only forward to it.

@@ -143,9 +143,8 @@ void GraftPlanPanel::refresh() {
     m_findings->clear();
     for (const Finding& f : report.findings) {
         const QString where = f.operation >= 0 ? tr("#%1 ").arg(f.operation + 1) : QString();
-        auto* item = new QListWidgetItem(QString::fromUtf8(severityName(f.severity).data()) +
-                                             QStringLiteral(": ") + where + model::displayText(f.message),
-                                         m_findings);
+        auto* item =
+            new QListWidgetItem(QString::fromStdString(findingLine(f, where.toStdString())), m_findings);
         QStringList names;
         for (const auto& name : f.tensors) {
             names << QString::fromStdString(name); // to find the tensor, not to show

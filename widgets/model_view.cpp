@@ -210,7 +210,7 @@ QWidget* ModelView::buildAnatomyTab() {
 std::vector<std::uint32_t> ModelView::layersAt(const QModelIndex& index) const {
     std::vector<std::uint32_t> layers;
     auto add = [&](const QModelIndex& proxyIndex) {
-        const model::DropTarget target = m_treeModel->dropTarget(m_proxy->mapToSource(proxyIndex));
+        const DropTarget target = m_treeModel->dropTarget(m_proxy->mapToSource(proxyIndex));
         if (target.layer) {
             layers.push_back(*target.layer);
         }

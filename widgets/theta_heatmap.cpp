@@ -500,8 +500,8 @@ std::optional<model::TensorDrag> ThetaHeatmap::dragAtPixel(const QPoint& pixel) 
     return cells.contains(pixel) ? dragForCell(column, row) : std::nullopt;
 }
 
-model::DropTarget ThetaHeatmap::dropTargetAtPixel(const QPoint& pixel) const {
-    model::DropTarget target;
+DropTarget ThetaHeatmap::dropTargetAtPixel(const QPoint& pixel) const {
+    DropTarget target;
     if (m_theta == nullptr) {
         return target;
     }
@@ -511,11 +511,11 @@ model::DropTarget ThetaHeatmap::dropTargetAtPixel(const QPoint& pixel) const {
     const bool inColumns = pixel.x() >= cells.left() && pixel.x() <= cells.right() && layer.has_value();
     const int tensor = cells.contains(pixel) ? tensorAt(column, row) : -1;
     if (tensor >= 0) {
-        target.kind = model::DropTarget::Kind::Tensor;
+        target.kind = DropTarget::Kind::Tensor;
         target.tensor = tensor;
         target.layer = m_snapshot->anatomy.tensors[static_cast<std::size_t>(tensor)].layer;
     } else if (inColumns && (cells.contains(pixel) || pixel.y() > cells.bottom())) {
-        target.kind = model::DropTarget::Kind::Layer;
+        target.kind = DropTarget::Kind::Layer;
         target.layer = layer;
     }
     return target;
@@ -547,19 +547,19 @@ bool ThetaHeatmap::dropAt(const QMimeData* data, const QPoint& pixel) {
 
 // Green around what a drop would replace, red where it would be refused.
 void ThetaHeatmap::showDropMark(const QPoint& pixel, bool fits) {
-    const model::DropTarget target = dropTargetAtPixel(pixel);
+    const DropTarget target = dropTargetAtPixel(pixel);
     m_dropMark->setPen(QPen(fits ? QColor(0x2e, 0xa0, 0x43) : QColor(0xd0, 0x1c, 0x1c), 3));
     double left = -0.5;
     double right = m_columns - 0.5;
     double top = -0.5;
     double bottom = rowCount() - 0.5;
-    if (target.kind == model::DropTarget::Kind::Tensor) {
+    if (target.kind == DropTarget::Kind::Tensor) {
         const auto [column, row] = cellOf(target.tensor);
         left = column - 0.5;
         right = column + 0.5;
         top = row - 0.5;
         bottom = row + 0.5;
-    } else if (target.kind == model::DropTarget::Kind::Layer) {
+    } else if (target.kind == DropTarget::Kind::Layer) {
         left = columnOfLayer(*target.layer) - 0.5;
         right = columnOfLayer(*target.layer) + 0.5;
     }

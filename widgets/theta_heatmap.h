@@ -76,7 +76,7 @@ public:
     std::optional<model::TensorDrag> dragForRow(int row) const;
     std::optional<model::TensorDrag> dragForColumn(int column) const;
     std::optional<model::TensorDrag> dragAtPixel(const QPoint& pixel) const;
-    model::DropTarget dropTargetAtPixel(const QPoint& pixel) const;
+    DropTarget dropTargetAtPixel(const QPoint& pixel) const;
     bool canDropAt(const QMimeData* data, const QPoint& pixel, QString* message);
     bool dropAt(const QMimeData* data, const QPoint& pixel);
 

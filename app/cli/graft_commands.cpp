@@ -14,15 +14,8 @@ namespace organ::cli {
 namespace {
 
 int printFindings(const std::vector<Finding>& findings, const std::string& label) {
-    std::size_t errors = 0;
-    std::size_t warnings = 0;
-    for (const auto& f : findings) {
-        std::cout << severityName(f.severity) << ": " << escapeText(f.message) << "\n";
-        errors += f.severity == Finding::Severity::Error;
-        warnings += f.severity == Finding::Severity::Warning;
-    }
-    std::cout << escapeText(label) << ": " << errors << " error(s), " << warnings << " warning(s)\n";
-    return errors == 0 ? kExitOk : kExitInvalid;
+    std::cout << findingsText(findings, label);
+    return countFindings(findings).ok() ? kExitOk : kExitInvalid;
 }
 
 // The files a plan reads: never a place to write.

@@ -87,27 +87,22 @@ int runMeasure(const std::vector<std::string>& args) {
             continue;
         }
         m.anatomy = analyzeAnatomy(*m.model);
-        std::string cacheWarning;
-        const bool cached = useCache && cache.load(m, options.params, &cacheWarning);
-        if (!cacheWarning.empty()) {
-            std::cerr << "organ measure: warning: " << escapeText(cacheWarning) << "\n";
-        }
-        if (!cached) {
-            ProgressPrinter printer(fileLabel(path));
-            const JobResult result =
-                measureModel(*m.model, m.anatomy, options, m.measurement,
+        ProgressPrinter printer(fileLabel(path));
+        const CachedMeasurement done =
+            measureWithCache(m, options, useCache ? &cache : nullptr,
                              [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
-            printer.finish();
-            if (!result.isOk()) {
-                std::cerr << "organ measure: " << escapeText(fileLabel(path)) << ": "
-                          << escapeText(result.message) << "\n";
-                status = kExitInvalid;
-                continue;
-            }
-            std::string error;
-            if (useCache && !cache.store(m, &error)) {
-                std::cerr << "organ measure: warning: " << escapeText(error) << "\n";
-            }
+        printer.finish();
+        if (!done.cacheWarning.empty()) {
+            std::cerr << "organ measure: warning: " << escapeText(done.cacheWarning) << "\n";
+        }
+        if (!done.result.isOk()) {
+            std::cerr << "organ measure: " << escapeText(fileLabel(path)) << ": "
+                      << escapeText(done.result.message) << "\n";
+            status = kExitInvalid;
+            continue;
+        }
+        if (!done.storeError.empty()) {
+            std::cerr << "organ measure: warning: " << escapeText(done.storeError) << "\n";
         }
         std::cout << (measured.empty() ? "" : "\n") << escapeText(m.measurement.name) << "  ("
                   << escapeText(fileLabel(path)) << ")"

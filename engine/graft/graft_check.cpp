@@ -516,14 +516,14 @@ std::size_t CompatibilityReport::count(Finding::Severity severity) const {
 std::string reportText(const CompatibilityReport& report, const GraftPlan& plan) {
     std::string text;
     for (const auto& f : report.findings) {
-        text += std::string(severityName(f.severity)) + ": ";
+        std::string prefix;
         if (f.operation >= 0) {
-            text +=
+            prefix =
                 "[operation " + std::to_string(f.operation + 1) + " " +
                 std::string(operationKindName(plan.operations[static_cast<std::size_t>(f.operation)].kind)) +
                 "] ";
         }
-        text += escapeText(f.message) + "\n";
+        text += findingLine(f, prefix) + "\n";
     }
     const ChimeraLayout& l = report.layout;
     text += std::to_string(l.tensors.size()) + " tensors, " + std::to_string(l.tensorsFromDonors) +

@@ -6,6 +6,7 @@
 #include "support/text_safety.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -290,6 +291,33 @@ const std::string* GraftPlan::donorPath(const std::string& id) const {
         }
     }
     return nullptr;
+}
+
+std::string GraftPlan::ensureDonor(const std::string& path) {
+    for (const auto& [id, donorPath] : donors) {
+        if (donorPath == path) {
+            return id;
+        }
+    }
+    // The file's name up to its last '.', as a person reads it ("model.Q4_K.gguf" → "model.Q4_K").
+    const std::string name = std::filesystem::path(path).filename().string();
+    std::string stem;
+    for (const char c : std::string_view(name).substr(0, name.rfind('.'))) {
+        const auto byte = static_cast<unsigned char>(c);
+        if ((byte & 0xC0) == 0x80) {
+            continue; // one '-' per character, not per UTF-8 byte
+        }
+        stem += byte < 128 && std::isalnum(byte) ? c : '-';
+    }
+    if (stem.empty() || stem == "base") {
+        stem = "donor";
+    }
+    std::string id = stem;
+    for (int k = 2; donorPath(id) != nullptr; ++k) {
+        id = stem + "-" + std::to_string(k);
+    }
+    donors.emplace_back(id, path);
+    return id;
 }
 
 bool parseLayerRange(const std::string& text, std::uint32_t& first, std::uint32_t& last) {

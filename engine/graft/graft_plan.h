@@ -67,6 +67,9 @@ struct GraftPlan {
     std::string output;
 
     const std::string* donorPath(const std::string& id) const;
+    // The id of the donor at `path`, added when the plan has none: the file's stem with
+    // characters other than ASCII letters and digits as '-', "-2", "-3"… when taken.
+    std::string ensureDonor(const std::string& path);
 };
 
 // Throws FormatError naming the plan file and the problem.

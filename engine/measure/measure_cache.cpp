@@ -140,4 +140,18 @@ bool MeasurementCache::store(const MeasuredModel& m, std::string* error) const {
     }
 }
 
+CachedMeasurement measureWithCache(MeasuredModel& m, const MeasureOptions& options,
+                                   const MeasurementCache* cache, const ProgressFn& progress,
+                                   const StopToken* stop) {
+    CachedMeasurement out;
+    if (cache != nullptr && cache->load(m, options.params, &out.cacheWarning)) {
+        return out;
+    }
+    out.result = measureModel(*m.model, m.anatomy, options, m.measurement, progress, stop);
+    if (out.result.isOk() && cache != nullptr) {
+        cache->store(m, &out.storeError);
+    }
+    return out;
+}
+
 } // namespace organ

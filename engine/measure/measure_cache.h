@@ -36,4 +36,19 @@ private:
     std::string m_folder;
 };
 
+// What measureWithCache did besides filling the measurement.
+struct CachedMeasurement {
+    JobResult result;         // Ok (measured or from the cache), Failed or Cancelled
+    std::string cacheWarning; // a damaged entry that was measured afresh
+    std::string storeError;   // the result could not be stored (the measurement stands)
+};
+
+// The one workflow of the command line and the window: fills m.measurement from `cache` when
+// it holds an entry for this model and options.params, else measures the model (progress,
+// per-tensor results through options.onTensor, stop) and stores the result. `cache` null:
+// always measured, nothing stored. An entry served from the cache sends no per-tensor results.
+CachedMeasurement measureWithCache(MeasuredModel& m, const MeasureOptions& options,
+                                   const MeasurementCache* cache, const ProgressFn& progress = {},
+                                   const StopToken* stop = nullptr);
+
 } // namespace organ

@@ -1,5 +1,7 @@
 #include "support/finding.h"
 
+#include "support/text_safety.h"
+
 namespace organ {
 
 std::string_view severityName(Finding::Severity severity) {
@@ -12,6 +14,37 @@ std::string_view severityName(Finding::Severity severity) {
         return "info";
     }
     return "?";
+}
+
+FindingCounts countFindings(const std::vector<Finding>& findings) {
+    FindingCounts counts;
+    for (const Finding& f : findings) {
+        counts.errors += f.severity == Finding::Severity::Error;
+        counts.warnings += f.severity == Finding::Severity::Warning;
+        counts.infos += f.severity == Finding::Severity::Info;
+    }
+    return counts;
+}
+
+std::string findingLine(const Finding& finding, std::string_view prefix) {
+    std::string line(severityName(finding.severity));
+    line += ": ";
+    line += prefix;
+    line += escapeText(finding.message);
+    return line;
+}
+
+std::string findingsText(const std::vector<Finding>& findings, std::string_view label) {
+    std::string text;
+    for (const Finding& f : findings) {
+        text += findingLine(f) + "\n";
+    }
+    if (!label.empty()) {
+        const FindingCounts counts = countFindings(findings);
+        text += escapeText(label) + ": " + std::to_string(counts.errors) + " error(s), " +
+                std::to_string(counts.warnings) + " warning(s)\n";
+    }
+    return text;
 }
 
 } // namespace organ

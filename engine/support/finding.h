@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,5 +20,21 @@ struct Finding {
 };
 
 std::string_view severityName(Finding::Severity severity);
+
+// How many findings of each severity; `ok()` when there is no error.
+struct FindingCounts {
+    std::size_t errors = 0;
+    std::size_t warnings = 0;
+    std::size_t infos = 0;
+    bool ok() const { return errors == 0; }
+};
+FindingCounts countFindings(const std::vector<Finding>& findings);
+
+// "error: <message>" with the message escaped for a terminal (escapeText), `prefix` between
+// the severity and the message ("[operation 2 replace] "). The one format of a finding.
+std::string findingLine(const Finding& finding, std::string_view prefix = {});
+
+// One finding a line, then "<label>: 1 error(s), 2 warning(s)" when a label is given.
+std::string findingsText(const std::vector<Finding>& findings, std::string_view label = {});
 
 } // namespace organ

@@ -7,6 +7,7 @@
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -265,6 +266,67 @@ private slots:
             cacheFolder.toStdString() + "/" + cache.keyFor(*changed.model, ZParams{}) + ".json";
         std::ofstream(entry, std::ios::trunc) << "{ not json";
         QVERIFY(!cache.load(changed, ZParams{}));
+    }
+
+    // The cache-else-measure workflow the command line and the window share.
+    void measureWithCacheMeasuresThenServes() {
+        const QString cacheFolder = m_dir.filePath(QStringLiteral("workflow-cache"));
+        const MeasurementCache cache(cacheFolder.toStdString());
+        const QString path = m_dir.filePath(QStringLiteral("workflow.gguf"));
+        GgufWriteSpec spec;
+        spec.tensors.push_back(patternTensor("blk.0.attn_q.weight", TensorType::F32, {32, 32}, 3));
+        spec.tensors.push_back(patternTensor("blk.0.ffn_up.weight", TensorType::F16, {32, 16}, 4));
+        QVERIFY(writeFixture(path, spec));
+        auto fresh = [&] {
+            MeasuredModel m;
+            m.model = GgufModel::open(path.toStdString());
+            m.anatomy = analyzeAnatomy(*m.model);
+            return m;
+        };
+        std::atomic<int> perTensor = 0;
+        MeasureOptions options;
+        options.onTensor = [&](std::size_t, const ZResult&) { ++perTensor; };
+
+        MeasuredModel first = fresh();
+        const CachedMeasurement measured = measureWithCache(first, options, &cache);
+        QVERIFY(measured.result.isOk());
+        QVERIFY(measured.cacheWarning.empty() && measured.storeError.empty());
+        QVERIFY(!first.measurement.fromCache);
+        QCOMPARE(perTensor.load(), 2);
+
+        MeasuredModel second = fresh();
+        QVERIFY(measureWithCache(second, options, &cache).result.isOk());
+        QVERIFY(second.measurement.fromCache);
+        QCOMPARE(perTensor.load(), 2); // served whole: no per-tensor results
+        QCOMPARE(second.measurement.model.thetaMean, first.measurement.model.thetaMean);
+
+        MeasuredModel uncached = fresh();
+        QVERIFY(measureWithCache(uncached, options, nullptr).result.isOk());
+        QVERIFY(!uncached.measurement.fromCache);
+        QCOMPARE(perTensor.load(), 4);
+
+        // A damaged entry: said, measured afresh, stored again.
+        std::ofstream(cacheFolder.toStdString() + "/" + cache.keyFor(*first.model, ZParams{}) + ".json",
+                      std::ios::trunc)
+            << "{ not json";
+        MeasuredModel third = fresh();
+        const CachedMeasurement again = measureWithCache(third, options, &cache);
+        QVERIFY(again.result.isOk());
+        QVERIFY(!again.cacheWarning.empty());
+        QVERIFY(!third.measurement.fromCache);
+        MeasuredModel fourth = fresh();
+        QVERIFY(measureWithCache(fourth, options, &cache).result.isOk());
+        QVERIFY(fourth.measurement.fromCache);
+
+        // Stopped before it starts: cancelled, nothing stored.
+        const MeasurementCache empty(m_dir.filePath(QStringLiteral("workflow-empty")).toStdString());
+        StopToken stop;
+        stop.requestStop();
+        MeasuredModel stopped = fresh();
+        QCOMPARE(measureWithCache(stopped, options, &empty, {}, &stop).result.status,
+                 JobResult::Status::Cancelled);
+        MeasuredModel probe = fresh();
+        QVERIFY(!empty.load(probe, ZParams{}));
     }
 
     void jsonRoundTrip() {

@@ -39,6 +39,29 @@ class TestValidation : public QObject {
     }
 
 private slots:
+    // The one format of findings (organ validate, the graft report, the window's lists).
+    void findingsFormat() {
+        const std::vector<Finding> findings{
+            {Finding::Severity::Error, "bad \x1b[31mkey", {}, -1, false},
+            {Finding::Severity::Warning, "gap", {}, -1, false},
+            {Finding::Severity::Info, "note", {}, -1, false},
+        };
+        QCOMPARE(findingLine(findings[1]), std::string("warning: gap"));
+        QCOMPARE(findingLine(findings[2], "[operation 1 replace] "),
+                 std::string("info: [operation 1 replace] note"));
+        QCOMPARE(
+            findingsText(findings, "m.gguf"),
+            std::string(
+                "error: bad \\x1B[31mkey\nwarning: gap\ninfo: note\nm.gguf: 1 error(s), 1 warning(s)\n"));
+        const FindingCounts counts = countFindings(findings);
+        QCOMPARE(counts.errors, std::size_t(1));
+        QCOMPARE(counts.warnings, std::size_t(1));
+        QCOMPARE(counts.infos, std::size_t(1));
+        QVERIFY(!counts.ok());
+        QVERIFY(countFindings({findings[1]}).ok());
+        QCOMPARE(findingsText({}), std::string());
+    }
+
     // Every model llama.cpp loads validates; the one it refuses (GGUF v1) is named so.
     void everySharedModelIsValid() {
         ORGAN_REQUIRE_SHARED(sharedModel(QString()));

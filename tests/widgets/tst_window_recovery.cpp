@@ -49,7 +49,7 @@ int runChild() {
     for (const char* name : {"blk.1.ffn_up.weight", "blk.2.ffn_up.weight"}) {
         drag.tensors.push_back(int(snapshot->model->findTensor(name) - snapshot->model->tensors().data()));
     }
-    if (!plan->dropTensors(drag, base, model::DropTarget{})) {
+    if (!plan->dropTensors(drag, base, DropTarget{})) {
         return 3;
     }
     plan->duplicateLayer(base, 0);
