@@ -6,7 +6,7 @@
 
 namespace organ::app {
 
-void MeasurementWorker::measure(quint64 generation, std::shared_ptr<const ModelSnapshot> snapshot) {
+void MeasureAndAssembleWorker::measure(quint64 generation, std::shared_ptr<const ModelSnapshot> snapshot) {
     if (isCancelled(generation)) {
         emit cancelled(generation);
         return;
@@ -43,8 +43,7 @@ void MeasurementWorker::measure(quint64 generation, std::shared_ptr<const ModelS
     emit finished(generation, std::make_shared<const ModelMeasurement>(std::move(m.measurement)));
 }
 
-void MeasurementWorker::portrait(quint64 generation, std::shared_ptr<const ModelSnapshot> snapshot,
-                                 int tensor) {
+void PortraitWorker::portrait(quint64 generation, std::shared_ptr<const ModelSnapshot> snapshot, int tensor) {
     const TensorInfo& t = snapshot->model->tensors().at(static_cast<std::size_t>(tensor));
     const std::uint64_t columns = t.nDims == 0 ? 1 : t.ne[0];
     auto result =
@@ -53,7 +52,7 @@ void MeasurementWorker::portrait(quint64 generation, std::shared_ptr<const Model
     emit portraitReady(generation, tensor, std::make_shared<const TensorPortrait>(std::move(*result)));
 }
 
-void MeasurementWorker::assemble(quint64 generation, std::shared_ptr<const AssemblyJob> job) {
+void MeasureAndAssembleWorker::assemble(quint64 generation, std::shared_ptr<const AssemblyJob> job) {
     if (job->stop->stopRequested()) {
         emit assemblyCancelled(generation);
         return;
@@ -89,59 +88,55 @@ void MeasurementWorker::assemble(quint64 generation, std::shared_ptr<const Assem
 }
 
 EngineThread::EngineThread(QObject* parent) : QObject(parent) {
-    qRegisterMetaType<std::shared_ptr<const organ::app::AssemblyJob>>();
     qRegisterMetaType<std::shared_ptr<const organ::TensorPortrait>>();
     qRegisterMetaType<organ::ZResult>();
     qRegisterMetaType<std::shared_ptr<const organ::ModelMeasurement>>();
-    qRegisterMetaType<std::shared_ptr<const organ::ModelSnapshot>>();
-    m_worker = new MeasurementWorker(&m_cancelBelow);
+    m_worker = new MeasureAndAssembleWorker(&m_cancelBelow);
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
-    connect(m_worker, &MeasurementWorker::started, this, &EngineThread::started);
-    connect(m_worker, &MeasurementWorker::progress, this, &EngineThread::progress);
-    connect(m_worker, &MeasurementWorker::tensorMeasured, this, &EngineThread::tensorMeasured);
-    connect(m_worker, &MeasurementWorker::portraitReady, this, &EngineThread::portraitReady);
-    connect(m_worker, &MeasurementWorker::assemblyProgress, this, &EngineThread::assemblyProgress);
-    connect(m_worker, &MeasurementWorker::assembled, this, &EngineThread::assembled);
-    connect(m_worker, &MeasurementWorker::assemblyFailed, this, &EngineThread::assemblyFailed);
-    connect(m_worker, &MeasurementWorker::assemblyCancelled, this, &EngineThread::assemblyCancelled);
+    m_portraits = new PortraitWorker;
+    m_portraits->moveToThread(&m_portraitThread);
+    connect(&m_portraitThread, &QThread::finished, m_portraits, &QObject::deleteLater);
+    // Bookkeeping only: receivers connect to the worker itself.
     auto done = [this] { --m_running; };
-    connect(m_worker, &MeasurementWorker::finished, this, [this, done](quint64 g, auto m) {
-        done();
-        emit finished(g, m);
-    });
-    connect(m_worker, &MeasurementWorker::failed, this, [this, done](quint64 g, const QString& message) {
-        done();
-        emit failed(g, message);
-    });
-    connect(m_worker, &MeasurementWorker::cancelled, this, [this, done](quint64 g) {
-        done();
-        emit cancelled(g);
-    });
+    connect(m_worker, &MeasureAndAssembleWorker::finished, this, done);
+    connect(m_worker, &MeasureAndAssembleWorker::failed, this, done);
+    connect(m_worker, &MeasureAndAssembleWorker::cancelled, this, done);
     m_thread.setObjectName(QStringLiteral("engine"));
+    m_portraitThread.setObjectName(QStringLiteral("portraits"));
     m_thread.start();
+    m_portraitThread.start();
 }
 
 EngineThread::~EngineThread() {
     cancel();
     cancelAssembly();
-    m_thread.quit();
-    m_thread.wait();
+    for (QThread* thread : {&m_thread, &m_portraitThread}) {
+        thread->quit();
+        thread->wait();
+    }
 }
 
 quint64 EngineThread::measure(std::shared_ptr<const ModelSnapshot> snapshot) {
     const quint64 generation = m_nextGeneration++;
     ++m_running;
-    QMetaObject::invokeMethod(m_worker, "measure", Qt::QueuedConnection, Q_ARG(quint64, generation),
-                              Q_ARG(std::shared_ptr<const organ::ModelSnapshot>, std::move(snapshot)));
+    QMetaObject::invokeMethod(
+        m_worker,
+        [worker = m_worker, generation, snapshot = std::move(snapshot)] {
+            worker->measure(generation, snapshot);
+        },
+        Qt::QueuedConnection);
     return generation;
 }
 
 quint64 EngineThread::portrait(std::shared_ptr<const ModelSnapshot> snapshot, int tensor) {
     const quint64 generation = m_nextGeneration++;
-    QMetaObject::invokeMethod(m_worker, "portrait", Qt::QueuedConnection, Q_ARG(quint64, generation),
-                              Q_ARG(std::shared_ptr<const organ::ModelSnapshot>, std::move(snapshot)),
-                              Q_ARG(int, tensor));
+    QMetaObject::invokeMethod(
+        m_portraits,
+        [worker = m_portraits, generation, snapshot = std::move(snapshot), tensor] {
+            worker->portrait(generation, snapshot, tensor);
+        },
+        Qt::QueuedConnection);
     return generation;
 }
 
@@ -152,8 +147,10 @@ void EngineThread::cancel() {
 quint64 EngineThread::assemble(std::shared_ptr<const AssemblyJob> job) {
     const quint64 generation = m_nextGeneration++;
     m_assemblyStop = job->stop;
-    QMetaObject::invokeMethod(m_worker, "assemble", Qt::QueuedConnection, Q_ARG(quint64, generation),
-                              Q_ARG(std::shared_ptr<const organ::app::AssemblyJob>, std::move(job)));
+    QMetaObject::invokeMethod(
+        m_worker,
+        [worker = m_worker, generation, job = std::move(job)] { worker->assemble(generation, job); },
+        Qt::QueuedConnection);
     return generation;
 }
 

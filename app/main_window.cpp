@@ -5,38 +5,27 @@
 #include "engine_thread.h"
 
 #include "graft_document.h"
+#include "help_dialogs.h"
+#include "job_status.h"
 #include "model_view.h"
 #include "report_export.h"
+#include "surgery_controller.h"
 #include "theta_comparison.h"
 
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
-#include <QDialog>
-#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QMimeData>
-#include <QProgressBar>
-#include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QTextBrowser>
-#include <QUndoStack>
-#include <QVBoxLayout>
 #include <cmath>
-
-// Outside any namespace, as Q_INIT_RESOURCE requires.
-static void initWorkbenchResources() {
-    Q_INIT_RESOURCE(workbench);
-}
 
 namespace organ::app {
 namespace {
@@ -48,9 +37,8 @@ const QString kPaneShareKey = QStringLiteral("window/recipientShare");
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
-    initWorkbenchResources();
+    initResources();
     setAcceptDrops(true);
-    m_document = new model::GraftDocument(this);
     m_panes = new QSplitter(Qt::Horizontal, this);
     m_recipient = new widgets::ModelPane(Side::Recipient, m_panes);
     m_donor = new widgets::ModelPane(Side::Donor, m_panes);
@@ -65,18 +53,25 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         connect(pane, &widgets::ModelPane::viewsChanged, this, &MainWindow::updateComparison);
         connect(pane, &widgets::ModelPane::filesDropped, this,
                 [this, pane](const QStringList& paths) { openFiles(paths, pane->side()); });
-        connect(pane, &widgets::ModelPane::viewsChanged, this, &MainWindow::updateSurgeryRoles);
-        pane->setCloseGuard([this](widgets::ModelView* view) { return confirmClose(view); });
+    }
+    m_engine = new EngineThread(this);
+    m_surgery = new SurgeryController(
+        this, m_recipient, m_donor, m_engine,
+        {[this](const QStringList& paths, Side side) { return openFiles(paths, side); },
+         [this](const QString& title, const QString& message) { showError(title, message); }});
+    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
+        connect(pane, &widgets::ModelPane::viewsChanged, m_surgery, &SurgeryController::updateRoles);
+        pane->setCloseGuard([this](widgets::ModelView* view) { return m_surgery->confirmClose(view); });
         connect(pane, &widgets::ModelPane::viewClosed, this, [this](const QString& path) {
-            if (findView(path) == nullptr) {
-                m_document->removeModel(path);
+            if (m_surgery->findView(path) == nullptr) {
+                m_surgery->document()->removeModel(path);
             }
         });
     }
-    buildSurgery();
     buildMenus();
-    m_engine = new EngineThread(this);
-    buildStatusBar();
+    m_jobStatus = new widgets::JobStatus(this);
+    connect(m_jobStatus, &widgets::JobStatus::cancelRequested, m_engine, &EngineThread::cancel);
+    statusBar()->addPermanentWidget(m_jobStatus);
     connectEngine();
     statusBar()->showMessage(tr("Ready"));
     QSettings settings;
@@ -114,21 +109,8 @@ void MainWindow::buildMenus() {
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
     QMenu* edit = menuBar()->addMenu(tr("&Edit"));
-    QAction* undo = m_document->undoStack()->createUndoAction(this, tr("&Undo"));
-    undo->setShortcut(QKeySequence::Undo);
-    QAction* redo = m_document->undoStack()->createRedoAction(this, tr("&Redo"));
-    redo->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)});
-    edit->addAction(undo);
-    edit->addAction(redo);
     QMenu* graft = menuBar()->addMenu(tr("&Graft"));
-    graft->addAction(tr("&Open plan…"), this, &MainWindow::openPlanDialog)
-        ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
-    graft->addAction(tr("&Save plan…"), this, &MainWindow::savePlanDialog)->setShortcut(QKeySequence::Save);
-    graft->addAction(tr("&Assemble chimera…"), this, &MainWindow::assembleDialog)
-        ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_B));
-    graft->addAction(tr("&Clear plan"), m_document, &model::GraftDocument::clear);
-    graft->addSeparator();
-    graft->addAction(m_planDock->toggleViewAction());
+    m_surgery->populateMenus(edit, graft);
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(tr("&Find tensor"), this,
                     [this] {
@@ -171,7 +153,7 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
         try {
             auto snapshot = ModelSnapshot::open(QFileInfo(path).absoluteFilePath().toStdString());
             widgets::ModelPane* target = pane(side);
-            m_document->addModel(snapshot);
+            m_surgery->document()->addModel(snapshot);
             auto* view = new widgets::ModelView(std::move(snapshot), target);
             // Tabs carry the file's name: two specimens share their general.name.
             target->addView(view, QFileInfo(path).completeBaseName(), path);
@@ -219,60 +201,36 @@ void MainWindow::swapPanes() {
     const QString none = tr("nothing");
     QString message = tr("Swapped sides: the recipient pane now holds %1, the donor pane %2")
                           .arg(donors.isEmpty() ? none : donors, recipients.isEmpty() ? none : recipients);
-    if (!m_document->isEmpty()) {
-        message += tr(". The graft plan still grafts into %1").arg(QFileInfo(m_document->base()).fileName());
+    if (!m_surgery->document()->isEmpty()) {
+        message += tr(". The graft plan still grafts into %1")
+                       .arg(QFileInfo(m_surgery->document()->base()).fileName());
     }
     statusBar()->showMessage(message, 10000);
 }
 
-void MainWindow::buildStatusBar() {
-    m_jobLabel = new QLabel(this);
-    m_progress = new QProgressBar(this);
-    m_progress->setRange(0, 1000);
-    m_progress->setMaximumWidth(220);
-    m_progress->setTextVisible(false);
-    m_cancel = new QPushButton(tr("Cancel"), this);
-    m_cancel->setToolTip(tr("Stop measuring (Esc)"));
-    m_cancel->setShortcut(Qt::Key_Escape);
-    connect(m_cancel, &QPushButton::clicked, m_engine, &EngineThread::cancel);
-    statusBar()->addPermanentWidget(m_jobLabel);
-    statusBar()->addPermanentWidget(m_progress);
-    statusBar()->addPermanentWidget(m_cancel);
-    for (QWidget* w : {static_cast<QWidget*>(m_jobLabel), static_cast<QWidget*>(m_progress),
-                       static_cast<QWidget*>(m_cancel)}) {
-        w->hide();
-    }
-}
-
 // Results are routed by generation; a view closed meanwhile is a null QPointer.
 void MainWindow::connectEngine() {
-    connect(m_engine, &EngineThread::started, this, [this](quint64 g) {
+    const MeasureAndAssembleWorker* worker = m_engine->worker();
+    connect(worker, &MeasureAndAssembleWorker::started, this, [this](quint64 g) {
         if (const auto view = m_jobs.value(g)) {
-            m_jobLabel->setText(tr("Measuring %1…").arg(model::displayText(view->snapshot().model->name())));
-        }
-        m_progress->setValue(0);
-        for (QWidget* w : {static_cast<QWidget*>(m_jobLabel), static_cast<QWidget*>(m_progress),
-                           static_cast<QWidget*>(m_cancel)}) {
-            w->show();
+            m_jobStatus->begin(tr("Measuring %1…").arg(model::displayText(view->snapshot().model->name())));
         }
     });
-    connect(m_engine, &EngineThread::portraitReady, this,
+    connect(m_engine->portraits(), &PortraitWorker::portraitReady, this,
             [this](quint64 g, int tensor, std::shared_ptr<const TensorPortrait> portrait) {
                 if (const auto view = m_portraits.take(g)) {
                     view->setPortrait(tensor, std::move(portrait));
                 }
             });
-    connect(m_engine, &EngineThread::progress, this, [this](quint64, quint64 done, quint64 total) {
-        m_progress->setValue(total == 0 ? 1000
-                                        : static_cast<int>(1000.0 * static_cast<double>(done) / total));
-    });
-    connect(m_engine, &EngineThread::tensorMeasured, this,
+    connect(worker, &MeasureAndAssembleWorker::progress, this,
+            [this](quint64, quint64 done, quint64 total) { m_jobStatus->setProgress(done, total); });
+    connect(worker, &MeasureAndAssembleWorker::tensorMeasured, this,
             [this](quint64 g, int tensor, const ZResult& result) {
                 if (const auto view = m_jobs.value(g)) {
                     view->applyTensorResult(tensor, result);
                 }
             });
-    connect(m_engine, &EngineThread::finished, this,
+    connect(worker, &MeasureAndAssembleWorker::finished, this,
             [this](quint64 g, std::shared_ptr<const ModelMeasurement> measurement) {
                 QString message;
                 if (const auto view = m_jobs.value(g)) {
@@ -284,50 +242,14 @@ void MainWindow::connectEngine() {
                 }
                 jobEnded(g, message);
                 updateComparison();
-                updatePreview();
+                m_surgery->updatePreview();
             });
-    connect(m_engine, &EngineThread::failed, this, [this](quint64 g, const QString& error) {
+    connect(worker, &MeasureAndAssembleWorker::failed, this, [this](quint64 g, const QString& error) {
         jobEnded(g, QString());
         showError(tr("Measurement failed"), error);
     });
-    connect(m_engine, &EngineThread::cancelled, this,
+    connect(worker, &MeasureAndAssembleWorker::cancelled, this,
             [this](quint64 g) { jobEnded(g, tr("Measurement cancelled")); });
-    connect(m_engine, &EngineThread::assemblyProgress, this,
-            [this](quint64 g, quint64 done, quint64 total, const QString& stage) {
-                if (g == m_assembly) {
-                    assemblyProgress(done, total, stage);
-                }
-            });
-    connect(m_engine, &EngineThread::assemblyCancelled, this, [this](quint64) {
-        statusBar()->showMessage(tr("Assembly cancelled: no file was written"), 10000);
-        assemblyFinished(false, tr("cancelled"));
-    });
-    connect(m_engine, &EngineThread::assemblyFailed, this, [this](quint64, const QString& message) {
-        assemblyFinished(false, message);
-        showError(tr("The chimera could not be assembled"), message);
-    });
-    connect(m_engine, &EngineThread::assembled, this,
-            [this](quint64, const QString& output, const QString& validation, bool valid) {
-                assemblyFinished(true, output);
-                auto* box = new QMessageBox(
-                    valid ? QMessageBox::Information : QMessageBox::Warning, tr("Chimera assembled"),
-                    tr("Wrote %1.\n\nValidation: %2").arg(output, valid ? tr("passed") : tr("failed")),
-                    QMessageBox::NoButton, this);
-                box->setObjectName(QStringLiteral("assemblyResult"));
-                box->setAttribute(Qt::WA_DeleteOnClose);
-                box->setDetailedText(validation.isEmpty() ? tr("No findings.") : validation);
-                QPushButton* asRecipient = box->addButton(tr("Open as recipient"), QMessageBox::AcceptRole);
-                asRecipient->setObjectName(QStringLiteral("openChimeraRecipient"));
-                QPushButton* asDonor = box->addButton(tr("Open as donor"), QMessageBox::AcceptRole);
-                asDonor->setObjectName(QStringLiteral("openChimeraDonor"));
-                box->addButton(QMessageBox::Close);
-                connect(asRecipient, &QPushButton::clicked, this,
-                        [this, output] { openFiles({output}, Side::Recipient); });
-                connect(asDonor, &QPushButton::clicked, this,
-                        [this, output] { openFiles({output}, Side::Donor); });
-                box->open();
-                statusBar()->showMessage(tr("Assembled %1").arg(QFileInfo(output).fileName()), 10000);
-            });
 }
 
 void MainWindow::updateComparison() {
@@ -386,10 +308,7 @@ void MainWindow::rememberPaneShare() {
 void MainWindow::jobEnded(quint64 generation, const QString& message) {
     m_jobs.remove(generation);
     if (m_jobs.isEmpty()) {
-        for (QWidget* w : {static_cast<QWidget*>(m_jobLabel), static_cast<QWidget*>(m_progress),
-                           static_cast<QWidget*>(m_cancel)}) {
-            w->hide();
-        }
+        m_jobStatus->end();
     }
     if (!message.isEmpty()) {
         statusBar()->showMessage(message, 8000);
@@ -430,24 +349,7 @@ void MainWindow::exportMeasurementDialog() {
 }
 
 void MainWindow::showUserGuide() {
-    if (auto* open = findChild<QDialog*>(QStringLiteral("userGuide"))) {
-        open->raise();
-        open->activateWindow();
-        return;
-    }
-    auto* dialog = new QDialog(this);
-    dialog->setObjectName(QStringLiteral("userGuide"));
-    dialog->setAttribute(Qt::WA_DeleteOnClose);
-    dialog->setWindowTitle(tr("Organ Workbench — user guide"));
-    auto* browser = new QTextBrowser(dialog);
-    browser->setOpenExternalLinks(true);
-    QFile page(QStringLiteral(":/guide/user-guide.md"));
-    page.open(QIODevice::ReadOnly);
-    browser->setMarkdown(QString::fromUtf8(page.readAll()));
-    auto* layout = new QVBoxLayout(dialog);
-    layout->addWidget(browser);
-    dialog->resize(820, 720);
-    dialog->show();
+    showUserGuideDialog(this);
 }
 
 widgets::ModelPane* MainWindow::focusedPane() const {
@@ -462,12 +364,7 @@ void MainWindow::closeCurrent() {
 }
 
 void MainWindow::showAbout() {
-    QMessageBox::about(this, tr("About Organ Workbench"),
-                       tr("<h3>Organ Workbench %1</h3>"
-                          "<p>Surgery on language models stored as GGUF files: open, inspect and "
-                          "measure them by anatomical system and layer.</p>"
-                          "<p>Built with Qt %2.</p>")
-                           .arg(QApplication::applicationVersion(), QString::fromLatin1(qVersion())));
+    showAboutDialog(this);
 }
 
 QStringList MainWindow::recentFiles() const {
@@ -522,15 +419,6 @@ void MainWindow::updateTitle() {
     setWindowTitle(text);
 }
 
-widgets::ModelView* MainWindow::findView(const QString& path) const {
-    for (widgets::ModelView* view : m_recipient->views() + m_donor->views()) {
-        if (QString::fromStdString(view->snapshot().model->path()) == path) {
-            return view;
-        }
-    }
-    return nullptr;
-}
-
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
     if (!widgets::droppedFiles(event->mimeData()).isEmpty()) {
         event->acceptProposedAction();
@@ -543,21 +431,9 @@ void MainWindow::dropEvent(QDropEvent* event) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-    if (!m_document->isEmpty() && m_document->isModified()) {
-        const auto answer = QMessageBox::question(
-            this, tr("Unsaved graft plan"), tr("The graft plan has unsaved changes. Save it?"),
-            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
-        if (answer == QMessageBox::Cancel) {
-            event->ignore();
-            return;
-        }
-        if (answer == QMessageBox::Save) {
-            savePlanDialog();
-            if (m_document->isModified()) {
-                event->ignore();
-                return;
-            }
-        }
+    if (!m_surgery->confirmQuit()) {
+        event->ignore();
+        return;
     }
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());

@@ -1,5 +1,6 @@
 #include "demo_models.h"
 #include "main_window.h"
+#include "surgery_controller.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -82,6 +83,6 @@ int main(int argc, char** argv) {
         window.openFiles(files.mid(1), organ::app::MainWindow::Side::Donor);
     }
     // Plans autosaved by a session that crashed are offered back once the window shows.
-    QTimer::singleShot(0, &window, &organ::app::MainWindow::offerRecovery);
+    QTimer::singleShot(0, window.surgery(), &organ::app::SurgeryController::offerRecovery);
     return QApplication::exec();
 }

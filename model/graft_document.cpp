@@ -543,6 +543,24 @@ GraftDocument::Source GraftDocument::source(const ChimeraTensor& tensor) const {
     return s;
 }
 
+std::optional<double> GraftDocument::chimeraThetaMean(
+    const std::function<const ModelMeasurement*(const QString& path)>& measurementOf) const {
+    double sum = 0;
+    int measured = 0;
+    for (const ChimeraTensor& t : m_report.layout.tensors) {
+        const Source from = source(t);
+        const ModelMeasurement* m = measurementOf(from.path);
+        if (m == nullptr || from.tensor == nullptr) {
+            return std::nullopt;
+        }
+        if (const auto& theta = m->tensors[std::size_t(from.index())].theta) {
+            sum += *theta;
+            ++measured;
+        }
+    }
+    return measured > 0 ? std::optional<double>(sum / measured) : std::nullopt;
+}
+
 std::vector<GraftDocument::Replacement> GraftDocument::replacements() const {
     std::vector<Replacement> out;
     const auto recipient = model(base());

@@ -5,13 +5,16 @@
 #include "graft/assembly.h"
 #include "graft/drop_evaluation.h"
 #include "graft/graft_plan.h"
+#include "measure/model_measure.h"
 #include "tensor_drag.h"
 
 #include <QObject>
 #include <QString>
 #include <QStringList>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 
 class QUndoStack;
 
@@ -112,6 +115,12 @@ public:
         int index() const { return tensor ? int(tensor - snapshot->model->tensors().data()) : -1; }
     };
     Source source(const ChimeraTensor& tensor) const;
+
+    // θ mean of the chimera: each of its tensors with the θ measured in its source
+    // (`measurementOf` by file; null when not measured); nullopt until every source is
+    // measured, or when no tensor has a θ.
+    std::optional<double>
+    chimeraThetaMean(const std::function<const ModelMeasurement*(const QString& path)>& measurementOf) const;
 
     // Recipient tensors the plan replaces, and where from.
     struct Replacement {

@@ -7,6 +7,7 @@
 #include "engine_thread.h"
 #include "graft_document.h"
 #include "main_window.h"
+#include "surgery_controller.h"
 #include "model_view.h"
 
 #include <QApplication>
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
                     clock.nsecsElapsed() / 1e6);
         window.engine()->cancel();
         QEventLoop idle;
-        QObject::connect(window.engine(), &app::EngineThread::cancelled, &idle, &QEventLoop::quit);
+        QObject::connect(window.engine()->worker(), &app::MeasureAndAssembleWorker::cancelled, &idle, &QEventLoop::quit);
         QTimer::singleShot(10000, &idle, &QEventLoop::quit);
         idle.exec();
     }
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
         window.show();
         StallMeter stalls;
         QEventLoop measuring;
-        QObject::connect(window.engine(), &app::EngineThread::finished, &measuring, &QEventLoop::quit);
+        QObject::connect(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished, &measuring, &QEventLoop::quit);
         QElapsedTimer clock;
         clock.start();
         window.openFiles({QString::fromStdString(model1b)});
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
         // its whole measurement applied at once; the donor starts measuring.
         StallMeter opening;
         QEventLoop opened;
-        QObject::connect(window.engine(), &app::EngineThread::finished, &opened, &QEventLoop::quit);
+        QObject::connect(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished, &opened, &QEventLoop::quit);
         opening.start();
         QTimer::singleShot(0, [&] {
             window.openFiles({QString::fromStdString(model1b)});
@@ -130,7 +131,7 @@ int main(int argc, char** argv) {
         window.engine()->cancel(); // measuring the copy is not what this part measures
         model::TensorDrag drag;
         drag.model = QString::fromStdString(std::filesystem::absolute(donor1b).string());
-        const auto donor = window.graftDocument()->model(drag.model);
+        const auto donor = window.surgery()->document()->model(drag.model);
         for (std::size_t i = 0; i < donor->anatomy.tensors.size(); ++i) {
             const auto& a = donor->anatomy.tensors[i];
             if (a.system == System::Organ && a.layer && *a.layer < 8) {
@@ -138,21 +139,21 @@ int main(int argc, char** argv) {
             }
         }
         const QString recipient = QString::fromStdString(std::filesystem::absolute(model1b).string());
-        if (!window.graftDocument()->dropTensors(drag, recipient, {})) {
-            std::printf("the graft was refused: %s\n", qPrintable(window.graftDocument()->lastDropMessage()));
+        if (!window.surgery()->document()->dropTensors(drag, recipient, {})) {
+            std::printf("the graft was refused: %s\n", qPrintable(window.surgery()->document()->lastDropMessage()));
             return 1;
         }
         StallMeter stalls;
         QEventLoop assembling;
         bool ok = false;
-        QObject::connect(&window, &app::MainWindow::assemblyEnded, &assembling, [&](bool success) {
+        QObject::connect(window.surgery(), &app::SurgeryController::assemblyEnded, &assembling, [&](bool success) {
             ok = success;
             assembling.quit();
         });
         QElapsedTimer clock;
         clock.start();
         QString error;
-        if (!window.startAssembly(QString::fromStdString(chimera), &error)) {
+        if (!window.surgery()->startAssembly(QString::fromStdString(chimera), &error)) {
             std::printf("cannot assemble: %s\n", qPrintable(error));
             return 1;
         }

@@ -20,6 +20,7 @@
 #include "tensor_inspector.h"
 #include "theta_heatmap.h"
 #include "window_test_support.h"
+#include "worker_wait.h"
 #include <QApplication>
 #include <QCheckBox>
 #include <QDialog>
@@ -124,11 +125,11 @@ private slots:
         app::MainWindow window;
         window.resize(1280, 800);
         window.show();
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
-        QSignalSpy perTensor(window.engine(), &app::EngineThread::tensorMeasured);
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        QSignalSpy perTensor(window.engine()->worker(), &app::MeasureAndAssembleWorker::tensorMeasured);
         QCOMPARE(window.openFiles({path}), 1);
         widgets::ModelView* view = window.currentView();
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QVERIFY(waitForWorker(finished, 1, 20000));
         QCOMPARE(perTensor.count(), 48);
         QVERIFY(view->measurement() != nullptr);
         QVERIFY2(view->headerText().contains(QStringLiteral("θ mean 36.65°")),
@@ -145,10 +146,10 @@ private slots:
         // A second window opens the unchanged file from the cache: no per-tensor signals, the
         // whole measurement applied at once to the tree (group means too), heatmap and charts.
         app::MainWindow again;
-        QSignalSpy cached(again.engine(), &app::EngineThread::finished);
-        QSignalSpy cachedPerTensor(again.engine(), &app::EngineThread::tensorMeasured);
+        QSignalSpy cached(again.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        QSignalSpy cachedPerTensor(again.engine()->worker(), &app::MeasureAndAssembleWorker::tensorMeasured);
         again.openFiles({path});
-        QTRY_COMPARE_WITH_TIMEOUT(cached.count(), 1, 20000);
+        QVERIFY(waitForWorker(cached, 1, 20000));
         widgets::ModelView* fromCache = again.currentView();
         QVERIFY(fromCache->measurement()->fromCache);
         QCOMPARE(cachedPerTensor.count(), 0);
@@ -195,7 +196,6 @@ private slots:
         QCOMPARE(recipient->tabs()->currentIndex(), 0);
         QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("once both")),
                  qPrintable(window.statusBar()->currentMessage()));
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
         QTRY_VERIFY_WITH_TIMEOUT(recipient->hasComparison(), 20000);
         QTest::keyClick(&window, Qt::Key_3, Qt::ControlModifier);
         QCOMPARE(recipient->tabs()->currentWidget()->findChild<widgets::ThetaHeatmap*>(),
@@ -268,11 +268,11 @@ private slots:
         ORGAN_REQUIRE_SHARED(path);
         app::MainWindow window;
         window.show();
-        QSignalSpy cancelled(window.engine(), &app::EngineThread::cancelled);
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy cancelled(window.engine()->worker(), &app::MeasureAndAssembleWorker::cancelled);
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
         window.openFiles({path});
         window.engine()->cancel();
-        QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 20000);
+        QVERIFY(waitForWorker(cancelled, 1, 20000));
         QCOMPARE(finished.count(), 0);
         QVERIFY(window.currentView()->measurement() == nullptr);
         QCOMPARE(window.statusBar()->currentMessage(), QStringLiteral("Measurement cancelled"));
@@ -291,6 +291,7 @@ private slots:
         window.show();
         using Side = app::MainWindow::Side;
         QVERIFY(!window.pane(Side::Donor)->header()->isVisible());
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
         QCOMPARE(window.openFiles({demos[0]}), 1);
         QVERIFY(!window.pane(Side::Donor)->header()->isVisible());
         QCOMPARE(window.openFiles({demos[1]}, Side::Donor), 1);
@@ -310,8 +311,7 @@ private slots:
         QApplication::sendEvent(donors, &drop);
         QCOMPARE(donors->tabs()->count(), 2);
         QCOMPARE(window.pane(Side::Recipient)->tabs()->count(), 1);
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
+        QVERIFY(waitForWorker(finished, 3, 20000));
         donors->tabs()->setCurrentIndex(0);
         window.currentView()->tabs()->setCurrentIndex(1);
         donors->currentView()->tabs()->setCurrentIndex(1);

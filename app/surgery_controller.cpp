@@ -1,9 +1,10 @@
 // The window's surgery: the graft plan dock, the preview on the recipient's heatmap, plans on
 // disk, the chimera's assembly on the engine thread and the guard rails around them.
+#include "surgery_controller.h"
+
 #include "engine_thread.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
-#include "main_window.h"
 #include "model_view.h"
 #include "plan_autosave.h"
 #include "support/text_format.h"
@@ -20,6 +21,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
+#include <QMainWindow>
+#include <QMenu>
 #include <QMessageBox>
 #include <QProgressDialog>
 #include <QPushButton>
@@ -31,16 +34,23 @@
 
 namespace organ::app {
 
-void MainWindow::buildSurgery() {
-    m_planPanel = new widgets::GraftPlanPanel(m_document, this);
-    m_planDock = new QDockWidget(tr("Graft plan"), this);
+SurgeryController::SurgeryController(QMainWindow* window, widgets::ModelPane* recipient,
+                                     widgets::ModelPane* donor, EngineThread* engine, Host host)
+    : QObject(window), m_window(window), m_recipient(recipient), m_donor(donor), m_engine(engine),
+      m_host(std::move(host)) {
+    m_document = new model::GraftDocument(this);
+    m_planPanel = new widgets::GraftPlanPanel(m_document, m_window);
+    m_planDock = new QDockWidget(tr("Graft plan"), m_window);
     m_planDock->setObjectName(QStringLiteral("graftPlanDock"));
     m_planDock->setWidget(m_planPanel);
     m_planDock->toggleViewAction()->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_G));
-    addDockWidget(Qt::BottomDockWidgetArea, m_planDock);
-    connect(m_planPanel, &widgets::GraftPlanPanel::openPlanRequested, this, &MainWindow::openPlanDialog);
-    connect(m_planPanel, &widgets::GraftPlanPanel::savePlanRequested, this, &MainWindow::savePlanDialog);
-    connect(m_planPanel, &widgets::GraftPlanPanel::assembleRequested, this, &MainWindow::assembleDialog);
+    m_window->addDockWidget(Qt::BottomDockWidgetArea, m_planDock);
+    connect(m_planPanel, &widgets::GraftPlanPanel::openPlanRequested, this,
+            &SurgeryController::openPlanDialog);
+    connect(m_planPanel, &widgets::GraftPlanPanel::savePlanRequested, this,
+            &SurgeryController::savePlanDialog);
+    connect(m_planPanel, &widgets::GraftPlanPanel::assembleRequested, this,
+            &SurgeryController::assembleDialog);
     connect(m_planPanel, &widgets::GraftPlanPanel::tensorsRequested, this, [this](const QStringList& names) {
         widgets::ModelView* view = findView(m_document->base());
         if (view == nullptr || names.isEmpty()) {
@@ -52,16 +62,102 @@ void MainWindow::buildSurgery() {
             view->selectTensor(int(t - model.tensors().data()));
         }
     });
-    connect(m_document, &model::GraftDocument::changed, this, &MainWindow::updatePreview);
+    connect(m_document, &model::GraftDocument::changed, this, &SurgeryController::updatePreview);
     m_autosave = new PlanAutosave(m_document, this);
     connect(m_document->undoStack(), &QUndoStack::indexChanged, this, [this] {
         if (!m_document->lastDropMessage().isEmpty()) {
-            statusBar()->showMessage(m_document->lastDropMessage(), 8000);
+            m_window->statusBar()->showMessage(m_document->lastDropMessage(), 8000);
         }
     });
+    connectAssembly();
 }
 
-void MainWindow::updateSurgeryRoles() {
+void SurgeryController::populateMenus(QMenu* edit, QMenu* graft) {
+    QAction* undo = m_document->undoStack()->createUndoAction(edit, tr("&Undo"));
+    undo->setShortcut(QKeySequence::Undo);
+    QAction* redo = m_document->undoStack()->createRedoAction(edit, tr("&Redo"));
+    redo->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)});
+    edit->addAction(undo);
+    edit->addAction(redo);
+    graft->addAction(tr("&Open plan…"), this, &SurgeryController::openPlanDialog)
+        ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
+    graft->addAction(tr("&Save plan…"), this, &SurgeryController::savePlanDialog)
+        ->setShortcut(QKeySequence::Save);
+    graft->addAction(tr("&Assemble chimera…"), this, &SurgeryController::assembleDialog)
+        ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_B));
+    graft->addAction(tr("&Clear plan"), m_document, &model::GraftDocument::clear);
+    graft->addSeparator();
+    graft->addAction(m_planDock->toggleViewAction());
+}
+
+widgets::ModelView* SurgeryController::findView(const QString& path) const {
+    for (widgets::ModelView* view : m_recipient->views() + m_donor->views()) {
+        if (QString::fromStdString(view->snapshot().model->path()) == path) {
+            return view;
+        }
+    }
+    return nullptr;
+}
+
+bool SurgeryController::confirmQuit() {
+    if (m_document->isEmpty() || !m_document->isModified()) {
+        return true;
+    }
+    const auto answer = QMessageBox::question(
+        m_window, tr("Unsaved graft plan"), tr("The graft plan has unsaved changes. Save it?"),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    if (answer == QMessageBox::Save) {
+        savePlanDialog();
+        return !m_document->isModified();
+    }
+    return answer == QMessageBox::Discard;
+}
+
+void SurgeryController::connectAssembly() {
+    const MeasureAndAssembleWorker* worker = m_engine->worker();
+    connect(worker, &MeasureAndAssembleWorker::assemblyProgress, this,
+            [this](quint64 g, quint64 done, quint64 total, const QString& stage) {
+                if (g == m_assembly) {
+                    assemblyProgress(done, total, stage);
+                }
+            });
+    connect(worker, &MeasureAndAssembleWorker::assemblyCancelled, this, [this](quint64) {
+        m_window->statusBar()->showMessage(tr("Assembly cancelled: no file was written"), 10000);
+        assemblyFinished(false, tr("cancelled"));
+    });
+    connect(worker, &MeasureAndAssembleWorker::assemblyFailed, this, [this](quint64, const QString& message) {
+        assemblyFinished(false, message);
+        m_host.showError(tr("The chimera could not be assembled"), message);
+    });
+    connect(worker, &MeasureAndAssembleWorker::assembled, this,
+            [this](quint64, const QString& output, const QString& validation, bool valid) {
+                assemblyFinished(true, output);
+                showAssembled(output, validation, valid);
+            });
+}
+
+void SurgeryController::showAssembled(const QString& output, const QString& validation, bool valid) {
+    auto* box =
+        new QMessageBox(valid ? QMessageBox::Information : QMessageBox::Warning, tr("Chimera assembled"),
+                        tr("Wrote %1.\n\nValidation: %2").arg(output, valid ? tr("passed") : tr("failed")),
+                        QMessageBox::NoButton, m_window);
+    box->setObjectName(QStringLiteral("assemblyResult"));
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setDetailedText(validation.isEmpty() ? tr("No findings.") : validation);
+    QPushButton* asRecipient = box->addButton(tr("Open as recipient"), QMessageBox::AcceptRole);
+    asRecipient->setObjectName(QStringLiteral("openChimeraRecipient"));
+    QPushButton* asDonor = box->addButton(tr("Open as donor"), QMessageBox::AcceptRole);
+    asDonor->setObjectName(QStringLiteral("openChimeraDonor"));
+    box->addButton(QMessageBox::Close);
+    connect(asRecipient, &QPushButton::clicked, this,
+            [this, output] { m_host.openFiles({output}, Side::Recipient); });
+    connect(asDonor, &QPushButton::clicked, this,
+            [this, output] { m_host.openFiles({output}, Side::Donor); });
+    box->open();
+    m_window->statusBar()->showMessage(tr("Assembled %1").arg(QFileInfo(output).fileName()), 10000);
+}
+
+void SurgeryController::updateRoles() {
     for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
         for (widgets::ModelView* view : pane->views()) {
             view->setSurgery(m_document, pane == m_recipient);
@@ -70,7 +166,7 @@ void MainWindow::updateSurgeryRoles() {
     updatePreview();
 }
 
-void MainWindow::updatePreview() {
+void SurgeryController::updatePreview() {
     const QString base = m_document->base();
     for (widgets::ModelView* view : m_recipient->views()) {
         if (m_document->isEmpty() || QString::fromStdString(view->snapshot().model->path()) != base ||
@@ -100,22 +196,7 @@ void MainWindow::updatePreview() {
             ++perDonor[std::size_t(r.donorIndex)];
             cells.push_back(cell);
         }
-        // θ mean of the chimera: each of its tensors with the θ measured in its source.
-        double sum = 0;
-        int measured = 0;
-        bool complete = true;
-        for (const ChimeraTensor& t : m_document->report().layout.tensors) {
-            const model::GraftDocument::Source source = m_document->source(t);
-            const ModelMeasurement* m = measurementOf(source.path);
-            if (m == nullptr || source.tensor == nullptr) {
-                complete = false;
-                break;
-            }
-            if (const auto& theta = m->tensors[std::size_t(source.index())].theta) {
-                sum += *theta;
-                ++measured;
-            }
-        }
+        const std::optional<double> after = m_document->chimeraThetaMean(measurementOf);
         QString legend = tr("<b>Plan preview</b> (dashed outlines, the donor's θ):");
         for (std::size_t k = 0; k < plan.donors.size(); ++k) {
             legend += QStringLiteral(" &nbsp;<span style=\"color:%1\">■</span> %2 (%3)")
@@ -123,10 +204,10 @@ void MainWindow::updatePreview() {
                                QString::fromStdString(plan.donors[k].first).toHtmlEscaped())
                           .arg(perDonor[k]);
         }
-        if (view->measurement() != nullptr && complete && measured > 0) {
+        if (view->measurement() != nullptr && after) {
             legend += tr(" &nbsp;·&nbsp; θ mean %1° → %2°")
                           .arg(view->measurement()->model.thetaMean, 0, 'f', 2)
-                          .arg(sum / measured, 0, 'f', 2);
+                          .arg(*after, 0, 'f', 2);
         } else {
             legend += tr(" &nbsp;·&nbsp; θ mean after: once every model is measured");
         }
@@ -134,7 +215,7 @@ void MainWindow::updatePreview() {
     }
 }
 
-bool MainWindow::confirmClose(widgets::ModelView* view) {
+bool SurgeryController::confirmClose(widgets::ModelView* view) {
     const QString path = QString::fromStdString(view->snapshot().model->path());
     // Another tab of the same file keeps the plan's model open.
     const QList<widgets::ModelView*> views = m_recipient->views() + m_donor->views();
@@ -144,7 +225,7 @@ bool MainWindow::confirmClose(widgets::ModelView* view) {
     if (!m_document->uses(path) || tabs > 1) {
         return true;
     }
-    const auto answer = QMessageBox::question(this, tr("Close a model the plan uses"),
+    const auto answer = QMessageBox::question(m_window, tr("Close a model the plan uses"),
                                               tr("The graft plan uses %1. Close it and remove its operations "
                                                  "from the plan? (Edit → Undo brings them "
                                                  "back once the model is open again.)")
@@ -157,27 +238,27 @@ bool MainWindow::confirmClose(widgets::ModelView* view) {
     return true;
 }
 
-bool MainWindow::openPlan(const QString& path, QString* error) {
+bool SurgeryController::openPlan(const QString& path, QString* error) {
     return loadPlan(path, error, [this, path] { m_document->load(path); });
 }
 
-bool MainWindow::recoverPlan(const QString& path, QString* error) {
+bool SurgeryController::recoverPlan(const QString& path, QString* error) {
     return loadPlan(path, error, [this, path] { m_document->recover(path); });
 }
 
 // Opens the models the plan names that are not open yet, then lets `load` take the plan.
-bool MainWindow::loadPlan(const QString& path, QString* error, const std::function<void()>& load) {
+bool SurgeryController::loadPlan(const QString& path, QString* error, const std::function<void()>& load) {
     try {
         const GraftPlan plan = loadGraftPlan(path.toStdString());
         if (findView(QString::fromStdString(plan.base)) == nullptr &&
-            openFiles({QString::fromStdString(plan.base)}, Side::Recipient) == 0) {
+            m_host.openFiles({QString::fromStdString(plan.base)}, Side::Recipient) == 0) {
             *error = tr("%1: cannot open its recipient %2")
                          .arg(QFileInfo(path).fileName(), QString::fromStdString(plan.base));
             return false;
         }
         for (const auto& [id, donor] : plan.donors) {
             if (findView(QString::fromStdString(donor)) == nullptr &&
-                openFiles({QString::fromStdString(donor)}, Side::Donor) == 0) {
+                m_host.openFiles({QString::fromStdString(donor)}, Side::Donor) == 0) {
                 *error = tr("%1: cannot open its donor %2")
                              .arg(QFileInfo(path).fileName(), QString::fromStdString(donor));
                 return false;
@@ -197,7 +278,7 @@ bool MainWindow::loadPlan(const QString& path, QString* error, const std::functi
     }
 }
 
-void MainWindow::offerRecovery() {
+void SurgeryController::offerRecovery() {
     for (const PlanAutosave::Orphan& orphan : PlanAutosave::orphans()) {
         QString summary;
         try {
@@ -213,7 +294,7 @@ void MainWindow::offerRecovery() {
             QMessageBox::Question, tr("Recover a graft plan"),
             tr("Organ Workbench ended without saving a graft plan (%1), autosaved %2. Recover it?")
                 .arg(summary, QLocale().toString(orphan.written, QLocale::ShortFormat)),
-            QMessageBox::NoButton, this);
+            QMessageBox::NoButton, m_window);
         box.setObjectName(QStringLiteral("recoverPlan"));
         QPushButton* recover = box.addButton(tr("Recover"), QMessageBox::AcceptRole);
         QPushButton* discard = box.addButton(tr("Discard"), QMessageBox::DestructiveRole);
@@ -226,16 +307,16 @@ void MainWindow::offerRecovery() {
             QString error;
             if (recoverPlan(orphan.path, &error)) {
                 PlanAutosave::discard(orphan); // this session's autosave holds it now
-                statusBar()->showMessage(
+                m_window->statusBar()->showMessage(
                     tr("Recovered the graft plan (%1); it is not saved yet").arg(summary), 10000);
             } else {
-                showError(tr("Cannot recover the plan"), error);
+                m_host.showError(tr("Cannot recover the plan"), error);
             }
         }
     }
 }
 
-bool MainWindow::savePlan(const QString& path, QString* error) {
+bool SurgeryController::savePlan(const QString& path, QString* error) {
     try {
         m_document->save(path);
         return true;
@@ -245,16 +326,16 @@ bool MainWindow::savePlan(const QString& path, QString* error) {
     }
 }
 
-void MainWindow::openPlanDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open graft plan"), QString(),
+void SurgeryController::openPlanDialog() {
+    const QString path = QFileDialog::getOpenFileName(m_window, tr("Open graft plan"), QString(),
                                                       tr("Graft plans (*.json);;All files (*)"));
     QString error;
     if (!path.isEmpty() && !openPlan(path, &error)) {
-        showError(tr("Cannot open the plan"), error);
+        m_host.showError(tr("Cannot open the plan"), error);
     }
 }
 
-void MainWindow::savePlanDialog() {
+void SurgeryController::savePlanDialog() {
     if (m_document->isEmpty()) {
         return;
     }
@@ -263,18 +344,18 @@ void MainWindow::savePlanDialog() {
             ? QFileInfo(m_document->base()).completeBaseName() + QStringLiteral("-plan.json")
             : m_document->fileName();
     const QString path =
-        QFileDialog::getSaveFileName(this, tr("Save graft plan"), suggested, tr("Graft plans (*.json)"));
+        QFileDialog::getSaveFileName(m_window, tr("Save graft plan"), suggested, tr("Graft plans (*.json)"));
     QString error;
     if (!path.isEmpty() && !savePlan(path, &error)) {
-        showError(tr("Cannot save the plan"), error);
+        m_host.showError(tr("Cannot save the plan"), error);
     }
 }
 
-void MainWindow::assembleDialog() {
+void SurgeryController::assembleDialog() {
     if (m_document->isEmpty()) {
         return;
     }
-    QDialog dialog(this);
+    QDialog dialog(m_window);
     dialog.setObjectName(QStringLiteral("assembleDialog"));
     dialog.setWindowTitle(tr("Assemble chimera"));
     auto* form = new QFormLayout(&dialog);
@@ -312,11 +393,11 @@ void MainWindow::assembleDialog() {
     m_document->setChimeraName(name->text().trimmed());
     QString error;
     if (!startAssembly(path->text().trimmed(), &error)) {
-        showError(tr("Cannot assemble the chimera"), error);
+        m_host.showError(tr("Cannot assemble the chimera"), error);
     }
 }
 
-bool MainWindow::startAssembly(const QString& output, QString* error) {
+bool SurgeryController::startAssembly(const QString& output, QString* error) {
     if (m_assemblyDialog != nullptr) {
         *error = tr("A chimera is being assembled already");
         return false;
@@ -343,7 +424,7 @@ bool MainWindow::startAssembly(const QString& output, QString* error) {
         m_assemblyEnds.push_back(end);
     }
     m_assemblyDialog = new QProgressDialog(tr("Assembling %1…").arg(QFileInfo(output).fileName()),
-                                           tr("Cancel"), 0, 1000, this);
+                                           tr("Cancel"), 0, 1000, m_window);
     m_assemblyDialog->setObjectName(QStringLiteral("assemblyProgress"));
     m_assemblyDialog->setWindowTitle(tr("Assemble chimera"));
     m_assemblyDialog->setWindowModality(Qt::NonModal); // the window stays usable
@@ -358,7 +439,7 @@ bool MainWindow::startAssembly(const QString& output, QString* error) {
     return true;
 }
 
-void MainWindow::assemblyProgress(quint64 done, quint64 total, const QString& stage) {
+void SurgeryController::assemblyProgress(quint64 done, quint64 total, const QString& stage) {
     if (m_assemblyDialog == nullptr) {
         return;
     }
@@ -387,7 +468,7 @@ void MainWindow::assemblyProgress(quint64 done, quint64 total, const QString& st
     m_assemblyDialog->setValue(total == 0 ? 1000 : int(1000.0 * double(done) / double(total)));
 }
 
-void MainWindow::assemblyFinished(bool ok, const QString& message) {
+void SurgeryController::assemblyFinished(bool ok, const QString& message) {
     if (m_assemblyDialog != nullptr) {
         m_assemblyDialog->deleteLater();
         m_assemblyDialog = nullptr;

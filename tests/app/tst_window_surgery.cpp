@@ -16,11 +16,13 @@
 #include "model_view.h"
 #include "report_export.h"
 #include "shared_models.h"
+#include "surgery_controller.h"
 #include "system_theta_charts.h"
 #include "tensor_drag.h"
 #include "tensor_inspector.h"
 #include "theta_heatmap.h"
 #include "window_test_support.h"
+#include "worker_wait.h"
 #include <QApplication>
 #include <QCheckBox>
 #include <QDragEnterEvent>
@@ -84,7 +86,7 @@ class TestWindowSurgery : public QObject {
         QVERIFY(m_recipient->anatomyModel()->dropMimeData(organs.get(), Qt::CopyAction, -1, -1, organTarget));
         QCOMPARE(m_plan->report().layout.tensorsFromDonors, std::uint64_t(9));
         QVERIFY(!m_plan->report().hasErrors());
-        QCOMPARE(m_window->planPanel()->operationsView()->model()->rowCount(), 1);
+        QCOMPARE(m_window->surgery()->panel()->operationsView()->model()->rowCount(), 1);
     }
 
 private slots:
@@ -102,13 +104,13 @@ private slots:
         m_window = std::make_unique<app::MainWindow>();
         m_window->resize(1500, 950);
         m_window->show();
-        QSignalSpy finished(m_window->engine(), &app::EngineThread::finished);
+        QSignalSpy finished(m_window->engine()->worker(), &app::MeasureAndAssembleWorker::finished);
         QCOMPARE(m_window->openFiles({m_damagedPath}), 1);
         QCOMPARE(m_window->openFiles({m_healthyPath}, app::MainWindow::Side::Donor), 1);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        QVERIFY(waitForWorker(finished, 2, 20000));
         m_recipient = m_window->currentView();
         m_donor = m_window->pane(app::MainWindow::Side::Donor)->currentView();
-        m_plan = m_window->graftDocument();
+        m_plan = m_window->surgery()->document();
     }
 
     // A window destroyed without closing: no questions, and its autosave goes.
@@ -304,7 +306,8 @@ private slots:
         QTRY_COMPARE(charts->layerPlot()->graph(int(kSystemCount + std::size_t(System::Organ)))->dataCount(),
                      3);
         // The operation's label says what was dragged.
-        QCOMPARE(window.planPanel()
+        QCOMPARE(window.surgery()
+                     ->panel()
                      ->operationsView()
                      ->model()
                      ->index(0, model::GraftPlanModel::Operation)
@@ -375,7 +378,7 @@ private slots:
                      QStringLiteral("a tensor replaces one of the same role")),
                  qPrintable(window.statusBar()->currentMessage()));
 
-        auto* undo = window.planPanel()->findChild<QToolButton*>(QStringLiteral("plan-undo"));
+        auto* undo = window.surgery()->panel()->findChild<QToolButton*>(QStringLiteral("plan-undo"));
         QVERIFY(undo != nullptr && !undo->isEnabled());
         const QSize before = undo->sizeHint();
         healInTheTree();
@@ -386,7 +389,7 @@ private slots:
                  qPrintable(undo->toolTip()));
         undo->click();
         QVERIFY(plan->isEmpty());
-        auto* redo = window.planPanel()->findChild<QToolButton*>(QStringLiteral("plan-redo"));
+        auto* redo = window.surgery()->panel()->findChild<QToolButton*>(QStringLiteral("plan-redo"));
         QCOMPARE(redo->sizeHint().width(), redo->sizeHint().width());
         QVERIFY(redo->isEnabled());
         redo->click();
@@ -418,19 +421,19 @@ private slots:
         QCOMPARE(plan->plan().operations.size(), std::size_t(2));
         QVERIFY(plan->plan().operations[1].kind == GraftOperation::Kind::DuplicateLayer);
         QCOMPARE(plan->plan().operations[1].toLayer, 2u);
-        QTableView* operations = window.planPanel()->operationsView();
+        QTableView* operations = window.surgery()->panel()->operationsView();
         operations->selectRow(1);
-        window.planPanel()->findChild<QToolButton*>(QStringLiteral("plan-up"))->click();
+        window.surgery()->panel()->findChild<QToolButton*>(QStringLiteral("plan-up"))->click();
         QVERIFY(plan->plan().operations[0].kind == GraftOperation::Kind::DuplicateLayer);
         QCOMPARE(plan->report().layout.blocks, 6u);
         // Duplicating first renumbers: the organs of layers 1-3 now land in 1, 2 and 4,
         // and layer 3's copy keeps the damaged organs.
         operations->selectRow(0);
-        window.planPanel()->findChild<QToolButton*>(QStringLiteral("plan-remove"))->click();
+        window.surgery()->panel()->findChild<QToolButton*>(QStringLiteral("plan-remove"))->click();
         QCOMPARE(plan->plan().operations.size(), std::size_t(1));
         QVERIFY(plan->plan().operations[0].kind == GraftOperation::Kind::Replace);
         plan->removeLayer(QString::fromStdString(recipient->snapshot().model->path()), 7); // an error
-        QListWidget* findings = window.planPanel()->findingsView();
+        QListWidget* findings = window.surgery()->panel()->findingsView();
         QVERIFY(findings->count() >= 1);
         QVERIFY(findings->item(0)->text().contains(QStringLiteral("remove_layer: there is no layer 7")));
         plan->undoStack()->undo();
@@ -444,9 +447,9 @@ private slots:
         app::MainWindow& window = *m_window;
         const QString path = m_dir.filePath(QStringLiteral("per-layer.gguf"));
         QVERIFY(writeFixture(path, perLayerLlama(1)));
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
         QCOMPARE(window.openFiles({path}), 1);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QVERIFY(waitForWorker(finished, 1, 20000));
         widgets::ModelView* recipient = window.currentView();
         QCOMPARE(QString::fromStdString(recipient->snapshot().model->path()), path);
         recipient->showPage(widgets::ModelView::Page::Anatomy);
@@ -465,7 +468,7 @@ private slots:
         emit recipient->anatomyView()->customContextMenuRequested(
             recipient->anatomyView()->visualRect(layer2).center());
         QCOMPARE(m_plan->plan().operations.size(), std::size_t(1));
-        QListWidget* findings = window.planPanel()->findingsView();
+        QListWidget* findings = window.surgery()->panel()->findingsView();
         QStringList texts;
         for (int i = 0; i < findings->count(); ++i) {
             texts << findings->item(i)->text();
@@ -487,7 +490,7 @@ private slots:
         widgets::ModelView* recipient = m_recipient;
         model::GraftDocument* plan = m_plan;
         healInTheTree();
-        QListWidget* findings = window.planPanel()->findingsView();
+        QListWidget* findings = window.surgery()->panel()->findingsView();
         // A second donor (F16): its skeleton converts to F32; the finding lists the tensors,
         // and choosing it selects the first in the recipient's tree. Then it is undone.
         const QString f16Path = sharedModel(QStringLiteral("stories260K-f16.gguf"));
@@ -547,7 +550,7 @@ private slots:
         healInTheTree();
         const QString planPath = m_dir.filePath(QStringLiteral("healing-plan.json"));
         QString error;
-        QVERIFY2(window.savePlan(planPath, &error), qPrintable(error));
+        QVERIFY2(window.surgery()->savePlan(planPath, &error), qPrintable(error));
         QVERIFY(!plan->isModified());
         const QString cliPlan = m_dir.filePath(QStringLiteral("cli-plan.json"));
         QProcess graft;
@@ -576,7 +579,7 @@ private slots:
         // chimera" unless the user types another) and where to write it; the engine thread
         // assembles while the window answers.
         const QString output = m_dir.filePath(QStringLiteral("healed.gguf"));
-        QSignalSpy ended(&window, &app::MainWindow::assemblyEnded);
+        QSignalSpy ended(window.surgery(), &app::SurgeryController::assemblyEnded);
         QString suggested;
         ModalSteps steps;
         steps.then([&](QWidget* active) {
@@ -591,15 +594,16 @@ private slots:
             qobject_cast<QDialog*>(active)->accept();
             return true;
         });
-        window.assembleDialog();
+        window.surgery()->assembleDialog();
         QVERIFY(steps.done());
         QCOMPARE(suggested, QStringLiteral("stories260K-damaged-f32 + stories260K-f32 chimera"));
         QCOMPARE(plan->chimeraName(), QStringLiteral("Healed stories"));
         QVERIFY(plan->isModified()); // the name is part of the plan
-        QVERIFY(window.assemblyDialog() != nullptr && window.assemblyDialog()->isVisible());
+        QVERIFY(window.surgery()->assemblyDialog() != nullptr &&
+                window.surgery()->assemblyDialog()->isVisible());
         QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
         QCOMPARE(ended.at(0).at(0).toBool(), true);
-        QVERIFY(window.assemblyDialog() == nullptr);
+        QVERIFY(window.surgery()->assemblyDialog() == nullptr);
         // The bytes, as the engine test checks them: the 9 organs are the healthy model's,
         // every other tensor the damaged one's.
         const auto healed = GgufModel::open(output.toStdString());
@@ -621,7 +625,7 @@ private slots:
         QCOMPARE(healed->tensors().size(), damaged->tensors().size());
         QCOMPARE(healed->name(), std::string("Healed stories"));
         // Saved with its name, the plan makes the same file from the command line.
-        QVERIFY2(window.savePlan(planPath, &error), qPrintable(error));
+        QVERIFY2(window.surgery()->savePlan(planPath, &error), qPrintable(error));
         // The CLI running the window's plan writes the same bytes.
         QProcess assemble;
         const QString cliOutput = m_dir.filePath(QStringLiteral("healed-by-cli.gguf"));
@@ -637,7 +641,7 @@ private slots:
         QVERIFY(result->text().contains(QStringLiteral("Validation: passed")));
         saveScreenshot(result, QStringLiteral("surgery-assembled.png"));
         result->findChild<QPushButton*>(QStringLiteral("openChimeraDonor"))->click();
-        widgets::ModelView* chimera = window.findView(QFileInfo(output).absoluteFilePath());
+        widgets::ModelView* chimera = window.surgery()->findView(QFileInfo(output).absoluteFilePath());
         QVERIFY(chimera != nullptr && !chimera->isRecipient());
         QTRY_VERIFY_WITH_TIMEOUT(chimera->measurement() != nullptr, 20000);
         QCOMPARE(chimera->heatmap()->thetaAt(3, 8), donor->heatmap()->thetaAt(3, 8));
@@ -652,10 +656,10 @@ private slots:
         QSemaphore hold;
         QMetaObject::invokeMethod(window.engine()->worker(), [&hold] { hold.acquire(); });
         const QString cancelled = m_dir.filePath(QStringLiteral("cancelled.gguf"));
-        QSignalSpy ended2(&window, &app::MainWindow::assemblyEnded);
-        QVERIFY2(window.startAssembly(cancelled, &error), qPrintable(error));
-        QVERIFY(!window.startAssembly(cancelled, &error));           // one at a time
-        window.assemblyDialog()->findChild<QPushButton*>()->click(); // its Cancel button
+        QSignalSpy ended2(window.surgery(), &app::SurgeryController::assemblyEnded);
+        QVERIFY2(window.surgery()->startAssembly(cancelled, &error), qPrintable(error));
+        QVERIFY(!window.surgery()->startAssembly(cancelled, &error));           // one at a time
+        window.surgery()->assemblyDialog()->findChild<QPushButton*>()->click(); // its Cancel button
         hold.release();
         QTRY_COMPARE_WITH_TIMEOUT(ended2.count(), 1, 20000);
         QCOMPARE(ended2.at(0).at(0).toBool(), false);
@@ -671,7 +675,7 @@ private slots:
         model::GraftDocument* plan = m_plan;
         healInTheTree();
         QString error;
-        QVERIFY2(window.savePlan(m_dir.filePath(QStringLiteral("guarded-plan.json")), &error),
+        QVERIFY2(window.surgery()->savePlan(m_dir.filePath(QStringLiteral("guarded-plan.json")), &error),
                  qPrintable(error));
         // Guard rails: closing the donor the plan uses asks; Cancel keeps it, Yes removes its
         // operations. Quitting with an unsaved plan asks too.

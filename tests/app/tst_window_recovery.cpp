@@ -6,6 +6,7 @@
 #include "main_window.h"
 #include "plan_autosave.h"
 #include "shared_models.h"
+#include "surgery_controller.h"
 #include "tensor_drag.h"
 #include "window_test_support.h"
 
@@ -41,7 +42,7 @@ int runChild() {
     if (window.openFiles({damaged}) != 1 || window.openFiles({healthy}, app::MainWindow::Side::Donor) != 1) {
         return 2;
     }
-    model::GraftDocument* plan = window.graftDocument();
+    model::GraftDocument* plan = window.surgery()->document();
     const QString base = QFileInfo(damaged).absoluteFilePath();
     model::TensorDrag drag;
     drag.model = QFileInfo(healthy).absoluteFilePath();
@@ -53,7 +54,7 @@ int runChild() {
         return 3;
     }
     plan->duplicateLayer(base, 0);
-    std::printf("%s\n", qPrintable(window.autosave()->path()));
+    std::printf("%s\n", qPrintable(window.surgery()->autosave()->path()));
     std::fflush(stdout);
     return QApplication::exec();
 }
@@ -98,21 +99,21 @@ private slots:
         {
             app::MainWindow window;
             QCOMPARE(window.openFiles({damaged}), 1);
-            autosave = window.autosave()->path();
+            autosave = window.surgery()->autosave()->path();
             QVERIFY(autosave.startsWith(app::PlanAutosave::folder()));
             QVERIFY(!QFileInfo::exists(autosave));
             const QString base = QFileInfo(damaged).absoluteFilePath();
-            window.graftDocument()->duplicateLayer(base, 1);
+            window.surgery()->document()->duplicateLayer(base, 1);
             QVERIFY(QFileInfo::exists(autosave));
             QCOMPARE(loadGraftPlan(autosave.toStdString()).operations.size(), std::size_t(1));
-            window.graftDocument()->removeLayer(base, 3);
+            window.surgery()->document()->removeLayer(base, 3);
             QVERIFY(planJson(loadGraftPlan(autosave.toStdString())) ==
-                    planJson(window.graftDocument()->plan()));
+                    planJson(window.surgery()->document()->plan()));
             QString error;
-            QVERIFY2(window.savePlan(m_dir.filePath(QStringLiteral("saved.json")), &error),
+            QVERIFY2(window.surgery()->savePlan(m_dir.filePath(QStringLiteral("saved.json")), &error),
                      qPrintable(error));
             QVERIFY(!QFileInfo::exists(autosave)); // saved: nothing to recover
-            window.graftDocument()->undoStack()->undo();
+            window.surgery()->document()->undoStack()->undo();
             QVERIFY(QFileInfo::exists(autosave)); // modified again
             // A live session's autosave is never offered to another window.
             QVERIFY(app::PlanAutosave::orphans().empty());
@@ -150,11 +151,11 @@ private slots:
                 }
                 return true;
             });
-            window.offerRecovery();
+            window.surgery()->offerRecovery();
             QVERIFY(steps.done());
             QVERIFY2(question.contains(QStringLiteral("2 operations into stories260K-damaged-f32.gguf")),
                      qPrintable(question));
-            QVERIFY(window.graftDocument()->isEmpty());
+            QVERIFY(window.surgery()->document()->isEmpty());
         }
         QVERIFY(QFileInfo::exists(autosave)); // "Later" keeps it
         app::MainWindow window;
@@ -173,9 +174,9 @@ private slots:
             }
             return true;
         });
-        window.offerRecovery();
+        window.surgery()->offerRecovery();
         QVERIFY(steps.done());
-        model::GraftDocument* plan = window.graftDocument();
+        model::GraftDocument* plan = window.surgery()->document();
         QVERIFY(planJson(plan->plan()) == killed);
         QVERIFY(plan->isModified());
         QVERIFY(plan->fileName().isEmpty());
@@ -183,8 +184,8 @@ private slots:
         QCOMPARE(window.pane(app::MainWindow::Side::Recipient)->tabs()->count(), 1);
         QCOMPARE(window.pane(app::MainWindow::Side::Donor)->tabs()->count(), 1);
         QVERIFY(window.statusBar()->currentMessage().startsWith(QStringLiteral("Recovered the graft plan")));
-        QVERIFY(!QFileInfo::exists(autosave));                 // taken over …
-        QVERIFY(QFileInfo::exists(window.autosave()->path())); // … by this session's autosave
+        QVERIFY(!QFileInfo::exists(autosave));                            // taken over …
+        QVERIFY(QFileInfo::exists(window.surgery()->autosave()->path())); // … by this session's autosave
         QVERIFY(app::PlanAutosave::orphans().empty());
         answerNextQuestion(QMessageBox::Discard);
         QVERIFY(window.close());

@@ -19,6 +19,7 @@
 #include "tensor_inspector.h"
 #include "theta_heatmap.h"
 #include "window_test_support.h"
+#include "worker_wait.h"
 #include <QApplication>
 #include <QCheckBox>
 #include <QContextMenuEvent>
@@ -147,15 +148,15 @@ private slots:
         app::MainWindow window;
         window.resize(1400, 850);
         window.show();
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
-        QSignalSpy portraits(window.engine(), &app::EngineThread::portraitReady);
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        QSignalSpy portraits(window.engine()->portraits(), &app::PortraitWorker::portraitReady);
         QCOMPARE(window.openFiles({healthyPath}), 1);
         QCOMPARE(window.openFiles({damagedPath}, app::MainWindow::Side::Donor), 1);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        QVERIFY(waitForWorker(finished, 2, 20000));
         widgets::ModelView* view = window.currentView();
         QTRY_VERIFY(view->hasComparison());
         view->selectTensor(tensorOf(view, "blk.1.ffn_up.weight"));
-        QTRY_COMPARE_WITH_TIMEOUT(portraits.count(), 1, 20000);
+        QVERIFY(waitForWorker(portraits, 1, 20000));
         const std::pair<QCustomPlot*, QString> charts[] = {
             {view->heatmap()->plot(), QStringLiteral("stories260K-f32 — θ per layer and role")},
             {view->comparison()->plot(), QStringLiteral("Δθ stories260K-damaged-f32 − stories260K-f32")},
@@ -197,11 +198,11 @@ private slots:
         window.resize(1100, 700);
         window.show();
         QString error;
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
         QCOMPARE(window.openFiles({path}), 1);
         QVERIFY(!window.exportMeasurement(m_dir.filePath(QStringLiteral("early.json")),
                                           &error)); // not measured yet
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QVERIFY(waitForWorker(finished, 1, 20000));
         QCustomPlot* plot = window.currentView()->heatmap()->plot();
 
         const QString png = m_dir.filePath(QStringLiteral("map.png"));

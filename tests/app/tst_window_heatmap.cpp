@@ -19,6 +19,7 @@
 #include "tensor_inspector.h"
 #include "theta_heatmap.h"
 #include "window_test_support.h"
+#include "worker_wait.h"
 #include <QApplication>
 #include <QCheckBox>
 #include <QDragEnterEvent>
@@ -74,9 +75,9 @@ private slots:
         app::MainWindow window;
         window.resize(1280, 800);
         window.show();
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
         QCOMPARE(window.openFiles({healthyPath, damagedPath}), 2);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        QVERIFY(waitForWorker(finished, 2, 20000));
         auto* healthy = qobject_cast<widgets::ModelView*>(window.documents()->widget(0));
         auto* damaged = qobject_cast<widgets::ModelView*>(window.documents()->widget(1));
         widgets::ThetaHeatmap* map = healthy->heatmap();
@@ -141,7 +142,7 @@ private slots:
         // Constant tensors (llama-2-tiny's norms are exactly 1.0) are drawn apart from θ.
         const QString tiny = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
         QCOMPARE(window.openFiles({tiny}), 1);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
+        QVERIFY(waitForWorker(finished, 3, 20000));
         auto* tinyView = window.currentView();
         tinyView->tabs()->setCurrentIndex(1);
         const auto& tinyTensors = tinyView->snapshot().model->tensors();
@@ -193,9 +194,9 @@ private slots:
             app::MainWindow window;
             window.resize(1280, 800);
             window.show();
-            QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+            QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
             QCOMPARE(window.openFiles({path}), 1);
-            QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+            QVERIFY(waitForWorker(finished, 1, 20000));
             widgets::ModelView* view = window.currentView();
             view->showPage(widgets::ModelView::Page::Heatmap);
             QTRY_COMPARE(view->systemCharts()->layerPlot()->graph(int(System::Organ))->dataCount(), 5);
@@ -234,10 +235,10 @@ private slots:
         app::MainWindow window;
         window.resize(1300, 850);
         window.show();
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
-        QSignalSpy portraits(window.engine(), &app::EngineThread::portraitReady);
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        QSignalSpy portraits(window.engine()->portraits(), &app::PortraitWorker::portraitReady);
         QCOMPARE(window.openFiles({path}), 1);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QVERIFY(waitForWorker(finished, 1, 20000));
         widgets::ModelView* view = window.currentView();
         const auto& tensors = view->snapshot().model->tensors();
         widgets::TensorInspector* inspector = view->inspector();
@@ -260,7 +261,7 @@ private slots:
         QTest::mouseDClick(heatmap->plot(), Qt::LeftButton, {}, heatmap->pixelOfTensor(down));
         QCOMPARE(view->tabs()->currentWidget(), static_cast<QWidget*>(inspector));
         view->filterEdit()->clear();
-        QTRY_COMPARE_WITH_TIMEOUT(portraits.count(), 1, 20000);
+        QVERIFY(waitForWorker(portraits, 1, 20000));
         const ZResult& z = view->measurement()->tensors[std::size_t(down)];
         QVERIFY(inspector->indicatorsText().startsWith(QStringLiteral("θ %1°").arg(*z.theta, 0, 'f', 2)));
         auto* bars = qobject_cast<QCPBars*>(inspector->histogramPlot()->plottable(0));
@@ -313,9 +314,9 @@ private slots:
         app::MainWindow window;
         window.resize(1300, 850);
         window.show();
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
         QCOMPARE(window.openFiles({lora, random}), 2);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        QVERIFY(waitForWorker(finished, 2, 20000));
         auto* adapter = qobject_cast<widgets::ModelView*>(window.documents()->widget(0));
         QVERIFY2(adapter->headerText().contains(QStringLiteral("LORA adapter for llama")),
                  qPrintable(adapter->headerText()));
@@ -362,13 +363,13 @@ private slots:
         app::MainWindow window;
         window.resize(1300, 850);
         window.show();
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
-        QSignalSpy portraits(window.engine(), &app::EngineThread::portraitReady);
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        QSignalSpy portraits(window.engine()->portraits(), &app::PortraitWorker::portraitReady);
         QCOMPARE(window.openFiles({path}), 1);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 20000);
+        QVERIFY(waitForWorker(finished, 1, 20000));
         widgets::ModelView* view = window.currentView();
         view->selectTensor(tensorOf(view, "token_embd.weight"));
-        QTRY_COMPARE_WITH_TIMEOUT(portraits.count(), 1, 20000);
+        QVERIFY(waitForWorker(portraits, 1, 20000));
         widgets::TensorInspector* inspector = view->inspector();
         QVERIFY(!inspector->matrix()->keepsAspect());
         QCOMPARE(inspector->matrixCaption(),
@@ -402,10 +403,10 @@ private slots:
         app::MainWindow window;
         window.resize(1500, 850);
         window.show();
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
         window.openFiles({healthyPath});
         window.openFiles({damagedPath}, Side::Donor);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        QVERIFY(waitForWorker(finished, 2, 20000));
         widgets::ModelView* healthy = window.currentView();
         QTRY_VERIFY(healthy->hasComparison());
         widgets::ThetaHeatmap* delta = healthy->comparison();
@@ -480,10 +481,10 @@ private slots:
         app::MainWindow window;
         window.resize(1500, 850);
         window.show();
-        QSignalSpy finished(window.engine(), &app::EngineThread::finished);
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
         window.openFiles({stories});
         window.openFiles({qwen}, Side::Donor);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 20000);
+        QVERIFY(waitForWorker(finished, 2, 20000));
         widgets::ModelView* recipient = window.currentView();
         QVERIFY(!recipient->hasComparison());
         QVERIFY2(recipient->comparisonReason().contains(
@@ -492,7 +493,7 @@ private slots:
                  qPrintable(recipient->comparisonReason()));
         QVERIFY(!recipient->tabs()->isTabEnabled(2));
         window.openFiles({tiny}, Side::Donor);
-        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 20000);
+        QVERIFY(waitForWorker(finished, 3, 20000));
         QVERIFY2(recipient->comparisonReason().contains(QStringLiteral("token_embd.weight is 64 × 512 in "
                                                                        "stories260K-f32 and 8 × 32000")),
                  qPrintable(recipient->comparisonReason()));

@@ -1,0 +1,104 @@
+#pragma once
+
+#include "model_pane.h"
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+class QDockWidget;
+class QMainWindow;
+class QMenu;
+class QProgressDialog;
+
+namespace organ::widgets {
+class GraftPlanPanel;
+class ModelView;
+} // namespace organ::widgets
+namespace organ::model {
+class GraftDocument;
+}
+
+namespace organ::app {
+
+class EngineThread;
+class PlanAutosave;
+
+// The window's surgery: the graft plan (a GraftDocument) and its dock, the preview on the
+// recipient's heatmap, the guards before a model the plan uses is closed or the window quits
+// with an unsaved plan, plans on disk and autosaved, and the chimera's assembly on the engine
+// thread with its progress. The window creates it and wires it to its panes and menus.
+class SurgeryController : public QObject {
+    Q_OBJECT
+public:
+    using Side = widgets::ModelPane::Side;
+    // What the controller asks of the window.
+    struct Host {
+        std::function<int(const QStringList& paths, Side side)> openFiles; // returns how many opened
+        std::function<void(const QString& title, const QString& message)> showError;
+    };
+    SurgeryController(QMainWindow* window, widgets::ModelPane* recipient, widgets::ModelPane* donor,
+                      EngineThread* engine, Host host);
+
+    model::GraftDocument* document() const { return m_document; }
+    widgets::GraftPlanPanel* panel() const { return m_planPanel; }
+    PlanAutosave* autosave() const { return m_autosave; }
+    QProgressDialog* assemblyDialog() const { return m_assemblyDialog; }
+    widgets::ModelView* findView(const QString& path) const;
+
+    // Edit → Undo/Redo and the Graft menu.
+    void populateMenus(QMenu* edit, QMenu* graft);
+
+    // Opens a plan, first opening the models it names that are not open yet.
+    bool openPlan(const QString& path, QString* error);
+    // An autosaved plan (see PlanAutosave): opened unsaved, its models opened too.
+    bool recoverPlan(const QString& path, QString* error);
+    bool savePlan(const QString& path, QString* error);
+    bool startAssembly(const QString& output, QString* error);
+
+    // Recipient views take drops, donor views are drag sources (after opens and swaps).
+    void updateRoles();
+    // The plan's preview on the recipient's heatmap: replaced cells, their θ, θ mean before → after.
+    void updatePreview();
+    // A pane's close guard: closing a model the plan uses asks, and removes its operations.
+    bool confirmClose(widgets::ModelView* view);
+    // Before the window closes: an unsaved plan is saved, discarded, or the close cancelled.
+    bool confirmQuit();
+
+public slots:
+    void openPlanDialog();
+    void savePlanDialog();
+    void assembleDialog();
+    // Offers back, one by one, the plans autosaved by sessions that crashed or were killed.
+    void offerRecovery();
+
+signals:
+    void assemblyEnded(bool ok, const QString& message);
+
+private:
+    void connectAssembly();
+    bool loadPlan(const QString& path, QString* error, const std::function<void()>& load);
+    void assemblyProgress(quint64 done, quint64 total, const QString& stage);
+    void assemblyFinished(bool ok, const QString& message);
+    void showAssembled(const QString& output, const QString& validation, bool valid);
+
+    QMainWindow* m_window;
+    widgets::ModelPane* m_recipient;
+    widgets::ModelPane* m_donor;
+    EngineThread* m_engine;
+    Host m_host;
+    model::GraftDocument* m_document = nullptr;
+    widgets::GraftPlanPanel* m_planPanel = nullptr;
+    QDockWidget* m_planDock = nullptr;
+    PlanAutosave* m_autosave = nullptr;
+    QProgressDialog* m_assemblyDialog = nullptr;
+    quint64 m_assembly = 0;
+    qint64 m_assemblyStarted = 0; // ms since the epoch, when the current stage began
+    QString m_assemblyStage;
+    std::vector<std::uint64_t> m_assemblyEnds; // cumulative bytes at the end of each tensor
+};
+
+} // namespace organ::app
