@@ -33,6 +33,7 @@ public:
     void setResult(int tensor, const ZResult& result);
     void setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait);
     int tensor() const { return m_tensor; }
+    bool hasPortrait() const { return m_portrait != nullptr; }
     QString indicatorsText() const;
     QCustomPlot* histogramPlot() const { return m_histogram; }
     QCustomPlot* spectrumPlot() const { return m_spectrum; }

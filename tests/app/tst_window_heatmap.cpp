@@ -128,7 +128,7 @@ private slots:
         QTRY_COMPARE(charts->layerPlot()->graph(int(System::Organ))->dataCount(), 5);
         healthy->tabs()->setCurrentIndex(1);
         window.documents()->setCurrentWidget(healthy);
-        QTest::qWait(0); // let the plot lay out before computing pixels
+        settle(&window);
         map->plot()->replot();
         const int target = int(healthy->snapshot().model->findTensor("blk.2.ffn_up.weight") - tensors.data());
         QCOMPARE(map->tensorAtPixel(map->pixelOfTensor(target)), target);
@@ -218,7 +218,8 @@ private slots:
             view->selectTensor(int(view->snapshot().model->findTensor("blk.1.ffn_up.weight") -
                                    view->snapshot().model->tensors().data()));
             view->showPage(widgets::ModelView::Page::Inspector);
-            QTest::qWait(300);
+            QTRY_VERIFY(view->inspector()->hasPortrait());
+            settle(&window);
             saveScreenshot(&window, QStringLiteral("dark-inspector.png"));
             // Back to a light palette: the charts follow.
             QApplication::setPalette(original);
@@ -250,7 +251,7 @@ private slots:
         // a double click brings the inspector to the front.
         view->filterEdit()->setText(QStringLiteral("attn_q"));
         view->showPage(widgets::ModelView::Page::Heatmap);
-        QTest::qWait(0);
+        settle(view);
         widgets::ThetaHeatmap* heatmap = view->heatmap();
         heatmap->plot()->replot();
         const int down = tensorOf(view, "blk.2.ffn_down.weight");

@@ -155,7 +155,7 @@ private slots:
         // refused with the reason.
         recipient->showPage(widgets::ModelView::Page::Heatmap);
         donor->showPage(widgets::ModelView::Page::Heatmap);
-        QTest::qWait(0);
+        settle(m_window.get());
         widgets::ThetaHeatmap* to = recipient->heatmap();
         widgets::ThetaHeatmap* from = donor->heatmap();
         to->plot()->replot();
@@ -212,7 +212,7 @@ private slots:
         model::GraftDocument* plan = m_plan;
         recipient->showPage(widgets::ModelView::Page::Heatmap);
         donor->showPage(widgets::ModelView::Page::Heatmap);
-        QTest::qWait(0);
+        settle(m_window.get());
         widgets::ThetaHeatmap* to = recipient->heatmap();
         widgets::ThetaHeatmap* from = donor->heatmap();
         to->plot()->replot();
@@ -318,7 +318,7 @@ private slots:
         recipient->anatomyView()->expandAll();
         saveScreenshot(&window, QStringLiteral("surgery-tree-plan.png"));
         recipient->showPage(widgets::ModelView::Page::Heatmap);
-        QTest::qWait(150);
+        settle(recipient);
         saveScreenshot(recipient, QStringLiteral("surgery-side-charts-plan.png"));
         // Clearing the plan clears every mark.
         plan->clear();
@@ -335,7 +335,7 @@ private slots:
         model::GraftDocument* plan = m_plan;
         recipient->showPage(widgets::ModelView::Page::Heatmap);
         donor->showPage(widgets::ModelView::Page::Heatmap);
-        QTest::qWait(0);
+        settle(m_window.get());
         widgets::ThetaHeatmap* to = recipient->heatmap();
         widgets::ThetaHeatmap* from = donor->heatmap();
         to->plot()->replot();
@@ -535,7 +535,7 @@ private slots:
         QCOMPARE(to->shownThetaAt(1, 8), to->thetaAt(1, 8)); // layer 0 stays
         QVERIFY2(recipient->planPreviewLabel()->text().contains(QStringLiteral("θ mean 34.78° → 36.65°")),
                  qPrintable(recipient->planPreviewLabel()->text()));
-        QTest::qWait(100);
+        settle(&window);
         saveScreenshot(&window, QStringLiteral("surgery-preview.png"));
     }
 

@@ -19,6 +19,7 @@
 #include <QTimer>
 #include <functional>
 #include <memory>
+#include <qcustomplot.h>
 
 namespace organ::testing {
 
@@ -39,6 +40,17 @@ inline QMessageBox* visibleMessageBox() {
         }
     }
     return nullptr;
+}
+
+// Lays out what was just shown and draws every visible chart in it now, so that pixel
+// lookups and screenshots see the final picture without waiting for queued replots.
+inline void settle(QWidget* widget) {
+    QCoreApplication::sendPostedEvents(); // layout, palette and style changes already posted
+    for (QCustomPlot* plot : widget->findChildren<QCustomPlot*>()) {
+        if (plot->isVisible()) {
+            plot->replot(QCustomPlot::rpImmediateRefresh);
+        }
+    }
 }
 
 // Into the build folder; the HiDPI run's screenshots are prefixed "hidpi-".

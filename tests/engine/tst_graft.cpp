@@ -1,6 +1,7 @@
 // Grafts: the healing graft of the damaged stories model, conversion into a Q8_0
 // recipient, refusals with clear reports, stacking, plans as JSON, cancel, failed writes.
 #include "anatomy/model_validation.h"
+#include "anatomy/specimen.h"
 #include "fixtures.h"
 #include "graft/assembly.h"
 #include "quant/quantize.h"
@@ -71,8 +72,37 @@ class TestGraft : public QObject {
     QString path(const QString& name) const { return m_dir.filePath(name); }
     QString damaged() const { return sharedModel(QStringLiteral("stories260K-damaged-f32.gguf")); }
     QString healthy() const { return sharedModel(QStringLiteral("stories260K-f32.gguf")); }
+    // Specimens the test writes: the graft engine's own cases need no shared file. Five layers
+    // of nine tensors and three outside layers, like the stories models; `m_twin` has other
+    // weights, `m_short` two layers, `m_smallVocab` 256 tokens.
+    QString m_specimen;
+    QString m_twin;
+    QString m_short;
+    QString m_smallVocab;
+
+    QString writeSpecimenFile(const QString& name, std::uint64_t seed, SpecimenShape shape) {
+        shape.blocks = shape.blocks == SpecimenShape{}.blocks ? 5 : shape.blocks;
+        const QString file = path(name);
+        const JobResult written = writeSpecimen(file.toStdString(), seed, shape);
+        if (!written.isOk()) {
+            qFatal("%s", written.message.c_str());
+        }
+        return file;
+    }
 
 private slots:
+    void initTestCase() {
+        QVERIFY(m_dir.isValid());
+        m_specimen = writeSpecimenFile(QStringLiteral("specimen.gguf"), 1, {});
+        m_twin = writeSpecimenFile(QStringLiteral("twin.gguf"), 2, {});
+        SpecimenShape twoLayers;
+        twoLayers.blocks = 2;
+        m_short = writeSpecimenFile(QStringLiteral("short.gguf"), 3, twoLayers);
+        SpecimenShape vocab;
+        vocab.vocabulary = 256;
+        m_smallVocab = writeSpecimenFile(QStringLiteral("small-vocab.gguf"), 4, vocab);
+    }
+
     // The real case: the organs of layers 1-3 from the healthy model heal the damaged one.
     void healingGraft() {
         ORGAN_REQUIRE_SHARED(damaged());
@@ -169,9 +199,8 @@ private slots:
 
     // The passthrough merge: layers 0-4 then 2-4 again give 8 blocks that validate.
     void stacksLayers() {
-        ORGAN_REQUIRE_SHARED(healthy());
         GraftPlan plan;
-        plan.base = healthy().toStdString();
+        plan.base = m_specimen.toStdString();
         GraftOperation o;
         o.kind = GraftOperation::Kind::StackLayers;
         o.stack = {{"base", 0, 4}, {"base", 2, 4}};
@@ -183,7 +212,7 @@ private slots:
         const QString out = path(QStringLiteral("stacked.gguf"));
         QVERIFY(assembleChimera(plan, models, report, out.toStdString()).isOk());
         const auto chimera = GgufModel::open(out.toStdString());
-        const auto h = GgufModel::open(healthy().toStdString());
+        const auto h = GgufModel::open(m_specimen.toStdString());
         QCOMPARE(*chimera->archValue("block_count"), std::uint64_t(8));
         QCOMPARE(chimera->tensors().size(), std::size_t(3 + 8 * 9));
         QVERIFY(sameBytes(chimera->tensorData(*chimera->findTensor("blk.5.attn_q.weight")),
@@ -195,10 +224,9 @@ private slots:
     }
 
     void layerOperations() {
-        ORGAN_REQUIRE_SHARED(healthy());
         GraftPlan plan;
-        plan.base = healthy().toStdString();
-        plan.donors.emplace_back("twin", damaged().toStdString());
+        plan.base = m_specimen.toStdString();
+        plan.donors.emplace_back("twin", m_twin.toStdString());
         GraftOperation dup;
         dup.kind = GraftOperation::Kind::DuplicateLayer;
         dup.toLayer = 1;
@@ -223,8 +251,8 @@ private slots:
         const QString out = path(QStringLiteral("surgery.gguf"));
         QVERIFY(assembleChimera(plan, models, report, out.toStdString()).isOk());
         const auto c = GgufModel::open(out.toStdString());
-        const auto h = GgufModel::open(healthy().toStdString());
-        const auto d = GgufModel::open(damaged().toStdString());
+        const auto h = GgufModel::open(m_specimen.toStdString());
+        const auto d = GgufModel::open(m_twin.toStdString());
         QCOMPARE(c->name(), std::string("surgery"));
         // Layers after duplicating 1: 0 1 1 2 3 4; removing the fifth (the old 3) leaves
         // 0 1 1 2 4; then layer 0's organs come from the twin's layer 2.
@@ -245,7 +273,8 @@ private slots:
     void compatibilityErrors_data() {
         QTest::addColumn<QString>("planJson");
         QTest::addColumn<QString>("expected");
-        const QString h = healthy();
+        QTest::addColumn<bool>("shared"); // reads ../shared/models
+        const QString h = m_specimen;
         const QString tiny = sharedModel(QStringLiteral("zoo/tiny-qwen2-f32.gguf"));
         auto plan = [&](const QString& base, const QString& donor, const QString& ops) {
             return QStringLiteral(
@@ -254,52 +283,54 @@ private slots:
         };
         QTest::newRow("nothing selected")
             << plan(h, h, QStringLiteral(R"({"op": "replace", "donor": "d", "roles": ["no_such_role"]})"))
-            << QStringLiteral("the selection matches no tensor");
+            << QStringLiteral("the selection matches no tensor") << false;
         QTest::newRow("donor lacks tensor")
             << plan(
-                   h, tiny,
+                   h, m_short,
                    QStringLiteral(
                        R"({"op": "replace", "donor": "d", "names": ["output.weight", "blk.4.ffn_up.weight"]})"))
-            << QStringLiteral("donor 'd' has no tensor blk.4.ffn_up.weight");
+            << QStringLiteral("donor 'd' has no tensor blk.4.ffn_up.weight") << false;
         QTest::newRow("map to missing layer")
             << plan(h, h, QStringLiteral(R"({"op": "map_layer", "donor": "d", "from": 0, "to": 9})"))
-            << QStringLiteral("map_layer: the chimera has no layer 9");
+            << QStringLiteral("map_layer: the chimera has no layer 9") << false;
         QTest::newRow("map from missing layer")
             << plan(h, h, QStringLiteral(R"({"op": "map_layer", "donor": "d", "from": 7, "to": 0})"))
-            << QStringLiteral("donor 'd' has no tensor blk.7.");
+            << QStringLiteral("donor 'd' has no tensor blk.7.") << false;
         QTest::newRow("duplicate missing layer")
             << plan(h, h, QStringLiteral(R"({"op": "duplicate_layer", "layer": 5})"))
-            << QStringLiteral("duplicate_layer: there is no layer 5");
+            << QStringLiteral("duplicate_layer: there is no layer 5") << false;
         QTest::newRow("remove missing layer")
             << plan(h, h, QStringLiteral(R"({"op": "remove_layer", "layer": 12})"))
-            << QStringLiteral("remove_layer: there is no layer 12");
+            << QStringLiteral("remove_layer: there is no layer 12") << false;
         QTest::newRow("stack missing layer")
             << plan(h, h,
                     QStringLiteral(R"({"op": "stack_layers", "stack": [{"model": "d", "layers": "3-6"}]})"))
-            << QStringLiteral("stack_layers: model 'd' has no layer 5");
+            << QStringLiteral("stack_layers: model 'd' has no layer 5") << false;
         QTest::newRow("incomplete layers")
             << plan(
                    h, tiny,
                    QStringLiteral(
                        R"({"op": "stack_layers", "stack": [{"model": "base", "layers": "0-1"}, {"model": "d", "layers": "1"}]})"))
-            << QStringLiteral("layer 2 is incomplete");
+            << QStringLiteral("layer 2 is incomplete") << true;
         QTest::newRow("unconvertible type")
             << plan(sharedModel(QStringLiteral("quant/wide-q4_k_m.gguf")),
                     sharedModel(QStringLiteral("quant/wide-f32.gguf")),
                     QStringLiteral(R"({"op": "replace", "donor": "d", "names": ["blk.0.ffn_gate.weight"]})"))
             << QStringLiteral(
-                   "blk.0.ffn_gate.weight: d has it as F32, the base as Q4_K; the engine converts only to");
+                   "blk.0.ffn_gate.weight: d has it as F32, the base as Q4_K; the engine converts only to")
+            << true;
         QTest::newRow("embed vocabulary")
-            << plan(sharedModel(QStringLiteral("quant/wide-f32.gguf")),
-                    sharedModel(QStringLiteral("zoo/tiny-gpt2-f32.gguf")),
-                    QStringLiteral(R"({"op": "replace", "donor": "d", "system": "embed"})"))
-            << QStringLiteral("the vocabularies differ (512 tokens in the base, 50257 in 'd')");
+            << plan(h, m_smallVocab, QStringLiteral(R"({"op": "replace", "donor": "d", "system": "embed"})"))
+            << QStringLiteral("the vocabularies differ (512 tokens in the base, 256 in 'd')") << false;
     }
 
     void compatibilityErrors() {
         QFETCH(QString, planJson);
         QFETCH(QString, expected);
-        ORGAN_REQUIRE_SHARED(healthy());
+        QFETCH(bool, shared);
+        if (shared) {
+            ORGAN_REQUIRE_SHARED(healthy());
+        }
         const GraftPlan plan = graftPlanFromJson(nlohmann::json::parse(planJson.toStdString()), "test.json");
         const GraftModels models = GraftModels::open(plan);
         const CompatibilityReport report = checkGraft(plan, models);
@@ -312,13 +343,12 @@ private slots:
     }
 
     void outputMayNotBeAnInput() {
-        ORGAN_REQUIRE_SHARED(healthy());
         const QString copy = path(QStringLiteral("input.gguf"));
-        QVERIFY(QFile::copy(damaged(), copy));
+        QVERIFY(QFile::copy(m_specimen, copy));
         const QString link = path(QStringLiteral("link-to-input.gguf"));
         QVERIFY(QFile::link(copy, link));
         for (const QString& output : {copy, link}) {
-            GraftPlan plan = replacePlan(copy, healthy(), organsOfLayers(1, 3));
+            GraftPlan plan = replacePlan(copy, m_twin, organsOfLayers(1, 3));
             plan.output = output.toStdString();
             const GraftModels models = GraftModels::open(plan);
             const CompatibilityReport report = checkGraft(plan, models);
@@ -332,7 +362,7 @@ private slots:
                          .contains(QStringLiteral("refusing to write over a file that is also an input")),
                      result.message.c_str());
         }
-        QCOMPARE(readAll(copy), readAll(damaged()));
+        QCOMPARE(readAll(copy), readAll(m_specimen));
     }
 
     // Cancel before anything is written, while writing, and while verifying: no file.
@@ -345,9 +375,7 @@ private slots:
 
     void cancelLeavesNoFile() {
         QFETCH(QString, stage);
-        ORGAN_REQUIRE_SHARED(healthy());
-        const QString q8 = sharedModel(QStringLiteral("stories260K-q8_0.gguf"));
-        const GraftPlan plan = replacePlan(q8, healthy(), organsOfLayers(0, 4));
+        const GraftPlan plan = replacePlan(m_specimen, m_twin, organsOfLayers(0, 4));
         const GraftModels models = GraftModels::open(plan);
         const CompatibilityReport report = checkGraft(plan, models);
         const QString out = path(QStringLiteral("cancelled.gguf"));
@@ -376,8 +404,7 @@ private slots:
 
     // A write that fails part-way (the file size limit): a clear error and no file.
     void failedWriteLeavesNoFile() {
-        ORGAN_REQUIRE_SHARED(healthy());
-        const GraftPlan plan = replacePlan(damaged(), healthy(), organsOfLayers(1, 3));
+        const GraftPlan plan = replacePlan(m_specimen, m_twin, organsOfLayers(1, 3));
         const GraftModels models = GraftModels::open(plan);
         const CompatibilityReport report = checkGraft(plan, models);
         const QString out = path(QStringLiteral("too-big.gguf"));
