@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QDialog>
 #include <QFile>
+#include <QIcon>
 #include <QMessageBox>
 #include <QTextBrowser>
 #include <QVBoxLayout>
@@ -14,9 +15,18 @@ static void initWorkbenchResources() {
 
 namespace organ::app {
 
-void initResources() {
-    initWorkbenchResources();
+namespace {
+
+// Once per process: the resources of this static library are linked in by this call.
+void ensureResources() {
+    static const bool registered = [] {
+        initWorkbenchResources();
+        return true;
+    }();
+    (void)registered;
 }
+
+} // namespace
 
 void showUserGuideDialog(QWidget* parent) {
     if (auto* open = parent->findChild<QDialog*>(QStringLiteral("userGuide"))) {
@@ -30,23 +40,31 @@ void showUserGuideDialog(QWidget* parent) {
     dialog->setWindowTitle(QCoreApplication::translate("Help", "Organ Workbench — user guide"));
     auto* browser = new QTextBrowser(dialog);
     browser->setOpenExternalLinks(true);
-    QFile page(QStringLiteral(":/guide/user-guide.md"));
-    page.open(QIODevice::ReadOnly);
-    browser->setMarkdown(QString::fromUtf8(page.readAll()));
+    browser->setMarkdown(resourceText(QStringLiteral(":/guide/user-guide.md")));
     auto* layout = new QVBoxLayout(dialog);
     layout->addWidget(browser);
     dialog->resize(820, 720);
     dialog->show();
 }
 
+QString resourceText(const QString& path) {
+    ensureResources();
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QString();
+}
+
+QIcon applicationIcon() {
+    ensureResources();
+    return QIcon(QStringLiteral(":/icons/organ-workbench.svg"));
+}
+
+QString aboutText() {
+    return resourceText(QStringLiteral(":/texts/about.html"))
+        .arg(QApplication::applicationVersion(), QString::fromLatin1(qVersion()));
+}
+
 void showAboutDialog(QWidget* parent) {
-    QMessageBox::about(parent, QCoreApplication::translate("Help", "About Organ Workbench"),
-                       QCoreApplication::translate(
-                           "Help", "<h3>Organ Workbench %1</h3>"
-                                   "<p>Surgery on language models stored as GGUF files: open, inspect and "
-                                   "measure them by anatomical system and layer.</p>"
-                                   "<p>Built with Qt %2.</p>")
-                           .arg(QApplication::applicationVersion(), QString::fromLatin1(qVersion())));
+    QMessageBox::about(parent, QCoreApplication::translate("Help", "About Organ Workbench"), aboutText());
 }
 
 } // namespace organ::app

@@ -1,12 +1,18 @@
 #pragma once
 
+class QIcon;
+class QString;
 class QWidget;
 
 namespace organ::app {
 
-// Links the compiled-in resources (resources/workbench.qrc) of this static library: called by
-// the window's constructor, so that every program that shows the window has them.
-void initResources();
+// A text compiled in from resources/ (":/guide/user-guide.md", ":/texts/about.html"); empty
+// when there is none.
+QString resourceText(const QString& path);
+// The application's icon (resources/icons), for every window and the task bar.
+QIcon applicationIcon();
+// The About box's text (resources/texts/about.html) with the version and Qt's filled in.
+QString aboutText();
 
 // Help → User guide (F1): resources/user-guide.md in a browser dialog, one at a time.
 void showUserGuideDialog(QWidget* parent);

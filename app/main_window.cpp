@@ -37,7 +37,7 @@ const QString kPaneShareKey = QStringLiteral("window/recipientShare");
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
-    initResources();
+    setWindowIcon(applicationIcon());
     setAcceptDrops(true);
     m_panes = new QSplitter(Qt::Horizontal, this);
     m_recipient = new widgets::ModelPane(Side::Recipient, m_panes);

@@ -8,6 +8,7 @@
 #include "fixtures.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
+#include "help_dialogs.h"
 #include "hostile_models.h"
 #include "main_window.h"
 #include "model_pane.h"
@@ -212,6 +213,24 @@ private slots:
         window.showAbout();
         QVERIFY2(about.contains(QStringLiteral("Organ Workbench 9.8.7")), qPrintable(about));
         QVERIFY(about.contains(QString::fromLatin1(qVersion())));
+        QVERIFY(about.contains(QStringLiteral("organ help"))); // resources/texts/about.html
+    }
+
+    // resources/ is compiled in: the icon (drawn from its SVG), the guide and the texts.
+    void resourcesCompiledIn() {
+        app::MainWindow window;
+        const QIcon icon = window.windowIcon();
+        QVERIFY(!icon.isNull());
+        const QImage drawn = icon.pixmap(64, 64).toImage();
+        QCOMPARE(drawn.width(), int(64 * window.devicePixelRatioF()));
+        // The icon's dark rounded square (from 8/128 of its size), outside its strokes; its
+        // corner (2/128) is transparent.
+        const QColor inside = drawn.pixelColor(drawn.width() * 20 / 128, drawn.height() * 20 / 128);
+        QVERIFY2(inside.alpha() == 255 && inside.lightness() < 100, qPrintable(inside.name()));
+        QCOMPARE(drawn.pixelColor(drawn.width() * 2 / 128, drawn.height() * 2 / 128).alpha(), 0);
+        QVERIFY(app::resourceText(QStringLiteral(":/guide/user-guide.md")).startsWith(QStringLiteral("# ")));
+        QVERIFY(app::aboutText().contains(QStringLiteral("Organ Workbench")));
+        QVERIFY(app::resourceText(QStringLiteral(":/texts/none.html")).isEmpty());
     }
 
     // The split between the panes and between heatmap and side charts outlive the window.
