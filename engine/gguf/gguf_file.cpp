@@ -318,6 +318,10 @@ std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
     return GgufParser(MappedFile::open(path)).run();
 }
 
+std::shared_ptr<const GgufFile> GgufFile::fromBytes(std::string label, std::span<const std::byte> bytes) {
+    return GgufParser(MappedFile::fromBuffer(std::move(label), bytes)).run();
+}
+
 const MetaValue* GgufFile::find(std::string_view key) const {
     for (const auto& entry : m_metadata) {
         if (entry.key == key) {

@@ -45,6 +45,8 @@ class GgufFile {
 public:
     // Maps and parses; throws FormatError (malformed) or IoError (cannot open).
     static std::shared_ptr<const GgufFile> open(const std::string& path);
+    // Parses bytes in memory as the file `label` (see MappedFile::fromBuffer); throws FormatError.
+    static std::shared_ptr<const GgufFile> fromBytes(std::string label, std::span<const std::byte> bytes);
 
     const std::string& path() const { return m_file->path(); }
     std::uint32_t version() const { return m_version; }

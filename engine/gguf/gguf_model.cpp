@@ -101,6 +101,18 @@ std::shared_ptr<const GgufModel> GgufModel::open(const std::string& path) {
     return model;
 }
 
+std::shared_ptr<const GgufModel> GgufModel::fromFile(std::shared_ptr<const GgufFile> file) {
+    if (const auto declared = splitKey(*file, "split.count"); declared && *declared > 1) {
+        throw FormatError(fileLabel(file->path()) + ": is one of " + std::to_string(*declared) +
+                          " parts of a split model: open it from its files");
+    }
+    auto model = std::make_shared<GgufModel>();
+    model->m_shards.push_back(std::move(file));
+    model->m_tensors = model->m_shards.front()->tensors();
+    model->indexTensors();
+    return model;
+}
+
 void GgufModel::indexTensors() {
     m_byName.reserve(m_tensors.size());
     for (std::size_t i = 0; i < m_tensors.size(); ++i) {

@@ -16,6 +16,9 @@ class GgufModel {
 public:
     // Opening any part of a split model opens the whole set.
     static std::shared_ptr<const GgufModel> open(const std::string& path);
+    // A model of one parsed file (GgufFile::fromBytes): a part of a split model is refused,
+    // since its other parts are files.
+    static std::shared_ptr<const GgufModel> fromFile(std::shared_ptr<const GgufFile> file);
 
     const std::string& path() const { return m_shards.front()->path(); }
     const std::vector<std::shared_ptr<const GgufFile>>& shards() const { return m_shards; }

@@ -5,6 +5,24 @@
 #include <set>
 
 namespace organ {
+namespace {
+
+// The layer every picked tensor is in; nullopt when they span several layers, or none.
+std::optional<std::uint32_t> commonLayer(const ModelAnatomy& anatomy, const std::vector<int>& picked) {
+    const auto& first = anatomy.tensors[std::size_t(picked.front())].layer;
+    if (!first) {
+        return std::nullopt;
+    }
+    for (int t : picked) {
+        const auto& layer = anatomy.tensors[std::size_t(t)].layer;
+        if (!layer || *layer != *first) {
+            return std::nullopt;
+        }
+    }
+    return *first;
+}
+
+} // namespace
 
 DropEvaluation evaluateDrop(const GraftPlan& current, const DropModel& recipient, const DropModel& donor,
                             std::span<const int> dragged, const DropTarget& target,
@@ -46,13 +64,7 @@ DropEvaluation evaluateDrop(const GraftPlan& current, const DropModel& recipient
         result.system = target.system;
         return refuse(Refusal::NoneInSystem);
     }
-    std::optional<std::uint32_t> sourceLayer = donor.anatomy.tensors[std::size_t(picked.front())].layer;
-    for (int t : picked) {
-        if (donor.anatomy.tensors[std::size_t(t)].layer != sourceLayer) {
-            sourceLayer.reset();
-            break;
-        }
-    }
+    const std::optional<std::uint32_t> sourceLayer = commonLayer(donor.anatomy, picked);
 
     GraftOperation op;
     op.donor = plan.ensureDonor(donor.path);

@@ -72,9 +72,27 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
     return file;
 }
 
+std::shared_ptr<const MappedFile> MappedFile::fromBuffer(std::string label,
+                                                         std::span<const std::byte> bytes) {
+    std::shared_ptr<MappedFile> file(new MappedFile);
+    file->m_path = std::move(label);
+    file->m_size = bytes.size();
+    if (bytes.empty()) {
+        file->m_data = kEmpty;
+    } else {
+        file->m_buffer.reset(new std::byte[bytes.size()]);
+        std::copy(bytes.begin(), bytes.end(), file->m_buffer.get());
+        file->m_data = file->m_buffer.get();
+    }
+    return file;
+}
+
 MappedFile::~MappedFile() {
     if (m_fd >= 0) {
         ::close(m_fd);
+    }
+    if (m_buffer) {
+        return; // in memory: not mapped, not registered
     }
     if (m_size != 0) {
         ::munmap(const_cast<std::byte*>(m_data), static_cast<std::size_t>(m_size));
@@ -87,7 +105,7 @@ MappedFile::~MappedFile() {
 }
 
 void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
-    if (m_size == 0 || length == 0) {
+    if (m_size == 0 || length == 0 || m_buffer) {
         return;
     }
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
@@ -104,6 +122,14 @@ void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
 }
 
 void MappedFile::read(std::uint64_t offset, std::span<std::byte> out) const {
+    if (m_fd < 0) {
+        if (offset > m_size || out.size() > m_size - offset) {
+            throw IoError(fileLabel(m_path) + ": read failed at byte " + groupDigits(offset) +
+                          ": unexpected end of file");
+        }
+        std::copy_n(m_data + offset, out.size(), out.begin());
+        return;
+    }
     while (!out.empty()) {
         const ssize_t n = ::pread(m_fd, out.data(), out.size(), static_cast<off_t>(offset));
         if (n <= 0) {

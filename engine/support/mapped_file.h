@@ -22,6 +22,10 @@ struct FileIdentity {
 class MappedFile {
 public:
     static std::shared_ptr<const MappedFile> open(const std::string& path);
+    // A copy of `bytes` in memory standing in for a file named `label`: no file, no identity
+    // (never an input), exactly bytes.size() bytes (so that a sanitizer sees any read past
+    // them). For fuzzing the reader and for tests.
+    static std::shared_ptr<const MappedFile> fromBuffer(std::string label, std::span<const std::byte> bytes);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -48,6 +52,7 @@ private:
     std::uint64_t m_size = 0;
     FileIdentity m_identity;
     int m_fd = -1;
+    std::unique_ptr<std::byte[]> m_buffer; // fromBuffer: the bytes, owned
 };
 
 // The identity of an existing path, or nullopt-like {0,0} when it does not exist.

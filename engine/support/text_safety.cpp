@@ -135,7 +135,7 @@ static std::string escapeControlsInJson(const std::string& json) {
     for (std::size_t i = 0; i < json.size();) {
         const std::size_t n = decode(json, i, cp);
         if (n != 0 && cp >= 0x7F && isControl(cp)) {
-            char buffer[8];
+            char buffer[16]; // room for any code point, though controls take 4 digits
             std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(cp));
             out += buffer;
         } else {

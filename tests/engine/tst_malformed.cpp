@@ -253,6 +253,12 @@ private slots:
         std::memcpy(bytes.data() + at, &value, width);
         const QString file = path(QStringLiteral("corrupt.gguf"));
         QVERIFY(writeAll(file, bytes));
+        // tests/fuzz/run.sh seeds the reader's fuzzer with these cases.
+        if (const QString seeds = qEnvironmentVariable("ORGAN_FUZZ_SEEDS"); !seeds.isEmpty()) {
+            QVERIFY(writeAll(seeds + QStringLiteral("/malformed-") +
+                                 QString::fromLatin1(QTest::currentDataTag()).replace(u' ', u'-'),
+                             bytes));
+        }
         std::size_t peak = 0;
         const QString error = openError(file, &peak);
         if (expected.isEmpty()) {

@@ -3,6 +3,7 @@
 #include "fixtures.h"
 #include "gguf/gguf_model.h"
 #include "shared_models.h"
+#include "support/errors.h"
 #include "support/text_format.h"
 
 #include <QFile>
@@ -17,6 +18,57 @@ class TestReader : public QObject {
     Q_OBJECT
 
 private slots:
+    // Bytes in memory parse as the same file does (the fuzzer's way in), and bad bytes get the
+    // same errors, naming the label.
+    void fromBytesMatchesFromFile() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("memory.gguf"));
+        GgufWriteSpec spec;
+        spec.set("general.architecture", MetaValue::fromString("llama"));
+        spec.tensors.push_back(patternTensor("blk.0.attn_q.weight", TensorType::F16, {8, 4}, 3));
+        spec.tensors.push_back(patternTensor("output.weight", TensorType::F32, {8, 2}, 4));
+        QVERIFY(writeFixture(path, spec));
+        const QByteArray bytes = readAll(path);
+        const auto span =
+            std::span(reinterpret_cast<const std::byte*>(bytes.data()), std::size_t(bytes.size()));
+        const auto fromFile = GgufFile::open(path.toStdString());
+        const auto fromMemory = GgufFile::fromBytes("memory.gguf", span);
+        QCOMPARE(fromMemory->tensors().size(), fromFile->tensors().size());
+        QCOMPARE(fromMemory->dataOffset(), fromFile->dataOffset());
+        for (std::size_t i = 0; i < fromFile->tensors().size(); ++i) {
+            const auto a = fromFile->tensorData(fromFile->tensors()[i]);
+            const auto b = fromMemory->tensorData(fromMemory->tensors()[i]);
+            QVERIFY(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+        }
+        QVERIFY(!MappedFile::isOpenAsInput(fromMemory->mapping()->identity())); // no file behind it
+        std::vector<std::byte> copy(4);
+        fromMemory->mapping()->read(0, copy);
+        QCOMPARE(char(copy[0]), 'G');
+        QVERIFY_THROWS_EXCEPTION(IoError, fromMemory->mapping()->read(span.size() - 2, copy));
+        const auto model = GgufModel::fromFile(fromMemory);
+        QCOMPARE(model->tensors().size(), std::size_t(2));
+        QVERIFY(model->findTensor("output.weight") != nullptr);
+        try {
+            GgufFile::fromBytes("cut.gguf", span.first(span.size() - 8));
+            QFAIL("a cut file parsed");
+        } catch (const FormatError& error) {
+            QVERIFY2(std::string(error.what()).starts_with("cut.gguf: "), error.what());
+        }
+        QVERIFY_THROWS_EXCEPTION(FormatError, GgufFile::fromBytes("empty.gguf", {}));
+        // A part of a split model is not a model on its own.
+        GgufWriteSpec part = spec;
+        part.set("split.no", MetaValue::fromU16(0));
+        part.set("split.count", MetaValue::fromU16(2));
+        part.set("split.tensors.count", MetaValue::fromI32(4));
+        const QString partPath = dir.filePath(QStringLiteral("part.gguf"));
+        QVERIFY(writeFixture(partPath, part));
+        const QByteArray partBytes = readAll(partPath);
+        const auto partFile =
+            GgufFile::fromBytes("part.gguf", std::span(reinterpret_cast<const std::byte*>(partBytes.data()),
+                                                       std::size_t(partBytes.size())));
+        QVERIFY_THROWS_EXCEPTION(FormatError, GgufModel::fromFile(partFile));
+    }
+
     void matchesReferenceTable_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("table");
