@@ -1,0 +1,192 @@
+#include "vitals/forward.h"
+
+#include "gguf/tensor_name.h"
+#include "quant/dequant.h"
+#include "support/errors.h"
+#include "support/text_format.h"
+#include "support/text_safety.h"
+#include "vitals/tokenizer.h"
+
+#include <cmath>
+
+namespace organ {
+
+Transformer::Transformer(std::shared_ptr<const GgufModel> model) : m_model(std::move(model)) {
+    const std::string label = fileLabel(m_model->path());
+    const std::string arch = m_model->architecture();
+    if (arch != "llama") {
+        throw VitalsUnavailable(label + ": vital signs are not available for architecture '" +
+                                escapeText(arch) + "' yet (so far: llama)");
+    }
+    auto required = [&](std::string_view key) {
+        const auto v = m_model->archValue(key);
+        if (!v || *v == 0 || *v > (1u << 20)) {
+            throw FormatError(label + ": " + arch + "." + std::string(key) + " is missing or out of range");
+        }
+        return static_cast<std::uint32_t>(*v);
+    };
+    auto real = [&](std::string_view key, double fallback) {
+        const MetaValue* v = m_model->find(arch + "." + std::string(key));
+        return v ? v->asFloat().value_or(fallback) : fallback;
+    };
+    m_shape.architecture = arch;
+    m_shape.embedding = required("embedding_length");
+    m_shape.blocks = required("block_count");
+    m_shape.heads = required("attention.head_count");
+    m_shape.kvHeads =
+        m_model->archValue("attention.head_count_kv") ? required("attention.head_count_kv") : m_shape.heads;
+    if (m_shape.embedding % m_shape.heads != 0 || m_shape.heads % m_shape.kvHeads != 0) {
+        throw FormatError(
+            label + ": " + std::to_string(m_shape.heads) + " heads (" + std::to_string(m_shape.kvHeads) +
+            " for keys and values) do not divide an embedding of " + std::to_string(m_shape.embedding));
+    }
+    m_shape.headSize = m_shape.embedding / m_shape.heads;
+    m_shape.ropeDims =
+        m_model->archValue("rope.dimension_count") ? required("rope.dimension_count") : m_shape.headSize;
+    if (m_shape.ropeDims > m_shape.headSize || m_shape.ropeDims % 2 != 0) {
+        throw FormatError(label + ": rope.dimension_count " + std::to_string(m_shape.ropeDims) +
+                          " does not fit a head of " + std::to_string(m_shape.headSize));
+    }
+    m_shape.ropeBase = real("rope.freq_base", 10000.0);
+    m_shape.rmsEpsilon = real("attention.layer_norm_rms_epsilon", 1e-5);
+    const TensorInfo* embed = m_model->findTensor("token_embd.weight");
+    if (embed == nullptr || embed->nDims != 2 || embed->ne[0] != m_shape.embedding) {
+        throw VitalsUnavailable(label + ": vital signs need token_embd.weight of " +
+                                std::to_string(m_shape.embedding) + " × vocabulary");
+    }
+    m_shape.vocabulary = static_cast<std::uint32_t>(embed->ne[1]);
+}
+
+Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_t rows,
+                                           std::uint64_t columns) const {
+    const TensorInfo* t = m_model->findTensor(name);
+    if (t == nullptr) {
+        throw VitalsUnavailable(fileLabel(m_model->path()) + ": vital signs need tensor " + name);
+    }
+    if (t->ne[0] != columns || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1) {
+        throw FormatError(fileLabel(m_model->path()) + ": " + name + " is " + t->shapeText() + ", expected " +
+                          std::to_string(columns) + " × " + std::to_string(rows));
+    }
+    RowMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(columns));
+    dequantizeRange(t->type, m_model->tensorData(*t), 0, static_cast<std::size_t>(t->elements), out.data());
+    return out;
+}
+
+Eigen::VectorXf Transformer::vector(const std::string& name, std::uint64_t size) const {
+    const RowMatrix m = weight(name, 1, size);
+    return m.row(0).transpose();
+}
+
+Eigen::MatrixXf Transformer::rmsNorm(const Eigen::MatrixXf& x, const Eigen::VectorXf& gain) const {
+    Eigen::MatrixXf out(x.rows(), x.cols());
+    for (Eigen::Index c = 0; c < x.cols(); ++c) {
+        const float meanSquare = x.col(c).squaredNorm() / static_cast<float>(x.rows());
+        const float scale = 1.0f / std::sqrt(meanSquare + static_cast<float>(m_shape.rmsEpsilon));
+        out.col(c) = x.col(c).cwiseProduct(gain) * scale;
+    }
+    return out;
+}
+
+// llama.cpp's "normal" RoPE: within each head, the pairs (2i, 2i+1) of the first ropeDims
+// values rotate by position × base^(−2i/ropeDims).
+void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads) const {
+    const std::uint32_t half = m_shape.ropeDims / 2;
+    std::vector<float> inverse(half);
+    for (std::uint32_t i = 0; i < half; ++i) {
+        inverse[i] = static_cast<float>(std::pow(m_shape.ropeBase, -2.0 * i / m_shape.ropeDims));
+    }
+    for (Eigen::Index p = 0; p < x.cols(); ++p) {
+        for (std::uint32_t h = 0; h < heads; ++h) {
+            float* v = x.col(p).data() + static_cast<std::size_t>(h) * m_shape.headSize;
+            for (std::uint32_t i = 0; i < half; ++i) {
+                const float angle = static_cast<float>(p) * inverse[i];
+                const float c = std::cos(angle);
+                const float s = std::sin(angle);
+                const float a = v[2 * i];
+                const float b = v[2 * i + 1];
+                v[2 * i] = a * c - b * s;
+                v[2 * i + 1] = a * s + b * c;
+            }
+        }
+    }
+}
+
+Eigen::MatrixXf Transformer::logits(const std::vector<std::int32_t>& tokens, const StopToken* stop) const {
+    const auto n = static_cast<Eigen::Index>(tokens.size());
+    const std::uint32_t e = m_shape.embedding;
+    const std::uint32_t kv = m_shape.kvHeads * m_shape.headSize;
+    const std::uint32_t group = m_shape.heads / m_shape.kvHeads;
+    const std::string label = fileLabel(m_model->path());
+    Eigen::MatrixXf x(e, n);
+    {
+        const RowMatrix embed = weight("token_embd.weight", m_shape.vocabulary, e);
+        for (Eigen::Index p = 0; p < n; ++p) {
+            const std::int32_t t = tokens[static_cast<std::size_t>(p)];
+            if (t < 0 || static_cast<std::uint32_t>(t) >= m_shape.vocabulary) {
+                throw FormatError(label + ": token " + std::to_string(t) + " is outside the vocabulary of " +
+                                  std::to_string(m_shape.vocabulary));
+            }
+            x.col(p) = embed.row(t).transpose();
+        }
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(m_shape.headSize));
+    for (std::uint32_t l = 0; l < m_shape.blocks; ++l) {
+        if (stop != nullptr && stop->stopRequested()) {
+            return {};
+        }
+        const Eigen::MatrixXf h = rmsNorm(x, vector(layerTensorName(l, "attn_norm.weight"), e));
+        Eigen::MatrixXf q = weight(layerTensorName(l, "attn_q.weight"), e, e) * h;
+        Eigen::MatrixXf k = weight(layerTensorName(l, "attn_k.weight"), kv, e) * h;
+        const Eigen::MatrixXf v = weight(layerTensorName(l, "attn_v.weight"), kv, e) * h;
+        rope(q, m_shape.heads);
+        rope(k, m_shape.kvHeads);
+        Eigen::MatrixXf attended(e, n);
+        for (std::uint32_t head = 0; head < m_shape.heads; ++head) {
+            const Eigen::Index qRow = static_cast<Eigen::Index>(head) * m_shape.headSize;
+            const Eigen::Index kvRow = static_cast<Eigen::Index>(head / group) * m_shape.headSize;
+            const auto qh = q.middleRows(qRow, m_shape.headSize);
+            const auto kh = k.middleRows(kvRow, m_shape.headSize);
+            const auto vh = v.middleRows(kvRow, m_shape.headSize);
+            // scores(key, query), causal: a query sees keys up to its own position.
+            Eigen::MatrixXf scores = (kh.transpose() * qh) * scale;
+            for (Eigen::Index query = 0; query < n; ++query) {
+                auto column = scores.col(query);
+                const float top = column.head(query + 1).maxCoeff();
+                float sum = 0;
+                for (Eigen::Index key = 0; key <= query; ++key) {
+                    column(key) = std::exp(column(key) - top);
+                    sum += column(key);
+                }
+                column.head(query + 1) /= sum;
+                column.tail(n - query - 1).setZero();
+            }
+            attended.middleRows(qRow, m_shape.headSize) = vh * scores;
+        }
+        x += weight(layerTensorName(l, "attn_output.weight"), e, e) * attended;
+        const Eigen::MatrixXf f = rmsNorm(x, vector(layerTensorName(l, "ffn_norm.weight"), e));
+        const TensorInfo* up = m_model->findTensor(layerTensorName(l, "ffn_up.weight"));
+        if (up == nullptr) {
+            throw VitalsUnavailable(label + ": vital signs need tensor " +
+                                    layerTensorName(l, "ffn_up.weight"));
+        }
+        const std::uint64_t ff = up->ne[1];
+        const Eigen::MatrixXf gate = weight(layerTensorName(l, "ffn_gate.weight"), ff, e) * f;
+        const Eigen::MatrixXf upped = weight(layerTensorName(l, "ffn_up.weight"), ff, e) * f;
+        const Eigen::MatrixXf silu = gate.array() / (1.0f + (-gate.array()).exp());
+        x += weight(layerTensorName(l, "ffn_down.weight"), e, ff) * silu.cwiseProduct(upped);
+    }
+    const Eigen::MatrixXf out = rmsNorm(x, vector("output_norm.weight", e));
+    const std::string head = m_model->findTensor("output.weight") ? "output.weight" : "token_embd.weight";
+    return weight(head, m_shape.vocabulary, e) * out;
+}
+
+double logSumExp(const Eigen::Ref<const Eigen::VectorXf>& logits) {
+    const double top = logits.maxCoeff();
+    double sum = 0;
+    for (Eigen::Index i = 0; i < logits.size(); ++i) {
+        sum += std::exp(static_cast<double>(logits(i)) - top);
+    }
+    return top + std::log(sum);
+}
+
+} // namespace organ

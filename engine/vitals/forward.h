@@ -1,0 +1,58 @@
+#pragma once
+
+#include "gguf/gguf_model.h"
+#include "support/job.h"
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace organ {
+
+// The hyperparameters a forward pass needs, read from the model's metadata.
+struct TransformerShape {
+    std::string architecture;
+    std::uint32_t embedding = 0;
+    std::uint32_t blocks = 0;
+    std::uint32_t heads = 0;
+    std::uint32_t kvHeads = 0;
+    std::uint32_t headSize = 0;
+    std::uint32_t ropeDims = 0;
+    double ropeBase = 10000.0;
+    double rmsEpsilon = 1e-5;
+    std::uint32_t vocabulary = 0;
+};
+
+// A decoder-only transformer run as llama.cpp runs it, on the CPU in F32 with Eigen. Weights
+// are read from the model's mapping and dequantized with the engine's decoders one layer at a
+// time: memory stays near one layer in F32 plus the activations. So far the 'llama'
+// architecture (also Mistral-style); any other is refused with VitalsUnavailable.
+class Transformer {
+public:
+    // Throws VitalsUnavailable (architecture, missing tensors) or FormatError (bad shapes).
+    explicit Transformer(std::shared_ptr<const GgufModel> model);
+
+    const TransformerShape& shape() const { return m_shape; }
+
+    // The logits of every position (vocabulary × tokens, a column per position) of one
+    // sequence run as one batch with a causal mask. Cancelled: an empty matrix.
+    Eigen::MatrixXf logits(const std::vector<std::int32_t>& tokens, const StopToken* stop = nullptr) const;
+
+private:
+    using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    // A 2-D weight as (ne[1] × ne[0]) in F32; `rows`/`columns` checked against the tensor.
+    RowMatrix weight(const std::string& name, std::uint64_t rows, std::uint64_t columns) const;
+    Eigen::VectorXf vector(const std::string& name, std::uint64_t size) const;
+    Eigen::MatrixXf rmsNorm(const Eigen::MatrixXf& x, const Eigen::VectorXf& gain) const;
+    void rope(Eigen::MatrixXf& x, std::uint32_t heads) const;
+
+    std::shared_ptr<const GgufModel> m_model;
+    TransformerShape m_shape;
+};
+
+// log Σ exp(logits), in double precision: −log p(token) = logSumExp − logits(token).
+double logSumExp(const Eigen::Ref<const Eigen::VectorXf>& logits);
+
+} // namespace organ

@@ -1,0 +1,132 @@
+// The forward pass and the tokenizer against llama.cpp's own numbers on the same text
+// (../shared/reference/vitals/: token ids, per-position logits, perplexity).
+#include "shared_models.h"
+#include "vitals/forward.h"
+#include "vitals/tokenizer.h"
+
+#include <QFile>
+#include <QTest>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+using namespace organ;
+using namespace organ::testing;
+
+namespace {
+
+nlohmann::json readJson(const QString& path) {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        return {};
+    }
+    return nlohmann::json::parse(file.readAll().toStdString());
+}
+
+std::string storyText() {
+    QFile file(sharedReference(QStringLiteral("vitals/story-a.txt")));
+    return file.open(QIODevice::ReadOnly) ? file.readAll().toStdString() : std::string();
+}
+
+} // namespace
+
+class TestVitals : public QObject {
+    Q_OBJECT
+
+private slots:
+    void matchesLlamaCpp_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<double>("logitTolerance"); // absolute; < 0: logits not compared
+        QTest::addColumn<double>("perplexityTolerance");
+        QTest::newRow("stories260K f32") << QStringLiteral("stories260K-f32") << 1e-3 << 1e-3;
+        QTest::newRow("stories260K damaged") << QStringLiteral("stories260K-damaged-f32") << 1e-3 << 1e-3;
+        // llama.cpp multiplies quantized and F16 weights with activations quantized to 8 bits
+        // or F16: close, not exact.
+        QTest::newRow("stories260K q8_0") << QStringLiteral("stories260K-q8_0") << -1.0 << 1e-2;
+        QTest::newRow("llama-2 tiny f16") << QStringLiteral("llama-2-tiny-random-f16") << -1.0 << 1e-2;
+    }
+
+    void matchesLlamaCpp() {
+        QFETCH(QString, model);
+        QFETCH(double, logitTolerance);
+        QFETCH(double, perplexityTolerance);
+        const QString path = sharedModel(model + QStringLiteral(".gguf"));
+        const QString referencePath =
+            sharedReference(QStringLiteral("vitals/story-a/") + model + QStringLiteral(".json"));
+        ORGAN_REQUIRE_SHARED(path);
+        ORGAN_REQUIRE_SHARED(referencePath);
+        const nlohmann::json reference = readJson(referencePath);
+        const auto gguf = GgufModel::open(path.toStdString());
+        const Tokenizer tokenizer = Tokenizer::fromModel(*gguf);
+        const std::vector<std::int32_t> tokens = tokenizer.encode(storyText());
+        QCOMPARE(tokens, reference["tokens"].get<std::vector<std::int32_t>>());
+
+        const Transformer transformer(gguf);
+        const Eigen::MatrixXf logits = transformer.logits(tokens);
+        QCOMPARE(logits.cols(), Eigen::Index(tokens.size()));
+        QCOMPARE(logits.rows(), Eigen::Index(reference["n_vocab"].get<int>()));
+        const auto& lse = reference["logsumexp"];
+        const auto& nll = reference["nll"];
+        double sum = 0;
+        double worstLogit = 0;
+        for (std::size_t p = 0; p + 1 < tokens.size(); ++p) {
+            const double l = logSumExp(logits.col(Eigen::Index(p)));
+            const double mine = l - logits(tokens[p + 1], Eigen::Index(p));
+            sum += mine;
+            QVERIFY2(std::abs(mine - nll[p].get<double>()) < (logitTolerance > 0 ? 1e-3 : 0.25),
+                     qPrintable(QStringLiteral("position %1: nll %2, llama.cpp %3")
+                                    .arg(p)
+                                    .arg(mine)
+                                    .arg(nll[p].get<double>())));
+            if (logitTolerance > 0) {
+                QVERIFY(std::abs(l - lse[p].get<double>()) < logitTolerance);
+                const auto& row = reference["logits"][p];
+                for (Eigen::Index v = 0; v < logits.rows(); ++v) {
+                    worstLogit = std::max(worstLogit, std::abs(double(logits(v, Eigen::Index(p))) -
+                                                               row[std::size_t(v)].get<double>()));
+                }
+            }
+        }
+        const double perplexity = std::exp(sum / double(tokens.size() - 1));
+        const double theirs = reference["perplexity"].get<double>();
+        qInfo("%s: perplexity %.6f (llama.cpp %.6f), worst logit difference %.2g", qPrintable(model),
+              perplexity, theirs, worstLogit);
+        QVERIFY2(std::abs(perplexity / theirs - 1) < perplexityTolerance,
+                 qPrintable(QStringLiteral("perplexity %1, llama.cpp %2").arg(perplexity).arg(theirs)));
+        if (logitTolerance > 0) {
+            QVERIFY2(worstLogit < logitTolerance, qPrintable(QString::number(worstLogit)));
+        }
+    }
+
+    void tokenizerEdges() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto gguf = GgufModel::open(path.toStdString());
+        const Tokenizer t = Tokenizer::fromModel(*gguf);
+        QCOMPARE(t.encode(""), std::vector<std::int32_t>{t.bos()});
+        for (const char* text :
+             {"Lily", " two  spaces ", "a\nnew line", "caf\xc3\xa9 \xe2\x98\x83 \xf0\x9f\x90\xb6",
+              "Supercalifragilisticexpialidocious", "\x01\x7f"}) {
+            const auto tokens = t.encode(text);
+            QCOMPARE(tokens.front(), t.bos());
+            // The pieces give the text back, with the space SentencePiece puts in front.
+            QCOMPARE(t.decode(tokens), " " + std::string(text));
+        }
+    }
+
+    void otherArchitecturesAreRefused() {
+        const QString path = sharedModel(QStringLiteral("zoo/tiny-qwen2-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto gguf = GgufModel::open(path.toStdString());
+        try {
+            const Transformer transformer(gguf);
+            QFAIL("qwen2 ran");
+        } catch (const VitalsUnavailable& error) {
+            QVERIFY2(std::string(error.what()).find("not available for architecture 'qwen2'") !=
+                         std::string::npos,
+                     error.what());
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestVitals)
+#include "tst_vitals.moc"
