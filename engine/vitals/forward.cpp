@@ -89,7 +89,7 @@ Eigen::MatrixXf Transformer::rmsNorm(const Eigen::MatrixXf& x, const Eigen::Vect
 
 // llama.cpp's "normal" RoPE: within each head, the pairs (2i, 2i+1) of the first ropeDims
 // values rotate by position × base^(−2i/ropeDims).
-void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads) const {
+void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first) const {
     const std::uint32_t half = m_shape.ropeDims / 2;
     std::vector<float> inverse(half);
     for (std::uint32_t i = 0; i < half; ++i) {
@@ -99,7 +99,7 @@ void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads) const {
         for (std::uint32_t h = 0; h < heads; ++h) {
             float* v = x.col(p).data() + static_cast<std::size_t>(h) * m_shape.headSize;
             for (std::uint32_t i = 0; i < half; ++i) {
-                const float angle = static_cast<float>(p) * inverse[i];
+                const float angle = static_cast<float>(first + static_cast<std::size_t>(p)) * inverse[i];
                 const float c = std::cos(angle);
                 const float s = std::sin(angle);
                 const float a = v[2 * i];
@@ -112,72 +112,114 @@ void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads) const {
 }
 
 Eigen::MatrixXf Transformer::logits(const std::vector<std::int32_t>& tokens, const StopToken* stop) const {
+    return TransformerSession(*this).run(tokens, stop);
+}
+
+TransformerSession::TransformerSession(const Transformer& transformer)
+    : m_transformer(transformer),
+      m_keys(transformer.shape().blocks,
+             Eigen::MatrixXf(transformer.shape().kvHeads * transformer.shape().headSize, 0)),
+      m_values(m_keys) {}
+
+Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens, const StopToken* stop) {
+    const Transformer& t = m_transformer;
+    const TransformerShape& shape = t.m_shape;
     const auto n = static_cast<Eigen::Index>(tokens.size());
-    const std::uint32_t e = m_shape.embedding;
-    const std::uint32_t kv = m_shape.kvHeads * m_shape.headSize;
-    const std::uint32_t group = m_shape.heads / m_shape.kvHeads;
-    const std::string label = fileLabel(m_model->path());
+    const auto past = static_cast<Eigen::Index>(m_position);
+    const std::uint32_t e = shape.embedding;
+    const std::uint32_t kv = shape.kvHeads * shape.headSize;
+    const std::uint32_t group = shape.heads / shape.kvHeads;
+    const std::string label = fileLabel(t.m_model->path());
     Eigen::MatrixXf x(e, n);
     {
-        const RowMatrix embed = weight("token_embd.weight", m_shape.vocabulary, e);
+        const Transformer::RowMatrix embed = t.weight("token_embd.weight", shape.vocabulary, e);
         for (Eigen::Index p = 0; p < n; ++p) {
-            const std::int32_t t = tokens[static_cast<std::size_t>(p)];
-            if (t < 0 || static_cast<std::uint32_t>(t) >= m_shape.vocabulary) {
-                throw FormatError(label + ": token " + std::to_string(t) + " is outside the vocabulary of " +
-                                  std::to_string(m_shape.vocabulary));
+            const std::int32_t token = tokens[static_cast<std::size_t>(p)];
+            if (token < 0 || static_cast<std::uint32_t>(token) >= shape.vocabulary) {
+                throw FormatError(label + ": token " + std::to_string(token) +
+                                  " is outside the vocabulary of " + std::to_string(shape.vocabulary));
             }
-            x.col(p) = embed.row(t).transpose();
+            x.col(p) = embed.row(token).transpose();
         }
     }
-    const float scale = 1.0f / std::sqrt(static_cast<float>(m_shape.headSize));
-    for (std::uint32_t l = 0; l < m_shape.blocks; ++l) {
+    std::vector<Eigen::MatrixXf> keys(shape.blocks);
+    std::vector<Eigen::MatrixXf> values(shape.blocks);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(shape.headSize));
+    for (std::uint32_t l = 0; l < shape.blocks; ++l) {
         if (stop != nullptr && stop->stopRequested()) {
             return {};
         }
-        const Eigen::MatrixXf h = rmsNorm(x, vector(layerTensorName(l, "attn_norm.weight"), e));
-        Eigen::MatrixXf q = weight(layerTensorName(l, "attn_q.weight"), e, e) * h;
-        Eigen::MatrixXf k = weight(layerTensorName(l, "attn_k.weight"), kv, e) * h;
-        const Eigen::MatrixXf v = weight(layerTensorName(l, "attn_v.weight"), kv, e) * h;
-        rope(q, m_shape.heads);
-        rope(k, m_shape.kvHeads);
+        const Eigen::MatrixXf h = t.rmsNorm(x, t.vector(layerTensorName(l, "attn_norm.weight"), e));
+        Eigen::MatrixXf q = t.weight(layerTensorName(l, "attn_q.weight"), e, e) * h;
+        Eigen::MatrixXf k = t.weight(layerTensorName(l, "attn_k.weight"), kv, e) * h;
+        const Eigen::MatrixXf v = t.weight(layerTensorName(l, "attn_v.weight"), kv, e) * h;
+        t.rope(q, shape.heads, m_position);
+        t.rope(k, shape.kvHeads, m_position);
+        // Every key and value so far: the cached ones, then these.
+        keys[l].resize(kv, past + n);
+        values[l].resize(kv, past + n);
+        keys[l] << m_keys[l], k;
+        values[l] << m_values[l], v;
         Eigen::MatrixXf attended(e, n);
-        for (std::uint32_t head = 0; head < m_shape.heads; ++head) {
-            const Eigen::Index qRow = static_cast<Eigen::Index>(head) * m_shape.headSize;
-            const Eigen::Index kvRow = static_cast<Eigen::Index>(head / group) * m_shape.headSize;
-            const auto qh = q.middleRows(qRow, m_shape.headSize);
-            const auto kh = k.middleRows(kvRow, m_shape.headSize);
-            const auto vh = v.middleRows(kvRow, m_shape.headSize);
+        for (std::uint32_t head = 0; head < shape.heads; ++head) {
+            const Eigen::Index qRow = static_cast<Eigen::Index>(head) * shape.headSize;
+            const Eigen::Index kvRow = static_cast<Eigen::Index>(head / group) * shape.headSize;
+            const auto qh = q.middleRows(qRow, shape.headSize);
+            const auto kh = keys[l].middleRows(kvRow, shape.headSize);
+            const auto vh = values[l].middleRows(kvRow, shape.headSize);
             // scores(key, query), causal: a query sees keys up to its own position.
             Eigen::MatrixXf scores = (kh.transpose() * qh) * scale;
             for (Eigen::Index query = 0; query < n; ++query) {
+                const Eigen::Index seen = past + query + 1;
                 auto column = scores.col(query);
-                const float top = column.head(query + 1).maxCoeff();
+                const float top = column.head(seen).maxCoeff();
                 float sum = 0;
-                for (Eigen::Index key = 0; key <= query; ++key) {
+                for (Eigen::Index key = 0; key < seen; ++key) {
                     column(key) = std::exp(column(key) - top);
                     sum += column(key);
                 }
-                column.head(query + 1) /= sum;
-                column.tail(n - query - 1).setZero();
+                column.head(seen) /= sum;
+                column.tail(past + n - seen).setZero();
             }
-            attended.middleRows(qRow, m_shape.headSize) = vh * scores;
+            attended.middleRows(qRow, shape.headSize) = vh * scores;
         }
-        x += weight(layerTensorName(l, "attn_output.weight"), e, e) * attended;
-        const Eigen::MatrixXf f = rmsNorm(x, vector(layerTensorName(l, "ffn_norm.weight"), e));
-        const TensorInfo* up = m_model->findTensor(layerTensorName(l, "ffn_up.weight"));
+        x += t.weight(layerTensorName(l, "attn_output.weight"), e, e) * attended;
+        const Eigen::MatrixXf f = t.rmsNorm(x, t.vector(layerTensorName(l, "ffn_norm.weight"), e));
+        const TensorInfo* up = t.m_model->findTensor(layerTensorName(l, "ffn_up.weight"));
         if (up == nullptr) {
             throw VitalsUnavailable(label + ": vital signs need tensor " +
                                     layerTensorName(l, "ffn_up.weight"));
         }
         const std::uint64_t ff = up->ne[1];
-        const Eigen::MatrixXf gate = weight(layerTensorName(l, "ffn_gate.weight"), ff, e) * f;
-        const Eigen::MatrixXf upped = weight(layerTensorName(l, "ffn_up.weight"), ff, e) * f;
+        const Eigen::MatrixXf gate = t.weight(layerTensorName(l, "ffn_gate.weight"), ff, e) * f;
+        const Eigen::MatrixXf upped = t.weight(layerTensorName(l, "ffn_up.weight"), ff, e) * f;
         const Eigen::MatrixXf silu = gate.array() / (1.0f + (-gate.array()).exp());
-        x += weight(layerTensorName(l, "ffn_down.weight"), e, ff) * silu.cwiseProduct(upped);
+        x += t.weight(layerTensorName(l, "ffn_down.weight"), e, ff) * silu.cwiseProduct(upped);
     }
-    const Eigen::MatrixXf out = rmsNorm(x, vector("output_norm.weight", e));
-    const std::string head = m_model->findTensor("output.weight") ? "output.weight" : "token_embd.weight";
-    return weight(head, m_shape.vocabulary, e) * out;
+    m_keys = std::move(keys);
+    m_values = std::move(values);
+    m_position += tokens.size();
+    const Eigen::MatrixXf out = t.rmsNorm(x, t.vector("output_norm.weight", e));
+    const std::string head = t.m_model->findTensor("output.weight") ? "output.weight" : "token_embd.weight";
+    return t.weight(head, shape.vocabulary, e) * out;
+}
+
+std::vector<std::int32_t> greedyContinuation(const Transformer& transformer, std::vector<std::int32_t> prompt,
+                                             std::size_t count, std::int32_t endOfSequence,
+                                             const StopToken* stop) {
+    TransformerSession session(transformer);
+    Eigen::MatrixXf logits = session.run(prompt, stop);
+    for (std::size_t i = 0; i < count && logits.cols() > 0; ++i) {
+        Eigen::Index best = 0;
+        logits.col(logits.cols() - 1).maxCoeff(&best);
+        const auto token = static_cast<std::int32_t>(best);
+        prompt.push_back(token);
+        if (token == endOfSequence || i + 1 == count) {
+            break;
+        }
+        logits = session.run({token}, stop);
+    }
+    return prompt;
 }
 
 double logSumExp(const Eigen::Ref<const Eigen::VectorXf>& logits) {

@@ -41,16 +41,41 @@ public:
     Eigen::MatrixXf logits(const std::vector<std::int32_t>& tokens, const StopToken* stop = nullptr) const;
 
 private:
+    friend class TransformerSession;
     using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     // A 2-D weight as (ne[1] × ne[0]) in F32; `rows`/`columns` checked against the tensor.
     RowMatrix weight(const std::string& name, std::uint64_t rows, std::uint64_t columns) const;
     Eigen::VectorXf vector(const std::string& name, std::uint64_t size) const;
     Eigen::MatrixXf rmsNorm(const Eigen::MatrixXf& x, const Eigen::VectorXf& gain) const;
-    void rope(Eigen::MatrixXf& x, std::uint32_t heads) const;
+    // Rotates the heads of x, whose column c is position first + c.
+    void rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first) const;
 
     std::shared_ptr<const GgufModel> m_model;
     TransformerShape m_shape;
 };
+
+// One sequence run piece by piece with a key/value cache: each run() sees every token run
+// before it, so generating N tokens runs each token once.
+class TransformerSession {
+public:
+    explicit TransformerSession(const Transformer& transformer);
+    // Runs `tokens` after those already run; their logits (vocabulary × tokens). Cancelled:
+    // an empty matrix, and the session is left as it was.
+    Eigen::MatrixXf run(const std::vector<std::int32_t>& tokens, const StopToken* stop = nullptr);
+    std::size_t position() const { return m_position; }
+
+private:
+    const Transformer& m_transformer;
+    std::vector<Eigen::MatrixXf> m_keys;   // per layer: key values × positions (after RoPE)
+    std::vector<Eigen::MatrixXf> m_values; // per layer: values × positions
+    std::size_t m_position = 0;
+};
+
+// Greedy continuation: the prompt's tokens, then up to `count` tokens each the most likely
+// after the ones before, stopping after the end-of-sequence token.
+std::vector<std::int32_t> greedyContinuation(const Transformer& transformer, std::vector<std::int32_t> prompt,
+                                             std::size_t count, std::int32_t endOfSequence,
+                                             const StopToken* stop = nullptr);
 
 // log Σ exp(logits), in double precision: −log p(token) = logSumExp − logits(token).
 double logSumExp(const Eigen::Ref<const Eigen::VectorXf>& logits);

@@ -97,6 +97,53 @@ private slots:
         }
     }
 
+    // Greedy continuation with the key/value cache: llama.cpp's text, and the same logits as
+    // running the whole sequence at once.
+    void greedyMatchesLlamaCpp() {
+        const nlohmann::json greedy = readJson(sharedReference(QStringLiteral("vitals/greedy.json")));
+        ORGAN_REQUIRE_SHARED(sharedReference(QStringLiteral("vitals/greedy.json")));
+        int checked = 0;
+        for (const auto& entry : greedy) {
+            const QString path = sharedModel(QString::fromStdString(entry["model"].get<std::string>()));
+            ORGAN_REQUIRE_SHARED(path);
+            const auto gguf = GgufModel::open(path.toStdString());
+            const Tokenizer tokenizer = Tokenizer::fromModel(*gguf);
+            const Transformer transformer(gguf);
+            const auto tokens =
+                greedyContinuation(transformer, tokenizer.encode(entry["prompt"].get<std::string>()),
+                                   entry["n_predict"].get<std::size_t>(), tokenizer.eos());
+            // llama-completion prints the prompt, the continuation, then "\n\n" when it ends.
+            QCOMPARE(tokenizer.decode(tokens) + "\n\n", entry["text"].get<std::string>());
+            QCOMPARE(tokens.size(), tokenizer.encode(entry["prompt"].get<std::string>()).size() + 48);
+            ++checked;
+            // Piece by piece with the cache = all at once.
+            TransformerSession session(transformer);
+            const std::vector<std::int32_t> head(tokens.begin(), tokens.begin() + 10);
+            const std::vector<std::int32_t> tail(tokens.begin() + 10, tokens.begin() + 14);
+            session.run(head);
+            const Eigen::MatrixXf pieces = session.run(tail);
+            QCOMPARE(session.position(), std::size_t(14));
+            const Eigen::MatrixXf whole =
+                transformer.logits(std::vector<std::int32_t>(tokens.begin(), tokens.begin() + 14));
+            QVERIFY((pieces - whole.rightCols(4)).cwiseAbs().maxCoeff() < 1e-4f);
+        }
+        QCOMPARE(checked, 2);
+    }
+
+    void cancelLeavesTheSession() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto gguf = GgufModel::open(path.toStdString());
+        const Transformer transformer(gguf);
+        TransformerSession session(transformer);
+        session.run({1, 403, 407});
+        StopToken stop;
+        stop.requestStop();
+        QCOMPARE(session.run({261}, &stop).cols(), Eigen::Index(0));
+        QCOMPARE(session.position(), std::size_t(3));
+        QCOMPARE(session.run({261}).cols(), Eigen::Index(1));
+    }
+
     void tokenizerEdges() {
         const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         ORGAN_REQUIRE_SHARED(path);
