@@ -121,7 +121,8 @@ TransformerSession::TransformerSession(const Transformer& transformer)
              Eigen::MatrixXf(transformer.shape().kvHeads * transformer.shape().headSize, 0)),
       m_values(m_keys) {}
 
-Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens, const StopToken* stop) {
+Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens, const StopToken* stop,
+                                        std::vector<Eigen::MatrixXf>* hidden) {
     const Transformer& t = m_transformer;
     const TransformerShape& shape = t.m_shape;
     const auto n = static_cast<Eigen::Index>(tokens.size());
@@ -145,9 +146,15 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     std::vector<Eigen::MatrixXf> keys(shape.blocks);
     std::vector<Eigen::MatrixXf> values(shape.blocks);
     const float scale = 1.0f / std::sqrt(static_cast<float>(shape.headSize));
+    if (hidden != nullptr) {
+        hidden->clear();
+    }
     for (std::uint32_t l = 0; l < shape.blocks; ++l) {
         if (stop != nullptr && stop->stopRequested()) {
             return {};
+        }
+        if (hidden != nullptr) {
+            hidden->push_back(x);
         }
         const Eigen::MatrixXf h = t.rmsNorm(x, t.vector(layerTensorName(l, "attn_norm.weight"), e));
         Eigen::MatrixXf q = t.weight(layerTensorName(l, "attn_q.weight"), e, e) * h;
@@ -195,6 +202,9 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         const Eigen::MatrixXf upped = t.weight(layerTensorName(l, "ffn_up.weight"), ff, e) * f;
         const Eigen::MatrixXf silu = gate.array() / (1.0f + (-gate.array()).exp());
         x += t.weight(layerTensorName(l, "ffn_down.weight"), e, ff) * silu.cwiseProduct(upped);
+    }
+    if (hidden != nullptr) {
+        hidden->push_back(x);
     }
     m_keys = std::move(keys);
     m_values = std::move(values);

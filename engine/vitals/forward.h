@@ -61,7 +61,10 @@ public:
     explicit TransformerSession(const Transformer& transformer);
     // Runs `tokens` after those already run; their logits (vocabulary × tokens). Cancelled:
     // an empty matrix, and the session is left as it was.
-    Eigen::MatrixXf run(const std::vector<std::int32_t>& tokens, const StopToken* stop = nullptr);
+    // `hidden`, when given, receives the hidden states of these tokens (embedding × tokens)
+    // entering each layer and leaving the last: blocks + 1 matrices.
+    Eigen::MatrixXf run(const std::vector<std::int32_t>& tokens, const StopToken* stop = nullptr,
+                        std::vector<Eigen::MatrixXf>* hidden = nullptr);
     std::size_t position() const { return m_position; }
 
 private:

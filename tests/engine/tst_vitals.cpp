@@ -1,13 +1,19 @@
 // The forward pass and the tokenizer against llama.cpp's own numbers on the same text
 // (../shared/reference/vitals/: token ids, per-position logits, perplexity).
+#include "graft/assembly.h"
 #include "shared_models.h"
+#include "support/errors.h"
 #include "vitals/forward.h"
 #include "vitals/tokenizer.h"
+#include "vitals/vital_signs.h"
+
+#include <QTemporaryDir>
 
 #include <QFile>
 #include <QTest>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <numbers>
 
 using namespace organ;
 using namespace organ::testing;
@@ -87,6 +93,7 @@ private slots:
             }
         }
         const double perplexity = std::exp(sum / double(tokens.size() - 1));
+        QVERIFY(std::abs(perplexityOf(logits, tokens).perplexity / perplexity - 1) < 1e-9);
         const double theirs = reference["perplexity"].get<double>();
         qInfo("%s: perplexity %.6f (llama.cpp %.6f), worst logit difference %.2g", qPrintable(model),
               perplexity, theirs, worstLogit);
@@ -142,6 +149,93 @@ private slots:
         QCOMPARE(session.run({261}, &stop).cols(), Eigen::Index(0));
         QCOMPARE(session.position(), std::size_t(3));
         QCOMPARE(session.run({261}).cols(), Eigen::Index(1));
+    }
+
+    // KL(reference ‖ model): zero against itself; the damaged model is far from the healthy
+    // one and the healed chimera (the healthy organs of layers 1-3 grafted in) is not.
+    void divergenceFromParents() {
+        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString damagedPath = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthyPath);
+        ORGAN_REQUIRE_SHARED(damagedPath);
+        QTemporaryDir dir;
+        GraftPlan plan;
+        plan.base = damagedPath.toStdString();
+        plan.donors.emplace_back("healthy", healthyPath.toStdString());
+        GraftOperation heal;
+        heal.donor = "healthy";
+        heal.select.system = System::Organ;
+        heal.select.firstLayer = 1;
+        heal.select.lastLayer = 3;
+        plan.operations.push_back(heal);
+        const std::string healedPath = dir.filePath(QStringLiteral("healed.gguf")).toStdString();
+        const GraftOutcome outcome = graftChimera(plan, GraftModels::open(plan), healedPath);
+        QVERIFY2(outcome.written.isOk(), outcome.written.message.c_str());
+
+        const auto healthy = GgufModel::open(healthyPath.toStdString());
+        const std::vector<std::int32_t> tokens = Tokenizer::fromModel(*healthy).encode(storyText());
+        auto logitsOf = [&](const std::string& path) {
+            return Transformer(GgufModel::open(path)).logits(tokens);
+        };
+        const Eigen::MatrixXf reference = logitsOf(healthyPath.toStdString());
+        const Divergence self = divergenceOf(reference, reference);
+        QCOMPARE(self.meanKl, 0.0);
+        QCOMPARE(self.p99Kl, 0.0);
+        QCOMPARE(self.topAgreement, 1.0);
+        QCOMPARE(self.kl.size(), tokens.size());
+        const Divergence damaged = divergenceOf(reference, logitsOf(damagedPath.toStdString()));
+        const Divergence healed = divergenceOf(reference, logitsOf(healedPath));
+        qInfo("KL to the healthy model: damaged %.4f (p99 %.4f, top-1 %.1f %%), healed %.6f (p99 %.6f, top-1 "
+              "%.1f %%)",
+              damaged.meanKl, damaged.p99Kl, 100 * damaged.topAgreement, healed.meanKl, healed.p99Kl,
+              100 * healed.topAgreement);
+        QVERIFY(damaged.meanKl > 1.0);
+        QVERIFY(damaged.topAgreement < 0.5);
+        QVERIFY(healed.meanKl < 0.05);
+        QVERIFY(healed.topAgreement > 0.9);
+        QVERIFY(damaged.p99Kl >= damaged.meanKl);
+        QVERIFY_THROWS_EXCEPTION(FormatError, divergenceOf(reference, reference.leftCols(3)));
+    }
+
+    void layerImportance() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto gguf = GgufModel::open(path.toStdString());
+        const Transformer transformer(gguf);
+        std::vector<Eigen::MatrixXf> hidden;
+        TransformerSession session(transformer);
+        session.run(Tokenizer::fromModel(*gguf).encode(storyText()), nullptr, &hidden);
+        QCOMPARE(hidden.size(), std::size_t(6)); // 5 layers
+        const LayerImportance importance = layerImportanceOf(hidden);
+        QCOMPARE(importance.angular.size(), std::size_t(5));
+        QString line;
+        for (std::size_t l = 0; l < 5; ++l) {
+            QVERIFY(importance.angular[l] > 0 && importance.angular[l] < 0.5);
+            QVERIFY(importance.blockInfluence[l] > 0 && importance.blockInfluence[l] < 1);
+            line += QStringLiteral(" %1/%2")
+                        .arg(importance.angular[l], 0, 'f', 3)
+                        .arg(importance.blockInfluence[l], 0, 'f', 3);
+        }
+        qInfo("stories260K, angular distance / block influence per layer:%s", qPrintable(line));
+        // Layer 2 by hand: the token-wise cosine of the states around it.
+        double cosSum = 0;
+        double angleSum = 0;
+        for (Eigen::Index c = 0; c < hidden[2].cols(); ++c) {
+            const Eigen::VectorXd a = hidden[2].col(c).cast<double>();
+            const Eigen::VectorXd b = hidden[3].col(c).cast<double>();
+            const double cos = a.dot(b) / (a.norm() * b.norm());
+            cosSum += cos;
+            angleSum += std::acos(cos) / std::numbers::pi;
+        }
+        QVERIFY(std::abs(importance.angular[2] - angleSum / double(hidden[2].cols())) < 1e-12);
+        QVERIFY(std::abs(importance.blockInfluence[2] - (1 - cosSum / double(hidden[2].cols()))) < 1e-12);
+        QCOMPARE(importance.cheapest.size(), std::size_t(4));
+        const auto least = std::min_element(importance.angular.begin(), importance.angular.end());
+        QCOMPARE(importance.cheapest[0].first, std::uint32_t(least - importance.angular.begin()));
+        QCOMPARE(importance.cheapest[0].distance, *least);
+        for (std::size_t n = 1; n <= 4; ++n) {
+            QVERIFY(importance.cheapest[n - 1].first + n <= 5);
+        }
     }
 
     void tokenizerEdges() {

@@ -1,0 +1,117 @@
+#include "vitals/vital_signs.h"
+
+#include "support/errors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace organ {
+namespace {
+
+// log-probabilities of one column of logits, in double precision.
+Eigen::VectorXd logSoftmax(const Eigen::Ref<const Eigen::VectorXf>& logits) {
+    const Eigen::VectorXd x = logits.cast<double>();
+    const double top = x.maxCoeff();
+    const double lse = top + std::log((x.array() - top).exp().sum());
+    return x.array() - lse;
+}
+
+// Mean over tokens (columns) of the cosine between two hidden states and of the angular
+// distance arccos(cos)/π.
+std::pair<double, double> meanCosineAndAngle(const Eigen::MatrixXf& a, const Eigen::MatrixXf& b) {
+    double cosSum = 0;
+    double angleSum = 0;
+    for (Eigen::Index c = 0; c < a.cols(); ++c) {
+        const double na = a.col(c).cast<double>().norm();
+        const double nb = b.col(c).cast<double>().norm();
+        const double cos =
+            na == 0 || nb == 0
+                ? 1.0
+                : std::clamp(a.col(c).cast<double>().dot(b.col(c).cast<double>()) / (na * nb), -1.0, 1.0);
+        cosSum += cos;
+        angleSum += std::acos(cos) / std::numbers::pi;
+    }
+    const double n = static_cast<double>(std::max<Eigen::Index>(1, a.cols()));
+    return {cosSum / n, angleSum / n};
+}
+
+} // namespace
+
+Perplexity perplexityOf(const Eigen::MatrixXf& logits, const std::vector<std::int32_t>& tokens) {
+    Perplexity out;
+    for (std::size_t i = 0; i + 1 < tokens.size() && static_cast<Eigen::Index>(i) < logits.cols(); ++i) {
+        const auto next = static_cast<Eigen::Index>(tokens[i + 1]);
+        out.nll.push_back(-logSoftmax(logits.col(static_cast<Eigen::Index>(i)))(next));
+    }
+    if (!out.nll.empty()) {
+        double sum = 0;
+        for (const double v : out.nll) {
+            sum += v;
+        }
+        out.meanNll = sum / static_cast<double>(out.nll.size());
+        out.perplexity = std::exp(out.meanNll);
+    }
+    return out;
+}
+
+Divergence divergenceOf(const Eigen::MatrixXf& reference, const Eigen::MatrixXf& model) {
+    if (reference.rows() != model.rows() || reference.cols() != model.cols()) {
+        throw FormatError("divergence: the models' vocabularies or positions differ (" +
+                          std::to_string(reference.rows()) + " × " + std::to_string(reference.cols()) +
+                          " and " + std::to_string(model.rows()) + " × " + std::to_string(model.cols()) +
+                          ")");
+    }
+    Divergence out;
+    std::size_t agree = 0;
+    for (Eigen::Index c = 0; c < reference.cols(); ++c) {
+        const Eigen::VectorXd p = logSoftmax(reference.col(c));
+        const Eigen::VectorXd q = logSoftmax(model.col(c));
+        out.kl.push_back(std::max(0.0, (p.array().exp() * (p - q).array()).sum()));
+        Eigen::Index a = 0;
+        Eigen::Index b = 0;
+        reference.col(c).maxCoeff(&a);
+        model.col(c).maxCoeff(&b);
+        agree += a == b;
+    }
+    if (!out.kl.empty()) {
+        double sum = 0;
+        for (const double v : out.kl) {
+            sum += v;
+        }
+        out.meanKl = sum / static_cast<double>(out.kl.size());
+        std::vector<double> sorted = out.kl;
+        std::sort(sorted.begin(), sorted.end());
+        // The nearest-rank 99th percentile.
+        const auto rank = static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(sorted.size())));
+        out.p99Kl = sorted[std::max<std::size_t>(1, rank) - 1];
+        out.topAgreement = static_cast<double>(agree) / static_cast<double>(out.kl.size());
+    }
+    return out;
+}
+
+LayerImportance layerImportanceOf(const std::vector<Eigen::MatrixXf>& hidden) {
+    LayerImportance out;
+    if (hidden.size() < 2) {
+        return out;
+    }
+    const std::size_t blocks = hidden.size() - 1;
+    for (std::size_t l = 0; l < blocks; ++l) {
+        const auto [cos, angle] = meanCosineAndAngle(hidden[l], hidden[l + 1]);
+        out.angular.push_back(angle);
+        out.blockInfluence.push_back(1.0 - cos);
+    }
+    for (std::size_t n = 1; n < blocks; ++n) {
+        LayerImportance::Block best{0, 2.0};
+        for (std::size_t l = 0; l + n <= blocks; ++l) {
+            const double d = n == 1 ? out.angular[l] : meanCosineAndAngle(hidden[l], hidden[l + n]).second;
+            if (d < best.distance) {
+                best = {static_cast<std::uint32_t>(l), d};
+            }
+        }
+        out.cheapest.push_back(best);
+    }
+    return out;
+}
+
+} // namespace organ
