@@ -1,7 +1,6 @@
 #include "vitals/forward.h"
 
 #include "gguf/tensor_name.h"
-#include "quant/dequant.h"
 #include "support/errors.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -11,22 +10,22 @@
 
 namespace organ {
 
-Transformer::Transformer(std::shared_ptr<const GgufModel> model) : m_model(std::move(model)) {
-    const std::string label = fileLabel(m_model->path());
-    const std::string arch = m_model->architecture();
+Transformer::Transformer(ModelWeights weights) : m_weights(std::move(weights)) {
+    const std::string& label = m_weights.label();
+    const std::string arch = m_weights.architecture();
     if (arch != "llama") {
         throw VitalsUnavailable(label + ": vital signs are not available for architecture '" +
                                 escapeText(arch) + "' yet (so far: llama)");
     }
     auto required = [&](std::string_view key) {
-        const auto v = m_model->archValue(key);
+        const auto v = m_weights.archValue(key);
         if (!v || *v == 0 || *v > (1u << 20)) {
             throw FormatError(label + ": " + arch + "." + std::string(key) + " is missing or out of range");
         }
         return static_cast<std::uint32_t>(*v);
     };
     auto real = [&](std::string_view key, double fallback) {
-        const MetaValue* v = m_model->find(arch + "." + std::string(key));
+        const MetaValue* v = m_weights.find(arch + "." + std::string(key));
         return v ? v->asFloat().value_or(fallback) : fallback;
     };
     m_shape.architecture = arch;
@@ -34,7 +33,7 @@ Transformer::Transformer(std::shared_ptr<const GgufModel> model) : m_model(std::
     m_shape.blocks = required("block_count");
     m_shape.heads = required("attention.head_count");
     m_shape.kvHeads =
-        m_model->archValue("attention.head_count_kv") ? required("attention.head_count_kv") : m_shape.heads;
+        m_weights.archValue("attention.head_count_kv") ? required("attention.head_count_kv") : m_shape.heads;
     if (m_shape.embedding % m_shape.heads != 0 || m_shape.heads % m_shape.kvHeads != 0) {
         throw FormatError(
             label + ": " + std::to_string(m_shape.heads) + " heads (" + std::to_string(m_shape.kvHeads) +
@@ -42,14 +41,14 @@ Transformer::Transformer(std::shared_ptr<const GgufModel> model) : m_model(std::
     }
     m_shape.headSize = m_shape.embedding / m_shape.heads;
     m_shape.ropeDims =
-        m_model->archValue("rope.dimension_count") ? required("rope.dimension_count") : m_shape.headSize;
+        m_weights.archValue("rope.dimension_count") ? required("rope.dimension_count") : m_shape.headSize;
     if (m_shape.ropeDims > m_shape.headSize || m_shape.ropeDims % 2 != 0) {
         throw FormatError(label + ": rope.dimension_count " + std::to_string(m_shape.ropeDims) +
                           " does not fit a head of " + std::to_string(m_shape.headSize));
     }
     m_shape.ropeBase = real("rope.freq_base", 10000.0);
     m_shape.rmsEpsilon = real("attention.layer_norm_rms_epsilon", 1e-5);
-    const TensorInfo* embed = m_model->findTensor("token_embd.weight");
+    const ModelWeights::Tensor* embed = m_weights.tensor("token_embd.weight");
     if (embed == nullptr || embed->nDims != 2 || embed->ne[0] != m_shape.embedding) {
         throw VitalsUnavailable(label + ": vital signs need token_embd.weight of " +
                                 std::to_string(m_shape.embedding) + " × vocabulary");
@@ -59,16 +58,16 @@ Transformer::Transformer(std::shared_ptr<const GgufModel> model) : m_model(std::
 
 Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_t rows,
                                            std::uint64_t columns) const {
-    const TensorInfo* t = m_model->findTensor(name);
+    const ModelWeights::Tensor* t = m_weights.tensor(name);
     if (t == nullptr) {
-        throw VitalsUnavailable(fileLabel(m_model->path()) + ": vital signs need tensor " + name);
+        throw VitalsUnavailable(m_weights.label() + ": vital signs need tensor " + name);
     }
     if (t->ne[0] != columns || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1) {
-        throw FormatError(fileLabel(m_model->path()) + ": " + name + " is " + t->shapeText() + ", expected " +
+        throw FormatError(m_weights.label() + ": " + name + " is " + t->shapeText() + ", expected " +
                           std::to_string(columns) + " × " + std::to_string(rows));
     }
     RowMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(columns));
-    dequantizeRange(t->type, m_model->tensorData(*t), 0, static_cast<std::size_t>(t->elements), out.data());
+    m_weights.dequantize(name, out.data());
     return out;
 }
 
@@ -130,7 +129,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     const std::uint32_t e = shape.embedding;
     const std::uint32_t kv = shape.kvHeads * shape.headSize;
     const std::uint32_t group = shape.heads / shape.kvHeads;
-    const std::string label = fileLabel(t.m_model->path());
+    const std::string& label = t.m_weights.label();
     Eigen::MatrixXf x(e, n);
     {
         const Transformer::RowMatrix embed = t.weight("token_embd.weight", shape.vocabulary, e);
@@ -192,7 +191,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         }
         x += t.weight(layerTensorName(l, "attn_output.weight"), e, e) * attended;
         const Eigen::MatrixXf f = t.rmsNorm(x, t.vector(layerTensorName(l, "ffn_norm.weight"), e));
-        const TensorInfo* up = t.m_model->findTensor(layerTensorName(l, "ffn_up.weight"));
+        const ModelWeights::Tensor* up = t.m_weights.tensor(layerTensorName(l, "ffn_up.weight"));
         if (up == nullptr) {
             throw VitalsUnavailable(label + ": vital signs need tensor " +
                                     layerTensorName(l, "ffn_up.weight"));
@@ -210,7 +209,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     m_values = std::move(values);
     m_position += tokens.size();
     const Eigen::MatrixXf out = t.rmsNorm(x, t.vector("output_norm.weight", e));
-    const std::string head = t.m_model->findTensor("output.weight") ? "output.weight" : "token_embd.weight";
+    const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";
     return t.weight(head, shape.vocabulary, e) * out;
 }
 

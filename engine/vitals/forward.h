@@ -2,6 +2,7 @@
 
 #include "gguf/gguf_model.h"
 #include "support/job.h"
+#include "vitals/model_weights.h"
 
 #include <Eigen/Core>
 #include <cstdint>
@@ -32,7 +33,9 @@ struct TransformerShape {
 class Transformer {
 public:
     // Throws VitalsUnavailable (architecture, missing tensors) or FormatError (bad shapes).
-    explicit Transformer(std::shared_ptr<const GgufModel> model);
+    explicit Transformer(ModelWeights weights);
+    explicit Transformer(std::shared_ptr<const GgufModel> model)
+        : Transformer(ModelWeights::ofModel(std::move(model))) {}
 
     const TransformerShape& shape() const { return m_shape; }
 
@@ -50,7 +53,7 @@ private:
     // Rotates the heads of x, whose column c is position first + c.
     void rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first) const;
 
-    std::shared_ptr<const GgufModel> m_model;
+    ModelWeights m_weights;
     TransformerShape m_shape;
 };
 

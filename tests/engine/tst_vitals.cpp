@@ -7,6 +7,7 @@
 #include "vitals/tokenizer.h"
 #include "vitals/vital_signs.h"
 
+#include <QFileInfo>
 #include <QTemporaryDir>
 
 #include <QFile>
@@ -195,6 +196,55 @@ private slots:
         QVERIFY(healed.topAgreement > 0.9);
         QVERIFY(damaged.p99Kl >= damaged.meanKl);
         QVERIFY_THROWS_EXCEPTION(FormatError, divergenceOf(reference, reference.leftCols(3)));
+    }
+
+    // A planned chimera, never written, gives the same logits as the chimera written and
+    // opened again: tensors taken from the mappings, and tensors converted on the fly (F32
+    // organs into a Q8_0 recipient).
+    void plannedEqualsWritten_data() {
+        QTest::addColumn<QString>("base");
+        QTest::newRow("same types") << QStringLiteral("stories260K-damaged-f32.gguf");
+        QTest::newRow("converted") << QStringLiteral("stories260K-q8_0.gguf");
+    }
+
+    void plannedEqualsWritten() {
+        QFETCH(QString, base);
+        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString basePath = sharedModel(base);
+        ORGAN_REQUIRE_SHARED(healthyPath);
+        ORGAN_REQUIRE_SHARED(basePath);
+        QTemporaryDir dir;
+        GraftPlan plan;
+        plan.base = basePath.toStdString();
+        plan.donors.emplace_back("healthy", healthyPath.toStdString());
+        GraftOperation graft;
+        graft.donor = "healthy";
+        graft.select.system = System::Organ;
+        graft.select.firstLayer = 1;
+        graft.select.lastLayer = 3;
+        GraftOperation remove;
+        remove.kind = GraftOperation::Kind::RemoveLayer;
+        remove.toLayer = 4;
+        plan.operations = {graft, remove};
+        plan.output = dir.filePath(QStringLiteral("chimera.gguf")).toStdString();
+        const GraftModels models = GraftModels::open(plan);
+        const CompatibilityReport report = checkGraft(plan, models);
+        QVERIFY(!report.hasErrors());
+        const Transformer planned(ModelWeights::ofPlan(plan, models, report));
+        QCOMPARE(planned.shape().blocks, 4u);
+        const auto healthy = GgufModel::open(healthyPath.toStdString());
+        const std::vector<std::int32_t> tokens = Tokenizer::fromModel(*healthy).encode(storyText());
+        const Eigen::MatrixXf before = planned.logits(tokens);
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(plan.output))); // nothing written
+        QVERIFY(graftChimera(plan, models, plan.output).written.isOk());
+        const Eigen::MatrixXf written = Transformer(GgufModel::open(plan.output)).logits(tokens);
+        QCOMPARE(before.cols(), written.cols());
+        QCOMPARE((before - written).cwiseAbs().maxCoeff(), 0.0f);
+        QVERIFY_THROWS_EXCEPTION(FormatError, ModelWeights::ofPlan(plan, models, [&] {
+                                     CompatibilityReport bad = report;
+                                     bad.findings.push_back({Finding::Severity::Error, "no", {}, -1, false});
+                                     return bad;
+                                 }()));
     }
 
     void layerImportance() {

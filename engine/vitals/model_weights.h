@@ -1,0 +1,53 @@
+#pragma once
+
+#include "gguf/gguf_model.h"
+#include "gguf/gguf_writer.h"
+#include "graft/graft_check.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace organ {
+
+// What a forward pass reads: metadata and tensors, from a model on disk or from a planned
+// chimera that is never written (its write spec: the recipient's and donors' mappings, and
+// tensors converted on the fly where the plan converts them).
+class ModelWeights {
+public:
+    static ModelWeights ofModel(std::shared_ptr<const GgufModel> model);
+    // A planned chimera, as `organ assemble` would write it; the report must have no errors.
+    static ModelWeights ofPlan(const GraftPlan& plan, const GraftModels& models,
+                               const CompatibilityReport& report);
+
+    // How messages name it: the file's name, or "<output> (planned)".
+    const std::string& label() const { return m_label; }
+    const MetaValue* find(std::string_view key) const;
+    std::string architecture() const;
+    std::optional<std::uint64_t> archValue(std::string_view key) const;
+
+    struct Tensor {
+        TensorType type = TensorType::F32;
+        std::uint32_t nDims = 0;
+        std::array<std::uint64_t, kGgufMaxDims> ne{1, 1, 1, 1};
+        std::uint64_t elements = 0;
+        std::string shapeText() const;
+    };
+    const Tensor* tensor(std::string_view name) const;
+    // Every element of the tensor as F32 (out holds tensor(name)->elements floats).
+    void dequantize(std::string_view name, float* out) const;
+
+private:
+    struct Entry {
+        Tensor info;
+        TensorSource source;
+    };
+    std::string m_label;
+    std::shared_ptr<const GgufModel> m_model; // keeps the mappings alive
+    std::vector<std::pair<std::string, MetaValue>> m_metadata;
+    std::unordered_map<std::string, Entry> m_tensors;
+};
+
+} // namespace organ
