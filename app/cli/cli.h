@@ -41,6 +41,7 @@ int runGraft(const std::vector<std::string>& args);
 int runPlanCommand(const std::vector<std::string>& args);
 int runAssemble(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
+int runVitals(const std::vector<std::string>& args);
 
 // Progress on stderr: a redrawn bar on a terminal, plain lines otherwise.
 class ProgressPrinter {

@@ -42,6 +42,18 @@ usage:
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
       layout (docs/validation.md).
+  organ vitals MODEL [--text FILE] [--prompt TEXT] [--tokens N] [--parent FILE]...
+               [--json F]
+  organ vitals --plan PLAN.json [...]
+      Runs the model (a forward pass on the CPU) and reports whether it lives:
+      perplexity on a text, KL divergence and top-1 agreement against each parent,
+      layer importance, and a greedy continuation of a prompt. With --plan, the
+      chimera the plan would write, never written; its base and donors are parents.
+      So far llama-architecture models with a SentencePiece vocabulary.
+      --text FILE    the text to score (default: built-in short stories)
+      --prompt TEXT  the start of the continuation (default "Once upon a time")
+      --tokens N     tokens to continue (default 32; 0: none)
+      --json F       everything as JSON (docs/vitals-json.md)
   organ specimen OUT.gguf [--seed N]
       Writes a small llama model with structured weights and a tokenizer.
   organ help
@@ -57,7 +69,7 @@ int main(int argc, char** argv) {
     const std::map<std::string, std::function<int(const std::vector<std::string>&)>> commands{
         {"inspect", runInspect},   {"measure", runMeasure},   {"graft", runGraft},
         {"plan", runPlanCommand},  {"assemble", runAssemble}, {"validate", runValidate},
-        {"specimen", runSpecimen},
+        {"specimen", runSpecimen}, {"vitals", runVitals},
     };
     if (argc < 2) {
         std::cerr << kUsage;

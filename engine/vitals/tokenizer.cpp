@@ -22,13 +22,15 @@ std::size_t utf8Length(unsigned char lead) {
     return lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 1;
 }
 
-std::optional<bool> boolKey(const GgufModel& model, std::string_view key) {
-    const MetaValue* v = model.find(key);
+using FindKey = std::function<const MetaValue*(std::string_view key)>;
+
+std::optional<bool> boolKey(const FindKey& find, std::string_view key) {
+    const MetaValue* v = find(key);
     return v ? v->asBool() : std::nullopt;
 }
 
-std::int32_t idKey(const GgufModel& model, std::string_view key, std::size_t size) {
-    const MetaValue* v = model.find(key);
+std::int32_t idKey(const FindKey& find, std::string_view key, std::size_t size) {
+    const MetaValue* v = find(key);
     const auto id = v ? v->asUInt() : std::nullopt;
     return id && *id < size ? static_cast<std::int32_t>(*id) : -1;
 }
@@ -58,8 +60,15 @@ struct Later {
 } // namespace
 
 Tokenizer Tokenizer::fromModel(const GgufModel& model) {
-    const std::string label = fileLabel(model.path());
-    const MetaValue* kind = model.find("tokenizer.ggml.model");
+    return build(fileLabel(model.path()), [&model](std::string_view key) { return model.find(key); });
+}
+
+Tokenizer Tokenizer::fromWeights(const ModelWeights& weights) {
+    return build(weights.label(), [&weights](std::string_view key) { return weights.find(key); });
+}
+
+Tokenizer Tokenizer::build(const std::string& label, const FindKey& find) {
+    const MetaValue* kind = find("tokenizer.ggml.model");
     const auto name = kind ? kind->asString() : std::nullopt;
     if (!name) {
         throw VitalsUnavailable(label + ": vital signs need a vocabulary (tokenizer.ggml.model is missing)");
@@ -68,8 +77,8 @@ Tokenizer Tokenizer::fromModel(const GgufModel& model) {
         throw VitalsUnavailable(label + ": vital signs are not available for the '" + escapeText(*name) +
                                 "' tokenizer yet (only SentencePiece-style 'llama')");
     }
-    const MetaValue* tokens = model.find("tokenizer.ggml.tokens");
-    const MetaValue* scores = model.find("tokenizer.ggml.scores");
+    const MetaValue* tokens = find("tokenizer.ggml.tokens");
+    const MetaValue* scores = find("tokenizer.ggml.scores");
     if (tokens == nullptr || !tokens->isArray()) {
         throw FormatError(label + ": tokenizer.ggml.tokens is missing or not an array");
     }
@@ -93,8 +102,7 @@ Tokenizer Tokenizer::fromModel(const GgufModel& model) {
         });
     }
     t.m_types.assign(t.m_tokens.size(), 1);
-    if (const MetaValue* types = model.find("tokenizer.ggml.token_type");
-        types != nullptr && types->isArray()) {
+    if (const MetaValue* types = find("tokenizer.ggml.token_type"); types != nullptr && types->isArray()) {
         std::size_t i = 0;
         types->forEachElement([&](const MetaValue& e) {
             if (i < t.m_types.size()) {
@@ -111,10 +119,10 @@ Tokenizer Tokenizer::fromModel(const GgufModel& model) {
         std::snprintf(name, sizeof name, "<0x%02X>", b);
         t.m_bytes[b] = t.lookup(name);
     }
-    t.m_bos = idKey(model, "tokenizer.ggml.bos_token_id", t.m_tokens.size());
-    t.m_eos = idKey(model, "tokenizer.ggml.eos_token_id", t.m_tokens.size());
-    t.m_addBos = boolKey(model, "tokenizer.ggml.add_bos_token").value_or(true) && t.m_bos >= 0;
-    t.m_addSpacePrefix = boolKey(model, "tokenizer.ggml.add_space_prefix").value_or(true);
+    t.m_bos = idKey(find, "tokenizer.ggml.bos_token_id", t.m_tokens.size());
+    t.m_eos = idKey(find, "tokenizer.ggml.eos_token_id", t.m_tokens.size());
+    t.m_addBos = boolKey(find, "tokenizer.ggml.add_bos_token").value_or(true) && t.m_bos >= 0;
+    t.m_addSpacePrefix = boolKey(find, "tokenizer.ggml.add_space_prefix").value_or(true);
     return t;
 }
 

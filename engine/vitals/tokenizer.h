@@ -1,6 +1,9 @@
 #pragma once
 
 #include "gguf/gguf_model.h"
+#include "vitals/model_weights.h"
+
+#include <functional>
 
 #include <cstdint>
 #include <stdexcept>
@@ -25,6 +28,7 @@ class Tokenizer {
 public:
     // Throws VitalsUnavailable for other tokenizer models, FormatError for a broken vocabulary.
     static Tokenizer fromModel(const GgufModel& model);
+    static Tokenizer fromWeights(const ModelWeights& weights);
 
     // BOS first when the vocabulary asks for it (tokenizer.ggml.add_bos_token, true by default
     // for "llama").
@@ -39,6 +43,8 @@ public:
     std::int32_t eos() const { return m_eos; }
 
 private:
+    using FindKey = std::function<const MetaValue*(std::string_view key)>;
+    static Tokenizer build(const std::string& label, const FindKey& find);
     std::int32_t lookup(std::string_view text) const;
     std::int32_t byteToken(unsigned char byte) const;
     void appendPiece(std::string_view symbol, std::vector<std::int32_t>& out) const;

@@ -2,6 +2,8 @@
 #include "fixtures.h"
 #include "shared_models.h"
 
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -352,6 +354,63 @@ private slots:
         QCOMPARE(run.exitCode, 1);
         QVERIFY(run.out.contains(QStringLiteral("error: block 1 has no tensors")));
         QVERIFY(run.out.contains(QStringLiteral("error: the model lacks token_embd.weight")));
+    }
+
+    // organ vitals: a model against its parent, a planned chimera (nothing written), the
+    // refusals.
+    void vitals() {
+        const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString damaged = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthy);
+        ORGAN_REQUIRE_SHARED(damaged);
+        const QString json = m_dir.filePath(QStringLiteral("vitals.json"));
+        const Run run =
+            runOrgan({QStringLiteral("vitals"), damaged, QStringLiteral("--parent"), healthy,
+                      QStringLiteral("--tokens"), QStringLiteral("8"), QStringLiteral("--json"), json});
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY2(run.out.contains(QStringLiteral("stories260K-f32.gguf")), qPrintable(run.out));
+        QVERIFY(run.out.contains(QStringLiteral("least needed:")));
+        QFile file(json);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject doc = QJsonDocument::fromJson(file.readAll()).object();
+        QCOMPARE(doc[QStringLiteral("format")].toString(), QStringLiteral("organ-vitals"));
+        QCOMPARE(doc[QStringLiteral("layers")].toArray().size(), 5);
+        QVERIFY(doc[QStringLiteral("perplexity")].toDouble() > 1000); // the damaged model
+        const QJsonObject parent = doc[QStringLiteral("parents")].toArray().at(0).toObject();
+        QVERIFY(parent[QStringLiteral("kl_mean")].toDouble() > 1);
+        QVERIFY(parent[QStringLiteral("perplexity")].toDouble() < 10);
+
+        // The healing plan, planned only: it speaks like the healthy model, and writes nothing.
+        const QString planPath = m_dir.filePath(QStringLiteral("heal.json"));
+        QVERIFY(
+            writeAll(planPath, QStringLiteral(R"({"format": "organ-graft-plan", "version": 1, "base": "%1",
+                             "donors": {"healthy": "%2"}, "output": "%3",
+                             "operations": [{"op": "replace", "donor": "healthy", "system": "organ", "layers": "1-3"}]})")
+                                   .arg(damaged, healthy, m_dir.filePath(QStringLiteral("never.gguf")))
+                                   .toUtf8()));
+        const Run planned = runOrgan({QStringLiteral("vitals"), QStringLiteral("--plan"), planPath});
+        QCOMPARE(planned.exitCode, 0);
+        QVERIFY2(planned.out.contains(QStringLiteral("never.gguf (planned)")), qPrintable(planned.out));
+        QVERIFY(planned.out.contains(QStringLiteral("there was a little girl")));
+        QVERIFY(QRegularExpression(QStringLiteral("stories260K-f32.gguf +[0-9.]+ +0.0000 +0.0000 +100.0 %"))
+                    .match(planned.out)
+                    .hasMatch());
+        QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("never.gguf"))));
+
+        const QString qwen = sharedModel(QStringLiteral("zoo/tiny-qwen2-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(qwen);
+        const Run refused = runOrgan({QStringLiteral("vitals"), qwen});
+        QCOMPARE(refused.exitCode, 1);
+        QVERIFY(refused.err.contains(QStringLiteral("not available for architecture 'qwen2'")));
+        QCOMPARE(runOrgan({QStringLiteral("vitals")}).exitCode, 2);
+        QCOMPARE(
+            runOrgan({QStringLiteral("vitals"), healthy, QStringLiteral("--tokens"), QStringLiteral("99999")})
+                .exitCode,
+            2);
+        const Run overInput =
+            runOrgan({QStringLiteral("vitals"), healthy, QStringLiteral("--json"), healthy});
+        QCOMPARE(overInput.exitCode, 1);
+        QVERIFY(readAll(healthy).startsWith("GGUF"));
     }
 
     void specimen() {

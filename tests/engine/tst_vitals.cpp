@@ -6,6 +6,7 @@
 #include "vitals/forward.h"
 #include "vitals/tokenizer.h"
 #include "vitals/vital_signs.h"
+#include "vitals/vitals_report.h"
 
 #include <QFileInfo>
 #include <QTemporaryDir>
@@ -286,6 +287,14 @@ private slots:
         for (std::size_t n = 1; n <= 4; ++n) {
             QVERIFY(importance.cheapest[n - 1].first + n <= 5);
         }
+    }
+
+    // resources/texts/vital-signs.txt, compiled into the engine.
+    void defaultText() {
+        const std::string_view text = defaultVitalsText();
+        QVERIFY(text.starts_with("Tom had a small red boat."));
+        QVERIFY(text.size() > 500);
+        QVERIFY(text.find("ORGAN_TEXT") == std::string_view::npos);
     }
 
     void tokenizerEdges() {

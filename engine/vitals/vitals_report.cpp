@@ -1,0 +1,141 @@
+#include "vitals/vitals_report.h"
+
+#include "support/text_format.h"
+#include "support/text_safety.h"
+#include "vitals/tokenizer.h"
+
+#include <cmath>
+
+namespace organ {
+
+std::optional<VitalsReport> takeVitals(const ModelWeights& model,
+                                       const std::vector<const ModelWeights*>& parents,
+                                       const VitalsRequest& request, const ProgressFn& progress,
+                                       const StopToken* stop) {
+    const Tokenizer tokenizer = Tokenizer::fromWeights(model);
+    VitalsReport report;
+    report.label = model.label();
+    report.architecture = model.architecture();
+    report.tokens =
+        tokenizer.encode(request.text.empty() ? defaultVitalsText() : std::string_view(request.text));
+    const std::uint64_t steps = 2 + parents.size();
+    std::uint64_t done = 0;
+    auto step = [&](std::string_view stage) {
+        if (progress) {
+            progress({done++, steps, std::string(stage)});
+        }
+    };
+    step("running the model");
+    const Transformer transformer{model};
+    std::vector<Eigen::MatrixXf> hidden;
+    TransformerSession session(transformer);
+    const Eigen::MatrixXf logits = session.run(report.tokens, stop, &hidden);
+    if (logits.cols() == 0 && !report.tokens.empty()) {
+        return std::nullopt;
+    }
+    report.perplexity = perplexityOf(logits, report.tokens);
+    report.importance = layerImportanceOf(hidden);
+    for (const ModelWeights* parent : parents) {
+        step("running " + parent->label());
+        const Eigen::MatrixXf theirs = Transformer(*parent).logits(report.tokens, stop);
+        if (theirs.cols() == 0 && !report.tokens.empty()) {
+            return std::nullopt;
+        }
+        report.parents.push_back(
+            {parent->label(), perplexityOf(theirs, report.tokens), divergenceOf(theirs, logits)});
+    }
+    step("continuing the prompt");
+    report.prompt = request.prompt;
+    if (request.continuation > 0) {
+        const std::vector<std::int32_t> prompt = tokenizer.encode(request.prompt);
+        const std::vector<std::int32_t> all =
+            greedyContinuation(transformer, prompt, request.continuation, tokenizer.eos(), stop);
+        report.continuation = tokenizer.decode(
+            std::vector<std::int32_t>(all.begin() + std::ptrdiff_t(prompt.size()), all.end()));
+    }
+    if (stop != nullptr && stop->stopRequested()) {
+        return std::nullopt;
+    }
+    if (progress) {
+        progress({steps, steps, "done"});
+    }
+    return report;
+}
+
+nlohmann::json vitalsToJson(const VitalsReport& r) {
+    auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    nlohmann::json layers = nlohmann::json::array();
+    for (std::size_t l = 0; l < r.importance.angular.size(); ++l) {
+        layers.push_back({{"layer", l},
+                          {"angular_distance", number(r.importance.angular[l])},
+                          {"block_influence", number(r.importance.blockInfluence[l])}});
+    }
+    nlohmann::json cheapest = nlohmann::json::array();
+    for (std::size_t n = 1; n <= r.importance.cheapest.size(); ++n) {
+        const auto& b = r.importance.cheapest[n - 1];
+        cheapest.push_back({{"layers", n},
+                            {"first", b.first},
+                            {"last", b.first + n - 1},
+                            {"angular_distance", number(b.distance)}});
+    }
+    nlohmann::json parents = nlohmann::json::array();
+    for (const auto& p : r.parents) {
+        parents.push_back({{"model", jsonText(p.label)},
+                           {"perplexity", number(p.perplexity.perplexity)},
+                           {"kl_mean", number(p.divergence.meanKl)},
+                           {"kl_p99", number(p.divergence.p99Kl)},
+                           {"top1_agreement", number(p.divergence.topAgreement)}});
+    }
+    return {{"format", "organ-vitals"},
+            {"version", 1},
+            {"model", jsonText(r.label)},
+            {"architecture", jsonText(r.architecture)},
+            {"tokens", r.tokens.size()},
+            {"perplexity", number(r.perplexity.perplexity)},
+            {"mean_nll", number(r.perplexity.meanNll)},
+            {"layers", layers},
+            {"cheapest_blocks", cheapest},
+            {"parents", parents},
+            {"prompt", jsonText(r.prompt)},
+            {"continuation", jsonText(r.continuation)}};
+}
+
+std::string vitalsText(const VitalsReport& r) {
+    std::string out = escapeText(r.label) + "  (" + escapeText(r.architecture) + ", " +
+                      std::to_string(r.tokens.size()) + " tokens)\n";
+    out += "  perplexity " + fixedDecimals(r.perplexity.perplexity, 4) + "   mean NLL " +
+           fixedDecimals(r.perplexity.meanNll, 4) + "\n";
+    if (!r.parents.empty()) {
+        out += "\n  " + padText("parent", 32) + padText("perplexity", 12, true) +
+               padText("KL mean", 10, true) + padText("KL p99", 10, true) + padText("top-1", 9, true) + "\n";
+        for (const auto& p : r.parents) {
+            out += "  " + padText(escapeText(p.label), 32) +
+                   padText(fixedDecimals(p.perplexity.perplexity, 4), 12, true) +
+                   padText(fixedDecimals(p.divergence.meanKl, 4), 10, true) +
+                   padText(fixedDecimals(p.divergence.p99Kl, 4), 10, true) +
+                   padText(fixedDecimals(100 * p.divergence.topAgreement, 1) + " %", 9, true) + "\n";
+        }
+    }
+    out += "\n  " + padText("layer", 7) + padText("angular", 9, true) + padText("influence", 11, true) + "\n";
+    for (std::size_t l = 0; l < r.importance.angular.size(); ++l) {
+        out += "  " + padText(std::to_string(l), 7) +
+               padText(fixedDecimals(r.importance.angular[l], 3), 9, true) +
+               padText(fixedDecimals(r.importance.blockInfluence[l], 3), 11, true) + "\n";
+    }
+    if (!r.importance.cheapest.empty()) {
+        out += "  least needed:";
+        for (std::size_t n = 1; n <= r.importance.cheapest.size() && n <= 4; ++n) {
+            const auto& b = r.importance.cheapest[n - 1];
+            out += n == 1 ? " layer " + std::to_string(b.first)
+                          : ", " + std::to_string(n) + " layers " + std::to_string(b.first) + "–" +
+                                std::to_string(b.first + n - 1);
+        }
+        out += "\n";
+    }
+    if (!r.continuation.empty()) {
+        out += "\n  " + escapeText(r.prompt) + "▸" + escapeText(r.continuation) + "\n";
+    }
+    return out;
+}
+
+} // namespace organ

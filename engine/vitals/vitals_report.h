@@ -1,0 +1,53 @@
+#pragma once
+
+#include "vitals/forward.h"
+#include "vitals/model_weights.h"
+#include "vitals/vital_signs.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace organ {
+
+// The built-in text vital signs are taken on (resources/texts/vital-signs.txt: short stories
+// in plain English, like those the stories models were trained on).
+std::string_view defaultVitalsText();
+
+struct VitalsRequest {
+    std::string text; // the text to score; empty: defaultVitalsText()
+    std::string prompt = "Once upon a time";
+    std::size_t continuation = 32; // greedy tokens after the prompt (0: none)
+};
+
+// The vital signs of one model, and of its parents on the same tokens.
+struct VitalsReport {
+    std::string label;
+    std::string architecture;
+    std::vector<std::int32_t> tokens;
+    Perplexity perplexity;
+    LayerImportance importance;
+    std::string prompt;
+    std::string continuation; // the greedy text after the prompt
+    struct Parent {
+        std::string label;
+        Perplexity perplexity;
+        Divergence divergence; // KL(parent ‖ model)
+    };
+    std::vector<Parent> parents;
+};
+
+// Tokenizes with the model's own vocabulary, runs the model (and each parent, which must share
+// its vocabulary) and measures. Throws VitalsUnavailable, FormatError. Cancelled: nullopt.
+std::optional<VitalsReport> takeVitals(const ModelWeights& model,
+                                       const std::vector<const ModelWeights*>& parents,
+                                       const VitalsRequest& request, const ProgressFn& progress = {},
+                                       const StopToken* stop = nullptr);
+
+// `organ vitals --json`, documented in docs/vitals-json.md.
+nlohmann::json vitalsToJson(const VitalsReport& report);
+// The terminal's table.
+std::string vitalsText(const VitalsReport& report);
+
+} // namespace organ
