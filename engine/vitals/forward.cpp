@@ -6,16 +6,18 @@
 #include "support/text_safety.h"
 #include "vitals/tokenizer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 
 namespace organ {
 
 Transformer::Transformer(ModelWeights weights) : m_weights(std::move(weights)) {
     const std::string& label = m_weights.label();
     const std::string arch = m_weights.architecture();
-    if (arch != "llama") {
+    if (arch != "llama" && arch != "qwen2" && arch != "phi3" && arch != "gemma2") {
         throw VitalsUnavailable(label + ": vital signs are not available for architecture '" +
-                                escapeText(arch) + "' yet (so far: llama)");
+                                escapeText(arch) + "' yet (so far: llama, qwen2, phi3, gemma2)");
     }
     auto required = [&](std::string_view key) {
         const auto v = m_weights.archValue(key);
@@ -39,7 +41,8 @@ Transformer::Transformer(ModelWeights weights) : m_weights(std::move(weights)) {
             label + ": " + std::to_string(m_shape.heads) + " heads (" + std::to_string(m_shape.kvHeads) +
             " for keys and values) do not divide an embedding of " + std::to_string(m_shape.embedding));
     }
-    m_shape.headSize = m_shape.embedding / m_shape.heads;
+    m_shape.headSize = m_weights.archValue("attention.key_length") ? required("attention.key_length")
+                                                                   : m_shape.embedding / m_shape.heads;
     m_shape.ropeDims =
         m_weights.archValue("rope.dimension_count") ? required("rope.dimension_count") : m_shape.headSize;
     if (m_shape.ropeDims > m_shape.headSize || m_shape.ropeDims % 2 != 0) {
@@ -54,6 +57,22 @@ Transformer::Transformer(ModelWeights weights) : m_weights(std::move(weights)) {
                                 std::to_string(m_shape.embedding) + " × vocabulary");
     }
     m_shape.vocabulary = static_cast<std::uint32_t>(embed->ne[1]);
+    m_shape.neoxRope = arch != "llama";
+    m_shape.fusedQkv = arch == "phi3";
+    m_shape.fusedGateUp = arch == "phi3";
+    if (arch == "gemma2") {
+        m_shape.geglu = true;
+        m_shape.postNorms = true;
+        m_shape.embeddingScale = std::sqrt(static_cast<float>(m_shape.embedding));
+        m_shape.attentionSoftcap = static_cast<float>(real("attn_logit_softcapping", 50.0));
+        m_shape.finalSoftcap = static_cast<float>(real("final_logit_softcapping", 30.0));
+        m_shape.slidingPattern = 2;
+    }
+    if (const auto window = m_weights.archValue("attention.sliding_window"); window && *window > 0) {
+        m_shape.slidingWindow = static_cast<std::uint32_t>(*window);
+        m_shape.slidingPattern = m_shape.slidingPattern == 0 ? 1 : m_shape.slidingPattern;
+    }
+    m_shape.queryScale = 1.0f / std::sqrt(static_cast<float>(m_shape.headSize));
 }
 
 Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_t rows,
@@ -86,8 +105,8 @@ Eigen::MatrixXf Transformer::rmsNorm(const Eigen::MatrixXf& x, const Eigen::Vect
     return out;
 }
 
-// llama.cpp's "normal" RoPE: within each head, the pairs (2i, 2i+1) of the first ropeDims
-// values rotate by position × base^(−2i/ropeDims).
+// RoPE as llama.cpp applies it: within each head, pairs of the first ropeDims values rotate by
+// position × base^(−2i/ropeDims); "normal" pairs (2i, 2i+1), NeoX pairs (i, i + ropeDims/2).
 void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first) const {
     const std::uint32_t half = m_shape.ropeDims / 2;
     std::vector<float> inverse(half);
@@ -101,10 +120,13 @@ void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t firs
                 const float angle = static_cast<float>(first + static_cast<std::size_t>(p)) * inverse[i];
                 const float c = std::cos(angle);
                 const float s = std::sin(angle);
-                const float a = v[2 * i];
-                const float b = v[2 * i + 1];
-                v[2 * i] = a * c - b * s;
-                v[2 * i + 1] = a * s + b * c;
+                // NeoX: the pair is (i, i + half); normal: (2i, 2i + 1).
+                float& a = m_shape.neoxRope ? v[i] : v[2 * i];
+                float& b = m_shape.neoxRope ? v[i + half] : v[2 * i + 1];
+                const float a0 = a;
+                const float b0 = b;
+                a = a0 * c - b0 * s;
+                b = a0 * s + b0 * c;
             }
         }
     }
@@ -142,12 +164,19 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             x.col(p) = embed.row(token).transpose();
         }
     }
+    x *= shape.embeddingScale;
     std::vector<Eigen::MatrixXf> keys(shape.blocks);
     std::vector<Eigen::MatrixXf> values(shape.blocks);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(shape.headSize));
+    const std::uint32_t qDim = shape.heads * shape.headSize;
     if (hidden != nullptr) {
         hidden->clear();
     }
+    // y += bias, when the layer has that bias (qwen2's attention).
+    auto addBias = [&](Eigen::MatrixXf& y, const std::string& name) {
+        if (t.m_weights.tensor(name) != nullptr) {
+            y.colwise() += t.vector(name, static_cast<std::uint64_t>(y.rows()));
+        }
+    };
     for (std::uint32_t l = 0; l < shape.blocks; ++l) {
         if (stop != nullptr && stop->stopRequested()) {
             return {};
@@ -155,10 +184,24 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         if (hidden != nullptr) {
             hidden->push_back(x);
         }
-        const Eigen::MatrixXf h = t.rmsNorm(x, t.vector(layerTensorName(l, "attn_norm.weight"), e));
-        Eigen::MatrixXf q = t.weight(layerTensorName(l, "attn_q.weight"), e, e) * h;
-        Eigen::MatrixXf k = t.weight(layerTensorName(l, "attn_k.weight"), kv, e) * h;
-        const Eigen::MatrixXf v = t.weight(layerTensorName(l, "attn_v.weight"), kv, e) * h;
+        auto name = [l](const char* suffix) { return layerTensorName(l, suffix); };
+        const Eigen::MatrixXf h = t.rmsNorm(x, t.vector(name("attn_norm.weight"), e));
+        Eigen::MatrixXf q;
+        Eigen::MatrixXf k;
+        Eigen::MatrixXf v;
+        if (shape.fusedQkv) {
+            const Eigen::MatrixXf qkv = t.weight(name("attn_qkv.weight"), qDim + 2 * kv, e) * h;
+            q = qkv.topRows(qDim);
+            k = qkv.middleRows(qDim, kv);
+            v = qkv.bottomRows(kv);
+        } else {
+            q = t.weight(name("attn_q.weight"), qDim, e) * h;
+            k = t.weight(name("attn_k.weight"), kv, e) * h;
+            v = t.weight(name("attn_v.weight"), kv, e) * h;
+            addBias(q, name("attn_q.bias"));
+            addBias(k, name("attn_k.bias"));
+            addBias(v, name("attn_v.bias"));
+        }
         t.rope(q, shape.heads, m_position);
         t.rope(k, shape.kvHeads, m_position);
         // Every key and value so far: the cached ones, then these.
@@ -166,41 +209,74 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         values[l].resize(kv, past + n);
         keys[l] << m_keys[l], k;
         values[l] << m_values[l], v;
-        Eigen::MatrixXf attended(e, n);
+        const bool sliding = shape.slidingWindow > 0 &&
+                             (shape.slidingPattern == 1 || (shape.slidingPattern == 2 && l % 2 == 0));
+        Eigen::MatrixXf attended(qDim, n);
         for (std::uint32_t head = 0; head < shape.heads; ++head) {
             const Eigen::Index qRow = static_cast<Eigen::Index>(head) * shape.headSize;
             const Eigen::Index kvRow = static_cast<Eigen::Index>(head / group) * shape.headSize;
             const auto qh = q.middleRows(qRow, shape.headSize);
             const auto kh = keys[l].middleRows(kvRow, shape.headSize);
             const auto vh = values[l].middleRows(kvRow, shape.headSize);
-            // scores(key, query), causal: a query sees keys up to its own position.
-            Eigen::MatrixXf scores = (kh.transpose() * qh) * scale;
+            // scores(key, query), causal: a query sees keys up to its own position (and, in a
+            // sliding layer, no further back than the window).
+            Eigen::MatrixXf scores = (kh.transpose() * qh) * shape.queryScale;
+            if (shape.attentionSoftcap > 0) {
+                scores = (scores.array() / shape.attentionSoftcap).tanh() * shape.attentionSoftcap;
+            }
             for (Eigen::Index query = 0; query < n; ++query) {
                 const Eigen::Index seen = past + query + 1;
+                const Eigen::Index from =
+                    sliding ? std::max<Eigen::Index>(0, seen - static_cast<Eigen::Index>(shape.slidingWindow))
+                            : 0;
                 auto column = scores.col(query);
-                const float top = column.head(seen).maxCoeff();
+                const float top = column.segment(from, seen - from).maxCoeff();
                 float sum = 0;
-                for (Eigen::Index key = 0; key < seen; ++key) {
+                for (Eigen::Index key = from; key < seen; ++key) {
                     column(key) = std::exp(column(key) - top);
                     sum += column(key);
                 }
-                column.head(seen) /= sum;
+                column.segment(from, seen - from) /= sum;
+                column.head(from).setZero();
                 column.tail(past + n - seen).setZero();
             }
             attended.middleRows(qRow, shape.headSize) = vh * scores;
         }
-        x += t.weight(layerTensorName(l, "attn_output.weight"), e, e) * attended;
-        const Eigen::MatrixXf f = t.rmsNorm(x, t.vector(layerTensorName(l, "ffn_norm.weight"), e));
-        const ModelWeights::Tensor* up = t.m_weights.tensor(layerTensorName(l, "ffn_up.weight"));
-        if (up == nullptr) {
-            throw VitalsUnavailable(label + ": vital signs need tensor " +
-                                    layerTensorName(l, "ffn_up.weight"));
+        Eigen::MatrixXf attention = t.weight(name("attn_output.weight"), e, qDim) * attended;
+        if (shape.postNorms) {
+            attention = t.rmsNorm(attention, t.vector(name("post_attention_norm.weight"), e));
         }
-        const std::uint64_t ff = up->ne[1];
-        const Eigen::MatrixXf gate = t.weight(layerTensorName(l, "ffn_gate.weight"), ff, e) * f;
-        const Eigen::MatrixXf upped = t.weight(layerTensorName(l, "ffn_up.weight"), ff, e) * f;
-        const Eigen::MatrixXf silu = gate.array() / (1.0f + (-gate.array()).exp());
-        x += t.weight(layerTensorName(l, "ffn_down.weight"), e, ff) * silu.cwiseProduct(upped);
+        x += attention;
+        const Eigen::MatrixXf f = t.rmsNorm(x, t.vector(name("ffn_norm.weight"), e));
+        const ModelWeights::Tensor* down = t.m_weights.tensor(name("ffn_down.weight"));
+        if (down == nullptr) {
+            throw VitalsUnavailable(label + ": vital signs need tensor " + name("ffn_down.weight"));
+        }
+        const std::uint64_t ff = down->ne[0];
+        Eigen::MatrixXf gate;
+        Eigen::MatrixXf upped;
+        if (shape.fusedGateUp) {
+            const Eigen::MatrixXf both = t.weight(name("ffn_up.weight"), 2 * ff, e) * f;
+            gate = both.topRows(static_cast<Eigen::Index>(ff));
+            upped = both.bottomRows(static_cast<Eigen::Index>(ff));
+        } else {
+            gate = t.weight(name("ffn_gate.weight"), ff, e) * f;
+            upped = t.weight(name("ffn_up.weight"), ff, e) * f;
+        }
+        Eigen::MatrixXf activated;
+        if (shape.geglu) {
+            // GELU, tanh approximation (ggml_gelu).
+            const float c = std::sqrt(2.0f / std::numbers::pi_v<float>);
+            activated =
+                0.5f * gate.array() * (1.0f + (c * (gate.array() + 0.044715f * gate.array().cube())).tanh());
+        } else {
+            activated = gate.array() / (1.0f + (-gate.array()).exp());
+        }
+        Eigen::MatrixXf ffn = t.weight(name("ffn_down.weight"), e, ff) * activated.cwiseProduct(upped);
+        if (shape.postNorms) {
+            ffn = t.rmsNorm(ffn, t.vector(name("post_ffw_norm.weight"), e));
+        }
+        x += ffn;
     }
     if (hidden != nullptr) {
         hidden->push_back(x);
@@ -210,7 +286,11 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     m_position += tokens.size();
     const Eigen::MatrixXf out = t.rmsNorm(x, t.vector("output_norm.weight", e));
     const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";
-    return t.weight(head, shape.vocabulary, e) * out;
+    Eigen::MatrixXf logits = t.weight(head, shape.vocabulary, e) * out;
+    if (shape.finalSoftcap > 0) {
+        logits = (logits.array() / shape.finalSoftcap).tanh() * shape.finalSoftcap;
+    }
+    return logits;
 }
 
 std::vector<std::int32_t> greedyContinuation(const Transformer& transformer, std::vector<std::int32_t> prompt,

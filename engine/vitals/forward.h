@@ -24,12 +24,24 @@ struct TransformerShape {
     double ropeBase = 10000.0;
     double rmsEpsilon = 1e-5;
     std::uint32_t vocabulary = 0;
+    // The architecture's quirks, as llama.cpp builds its graph.
+    bool neoxRope = false;            // rotate (i, i + ropeDims/2) instead of (2i, 2i+1)
+    bool fusedQkv = false;            // attn_qkv: Q, K and V in one matrix (phi3)
+    bool fusedGateUp = false;         // ffn_up holds gate then up (phi3)
+    bool geglu = false;               // GELU (tanh) gate instead of SiLU (gemma)
+    bool postNorms = false;           // norms after attention and after the FFN (gemma2)
+    float embeddingScale = 1.0f;      // gemma: sqrt(embedding)
+    float queryScale = 0.0f;          // scale of QKᵀ; 0: 1/sqrt(headSize)
+    float attentionSoftcap = 0.0f;    // gemma2: tanh(s / c) · c on attention scores
+    float finalSoftcap = 0.0f;        // gemma2: on the logits
+    std::uint32_t slidingWindow = 0;  // keys a query sees at most (0: all)
+    std::uint32_t slidingPattern = 0; // 1: every layer slides; 2: even layers (gemma2); 0: none
 };
 
 // A decoder-only transformer run as llama.cpp runs it, on the CPU in F32 with Eigen. Weights
 // are read from the model's mapping and dequantized with the engine's decoders one layer at a
-// time: memory stays near one layer in F32 plus the activations. So far the 'llama'
-// architecture (also Mistral-style); any other is refused with VitalsUnavailable.
+// time: memory stays near one layer in F32 plus the activations. So far 'llama' (also
+// Mistral-style), 'qwen2', 'phi3' and 'gemma2'; any other is refused with VitalsUnavailable.
 class Transformer {
 public:
     // Throws VitalsUnavailable (architecture, missing tensors) or FormatError (bad shapes).

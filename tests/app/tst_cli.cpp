@@ -397,11 +397,12 @@ private slots:
                     .hasMatch());
         QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("never.gguf"))));
 
-        const QString qwen = sharedModel(QStringLiteral("zoo/tiny-qwen2-f32.gguf"));
-        ORGAN_REQUIRE_SHARED(qwen);
-        const Run refused = runOrgan({QStringLiteral("vitals"), qwen});
+        const QString mamba = sharedModel(QStringLiteral("zoo/tiny-mamba-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(mamba);
+        const Run refused = runOrgan({QStringLiteral("vitals"), mamba});
         QCOMPARE(refused.exitCode, 1);
-        QVERIFY(refused.err.contains(QStringLiteral("not available for architecture 'qwen2'")));
+        QVERIFY2(refused.err.contains(QStringLiteral("not available for architecture 'mamba'")),
+                 qPrintable(refused.err));
         QCOMPARE(runOrgan({QStringLiteral("vitals")}).exitCode, 2);
         QCOMPARE(
             runOrgan({QStringLiteral("vitals"), healthy, QStringLiteral("--tokens"), QStringLiteral("99999")})
