@@ -15,9 +15,9 @@ namespace organ {
 Transformer::Transformer(ModelWeights weights) : m_weights(std::move(weights)) {
     const std::string& label = m_weights.label();
     const std::string arch = m_weights.architecture();
-    if (arch != "llama" && arch != "qwen2" && arch != "phi3" && arch != "gemma2") {
+    if (arch != "llama" && arch != "qwen2" && arch != "phi3" && arch != "gemma2" && arch != "gpt2") {
         throw VitalsUnavailable(label + ": vital signs are not available for architecture '" +
-                                escapeText(arch) + "' yet (so far: llama, qwen2, phi3, gemma2)");
+                                escapeText(arch) + "' yet (so far: llama, qwen2, phi3, gemma2, gpt2)");
     }
     auto required = [&](std::string_view key) {
         const auto v = m_weights.archValue(key);
@@ -50,7 +50,8 @@ Transformer::Transformer(ModelWeights weights) : m_weights(std::move(weights)) {
                           " does not fit a head of " + std::to_string(m_shape.headSize));
     }
     m_shape.ropeBase = real("rope.freq_base", 10000.0);
-    m_shape.rmsEpsilon = real("attention.layer_norm_rms_epsilon", 1e-5);
+    m_shape.rmsEpsilon = arch == "gpt2" ? real("attention.layer_norm_epsilon", 1e-5)
+                                        : real("attention.layer_norm_rms_epsilon", 1e-5);
     const ModelWeights::Tensor* embed = m_weights.tensor("token_embd.weight");
     if (embed == nullptr || embed->nDims != 2 || embed->ne[0] != m_shape.embedding) {
         throw VitalsUnavailable(label + ": vital signs need token_embd.weight of " +
@@ -58,7 +59,14 @@ Transformer::Transformer(ModelWeights weights) : m_weights(std::move(weights)) {
     }
     m_shape.vocabulary = static_cast<std::uint32_t>(embed->ne[1]);
     m_shape.neoxRope = arch != "llama";
-    m_shape.fusedQkv = arch == "phi3";
+    if (arch == "gpt2") {
+        m_shape.layerNorm = true;
+        m_shape.learnedPositions = true;
+        m_shape.geglu = true; // GELU on the (ungated) up projection
+        m_shape.ropeDims = 0;
+        m_shape.fusedQkv = true;
+    }
+    m_shape.fusedQkv = m_shape.fusedQkv || arch == "phi3";
     m_shape.fusedGateUp = arch == "phi3";
     if (arch == "gemma2") {
         m_shape.geglu = true;
@@ -105,10 +113,29 @@ Eigen::MatrixXf Transformer::rmsNorm(const Eigen::MatrixXf& x, const Eigen::Vect
     return out;
 }
 
+Eigen::MatrixXf Transformer::norm(const Eigen::MatrixXf& x, const std::string& name) const {
+    const Eigen::VectorXf gain = vector(name + ".weight", static_cast<std::uint64_t>(x.rows()));
+    if (!m_shape.layerNorm) {
+        return rmsNorm(x, gain);
+    }
+    const Eigen::VectorXf bias = vector(name + ".bias", static_cast<std::uint64_t>(x.rows()));
+    Eigen::MatrixXf out(x.rows(), x.cols());
+    for (Eigen::Index c = 0; c < x.cols(); ++c) {
+        const Eigen::VectorXf centred = x.col(c).array() - x.col(c).mean();
+        const float variance = centred.squaredNorm() / static_cast<float>(x.rows());
+        out.col(c) =
+            centred.cwiseProduct(gain) / std::sqrt(variance + static_cast<float>(m_shape.rmsEpsilon)) + bias;
+    }
+    return out;
+}
+
 // RoPE as llama.cpp applies it: within each head, pairs of the first ropeDims values rotate by
 // position × base^(−2i/ropeDims); "normal" pairs (2i, 2i+1), NeoX pairs (i, i + ropeDims/2).
 void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first) const {
     const std::uint32_t half = m_shape.ropeDims / 2;
+    if (half == 0) {
+        return; // learned positions instead
+    }
     std::vector<float> inverse(half);
     for (std::uint32_t i = 0; i < half; ++i) {
         inverse[i] = static_cast<float>(std::pow(m_shape.ropeBase, -2.0 * i / m_shape.ropeDims));
@@ -165,6 +192,17 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         }
     }
     x *= shape.embeddingScale;
+    if (shape.learnedPositions) {
+        const ModelWeights::Tensor* positions = t.m_weights.tensor("position_embd.weight");
+        if (positions == nullptr || static_cast<std::uint64_t>(past + n) > positions->ne[1]) {
+            throw VitalsUnavailable(label + ": the text is longer than the model's " +
+                                    std::to_string(positions ? positions->ne[1] : 0) + " learned positions");
+        }
+        const Transformer::RowMatrix table = t.weight("position_embd.weight", positions->ne[1], e);
+        for (Eigen::Index p = 0; p < n; ++p) {
+            x.col(p) += table.row(past + p).transpose();
+        }
+    }
     std::vector<Eigen::MatrixXf> keys(shape.blocks);
     std::vector<Eigen::MatrixXf> values(shape.blocks);
     const std::uint32_t qDim = shape.heads * shape.headSize;
@@ -185,12 +223,13 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             hidden->push_back(x);
         }
         auto name = [l](const char* suffix) { return layerTensorName(l, suffix); };
-        const Eigen::MatrixXf h = t.rmsNorm(x, t.vector(name("attn_norm.weight"), e));
+        const Eigen::MatrixXf h = t.norm(x, name("attn_norm"));
         Eigen::MatrixXf q;
         Eigen::MatrixXf k;
         Eigen::MatrixXf v;
         if (shape.fusedQkv) {
-            const Eigen::MatrixXf qkv = t.weight(name("attn_qkv.weight"), qDim + 2 * kv, e) * h;
+            Eigen::MatrixXf qkv = t.weight(name("attn_qkv.weight"), qDim + 2 * kv, e) * h;
+            addBias(qkv, name("attn_qkv.bias"));
             q = qkv.topRows(qDim);
             k = qkv.middleRows(qDim, kv);
             v = qkv.bottomRows(kv);
@@ -243,11 +282,12 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             attended.middleRows(qRow, shape.headSize) = vh * scores;
         }
         Eigen::MatrixXf attention = t.weight(name("attn_output.weight"), e, qDim) * attended;
+        addBias(attention, name("attn_output.bias"));
         if (shape.postNorms) {
             attention = t.rmsNorm(attention, t.vector(name("post_attention_norm.weight"), e));
         }
         x += attention;
-        const Eigen::MatrixXf f = t.rmsNorm(x, t.vector(name("ffn_norm.weight"), e));
+        const Eigen::MatrixXf f = t.norm(x, name("ffn_norm"));
         const ModelWeights::Tensor* down = t.m_weights.tensor(name("ffn_down.weight"));
         if (down == nullptr) {
             throw VitalsUnavailable(label + ": vital signs need tensor " + name("ffn_down.weight"));
@@ -259,9 +299,16 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             const Eigen::MatrixXf both = t.weight(name("ffn_up.weight"), 2 * ff, e) * f;
             gate = both.topRows(static_cast<Eigen::Index>(ff));
             upped = both.bottomRows(static_cast<Eigen::Index>(ff));
-        } else {
+        } else if (t.m_weights.tensor(name("ffn_gate.weight")) != nullptr) {
             gate = t.weight(name("ffn_gate.weight"), ff, e) * f;
             upped = t.weight(name("ffn_up.weight"), ff, e) * f;
+            addBias(gate, name("ffn_gate.bias"));
+            addBias(upped, name("ffn_up.bias"));
+        } else {
+            // No gate (gpt2): the activation of the up projection itself.
+            gate = t.weight(name("ffn_up.weight"), ff, e) * f;
+            addBias(gate, name("ffn_up.bias"));
+            upped = Eigen::MatrixXf::Ones(gate.rows(), gate.cols());
         }
         Eigen::MatrixXf activated;
         if (shape.geglu) {
@@ -273,6 +320,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             activated = gate.array() / (1.0f + (-gate.array()).exp());
         }
         Eigen::MatrixXf ffn = t.weight(name("ffn_down.weight"), e, ff) * activated.cwiseProduct(upped);
+        addBias(ffn, name("ffn_down.bias"));
         if (shape.postNorms) {
             ffn = t.rmsNorm(ffn, t.vector(name("post_ffw_norm.weight"), e));
         }
@@ -284,7 +332,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     m_keys = std::move(keys);
     m_values = std::move(values);
     m_position += tokens.size();
-    const Eigen::MatrixXf out = t.rmsNorm(x, t.vector("output_norm.weight", e));
+    const Eigen::MatrixXf out = t.norm(x, "output_norm");
     const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";
     Eigen::MatrixXf logits = t.weight(head, shape.vocabulary, e) * out;
     if (shape.finalSoftcap > 0) {

@@ -28,7 +28,9 @@ struct TransformerShape {
     bool neoxRope = false;            // rotate (i, i + ropeDims/2) instead of (2i, 2i+1)
     bool fusedQkv = false;            // attn_qkv: Q, K and V in one matrix (phi3)
     bool fusedGateUp = false;         // ffn_up holds gate then up (phi3)
-    bool geglu = false;               // GELU (tanh) gate instead of SiLU (gemma)
+    bool geglu = false;               // GELU (tanh) instead of SiLU (gemma gates, gpt2 MLP)
+    bool layerNorm = false;           // LayerNorm with bias instead of RMSNorm (gpt2)
+    bool learnedPositions = false;    // position_embd added to the embeddings, no RoPE (gpt2)
     bool postNorms = false;           // norms after attention and after the FFN (gemma2)
     float embeddingScale = 1.0f;      // gemma: sqrt(embedding)
     float queryScale = 0.0f;          // scale of QKᵀ; 0: 1/sqrt(headSize)
@@ -41,7 +43,8 @@ struct TransformerShape {
 // A decoder-only transformer run as llama.cpp runs it, on the CPU in F32 with Eigen. Weights
 // are read from the model's mapping and dequantized with the engine's decoders one layer at a
 // time: memory stays near one layer in F32 plus the activations. So far 'llama' (also
-// Mistral-style), 'qwen2', 'phi3' and 'gemma2'; any other is refused with VitalsUnavailable.
+// Mistral-style), 'qwen2', 'phi3', 'gemma2' and 'gpt2'; any other is refused with
+// VitalsUnavailable.
 class Transformer {
 public:
     // Throws VitalsUnavailable (architecture, missing tensors) or FormatError (bad shapes).
@@ -62,6 +65,8 @@ private:
     RowMatrix weight(const std::string& name, std::uint64_t rows, std::uint64_t columns) const;
     Eigen::VectorXf vector(const std::string& name, std::uint64_t size) const;
     Eigen::MatrixXf rmsNorm(const Eigen::MatrixXf& x, const Eigen::VectorXf& gain) const;
+    // The architecture's norm with the weights `name` (and `name` with ".bias" for LayerNorm).
+    Eigen::MatrixXf norm(const Eigen::MatrixXf& x, const std::string& name) const;
     // Rotates the heads of x, whose column c is position first + c.
     void rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first) const;
 

@@ -110,6 +110,37 @@ private slots:
         }
     }
 
+    // GPT-2 (LayerNorm, learned positions, fused QKV with biases, GELU MLP) on llama.cpp's own
+    // tokens (its byte-level BPE vocabulary is not read yet): the 32 largest logits of every
+    // position and the perplexity.
+    void gpt2MatchesLlamaCpp() {
+        const QString path = sharedModel(QStringLiteral("zoo/tiny-gpt2-f32.gguf"));
+        const QString referencePath = sharedReference(QStringLiteral("vitals/story-a/tiny-gpt2-f32.json"));
+        ORGAN_REQUIRE_SHARED(path);
+        ORGAN_REQUIRE_SHARED(referencePath);
+        const nlohmann::json reference = readJson(referencePath);
+        QCOMPARE(reference["logits_kind"].get<std::string>(), std::string("top32"));
+        const auto gguf = GgufModel::open(path.toStdString());
+        QVERIFY_THROWS_EXCEPTION(VitalsUnavailable, Tokenizer::fromModel(*gguf));
+        const auto tokens = reference["tokens"].get<std::vector<std::int32_t>>();
+        const Eigen::MatrixXf logits = Transformer(gguf).logits(tokens);
+        double worst = 0;
+        for (std::size_t p = 0; p + 1 < tokens.size(); ++p) {
+            QVERIFY(std::abs(logSumExp(logits.col(Eigen::Index(p))) -
+                             reference["logsumexp"][p].get<double>()) < 1e-3);
+            for (const auto& pair : reference["logits"][p]) {
+                worst = std::max(worst, std::abs(double(logits(pair[0].get<int>(), Eigen::Index(p))) -
+                                                 pair[1].get<double>()));
+            }
+        }
+        const double perplexity = perplexityOf(logits, tokens).perplexity;
+        const double theirs = reference["perplexity"].get<double>();
+        qInfo("gpt2: perplexity %.6f (llama.cpp %.6f), worst top-32 logit difference %.2g", perplexity,
+              theirs, worst);
+        QVERIFY(worst < 1e-3);
+        QVERIFY(std::abs(perplexity / theirs - 1) < 1e-3);
+    }
+
     // Greedy continuation with the key/value cache: llama.cpp's text, and the same logits as
     // running the whole sequence at once.
     void greedyMatchesLlamaCpp() {
