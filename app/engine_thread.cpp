@@ -87,13 +87,44 @@ void MeasureAndAssembleWorker::assemble(quint64 generation, std::shared_ptr<cons
     }
 }
 
+void VitalsWorker::take(quint64 generation, std::shared_ptr<const VitalsJob> job) {
+    if (job->stop->stopRequested()) {
+        emit cancelled(generation);
+        return;
+    }
+    try {
+        std::vector<const ModelWeights*> parents;
+        for (const ModelWeights& p : job->parents) {
+            parents.push_back(&p);
+        }
+        auto report = takeVitals(
+            job->model, parents, job->request,
+            [&](const Progress& p) {
+                emit progress(generation, p.done, p.total,
+                              QString::fromUtf8(p.stage.data(), qsizetype(p.stage.size())));
+            },
+            job->stop.get());
+        if (!report) {
+            emit cancelled(generation);
+            return;
+        }
+        emit ready(generation, std::make_shared<const VitalsReport>(std::move(*report)));
+    } catch (const std::exception& error) {
+        emit failed(generation, model::displayText(error.what()));
+    }
+}
+
 EngineThread::EngineThread(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<std::shared_ptr<const organ::VitalsReport>>();
     qRegisterMetaType<std::shared_ptr<const organ::TensorPortrait>>();
     qRegisterMetaType<organ::ZResult>();
     qRegisterMetaType<std::shared_ptr<const organ::ModelMeasurement>>();
     m_worker = new MeasureAndAssembleWorker(&m_cancelBelow);
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    m_vitals = new VitalsWorker;
+    m_vitals->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_vitals, &QObject::deleteLater);
     m_portraits = new PortraitWorker;
     m_portraits->moveToThread(&m_portraitThread);
     connect(&m_portraitThread, &QThread::finished, m_portraits, &QObject::deleteLater);
@@ -111,6 +142,7 @@ EngineThread::EngineThread(QObject* parent) : QObject(parent) {
 EngineThread::~EngineThread() {
     cancel();
     cancelAssembly();
+    cancelVitals();
     for (QThread* thread : {&m_thread, &m_portraitThread}) {
         thread->quit();
         thread->wait();
@@ -152,6 +184,25 @@ quint64 EngineThread::assemble(std::shared_ptr<const AssemblyJob> job) {
         [worker = m_worker, generation, job = std::move(job)] { worker->assemble(generation, job); },
         Qt::QueuedConnection);
     return generation;
+}
+
+quint64 EngineThread::vitals(std::shared_ptr<const VitalsJob> job) {
+    const quint64 generation = m_nextGeneration++;
+    // Only the stops of jobs still queued or running (a finished job has let go of its own).
+    std::erase_if(m_vitalsStops,
+                  [](const std::shared_ptr<StopToken>& stop) { return stop.use_count() == 1; });
+    m_vitalsStops.push_back(job->stop);
+    QMetaObject::invokeMethod(
+        m_vitals, [worker = m_vitals, generation, job = std::move(job)] { worker->take(generation, job); },
+        Qt::QueuedConnection);
+    return generation;
+}
+
+void EngineThread::cancelVitals() {
+    for (const auto& stop : m_vitalsStops) {
+        stop->requestStop();
+    }
+    m_vitalsStops.clear();
 }
 
 void EngineThread::cancelAssembly() {

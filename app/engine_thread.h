@@ -4,6 +4,7 @@
 #include "graft/assembly.h"
 #include "measure/model_measure.h"
 #include "measure/tensor_portrait.h"
+#include "vitals/vitals_report.h"
 
 #include <QObject>
 #include <QString>
@@ -14,6 +15,7 @@
 Q_DECLARE_METATYPE(organ::ZResult)
 Q_DECLARE_METATYPE(std::shared_ptr<const organ::ModelMeasurement>)
 Q_DECLARE_METATYPE(std::shared_ptr<const organ::TensorPortrait>)
+Q_DECLARE_METATYPE(std::shared_ptr<const organ::VitalsReport>)
 
 namespace organ::app {
 
@@ -22,6 +24,15 @@ struct AssemblyJob {
     GraftPlan plan;
     NamedModels models;
     std::string output;
+    std::shared_ptr<StopToken> stop = std::make_shared<StopToken>();
+};
+
+// Vital signs to take: the model (a file's or a planned chimera's weights), the models to
+// compare it with, the text and prompt.
+struct VitalsJob {
+    ModelWeights model;
+    std::vector<ModelWeights> parents;
+    VitalsRequest request;
     std::shared_ptr<StopToken> stop = std::make_shared<StopToken>();
 };
 
@@ -57,6 +68,20 @@ private:
     const std::atomic<quint64>* m_cancelBelow;
 };
 
+// Lives on the engine thread beside MeasureAndAssembleWorker (jobs run in the order asked):
+// vital signs, a forward pass of the model and its parents.
+class VitalsWorker : public QObject {
+    Q_OBJECT
+public:
+    void take(quint64 generation, std::shared_ptr<const organ::app::VitalsJob> job);
+
+signals:
+    void progress(quint64 generation, quint64 done, quint64 total, QString stage);
+    void ready(quint64 generation, std::shared_ptr<const organ::VitalsReport> report);
+    void failed(quint64 generation, QString message);
+    void cancelled(quint64 generation);
+};
+
 // Lives on its own thread: the inspector's histogram and matrix image of one tensor, never
 // queued behind a whole-model measurement.
 class PortraitWorker : public QObject {
@@ -86,16 +111,22 @@ public:
     // Queues a chimera's assembly; cancelAssembly() stops it (no file is left).
     quint64 assemble(std::shared_ptr<const AssemblyJob> job);
     void cancelAssembly();
+    // Queues vital signs; cancelVitals() stops every vital-signs job asked for so far.
+    quint64 vitals(std::shared_ptr<const VitalsJob> job);
+    void cancelVitals();
 
     // The objects whose signals carry the results (they live on the background threads).
     MeasureAndAssembleWorker* worker() const { return m_worker; }
     PortraitWorker* portraits() const { return m_portraits; }
+    VitalsWorker* vitalsWorker() const { return m_vitals; }
 
 private:
     QThread m_thread;
     QThread m_portraitThread;
     MeasureAndAssembleWorker* m_worker = nullptr;
     PortraitWorker* m_portraits = nullptr;
+    VitalsWorker* m_vitals = nullptr;
+    std::vector<std::shared_ptr<StopToken>> m_vitalsStops;
     std::atomic<quint64> m_cancelBelow{0};
     quint64 m_nextGeneration = 1;
     int m_running = 0;

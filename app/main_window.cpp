@@ -11,6 +11,7 @@
 #include "report_export.h"
 #include "surgery_controller.h"
 #include "theta_comparison.h"
+#include "vitals_controller.h"
 
 #include <QAction>
 #include <QApplication>
@@ -68,6 +69,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             }
         });
     }
+    m_vitals = new VitalsController(this, m_recipient, m_donor, m_engine, m_surgery);
     buildMenus();
     m_jobStatus = new widgets::JobStatus(this);
     connect(m_jobStatus, &widgets::JobStatus::cancelRequested, m_engine, &EngineThread::cancel);
@@ -125,7 +127,8 @@ void MainWindow::buildMenus() {
                                               {tr("&Heatmap"), Page::Heatmap},
                                               {tr("Δθ against the &donor"), Page::Delta},
                                               {tr("&Inspector"), Page::Inspector},
-                                              {tr("&Metadata"), Page::Metadata}};
+                                              {tr("&Metadata"), Page::Metadata},
+                                              {tr("&Vital signs"), Page::Vitals}};
     for (int k = 0; k < int(std::size(pages)); ++k) {
         const Page page = pages[k].second;
         view->addAction(pages[k].first, this,
@@ -158,6 +161,7 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
             // Tabs carry the file's name: two specimens share their general.name.
             target->addView(view, QFileInfo(path).completeBaseName(), path);
             m_jobs.insert(m_engine->measure(view->snapshotPointer()), view);
+            m_vitals->attach(view);
             connect(view, &widgets::ModelView::dropRefused, this, [this](const QString& reason) {
                 statusBar()->showMessage(tr("Not grafted: %1").arg(reason), 10000);
             });
@@ -173,10 +177,6 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
     }
     updateTitle();
     return opened;
-}
-
-widgets::ModelView* MainWindow::currentView() const {
-    return m_recipient->currentView();
 }
 
 void MainWindow::swapPanes() {

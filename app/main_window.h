@@ -20,6 +20,7 @@ namespace organ::app {
 
 class EngineThread;
 class SurgeryController;
+class VitalsController;
 
 // The workbench window: wiring only. Each open model is a tab holding a ModelView.
 class MainWindow : public QMainWindow {
@@ -36,7 +37,9 @@ public:
     int openFiles(const QStringList& paths, Side side = Side::Recipient);
     QTabWidget* documents() const { return m_recipient->tabs(); } // the recipient's tabs
     widgets::ModelPane* pane(Side side) const { return side == Side::Recipient ? m_recipient : m_donor; }
-    widgets::ModelView* currentView() const; // the recipient's current model
+    widgets::ModelView* currentView() const {
+        return m_recipient->currentView();
+    } // the recipient's current model
     QStringList recentFiles() const;
     EngineThread* engine() const { return m_engine; }
 
@@ -46,6 +49,7 @@ public:
 
     // Surgery: the graft plan, its dock, plans on disk and the chimera's assembly.
     SurgeryController* surgery() const { return m_surgery; }
+    VitalsController* vitals() const { return m_vitals; }
 
 public slots:
     void openDialog(Side side = Side::Recipient);
@@ -87,6 +91,7 @@ private:
     QMap<quint64, QPointer<widgets::ModelView>> m_portraits; // portrait generation → its view
     widgets::JobStatus* m_jobStatus = nullptr;
     SurgeryController* m_surgery = nullptr;
+    VitalsController* m_vitals = nullptr;
 };
 
 } // namespace organ::app

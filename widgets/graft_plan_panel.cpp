@@ -60,8 +60,12 @@ GraftPlanPanel::GraftPlanPanel(model::GraftDocument* document, QWidget* parent)
     auto* open =
         button(this, tr("Open plan…"), tr("Open a graft plan (JSON, as organ assemble --plan runs)"));
     m_save = button(this, tr("Save plan…"), tr("Save the plan as JSON for organ assemble --plan"));
+    m_check =
+        button(this, tr("Check chimera"),
+               tr("Run the planned chimera without writing it: perplexity, divergence from the recipient and "
+                  "donors, a sample of its text"));
     m_assemble = button(this, tr("Assemble chimera…"), tr("Write the chimera on the engine thread"));
-    for (QToolButton* b : {undo, redo, m_up, m_down, m_remove, m_clear, open, m_save, m_assemble}) {
+    for (QToolButton* b : {undo, redo, m_up, m_down, m_remove, m_clear, open, m_save, m_check, m_assemble}) {
         bar->addWidget(b);
         b->setObjectName(QStringLiteral("plan-") + b->text().remove(u'…').remove(u' ').toLower());
     }
@@ -70,8 +74,15 @@ GraftPlanPanel::GraftPlanPanel(model::GraftDocument* document, QWidget* parent)
     m_summary->setObjectName(QStringLiteral("planSummary"));
     m_summary->setTextFormat(Qt::RichText);
     m_summary->setWordWrap(true);
+    m_vitals = new QLabel(this);
+    m_vitals->setObjectName(QStringLiteral("chimeraVitals"));
+    m_vitals->setTextFormat(Qt::RichText);
+    m_vitals->setWordWrap(true);
+    m_vitals->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_vitals->hide();
     layout->addLayout(bar);
     layout->addWidget(m_summary);
+    layout->addWidget(m_vitals);
 
     auto* split = new QSplitter(Qt::Horizontal, this);
     m_model = new model::GraftPlanModel(document, this);
@@ -113,12 +124,15 @@ GraftPlanPanel::GraftPlanPanel(model::GraftDocument* document, QWidget* parent)
     connect(open, &QToolButton::clicked, this, &GraftPlanPanel::openPlanRequested);
     connect(m_save, &QToolButton::clicked, this, &GraftPlanPanel::savePlanRequested);
     connect(m_assemble, &QToolButton::clicked, this, &GraftPlanPanel::assembleRequested);
+    connect(m_check, &QToolButton::clicked, this, &GraftPlanPanel::checkRequested);
     connect(m_findings, &QListWidget::currentItemChanged, this, [this](QListWidgetItem* item) {
         if (item != nullptr) {
             emit tensorsRequested(item->data(Qt::UserRole).toStringList());
         }
     });
     connect(m_document, &model::GraftDocument::changed, this, &GraftPlanPanel::refresh);
+    // The undo index moves after an edit has changed the plan: a check of the old plan goes then.
+    connect(m_document->undoStack(), &QUndoStack::indexChanged, this, &GraftPlanPanel::refresh);
     connect(m_operations->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             &GraftPlanPanel::refresh);
     refresh();
@@ -139,6 +153,10 @@ void GraftPlanPanel::refresh() {
     m_save->setEnabled(rows > 0);
     const auto& report = m_document->report();
     m_assemble->setEnabled(rows > 0 && m_document->unavailable().isEmpty() && !report.hasErrors());
+    m_check->setEnabled(m_assemble->isEnabled() && !m_checking);
+    if (m_shownVitalsFor != m_document->undoStack()->index()) {
+        m_vitals->hide(); // the plan changed since: its vital signs are not this plan's
+    }
 
     m_findings->clear();
     for (const Finding& f : report.findings) {
@@ -186,6 +204,23 @@ void GraftPlanPanel::refresh() {
         }
     }
     m_summary->setText(text);
+}
+
+void GraftPlanPanel::setChecking(const QString& text) {
+    m_checking = !text.isEmpty();
+    m_check->setEnabled(!m_checking && m_assemble->isEnabled());
+    if (m_checking) {
+        m_vitals->setText(text);
+        m_vitals->show();
+    }
+}
+
+void GraftPlanPanel::setChimeraVitals(const QString& html) {
+    m_checking = false;
+    m_shownVitalsFor = m_document->undoStack()->index();
+    m_vitals->setText(html);
+    m_vitals->show();
+    refresh();
 }
 
 } // namespace organ::widgets

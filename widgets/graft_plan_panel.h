@@ -24,11 +24,16 @@ public:
     QTableView* operationsView() const { return m_operations; }
     QListWidget* findingsView() const { return m_findings; }
     QLabel* summaryLabel() const { return m_summary; }
+    QLabel* vitalsLabel() const { return m_vitals; }
+    // Check chimera: a run is under way (`text` says what; empty: none), or its result.
+    void setChecking(const QString& text);
+    void setChimeraVitals(const QString& html);
 
 signals:
     void openPlanRequested();
     void savePlanRequested();
     void assembleRequested();
+    void checkRequested();
     // A finding was chosen: select these chimera tensors in the recipient.
     void tensorsRequested(const QStringList& names);
 
@@ -47,6 +52,10 @@ private:
     QToolButton* m_clear = nullptr;
     QToolButton* m_save = nullptr;
     QToolButton* m_assemble = nullptr;
+    QToolButton* m_check = nullptr;
+    QLabel* m_vitals = nullptr;
+    bool m_checking = false;
+    int m_shownVitalsFor = -1; // the undo index of the plan the shown vital signs are of
 };
 
 } // namespace organ::widgets

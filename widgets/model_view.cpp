@@ -1,4 +1,5 @@
 #include "model_view.h"
+#include "vitals_page.h"
 
 #include "anatomy/model_summary.h"
 #include "anatomy_filter_proxy.h"
@@ -61,6 +62,8 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* par
     m_inspector = new TensorInspector(model::modelDisplayName(*m_snapshot->model), this);
     m_tabs->addTab(m_inspector, tr("&Inspector"));
     m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
+    m_vitals = new VitalsPage(model::modelDisplayName(*m_snapshot->model), this);
+    m_tabs->addTab(m_vitals, tr("&Vital signs"));
     // A cell clicked opens its tensor in the inspector (even one the tree's filter hides) and
     // selects its row; a double click (on a cell or a tensor's row) shows the inspector.
     connect(m_heatmap, &ThetaHeatmap::tensorClicked, this, [this](int tensor) {
@@ -252,6 +255,7 @@ void ModelView::addLayerActions(QMenu& menu, const QModelIndex& index) {
 void ModelView::setSurgery(model::GraftDocument* document, bool recipient) {
     m_document = document;
     m_isRecipient = recipient;
+    m_vitals->setCanPlanRemoval(recipient);
     m_tree->setDragEnabled(!recipient);
     m_tree->setAcceptDrops(recipient);
     m_tree->viewport()->setAcceptDrops(recipient);
@@ -449,7 +453,7 @@ void ModelView::setMeasurement(std::shared_ptr<const ModelMeasurement> measureme
 }
 
 void ModelView::showPage(Page page) {
-    QWidget* const pages[] = {m_anatomyTab, m_heatmapTab, m_comparisonTab, m_inspector, m_metadata};
+    QWidget* const pages[] = {m_anatomyTab, m_heatmapTab, m_comparisonTab, m_inspector, m_metadata, m_vitals};
     QWidget* const widget = pages[static_cast<int>(page)];
     if (m_tabs->isTabEnabled(m_tabs->indexOf(widget))) {
         m_tabs->setCurrentWidget(widget);

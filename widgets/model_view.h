@@ -29,6 +29,7 @@ namespace organ::widgets {
 class SystemThetaCharts;
 class TensorInspector;
 class ThetaHeatmap;
+class VitalsPage;
 
 // One open model: a header with its vital facts, then tabs for its anatomy tree
 // (filterable, sortable, groupable by system or by layer) and its metadata.
@@ -47,6 +48,7 @@ public:
     ThetaHeatmap* heatmap() const { return m_heatmap; }
     SystemThetaCharts* systemCharts() const { return m_systemCharts; }
     TensorInspector* inspector() const { return m_inspector; }
+    VitalsPage* vitalsPage() const { return m_vitals; }
     void setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait);
     // Δθ against a donor: per tensor of this model, θ(donor) − θ(this), nullopt without a
     // measured counterpart. Shown in the "Δθ" tab, which is enabled only while there is a
@@ -72,7 +74,7 @@ signals:
     void dropRefused(const QString& reason);
 
 public:
-    enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata };
+    enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Vitals };
     QTabWidget* tabs() const { return m_tabs; }
     void showPage(Page page); // nothing when the page is disabled (Δθ without a comparison)
     // Shows the anatomy tab and puts the keyboard focus in its filter box.
@@ -115,6 +117,7 @@ private:
     ThetaHeatmap* m_heatmap = nullptr;
     SystemThetaCharts* m_systemCharts = nullptr;
     TensorInspector* m_inspector = nullptr;
+    VitalsPage* m_vitals = nullptr;
     ThetaHeatmap* m_comparison = nullptr;
     QLabel* m_previewLabel = nullptr;
     model::GraftDocument* m_document = nullptr;

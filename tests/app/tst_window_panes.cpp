@@ -20,6 +20,7 @@
 #include "tensor_drag.h"
 #include "tensor_inspector.h"
 #include "theta_heatmap.h"
+#include "vitals_page.h"
 #include "window_test_support.h"
 #include "worker_wait.h"
 #include <QApplication>
@@ -189,6 +190,9 @@ private slots:
         QTest::keyClick(&window, Qt::Key_5, Qt::ControlModifier);
         QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->metadataView()));
         QCOMPARE(recipient->tabs()->currentIndex(), 0);
+        QTest::keyClick(&window, Qt::Key_6, Qt::ControlModifier);
+        QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->vitalsPage()));
+        QTest::keyClick(&window, Qt::Key_5, Qt::ControlModifier);
         QTest::keyClick(&window, Qt::Key_4, Qt::ControlModifier);
         QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->inspector()));
         // Ctrl+3, Δθ: on the recipient; before both are measured it says why it cannot show.
@@ -377,7 +381,8 @@ private slots:
               "Comparing two models: Δθ", "Grafting: making a chimera", "Keys"}) {
             QVERIFY2(text.contains(QString::fromUtf8(heading)), heading);
         }
-        QVERIFY(text.contains(QStringLiteral("Ctrl+1 … Ctrl+5")));
+        QVERIFY(text.contains(QStringLiteral("Ctrl+1 … Ctrl+6")));
+        QVERIFY(text.contains(QStringLiteral("Vital signs: does it live?")));
         QString withoutLlama = text;
         withoutLlama.remove(QStringLiteral("llama.cpp"));
         static const QRegularExpression sourceFile(

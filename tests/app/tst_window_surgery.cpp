@@ -21,10 +21,12 @@
 #include "tensor_drag.h"
 #include "tensor_inspector.h"
 #include "theta_heatmap.h"
+#include "vitals_page.h"
 #include "window_test_support.h"
 #include "worker_wait.h"
 #include <QApplication>
 #include <QCheckBox>
+#include <QDir>
 #include <QDragEnterEvent>
 #include <QLineEdit>
 #include <QListWidget>
@@ -37,6 +39,7 @@
 #include <QSemaphore>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -118,6 +121,69 @@ private slots:
         m_window.reset();
         m_recipient = m_donor = nullptr;
         m_plan = nullptr;
+    }
+
+    // Vital signs in the window: the recipient's page against the open donor (same
+    // vocabulary), "Suggest layers to remove" plans the cheapest layer, Check chimera runs
+    // the plan's chimera without writing it; the plan changing hides a stale check.
+    void vitalSigns() {
+        app::MainWindow& window = *m_window;
+        widgets::VitalsPage* page = m_recipient->vitalsPage();
+        m_recipient->showPage(widgets::ModelView::Page::Vitals);
+        QCOMPARE(m_recipient->tabs()->currentWidget(), static_cast<QWidget*>(page));
+        QVERIFY(!page->chart()->isVisible());
+        QVERIFY(!page->suggestButton()->isEnabled());
+        QSignalSpy ready(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        QTest::mouseClick(page->takeButton(), Qt::LeftButton);
+        QVERIFY(!page->takeButton()->isEnabled());
+        QVERIFY(waitForWorker(ready, 1, 30000));
+        QVERIFY(page->takeButton()->isEnabled());
+        const VitalsReport* report = page->report();
+        QVERIFY(report != nullptr);
+        QVERIFY(report->perplexity.perplexity > 1000); // the damaged model
+        QCOMPARE(report->parents.size(), std::size_t(1));
+        QVERIFY(report->parents.front().divergence.meanKl > 1);
+        QVERIFY(page->chart()->isVisible());
+        QCOMPARE(page->chart()->plottable(0)->interface1D()->dataCount(), 5);
+        QVERIFY2(page->summaryText().contains(QStringLiteral("stories260K-f32.gguf")),
+                 qPrintable(page->summaryText()));
+        settle(&window);
+        saveScreenshot(&window, QStringLiteral("vitals-page.png"));
+
+        // Suggest: the cheapest block of 2 layers becomes two remove_layer operations.
+        page->blockSize()->setValue(2);
+        QVERIFY(page->suggestButton()->isEnabled());
+        const auto cheapest = report->importance.cheapest[1];
+        QTest::mouseClick(page->suggestButton(), Qt::LeftButton);
+        QCOMPARE(m_plan->plan().operations.size(), std::size_t(2));
+        // From the last, so that each keeps the number the user saw.
+        QCOMPARE(m_plan->plan().operations[0].kind, GraftOperation::Kind::RemoveLayer);
+        QCOMPARE(m_plan->plan().operations[0].toLayer, cheapest.first + 1);
+        QCOMPARE(m_plan->plan().operations[1].toLayer, cheapest.first);
+        QCOMPARE(m_plan->report().layout.blocks, 3u);
+
+        // Check chimera: the planned chimera against the recipient and the (unused) donor.
+        widgets::GraftPlanPanel* panel = window.surgery()->panel();
+        auto* check = panel->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"));
+        QVERIFY(check != nullptr && check->isEnabled());
+        QSignalSpy checked(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        check->click();
+        QVERIFY(waitForWorker(checked, 1, 30000));
+        const QString text = panel->vitalsLabel()->text();
+        QVERIFY2(text.contains(QStringLiteral("Chimera (planned):</b> perplexity ")) &&
+                     text.contains(QStringLiteral("→")) &&
+                     text.contains(QStringLiteral("KL to <b>stories260K-damaged-f32.gguf</b>")),
+                 qPrintable(text));
+        QVERIFY(panel->vitalsLabel()->isVisible());
+        settle(&window);
+        saveScreenshot(&window, QStringLiteral("vitals-check-chimera.png"));
+        // Nothing was written beside the recipient.
+        QVERIFY(QDir(QFileInfo(m_damagedPath).absolutePath())
+                    .entryList({QStringLiteral("*chimera*")}, QDir::Files)
+                    .isEmpty());
+        // An edit makes the shown check stale: it goes.
+        m_plan->undoStack()->undo();
+        QVERIFY(!panel->vitalsLabel()->isVisible());
     }
 
     // The recipient's views take drops, the donor's drag; swapping the panes swaps the roles.

@@ -1,0 +1,211 @@
+#include "vitals_page.h"
+
+#include "chart_export.h"
+#include "chart_style.h"
+#include "display_names.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+namespace organ::widgets {
+namespace {
+
+QString number(double v, int decimals) {
+    return std::isfinite(v) ? QString::number(v, 'f', decimals) : QStringLiteral("—");
+}
+
+} // namespace
+
+VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent), m_model(model) {
+    setObjectName(QStringLiteral("vitalsPage"));
+    auto* layout = new QVBoxLayout(this);
+    auto* top = new QHBoxLayout;
+    m_take = new QPushButton(tr("Take vital signs"), this);
+    m_take->setObjectName(QStringLiteral("takeVitals"));
+    m_take->setToolTip(
+        tr("Run the model on a text (on the engine thread): perplexity, divergence from the other "
+           "open models, layer importance and a sample of its text"));
+    connect(m_take, &QPushButton::clicked, this, &VitalsPage::takeRequested);
+    m_status = new QLabel(tr("Not taken yet."), this);
+    m_status->setObjectName(QStringLiteral("vitalsStatus"));
+    m_status->setWordWrap(true);
+    top->addWidget(m_take);
+    top->addWidget(m_status, 1);
+    layout->addLayout(top);
+    m_summary = new QLabel(this);
+    m_summary->setObjectName(QStringLiteral("vitalsSummary"));
+    m_summary->setWordWrap(true);
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_summary);
+
+    m_chart = new QCustomPlot(this);
+    m_chart->setObjectName(QStringLiteral("layerImportanceChart"));
+    m_chart->setMinimumHeight(220);
+    m_chart->plotLayout()->insertRow(0);
+    m_chart->plotLayout()->addElement(
+        0, 0, new QCPTextElement(m_chart, tr("Layer importance"), QFont(font().family(), 10, QFont::Bold)));
+    m_chart->xAxis->setLabel(tr("layer"));
+    m_chart->yAxis->setLabel(tr("change of the hidden state"));
+    auto* angular = new QCPBars(m_chart->xAxis, m_chart->yAxis);
+    angular->setName(tr("angular distance"));
+    angular->setWidth(0.6);
+    angular->setBrush(QColor(0x3b, 0x6e, 0xb4));
+    angular->setPen(Qt::NoPen);
+    auto* influence = m_chart->addGraph();
+    influence->setName(tr("block influence"));
+    influence->setPen(QPen(QColor(0xe0, 0x7b, 0x1a), 2));
+    influence->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
+    m_chart->legend->setVisible(true);
+    m_chart->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+    ticker->setTickStep(1.0);
+    m_chart->xAxis->setTicker(ticker);
+    installExportMenu(m_chart, this, [this] {
+        return ChartLabel{m_model + QStringLiteral("-layer-importance"),
+                          tr("%1 — layer importance (angular distance, block influence)").arg(m_model)};
+    });
+    followPalette(m_chart);
+    layout->addWidget(m_chart, 1);
+    m_chart->hide(); // until there is something to draw
+    m_empty =
+        new QLabel(tr("<h3>Does it live?</h3><p><b>Take vital signs</b> runs the model on a short text "
+                      "(on the CPU, in the background): its perplexity, its divergence from the other open "
+                      "models that share its vocabulary, a sample of its text, and how much each layer "
+                      "changes the hidden state — the layers that change it least are the ones a "
+                      "pruning would remove first.</p>"),
+                   this);
+    m_empty->setWordWrap(true);
+    m_empty->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    layout->addWidget(m_empty, 1);
+
+    auto* suggest = new QHBoxLayout;
+    m_blockSize = new QSpinBox(this);
+    m_blockSize->setObjectName(QStringLiteral("removalBlockSize"));
+    m_blockSize->setRange(1, 1);
+    m_blockSize->setSuffix(tr(" layer(s)"));
+    m_suggest = new QPushButton(tr("Suggest layers to remove"), this);
+    m_suggest->setObjectName(QStringLiteral("suggestRemoval"));
+    m_suggest->setToolTip(tr("Plans the removal of the consecutive layers whose input and output are closest "
+                             "(Gromov et al.); Check chimera then shows what it costs"));
+    m_suggestion = new QLabel(this);
+    suggest->addWidget(m_blockSize);
+    suggest->addWidget(m_suggest);
+    suggest->addWidget(m_suggestion, 1);
+    layout->addLayout(suggest);
+    connect(m_blockSize, &QSpinBox::valueChanged, this, &VitalsPage::updateSuggestion);
+    connect(m_suggest, &QPushButton::clicked, this, [this] {
+        const std::size_t n = std::size_t(m_blockSize->value());
+        if (m_report && n >= 1 && n <= m_report->importance.cheapest.size()) {
+            emit removeLayersRequested(m_report->importance.cheapest[n - 1].first, std::uint32_t(n));
+        }
+    });
+    updateSuggestion();
+}
+
+void VitalsPage::setRunning(const QString& text) {
+    m_take->setEnabled(false);
+    m_status->setText(text);
+}
+
+void VitalsPage::setProgress(const QString& text) {
+    m_status->setText(text);
+}
+
+void VitalsPage::setFailed(const QString& message) {
+    m_take->setEnabled(true);
+    m_status->setText(message);
+}
+
+void VitalsPage::setCanPlanRemoval(bool on) {
+    m_canPlanRemoval = on;
+    updateSuggestion();
+}
+
+void VitalsPage::setReport(std::shared_ptr<const VitalsReport> report) {
+    m_report = std::move(report);
+    m_take->setEnabled(true);
+    const VitalsReport& r = *m_report;
+    m_status->setText(tr("Taken on %1 tokens.").arg(r.tokens.size()));
+    m_summary->setText(summaryText());
+    const int layers = int(r.importance.angular.size());
+    QVector<double> x(layers);
+    QVector<double> angular(layers);
+    QVector<double> influence(layers);
+    for (int l = 0; l < layers; ++l) {
+        x[l] = l;
+        angular[l] = r.importance.angular[std::size_t(l)];
+        influence[l] = r.importance.blockInfluence[std::size_t(l)];
+    }
+    qobject_cast<QCPBars*>(m_chart->plottable(0))->setData(x, angular);
+    m_chart->graph(0)->setData(x, influence);
+    m_chart->xAxis->setRange(-0.6, layers - 0.4);
+    double top = 0.05;
+    for (int l = 0; l < layers; ++l) {
+        top = std::max({top, angular[l], influence[l]});
+    }
+    m_chart->yAxis->setRange(0, top * 1.45); // room for the legend above the data
+    m_empty->hide();
+    m_chart->show();
+    m_chart->replot();
+    m_blockSize->setRange(1, std::max(1, int(r.importance.cheapest.size())));
+    updateSuggestion();
+}
+
+QString VitalsPage::summaryText() const {
+    if (!m_report) {
+        return {};
+    }
+    const VitalsReport& r = *m_report;
+    QString html = tr("<b>Perplexity %1</b> &nbsp;(mean NLL %2 nats)")
+                       .arg(number(r.perplexity.perplexity, 3), number(r.perplexity.meanNll, 4));
+    if (r.parents.empty()) {
+        html += tr("<br>No other open model shares its vocabulary: no divergence to show.");
+    } else {
+        html +=
+            QStringLiteral("<table cellspacing=\"8\"><tr><th align=\"left\">%1</th><th>%2</th><th>%3</th>"
+                           "<th>%4</th><th>%5</th></tr>")
+                .arg(tr("against"), tr("its perplexity"), tr("KL mean"), tr("KL p99"), tr("top-1 agrees"));
+        for (const auto& p : r.parents) {
+            html += QStringLiteral("<tr><td>%1</td><td align=\"right\">%2</td><td align=\"right\">%3</td>"
+                                   "<td align=\"right\">%4</td><td align=\"right\">%5 %</td></tr>")
+                        .arg(model::displayText(p.label).toHtmlEscaped(), number(p.perplexity.perplexity, 3),
+                             number(p.divergence.meanKl, 4), number(p.divergence.p99Kl, 4),
+                             number(100 * p.divergence.topAgreement, 1));
+        }
+        html += QStringLiteral("</table>");
+    }
+    if (!r.continuation.empty()) {
+        html += tr("<br><i>%1</i>▸%2")
+                    .arg(model::displayText(r.prompt).toHtmlEscaped(),
+                         model::displayText(r.continuation).toHtmlEscaped());
+    }
+    return html;
+}
+
+void VitalsPage::updateSuggestion() {
+    const std::size_t n = std::size_t(m_blockSize->value());
+    const bool known = m_report && n >= 1 && n <= m_report->importance.cheapest.size();
+    m_suggest->setEnabled(known && m_canPlanRemoval);
+    m_blockSize->setEnabled(known);
+    if (!known) {
+        m_suggestion->setText(m_report ? tr("The model has too few layers to remove any.")
+                                       : tr("Take the vital signs first."));
+        return;
+    }
+    const auto& b = m_report->importance.cheapest[n - 1];
+    m_suggestion->setText(
+        n == 1 ? tr("least needed: layer %1 (distance %2)").arg(b.first).arg(b.distance, 0, 'f', 3)
+               : tr("least needed: layers %1–%2 (distance %3)")
+                     .arg(b.first)
+                     .arg(b.first + n - 1)
+                     .arg(b.distance, 0, 'f', 3));
+    if (!m_canPlanRemoval) {
+        m_suggestion->setText(m_suggestion->text() + tr(" — plans are made on the recipient"));
+    }
+}
+
+} // namespace organ::widgets

@@ -1,0 +1,60 @@
+#pragma once
+
+#include "vitals/vitals_report.h"
+
+#include <QWidget>
+#include <memory>
+
+class QCustomPlot;
+class QLabel;
+class QPushButton;
+class QSpinBox;
+
+namespace organ::widgets {
+
+// A model's vital signs (organ vitals, in the window): a button that takes them on the engine
+// thread, then perplexity, KL divergence and top-1 agreement against the other open models
+// with its vocabulary, a greedy continuation, and layer importance as a chart (angular
+// distance and block influence per layer). On the recipient, "Suggest layers to remove"
+// plans the removal of the n consecutive layers the distance says matter least.
+class VitalsPage : public QWidget {
+    Q_OBJECT
+public:
+    VitalsPage(const QString& model, QWidget* parent = nullptr);
+
+    void setRunning(const QString& text); // a job runs: the button waits, the text says what
+    void setProgress(const QString& text);
+    void setFailed(const QString& message);
+    void setReport(std::shared_ptr<const VitalsReport> report);
+    const VitalsReport* report() const { return m_report.get(); }
+    // Layer removal is offered on the recipient only.
+    void setCanPlanRemoval(bool on);
+
+    QPushButton* takeButton() const { return m_take; }
+    QPushButton* suggestButton() const { return m_suggest; }
+    QSpinBox* blockSize() const { return m_blockSize; }
+    QCustomPlot* chart() const { return m_chart; }
+    QString summaryText() const;
+
+signals:
+    void takeRequested();
+    // Remove `count` layers from `first`: the cheapest block of that size.
+    void removeLayersRequested(std::uint32_t first, std::uint32_t count);
+
+private:
+    void updateSuggestion();
+
+    QString m_model;
+    std::shared_ptr<const VitalsReport> m_report;
+    QPushButton* m_take = nullptr;
+    QLabel* m_status = nullptr;
+    QLabel* m_summary = nullptr;
+    QCustomPlot* m_chart = nullptr;
+    QSpinBox* m_blockSize = nullptr;
+    QPushButton* m_suggest = nullptr;
+    QLabel* m_suggestion = nullptr;
+    QLabel* m_empty = nullptr;
+    bool m_canPlanRemoval = false;
+};
+
+} // namespace organ::widgets
