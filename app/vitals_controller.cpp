@@ -44,6 +44,7 @@ VitalsController::VitalsController(QMainWindow* window, widgets::ModelPane* reci
 void VitalsController::attach(widgets::ModelView* view) {
     widgets::VitalsPage* page = view->vitalsPage();
     connect(page, &widgets::VitalsPage::takeRequested, this, [this, view] { takeVitals(view); });
+    connect(page, &widgets::VitalsPage::cancelRequested, m_engine, &EngineThread::cancelVitals);
     connect(page, &widgets::VitalsPage::removeLayersRequested, this,
             [this, view](std::uint32_t first, std::uint32_t count) {
                 const QString path = QString::fromStdString(view->snapshot().model->path());

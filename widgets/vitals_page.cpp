@@ -29,7 +29,13 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     m_take->setToolTip(
         tr("Run the model on a text (on the engine thread): perplexity, divergence from the other "
            "open models, layer importance and a sample of its text"));
-    connect(m_take, &QPushButton::clicked, this, &VitalsPage::takeRequested);
+    connect(m_take, &QPushButton::clicked, this, [this] {
+        if (m_running) {
+            emit cancelRequested();
+        } else {
+            emit takeRequested();
+        }
+    });
     m_status = new QLabel(tr("Not taken yet."), this);
     m_status->setObjectName(QStringLiteral("vitalsStatus"));
     m_status->setWordWrap(true);
@@ -107,8 +113,14 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
 }
 
 void VitalsPage::setRunning(const QString& text) {
-    m_take->setEnabled(false);
+    m_running = true;
+    m_take->setText(tr("Cancel"));
     m_status->setText(text);
+}
+
+void VitalsPage::setIdle() {
+    m_running = false;
+    m_take->setText(tr("Take vital signs"));
 }
 
 void VitalsPage::setProgress(const QString& text) {
@@ -116,7 +128,7 @@ void VitalsPage::setProgress(const QString& text) {
 }
 
 void VitalsPage::setFailed(const QString& message) {
-    m_take->setEnabled(true);
+    setIdle();
     m_status->setText(message);
 }
 
@@ -127,7 +139,7 @@ void VitalsPage::setCanPlanRemoval(bool on) {
 
 void VitalsPage::setReport(std::shared_ptr<const VitalsReport> report) {
     m_report = std::move(report);
-    m_take->setEnabled(true);
+    setIdle();
     const VitalsReport& r = *m_report;
     m_status->setText(tr("Taken on %1 tokens.").arg(r.tokens.size()));
     m_summary->setText(summaryText());

@@ -22,7 +22,9 @@ class VitalsPage : public QWidget {
 public:
     VitalsPage(const QString& model, QWidget* parent = nullptr);
 
-    void setRunning(const QString& text); // a job runs: the button waits, the text says what
+    // A job runs: the button cancels it, the text says what runs.
+    void setRunning(const QString& text);
+    bool isRunning() const { return m_running; }
     void setProgress(const QString& text);
     void setFailed(const QString& message);
     void setReport(std::shared_ptr<const VitalsReport> report);
@@ -38,10 +40,12 @@ public:
 
 signals:
     void takeRequested();
+    void cancelRequested();
     // Remove `count` layers from `first`: the cheapest block of that size.
     void removeLayersRequested(std::uint32_t first, std::uint32_t count);
 
 private:
+    void setIdle();
     void updateSuggestion();
 
     QString m_model;
@@ -55,6 +59,7 @@ private:
     QLabel* m_suggestion = nullptr;
     QLabel* m_empty = nullptr;
     bool m_canPlanRemoval = false;
+    bool m_running = false;
 };
 
 } // namespace organ::widgets

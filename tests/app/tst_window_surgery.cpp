@@ -133,11 +133,25 @@ private slots:
         QCOMPARE(m_recipient->tabs()->currentWidget(), static_cast<QWidget*>(page));
         QVERIFY(!page->chart()->isVisible());
         QVERIFY(!page->suggestButton()->isEnabled());
+        // Cancel: the engine thread is held busy, the run is asked for, then cancelled.
+        QSemaphore hold;
+        QMetaObject::invokeMethod(window.engine()->worker(), [&hold] { hold.acquire(); });
+        QSignalSpy cancelled(window.engine()->vitalsWorker(), &app::VitalsWorker::cancelled);
+        QTest::mouseClick(page->takeButton(), Qt::LeftButton);
+        QVERIFY(page->isRunning());
+        QCOMPARE(page->takeButton()->text(), QStringLiteral("Cancel"));
+        QTest::mouseClick(page->takeButton(), Qt::LeftButton);
+        hold.release();
+        QVERIFY(waitForWorker(cancelled, 1, 30000));
+        QVERIFY(!page->isRunning());
+        QVERIFY(page->report() == nullptr);
+        QCOMPARE(page->takeButton()->text(), QStringLiteral("Take vital signs"));
+
         QSignalSpy ready(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
-        QVERIFY(!page->takeButton()->isEnabled());
+        QVERIFY(page->isRunning());
         QVERIFY(waitForWorker(ready, 1, 30000));
-        QVERIFY(page->takeButton()->isEnabled());
+        QVERIFY(!page->isRunning());
         const VitalsReport* report = page->report();
         QVERIFY(report != nullptr);
         QVERIFY(report->perplexity.perplexity > 1000); // the damaged model
