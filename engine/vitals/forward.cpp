@@ -98,6 +98,22 @@ Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_
     return out;
 }
 
+Transformer::RowMatrix Transformer::weightRows(const std::string& name, std::uint64_t rows,
+                                               std::uint64_t columns, std::uint64_t first,
+                                               std::uint64_t count) const {
+    const ModelWeights::Tensor* t = m_weights.tensor(name);
+    if (t == nullptr) {
+        throw VitalsUnavailable(m_weights.label() + ": vital signs need tensor " + name);
+    }
+    if (t->ne[0] != columns || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1) {
+        throw FormatError(m_weights.label() + ": " + name + " is " + t->shapeText() + ", expected " +
+                          std::to_string(columns) + " × " + std::to_string(rows));
+    }
+    RowMatrix out(static_cast<Eigen::Index>(count), static_cast<Eigen::Index>(columns));
+    m_weights.dequantizeRows(name, first, count, out.data());
+    return out;
+}
+
 Eigen::VectorXf Transformer::vector(const std::string& name, std::uint64_t size) const {
     const RowMatrix m = weight(name, 1, size);
     return m.row(0).transpose();
@@ -180,16 +196,16 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     const std::uint32_t group = shape.heads / shape.kvHeads;
     const std::string& label = t.m_weights.label();
     Eigen::MatrixXf x(e, n);
-    {
-        const Transformer::RowMatrix embed = t.weight("token_embd.weight", shape.vocabulary, e);
-        for (Eigen::Index p = 0; p < n; ++p) {
-            const std::int32_t token = tokens[static_cast<std::size_t>(p)];
-            if (token < 0 || static_cast<std::uint32_t>(token) >= shape.vocabulary) {
-                throw FormatError(label + ": token " + std::to_string(token) +
-                                  " is outside the vocabulary of " + std::to_string(shape.vocabulary));
-            }
-            x.col(p) = embed.row(token).transpose();
+    // The embedding rows of these tokens only: a 128k vocabulary is never in F32 whole.
+    for (Eigen::Index p = 0; p < n; ++p) {
+        const std::int32_t token = tokens[static_cast<std::size_t>(p)];
+        if (token < 0 || static_cast<std::uint32_t>(token) >= shape.vocabulary) {
+            throw FormatError(label + ": token " + std::to_string(token) + " is outside the vocabulary of " +
+                              std::to_string(shape.vocabulary));
         }
+        x.col(p) = t.weightRows("token_embd.weight", shape.vocabulary, e, std::uint64_t(token), 1)
+                       .row(0)
+                       .transpose();
     }
     x *= shape.embeddingScale;
     if (shape.learnedPositions) {
@@ -334,7 +350,14 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     m_position += tokens.size();
     const Eigen::MatrixXf out = t.norm(x, "output_norm");
     const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";
-    Eigen::MatrixXf logits = t.weight(head, shape.vocabulary, e) * out;
+    // The output projection a slice of the vocabulary at a time.
+    constexpr std::uint64_t kSlice = 8192;
+    Eigen::MatrixXf logits(shape.vocabulary, n);
+    for (std::uint64_t first = 0; first < shape.vocabulary; first += kSlice) {
+        const std::uint64_t count = std::min<std::uint64_t>(kSlice, shape.vocabulary - first);
+        logits.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)) =
+            t.weightRows(head, shape.vocabulary, e, first, count) * out;
+    }
     if (shape.finalSoftcap > 0) {
         logits = (logits.array() / shape.finalSoftcap).tanh() * shape.finalSoftcap;
     }

@@ -63,6 +63,9 @@ private:
     using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     // A 2-D weight as (ne[1] × ne[0]) in F32; `rows`/`columns` checked against the tensor.
     RowMatrix weight(const std::string& name, std::uint64_t rows, std::uint64_t columns) const;
+    // Rows first … first + count − 1 of such a weight.
+    RowMatrix weightRows(const std::string& name, std::uint64_t rows, std::uint64_t columns,
+                         std::uint64_t first, std::uint64_t count) const;
     Eigen::VectorXf vector(const std::string& name, std::uint64_t size) const;
     Eigen::MatrixXf rmsNorm(const Eigen::MatrixXf& x, const Eigen::VectorXf& gain) const;
     // The architecture's norm with the weights `name` (and `name` with ".bias" for LayerNorm).

@@ -87,6 +87,32 @@ const ModelWeights::Tensor* ModelWeights::tensor(std::string_view name) const {
     return it == m_tensors.end() ? nullptr : &it->second.info;
 }
 
+void ModelWeights::dequantizeRows(std::string_view name, std::uint64_t first, std::uint64_t count,
+                                  float* out) const {
+    const auto it = m_tensors.find(std::string(name));
+    if (it == m_tensors.end()) {
+        throw FormatError(m_label + ": no tensor " + std::string(name));
+    }
+    const Entry& e = it->second;
+    const std::uint64_t columns = e.info.ne[0];
+    const std::uint64_t rows = columns == 0 ? 0 : e.info.elements / columns;
+    if (first > rows || count > rows - first) {
+        throw FormatError(m_label + ": rows " + std::to_string(first) + "+" + std::to_string(count) + " of " +
+                          std::string(name) + " are outside its " + std::to_string(rows));
+    }
+    const TensorTypeTraits& traits = traitsOf(e.info.type);
+    if (!e.source.generate || !e.source.bytes.empty()) {
+        dequantizeRange(e.info.type, e.source.bytes, first * columns,
+                        static_cast<std::size_t>(count * columns), out);
+        return;
+    }
+    // Rows are whole blocks (the reader and the writer check it): generate just their bytes.
+    const std::uint64_t rowBytes = columns / traits.blockSize * traits.bytesPerBlock;
+    std::vector<std::byte> scratch(static_cast<std::size_t>(count * rowBytes));
+    e.source.generate(first * rowBytes, scratch);
+    dequantizeRange(e.info.type, scratch, 0, static_cast<std::size_t>(count * columns), out);
+}
+
 void ModelWeights::dequantize(std::string_view name, float* out) const {
     const auto it = m_tensors.find(std::string(name));
     if (it == m_tensors.end()) {
