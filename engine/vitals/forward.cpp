@@ -7,12 +7,17 @@
 #include "vitals/tokenizer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <mutex>
 #include <numbers>
+#include <thread>
 
 namespace organ {
 
-Transformer::Transformer(ModelWeights weights) : m_weights(std::move(weights)) {
+Transformer::Transformer(ModelWeights weights)
+    : m_weights(std::move(weights)), m_threads(std::max(1u, std::thread::hardware_concurrency())) {
     const std::string& label = m_weights.label();
     const std::string arch = m_weights.architecture();
     if (arch != "llama" && arch != "qwen2" && arch != "phi3" && arch != "gemma2" && arch != "gpt2") {
@@ -96,6 +101,43 @@ Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_
     RowMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(columns));
     m_weights.dequantize(name, out.data());
     return out;
+}
+
+Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,
+                                      const Eigen::MatrixXf& x) const {
+    Eigen::MatrixXf y(static_cast<Eigen::Index>(rows), x.cols());
+    // Slices of at most 1024 rows (8 MiB of F32 for a 2048-wide weight), dealt to the threads.
+    constexpr std::uint64_t kSlice = 1024;
+    const std::uint64_t slices = (rows + kSlice - 1) / kSlice;
+    std::atomic<std::uint64_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failureMutex;
+    auto work = [&] {
+        try {
+            for (std::uint64_t s = next++; s < slices; s = next++) {
+                const std::uint64_t first = s * kSlice;
+                const std::uint64_t count = std::min(kSlice, rows - first);
+                y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =
+                    weightRows(name, rows, columns, first, count) * x;
+            }
+        } catch (...) {
+            std::lock_guard lock(failureMutex);
+            failure = std::current_exception();
+        }
+    };
+    const unsigned helpers = static_cast<unsigned>(std::min<std::uint64_t>(m_threads, slices)) - 1;
+    std::vector<std::thread> pool;
+    for (unsigned i = 0; i < helpers; ++i) {
+        pool.emplace_back(work);
+    }
+    work();
+    for (auto& thread : pool) {
+        thread.join();
+    }
+    if (failure) {
+        std::rethrow_exception(failure);
+    }
+    return y;
 }
 
 Transformer::RowMatrix Transformer::weightRows(const std::string& name, std::uint64_t rows,
@@ -244,15 +286,15 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         Eigen::MatrixXf k;
         Eigen::MatrixXf v;
         if (shape.fusedQkv) {
-            Eigen::MatrixXf qkv = t.weight(name("attn_qkv.weight"), qDim + 2 * kv, e) * h;
+            Eigen::MatrixXf qkv = t.multiply(name("attn_qkv.weight"), qDim + 2 * kv, e, h);
             addBias(qkv, name("attn_qkv.bias"));
             q = qkv.topRows(qDim);
             k = qkv.middleRows(qDim, kv);
             v = qkv.bottomRows(kv);
         } else {
-            q = t.weight(name("attn_q.weight"), qDim, e) * h;
-            k = t.weight(name("attn_k.weight"), kv, e) * h;
-            v = t.weight(name("attn_v.weight"), kv, e) * h;
+            q = t.multiply(name("attn_q.weight"), qDim, e, h);
+            k = t.multiply(name("attn_k.weight"), kv, e, h);
+            v = t.multiply(name("attn_v.weight"), kv, e, h);
             addBias(q, name("attn_q.bias"));
             addBias(k, name("attn_k.bias"));
             addBias(v, name("attn_v.bias"));
@@ -297,7 +339,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             }
             attended.middleRows(qRow, shape.headSize) = vh * scores;
         }
-        Eigen::MatrixXf attention = t.weight(name("attn_output.weight"), e, qDim) * attended;
+        Eigen::MatrixXf attention = t.multiply(name("attn_output.weight"), e, qDim, attended);
         addBias(attention, name("attn_output.bias"));
         if (shape.postNorms) {
             attention = t.rmsNorm(attention, t.vector(name("post_attention_norm.weight"), e));
@@ -312,17 +354,17 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         Eigen::MatrixXf gate;
         Eigen::MatrixXf upped;
         if (shape.fusedGateUp) {
-            const Eigen::MatrixXf both = t.weight(name("ffn_up.weight"), 2 * ff, e) * f;
+            const Eigen::MatrixXf both = t.multiply(name("ffn_up.weight"), 2 * ff, e, f);
             gate = both.topRows(static_cast<Eigen::Index>(ff));
             upped = both.bottomRows(static_cast<Eigen::Index>(ff));
         } else if (t.m_weights.tensor(name("ffn_gate.weight")) != nullptr) {
-            gate = t.weight(name("ffn_gate.weight"), ff, e) * f;
-            upped = t.weight(name("ffn_up.weight"), ff, e) * f;
+            gate = t.multiply(name("ffn_gate.weight"), ff, e, f);
+            upped = t.multiply(name("ffn_up.weight"), ff, e, f);
             addBias(gate, name("ffn_gate.bias"));
             addBias(upped, name("ffn_up.bias"));
         } else {
             // No gate (gpt2): the activation of the up projection itself.
-            gate = t.weight(name("ffn_up.weight"), ff, e) * f;
+            gate = t.multiply(name("ffn_up.weight"), ff, e, f);
             addBias(gate, name("ffn_up.bias"));
             upped = Eigen::MatrixXf::Ones(gate.rows(), gate.cols());
         }
@@ -335,7 +377,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         } else {
             activated = gate.array() / (1.0f + (-gate.array()).exp());
         }
-        Eigen::MatrixXf ffn = t.weight(name("ffn_down.weight"), e, ff) * activated.cwiseProduct(upped);
+        Eigen::MatrixXf ffn = t.multiply(name("ffn_down.weight"), e, ff, activated.cwiseProduct(upped));
         addBias(ffn, name("ffn_down.bias"));
         if (shape.postNorms) {
             ffn = t.rmsNorm(ffn, t.vector(name("post_ffw_norm.weight"), e));
@@ -350,14 +392,8 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     m_position += tokens.size();
     const Eigen::MatrixXf out = t.norm(x, "output_norm");
     const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";
-    // The output projection a slice of the vocabulary at a time.
-    constexpr std::uint64_t kSlice = 8192;
-    Eigen::MatrixXf logits(shape.vocabulary, n);
-    for (std::uint64_t first = 0; first < shape.vocabulary; first += kSlice) {
-        const std::uint64_t count = std::min<std::uint64_t>(kSlice, shape.vocabulary - first);
-        logits.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)) =
-            t.weightRows(head, shape.vocabulary, e, first, count) * out;
-    }
+    // The output projection a slice of the vocabulary at a time, on every thread.
+    Eigen::MatrixXf logits = t.multiply(head, shape.vocabulary, e, out);
     if (shape.finalSoftcap > 0) {
         logits = (logits.array() / shape.finalSoftcap).tanh() * shape.finalSoftcap;
     }

@@ -53,6 +53,10 @@ public:
         : Transformer(ModelWeights::ofModel(std::move(model))) {}
 
     const TransformerShape& shape() const { return m_shape; }
+    // Threads for the matrix products (each dequantizes and multiplies its own rows);
+    // default: one per core.
+    void setThreads(unsigned threads) { m_threads = threads == 0 ? 1 : threads; }
+    unsigned threads() const { return m_threads; }
 
     // The logits of every position (vocabulary × tokens, a column per position) of one
     // sequence run as one batch with a causal mask. Cancelled: an empty matrix.
@@ -63,6 +67,10 @@ private:
     using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     // A 2-D weight as (ne[1] × ne[0]) in F32; `rows`/`columns` checked against the tensor.
     RowMatrix weight(const std::string& name, std::uint64_t rows, std::uint64_t columns) const;
+    // weight(name) · x, computed by the threads over slices of the weight's rows: the weight is
+    // never in F32 whole.
+    Eigen::MatrixXf multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,
+                             const Eigen::MatrixXf& x) const;
     // Rows first … first + count − 1 of such a weight.
     RowMatrix weightRows(const std::string& name, std::uint64_t rows, std::uint64_t columns,
                          std::uint64_t first, std::uint64_t count) const;
@@ -75,6 +83,7 @@ private:
 
     ModelWeights m_weights;
     TransformerShape m_shape;
+    unsigned m_threads = 1;
 };
 
 // One sequence run piece by piece with a key/value cache: each run() sees every token run

@@ -1,7 +1,7 @@
 // Vital signs' forward pass on a model with the shape of Llama-3.2-1B (16 blocks, embedding
 // 2048, FFN 8192, vocabulary 128 256) in Q8_0: tokens per second of the perplexity pass (128
 // tokens in one batch) and of greedy generation with the key/value cache, and peak memory.
-// The pass runs on one thread so far.
+// The matrix products run on one thread per core (slices of each weight's rows).
 // Usage: bench_vitals [FOLDER] [GENERATED]   (about 1.3 GB of free disk in FOLDER; the model is
 // deleted afterwards unless ORGAN_BENCH_KEEP is set)
 #include "bench_models.h"
@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
         const Eigen::MatrixXf logits = transformer.logits(tokens);
         const double pass = seconds(start);
         const double perplexity = perplexityOf(logits, tokens).perplexity;
-        std::printf("perplexity pass: %zu tokens in %.2f s = %.1f tokens/s (perplexity %.0f), 1 thread\n",
-                    tokens.size(), pass, tokens.size() / pass, perplexity);
+        std::printf("perplexity pass: %zu tokens in %.2f s = %.1f tokens/s (perplexity %.0f), %u threads\n",
+                    tokens.size(), pass, tokens.size() / pass, perplexity, transformer.threads());
         std::printf("  peak RSS %.1f MiB (+%.1f over the open model)\n", processStatusKiB("VmHWM:") / 1024.0,
                     (processStatusKiB("VmHWM:") - base) / 1024.0);
         const std::vector<std::int32_t> prompt(tokens.begin(), tokens.begin() + 8);
@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
             next = static_cast<std::int32_t>(best);
         }
         const double generation = seconds(start);
-        std::printf("generation: %zu tokens in %.2f s = %.2f tokens/s, 1 thread\n", generated, generation,
-                    generated / generation);
+        std::printf("generation: %zu tokens in %.2f s = %.2f tokens/s, %u threads\n", generated, generation,
+                    generated / generation, transformer.threads());
         std::printf("  peak RSS %.1f MiB\n", processStatusKiB("VmHWM:") / 1024.0);
     }
     if (std::getenv("ORGAN_BENCH_KEEP") == nullptr) {

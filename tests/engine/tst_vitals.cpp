@@ -174,6 +174,22 @@ private slots:
         QCOMPARE(checked, 2);
     }
 
+    // The threads share out slices of each weight's rows: any number gives the same logits.
+    void threadsGiveTheSameLogits() {
+        // GPT-2's 50 257-token output projection is 50 slices.
+        const QString path = sharedModel(QStringLiteral("zoo/tiny-gpt2-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        Transformer one(GgufModel::open(path.toStdString()));
+        one.setThreads(1);
+        Transformer three(GgufModel::open(path.toStdString()));
+        three.setThreads(3);
+        QCOMPARE(three.threads(), 3u);
+        const std::vector<std::int32_t> tokens{7454, 2402, 257, 640, 11, 612, 373, 257};
+        const Eigen::MatrixXf a = one.logits(tokens);
+        QCOMPARE(a.rows(), Eigen::Index(50257));
+        QCOMPARE((a - three.logits(tokens)).cwiseAbs().maxCoeff(), 0.0f);
+    }
+
     void cancelLeavesTheSession() {
         const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         ORGAN_REQUIRE_SHARED(path);
