@@ -33,6 +33,10 @@ VitalsController::VitalsController(QMainWindow* window, widgets::ModelPane* reci
     : QObject(window), m_window(window), m_recipient(recipient), m_donor(donor), m_engine(engine),
       m_surgery(surgery) {
     connect(m_surgery->panel(), &widgets::GraftPlanPanel::checkRequested, this, [this] {
+        if (m_check != 0) {
+            m_engine->cancelVitals(); // the button's Cancel while a check runs
+            return;
+        }
         QString error;
         if (!checkChimera(&error)) {
             m_surgery->panel()->setChimeraVitals(error.toHtmlEscaped());

@@ -153,7 +153,7 @@ void GraftPlanPanel::refresh() {
     m_save->setEnabled(rows > 0);
     const auto& report = m_document->report();
     m_assemble->setEnabled(rows > 0 && m_document->unavailable().isEmpty() && !report.hasErrors());
-    m_check->setEnabled(m_assemble->isEnabled() && !m_checking);
+    m_check->setEnabled(m_assemble->isEnabled() || m_checking); // while checking: its Cancel
     if (m_shownVitalsFor != m_document->undoStack()->index()) {
         m_vitals->hide(); // the plan changed since: its vital signs are not this plan's
     }
@@ -208,7 +208,8 @@ void GraftPlanPanel::refresh() {
 
 void GraftPlanPanel::setChecking(const QString& text) {
     m_checking = !text.isEmpty();
-    m_check->setEnabled(!m_checking && m_assemble->isEnabled());
+    m_check->setText(m_checking ? tr("Cancel check") : tr("Check chimera"));
+    m_check->setEnabled(m_checking || m_assemble->isEnabled());
     if (m_checking) {
         m_vitals->setText(text);
         m_vitals->show();
@@ -217,6 +218,7 @@ void GraftPlanPanel::setChecking(const QString& text) {
 
 void GraftPlanPanel::setChimeraVitals(const QString& html) {
     m_checking = false;
+    m_check->setText(tr("Check chimera"));
     m_shownVitalsFor = m_document->undoStack()->index();
     m_vitals->setText(html);
     m_vitals->show();

@@ -25,7 +25,9 @@ public:
     QListWidget* findingsView() const { return m_findings; }
     QLabel* summaryLabel() const { return m_summary; }
     QLabel* vitalsLabel() const { return m_vitals; }
-    // Check chimera: a run is under way (`text` says what; empty: none), or its result.
+    bool isChecking() const { return m_checking; }
+    // Check chimera: a run is under way (`text` says what; empty: none; the button then cancels
+    // it: checkRequested again), or its result.
     void setChecking(const QString& text);
     void setChimeraVitals(const QString& html);
 

@@ -180,6 +180,19 @@ private slots:
         widgets::GraftPlanPanel* panel = window.surgery()->panel();
         auto* check = panel->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"));
         QVERIFY(check != nullptr && check->isEnabled());
+        // Its Cancel, while the engine thread is held busy.
+        QSemaphore busy;
+        QMetaObject::invokeMethod(window.engine()->worker(), [&busy] { busy.acquire(); });
+        QSignalSpy checkCancelled(window.engine()->vitalsWorker(), &app::VitalsWorker::cancelled);
+        check->click();
+        QVERIFY(panel->isChecking());
+        QCOMPARE(check->text(), QStringLiteral("Cancel check"));
+        check->click();
+        busy.release();
+        QVERIFY(waitForWorker(checkCancelled, 1, 30000));
+        QVERIFY(!panel->isChecking());
+        QCOMPARE(panel->vitalsLabel()->text(), QStringLiteral("Cancelled."));
+        QCOMPARE(check->text(), QStringLiteral("Check chimera"));
         QSignalSpy checked(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
         check->click();
         QVERIFY(waitForWorker(checked, 1, 30000));
