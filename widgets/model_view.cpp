@@ -63,7 +63,7 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* par
     m_tabs->addTab(m_inspector, tr("&Inspector"));
     m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
     m_vitals = new VitalsPage(model::modelDisplayName(*m_snapshot->model), this);
-    m_tabs->addTab(m_vitals, tr("&Vital signs"));
+    m_tabs->addTab(m_vitals, tr("Vital &signs")); // Alt+S: Alt+V opens the View menu
     // A cell clicked opens its tensor in the inspector (even one the tree's filter hides) and
     // selects its row; a double click (on a cell or a tensor's row) shows the inspector.
     connect(m_heatmap, &ThetaHeatmap::tensorClicked, this, [this](int tensor) {

@@ -192,6 +192,9 @@ private slots:
         QCOMPARE(recipient->tabs()->currentIndex(), 0);
         QTest::keyClick(&window, Qt::Key_6, Qt::ControlModifier);
         QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->vitalsPage()));
+        // Its mnemonic is S: Alt+V is the View menu's.
+        QCOMPARE(donor->tabs()->tabText(donor->tabs()->indexOf(donor->vitalsPage())),
+                 QStringLiteral("Vital &signs"));
         QTest::keyClick(&window, Qt::Key_5, Qt::ControlModifier);
         QTest::keyClick(&window, Qt::Key_4, Qt::ControlModifier);
         QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->inspector()));
