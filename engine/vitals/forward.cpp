@@ -90,17 +90,7 @@ Transformer::Transformer(ModelWeights weights)
 
 Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_t rows,
                                            std::uint64_t columns) const {
-    const ModelWeights::Tensor* t = m_weights.tensor(name);
-    if (t == nullptr) {
-        throw VitalsUnavailable(m_weights.label() + ": vital signs need tensor " + name);
-    }
-    if (t->ne[0] != columns || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1) {
-        throw FormatError(m_weights.label() + ": " + name + " is " + t->shapeText() + ", expected " +
-                          std::to_string(columns) + " × " + std::to_string(rows));
-    }
-    RowMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(columns));
-    m_weights.dequantize(name, out.data());
-    return out;
+    return weightRows(name, rows, columns, 0, rows);
 }
 
 Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,

@@ -113,21 +113,4 @@ void ModelWeights::dequantizeRows(std::string_view name, std::uint64_t first, st
     dequantizeRange(e.info.type, scratch, 0, static_cast<std::size_t>(count * columns), out);
 }
 
-void ModelWeights::dequantize(std::string_view name, float* out) const {
-    const auto it = m_tensors.find(std::string(name));
-    if (it == m_tensors.end()) {
-        throw FormatError(m_label + ": no tensor " + std::string(name));
-    }
-    const Entry& e = it->second;
-    const TensorTypeTraits& traits = traitsOf(e.info.type);
-    const std::uint64_t bytes = e.info.elements / traits.blockSize * traits.bytesPerBlock;
-    if (!e.source.bytes.empty() || !e.source.generate) {
-        dequantizeRange(e.info.type, e.source.bytes, 0, static_cast<std::size_t>(e.info.elements), out);
-        return;
-    }
-    std::vector<std::byte> scratch(static_cast<std::size_t>(bytes));
-    e.source.generate(0, scratch);
-    dequantizeRange(e.info.type, scratch, 0, static_cast<std::size_t>(e.info.elements), out);
-}
-
 } // namespace organ

@@ -36,8 +36,6 @@ public:
         std::string shapeText() const;
     };
     const Tensor* tensor(std::string_view name) const;
-    // Every element of the tensor as F32 (out holds tensor(name)->elements floats).
-    void dequantize(std::string_view name, float* out) const;
     // Rows first … first + count − 1 (a row: ne[0] elements) as F32, so that an embedding or
     // an output projection never has to be in F32 whole.
     void dequantizeRows(std::string_view name, std::uint64_t first, std::uint64_t count, float* out) const;
