@@ -1,9 +1,11 @@
 #include "vitals/vitals_report.h"
 
+#include "support/errors.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
 #include "vitals/tokenizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace organ {
@@ -18,6 +20,20 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
     report.architecture = model.architecture();
     report.tokens =
         tokenizer.encode(request.text.empty() ? defaultVitalsText() : std::string_view(request.text));
+    const auto context = model.archValue("context_length");
+    const std::size_t limit =
+        context && *context > 0 ? std::min<std::size_t>(kMaxVitalsTokens, *context) : kMaxVitalsTokens;
+    const std::vector<std::int32_t> prompt =
+        request.continuation > 0 ? tokenizer.encode(request.prompt) : std::vector<std::int32_t>();
+    if (report.tokens.size() > limit) {
+        throw FormatError(model.label() + ": the text is " + std::to_string(report.tokens.size()) +
+                          " tokens; vital signs take at most " + std::to_string(limit) + ": shorten it");
+    }
+    if (prompt.size() + request.continuation > limit) {
+        throw FormatError(model.label() + ": the prompt (" + std::to_string(prompt.size()) + " tokens) and " +
+                          std::to_string(request.continuation) + " more come to more than " +
+                          std::to_string(limit) + " tokens");
+    }
     const std::uint64_t steps = 2 + parents.size();
     std::uint64_t done = 0;
     auto step = [&](std::string_view stage) {
@@ -47,7 +63,6 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
     step("continuing the prompt");
     report.prompt = request.prompt;
     if (request.continuation > 0) {
-        const std::vector<std::int32_t> prompt = tokenizer.encode(request.prompt);
         const std::vector<std::int32_t> all =
             greedyContinuation(transformer, prompt, request.continuation, tokenizer.eos(), stop);
         report.continuation = tokenizer.decode(

@@ -15,6 +15,10 @@ namespace organ {
 // in plain English, like those the stories models were trained on).
 std::string_view defaultVitalsText();
 
+// The longest text vital signs score, and the longest prompt plus continuation: attention
+// grows with the square of the tokens (at most the model's context length, if shorter).
+inline constexpr std::size_t kMaxVitalsTokens = 4096;
+
 struct VitalsRequest {
     std::string text; // the text to score; empty: defaultVitalsText()
     std::string prompt = "Once upon a time";
@@ -39,7 +43,9 @@ struct VitalsReport {
 };
 
 // Tokenizes with the model's own vocabulary, runs the model (and each parent, which must share
-// its vocabulary) and measures. Throws VitalsUnavailable, FormatError. Cancelled: nullopt.
+// its vocabulary) and measures. A text or prompt longer than kMaxVitalsTokens (or the model's
+// context) is refused before anything runs. Throws VitalsUnavailable, FormatError. Cancelled:
+// nullopt.
 std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                                        const std::vector<const ModelWeights*>& parents,
                                        const VitalsRequest& request, const ProgressFn& progress = {},

@@ -5,7 +5,8 @@ Takes the GGUF files of a folder (../shared/models by default), makes mutated co
 (bit flips, truncation, huge counts and lengths, invalid UTF-8 and control characters in
 strings, FIFOs and links in place of files) and runs every subcommand on each: inspect (plain,
 --tensors --metadata, --json), measure (with the cache, and --json/--csv/--markdown), validate,
-graft and assemble (the mutant as base, as donor), plan check. It reports how many runs
+graft and assemble (the mutant as base, as donor), plan check, vitals (alone, with the mutant as
+parent, and on the plan). It reports how many runs
 crashed (a signal), hung (past the timeout), wrote raw control bytes to the terminal, or used
 more than the memory limit, with the peak memory of any run, and keeps the files of each
 failure in the work folder.
@@ -134,6 +135,9 @@ def main():
                 ["graft", "--base", donor, "--donor", path, "--layers", "0-1", "-o", out + ".b.gguf"],
                 ["plan", "check", plan],
                 ["assemble", "--plan", plan, "-o", out + ".c.gguf"],
+                ["vitals", path, "--tokens", "4"],
+                ["vitals", donor, "--parent", path, "--tokens", "4", "--json", out + ".vitals.json"],
+                ["vitals", "--plan", plan, "--tokens", "4"],
             ]
             for command in commands:
                 status, kib, text = run([args.organ] + command, args.timeout)
@@ -161,6 +165,9 @@ def main():
         ["graft", "--base", donor, "--donor", donor, "--layers", "0", "-o", os.path.join(args.work, "x.gguf"),
          "--save-plan", donor],
         ["measure", donor, "--json", fifo],
+        ["vitals", donor, "--text", fifo],
+        ["vitals", donor, "--text", "/dev/zero"],
+        ["vitals", donor, "--json", link],
     ]
     for command in special:
         status, kib, text = run([args.organ] + command, args.timeout)
