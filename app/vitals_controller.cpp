@@ -21,10 +21,6 @@ std::size_t vocabularyOf(const GgufModel& model) {
     return embed != nullptr && embed->nDims == 2 ? std::size_t(embed->ne[1]) : 0;
 }
 
-QString number(double v, int decimals) {
-    return std::isfinite(v) ? QString::number(v, 'f', decimals) : QStringLiteral("—");
-}
-
 } // namespace
 
 VitalsController::VitalsController(QMainWindow* window, widgets::ModelPane* recipient,
@@ -134,14 +130,15 @@ void VitalsController::connectEngine() {
                 const auto& parents = report->parents;
                 QString html =
                     tr("<b>Chimera (planned):</b> perplexity %1%2")
-                        .arg(parents.empty() ? QString()
-                                             : number(parents.front().perplexity.perplexity, 3) + tr(" → "),
-                             number(report->perplexity.perplexity, 3));
+                        .arg(parents.empty()
+                                 ? QString()
+                                 : model::finiteNumber(parents.front().perplexity.perplexity, 3) + tr(" → "),
+                             model::finiteNumber(report->perplexity.perplexity, 3));
                 for (const auto& p : parents) {
-                    html +=
-                        tr(" · KL to <b>%1</b> %2 (top-1 agrees %3 %)")
-                            .arg(model::displayText(p.label).toHtmlEscaped(), number(p.divergence.meanKl, 4),
-                                 number(100 * p.divergence.topAgreement, 1));
+                    html += tr(" · KL to <b>%1</b> %2 (top-1 agrees %3 %)")
+                                .arg(model::displayText(p.label).toHtmlEscaped(),
+                                     model::finiteNumber(p.divergence.meanKl, 4),
+                                     model::finiteNumber(100 * p.divergence.topAgreement, 1));
                 }
                 html += tr("<br><i>%1</i>▸%2")
                             .arg(model::displayText(report->prompt).toHtmlEscaped(),

@@ -7,6 +7,7 @@
 #include <QPainter>
 #include <QPixmap>
 #include <QRegularExpression>
+#include <cmath>
 
 namespace organ::model {
 
@@ -40,6 +41,10 @@ QString displayText(std::string_view raw) {
 
 QString countOf(qint64 n, const QString& one, const QString& many) {
     return QString::number(n) + u' ' + (n == 1 ? one : many);
+}
+
+QString finiteNumber(double value, int decimals) {
+    return std::isfinite(value) ? QString::number(value, 'f', decimals) : QStringLiteral("—");
 }
 
 } // namespace organ::model

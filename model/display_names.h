@@ -26,6 +26,9 @@ QIcon donorMark(int donor);
 // it: control characters and invalid UTF-8 escaped visibly (escapeText in the engine).
 QString displayText(std::string_view raw);
 
+// A measured number with `decimals` decimals, "—" when it is not finite (a NaN perplexity).
+QString finiteNumber(double value, int decimals);
+
 // "1 layer", "5 layers": a count with its noun in the right number.
 QString countOf(qint64 n, const QString& one, const QString& many);
 

@@ -12,14 +12,6 @@
 #include <qcustomplot.h>
 
 namespace organ::widgets {
-namespace {
-
-QString number(double v, int decimals) {
-    return std::isfinite(v) ? QString::number(v, 'f', decimals) : QStringLiteral("—");
-}
-
-} // namespace
-
 VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent), m_model(model) {
     setObjectName(QStringLiteral("vitalsPage"));
     auto* layout = new QVBoxLayout(this);
@@ -173,7 +165,8 @@ QString VitalsPage::summaryText() const {
     }
     const VitalsReport& r = *m_report;
     QString html = tr("<b>Perplexity %1</b> &nbsp;(mean NLL %2 nats)")
-                       .arg(number(r.perplexity.perplexity, 3), number(r.perplexity.meanNll, 4));
+                       .arg(model::finiteNumber(r.perplexity.perplexity, 3),
+                            model::finiteNumber(r.perplexity.meanNll, 4));
     if (r.parents.empty()) {
         html += tr("<br>No other open model shares its vocabulary: no divergence to show.");
     } else {
@@ -184,9 +177,11 @@ QString VitalsPage::summaryText() const {
         for (const auto& p : r.parents) {
             html += QStringLiteral("<tr><td>%1</td><td align=\"right\">%2</td><td align=\"right\">%3</td>"
                                    "<td align=\"right\">%4</td><td align=\"right\">%5 %</td></tr>")
-                        .arg(model::displayText(p.label).toHtmlEscaped(), number(p.perplexity.perplexity, 3),
-                             number(p.divergence.meanKl, 4), number(p.divergence.p99Kl, 4),
-                             number(100 * p.divergence.topAgreement, 1));
+                        .arg(model::displayText(p.label).toHtmlEscaped(),
+                             model::finiteNumber(p.perplexity.perplexity, 3),
+                             model::finiteNumber(p.divergence.meanKl, 4),
+                             model::finiteNumber(p.divergence.p99Kl, 4),
+                             model::finiteNumber(100 * p.divergence.topAgreement, 1));
         }
         html += QStringLiteral("</table>");
     }

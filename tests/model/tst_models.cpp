@@ -2,6 +2,7 @@
 #include "anatomy/specimen.h"
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
+#include "display_names.h"
 #include "metadata_table_model.h"
 #include "model_roles.h"
 #include "shared_models.h"
@@ -10,6 +11,7 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <cmath>
 
 using namespace organ;
 using namespace organ::model;
@@ -36,6 +38,12 @@ class TestModels : public QObject {
     }
 
 private slots:
+    void finiteNumbers() {
+        QCOMPARE(model::finiteNumber(4.41629, 3), QStringLiteral("4.416"));
+        QCOMPARE(model::finiteNumber(std::nan(""), 3), QStringLiteral("—"));
+        QCOMPARE(model::finiteNumber(INFINITY, 1), QStringLiteral("—"));
+    }
+
     void anatomyTreeBySystem() {
         ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
         AnatomyTreeModel model;
