@@ -49,7 +49,7 @@ usage:
       perplexity on a text, KL divergence and top-1 agreement against each parent,
       layer importance, and a greedy continuation of a prompt. With --plan, the
       chimera the plan would write, never written; its base and donors are parents.
-      So far llama, qwen2, phi3 and gemma2 with a SentencePiece vocabulary.
+      Runs llama, qwen2, phi3, gemma2, gemma3 and gpt2 models.
       --text FILE    the text to score (default: built-in short stories)
       --prompt TEXT  the start of the continuation (default "Once upon a time")
       --tokens N     tokens to continue (default 32; 0: none)

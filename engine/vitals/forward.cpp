@@ -20,9 +20,10 @@ Transformer::Transformer(ModelWeights weights)
     : m_weights(std::move(weights)), m_threads(std::max(1u, std::thread::hardware_concurrency())) {
     const std::string& label = m_weights.label();
     const std::string arch = m_weights.architecture();
-    if (arch != "llama" && arch != "qwen2" && arch != "phi3" && arch != "gemma2" && arch != "gpt2") {
+    if (arch != "llama" && arch != "qwen2" && arch != "phi3" && arch != "gemma2" && arch != "gemma3" &&
+        arch != "gpt2") {
         throw VitalsUnavailable(label + ": vital signs are not available for architecture '" +
-                                escapeText(arch) + "' yet (so far: llama, qwen2, phi3, gemma2, gpt2)");
+                                escapeText(arch) + "' (so far: llama, qwen2, phi3, gemma2, gemma3, gpt2)");
     }
     auto required = [&](std::string_view key) {
         const auto v = m_weights.archValue(key);
@@ -81,11 +82,45 @@ Transformer::Transformer(ModelWeights weights)
         m_shape.finalSoftcap = static_cast<float>(real("final_logit_softcapping", 30.0));
         m_shape.slidingPattern = 2;
     }
+    if (arch == "gemma3") {
+        m_shape.geglu = true;
+        m_shape.postNorms = true;
+        m_shape.qkNorm = true;
+        m_shape.embeddingScale = std::sqrt(static_cast<float>(m_shape.embedding));
+        m_shape.finalSoftcap = static_cast<float>(real("final_logit_softcapping", 0.0));
+        m_shape.slidingPattern = 6;
+        if (const auto period = m_weights.archValue("attention.sliding_window_pattern");
+            period && *period > 0) {
+            m_shape.slidingPattern = static_cast<std::uint32_t>(std::min<std::uint64_t>(*period, 1u << 20));
+        }
+        m_shape.ropeBaseSliding = real("rope.freq_base_swa", 10000.0);
+    }
     if (const auto window = m_weights.archValue("attention.sliding_window"); window && *window > 0) {
-        m_shape.slidingWindow = static_cast<std::uint32_t>(*window);
+        m_shape.slidingWindow = static_cast<std::uint32_t>(std::min<std::uint64_t>(*window, 1u << 30));
         m_shape.slidingPattern = m_shape.slidingPattern == 0 ? 1 : m_shape.slidingPattern;
     }
-    m_shape.queryScale = 1.0f / std::sqrt(static_cast<float>(m_shape.headSize));
+    // RoPE scaling: linear stretches the positions; the others change more than that.
+    const MetaValue* scaling = m_weights.find(arch + ".rope.scaling.type");
+    const std::string scalingType(scaling ? scaling->asString().value_or("none") : "none");
+    if (scalingType == "linear") {
+        const double factor = real("rope.scaling.factor", 1.0);
+        if (!(factor > 0) || !std::isfinite(factor)) {
+            throw FormatError(label + ": " + arch + ".rope.scaling.factor must be a positive number");
+        }
+        m_shape.ropeScale = static_cast<float>(1.0 / factor);
+    } else if (scalingType != "none") {
+        throw VitalsUnavailable(label + ": vital signs are not available with '" + escapeText(scalingType) +
+                                "' RoPE scaling (only linear)");
+    }
+    if (m_weights.tensor("rope_freqs.weight") != nullptr && m_shape.ropeDims > 0) {
+        m_shape.ropeFactors = true;
+        const Eigen::VectorXf factors = vector("rope_freqs.weight", m_shape.ropeDims / 2);
+        m_ropeFactors.assign(factors.data(), factors.data() + factors.size());
+    }
+    // Gemma 3 27B scales queries by the embedding per head, its smaller sizes by the head size.
+    const bool gemma27b = arch == "gemma3" && m_shape.blocks == 62;
+    m_shape.queryScale =
+        1.0f / std::sqrt(static_cast<float>(gemma27b ? m_shape.embedding / m_shape.heads : m_shape.headSize));
 }
 
 Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_t rows,
@@ -178,15 +213,23 @@ Eigen::MatrixXf Transformer::norm(const Eigen::MatrixXf& x, const std::string& n
 }
 
 // RoPE as llama.cpp applies it: within each head, pairs of the first ropeDims values rotate by
-// position × base^(−2i/ropeDims); "normal" pairs (2i, 2i+1), NeoX pairs (i, i + ropeDims/2).
-void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first) const {
+// position × scale × base^(−2i/ropeDims) / factor[i]; "normal" pairs (2i, 2i+1), NeoX pairs
+// (i, i + ropeDims/2). Gemma 3's sliding layers have a base of their own and no scaling.
+void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first,
+                       std::uint32_t layer) const {
     const std::uint32_t half = m_shape.ropeDims / 2;
     if (half == 0) {
         return; // learned positions instead
     }
+    const bool sliding = m_shape.ropeBaseSliding > 0 && m_shape.slides(layer);
+    const double base = sliding ? m_shape.ropeBaseSliding : m_shape.ropeBase;
+    const float scale = sliding ? 1.0f : m_shape.ropeScale;
     std::vector<float> inverse(half);
     for (std::uint32_t i = 0; i < half; ++i) {
-        inverse[i] = static_cast<float>(std::pow(m_shape.ropeBase, -2.0 * i / m_shape.ropeDims));
+        inverse[i] = scale * static_cast<float>(std::pow(base, -2.0 * i / m_shape.ropeDims));
+        if (m_shape.ropeFactors) {
+            inverse[i] /= m_ropeFactors[i];
+        }
     }
     for (Eigen::Index p = 0; p < x.cols(); ++p) {
         for (std::uint32_t h = 0; h < heads; ++h) {
@@ -289,15 +332,24 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             addBias(k, name("attn_k.bias"));
             addBias(v, name("attn_v.bias"));
         }
-        t.rope(q, shape.heads, m_position);
-        t.rope(k, shape.kvHeads, m_position);
+        if (shape.qkNorm) {
+            // Each head's query and key normalized on its own, with one gain for all heads.
+            auto perHead = [&](Eigen::MatrixXf& m, std::uint32_t heads, const std::string& gainName) {
+                const Eigen::VectorXf gain = t.vector(gainName, shape.headSize);
+                Eigen::Map<Eigen::MatrixXf> split(m.data(), shape.headSize, m.cols() * heads);
+                split = t.rmsNorm(split, gain);
+            };
+            perHead(q, shape.heads, name("attn_q_norm.weight"));
+            perHead(k, shape.kvHeads, name("attn_k_norm.weight"));
+        }
+        t.rope(q, shape.heads, m_position, l);
+        t.rope(k, shape.kvHeads, m_position, l);
         // Every key and value so far: the cached ones, then these.
         keys[l].resize(kv, past + n);
         values[l].resize(kv, past + n);
         keys[l] << m_keys[l], k;
         values[l] << m_values[l], v;
-        const bool sliding = shape.slidingWindow > 0 &&
-                             (shape.slidingPattern == 1 || (shape.slidingPattern == 2 && l % 2 == 0));
+        const bool sliding = shape.slides(l);
         Eigen::MatrixXf attended(qDim, n);
         for (std::uint32_t head = 0; head < shape.heads; ++head) {
             const Eigen::Index qRow = static_cast<Eigen::Index>(head) * shape.headSize;

@@ -25,26 +25,35 @@ struct TransformerShape {
     double rmsEpsilon = 1e-5;
     std::uint32_t vocabulary = 0;
     // The architecture's quirks, as llama.cpp builds its graph.
-    bool neoxRope = false;            // rotate (i, i + ropeDims/2) instead of (2i, 2i+1)
-    bool fusedQkv = false;            // attn_qkv: Q, K and V in one matrix (phi3)
-    bool fusedGateUp = false;         // ffn_up holds gate then up (phi3)
-    bool geglu = false;               // GELU (tanh) instead of SiLU (gemma gates, gpt2 MLP)
-    bool layerNorm = false;           // LayerNorm with bias instead of RMSNorm (gpt2)
-    bool learnedPositions = false;    // position_embd added to the embeddings, no RoPE (gpt2)
-    bool postNorms = false;           // norms after attention and after the FFN (gemma2)
-    float embeddingScale = 1.0f;      // gemma: sqrt(embedding)
-    float queryScale = 0.0f;          // scale of QKᵀ; 0: 1/sqrt(headSize)
-    float attentionSoftcap = 0.0f;    // gemma2: tanh(s / c) · c on attention scores
-    float finalSoftcap = 0.0f;        // gemma2: on the logits
-    std::uint32_t slidingWindow = 0;  // keys a query sees at most (0: all)
-    std::uint32_t slidingPattern = 0; // 1: every layer slides; 2: even layers (gemma2); 0: none
+    bool neoxRope = false;           // rotate (i, i + ropeDims/2) instead of (2i, 2i+1)
+    bool fusedQkv = false;           // attn_qkv: Q, K and V in one matrix (phi3)
+    bool fusedGateUp = false;        // ffn_up holds gate then up (phi3)
+    bool geglu = false;              // GELU (tanh) instead of SiLU (gemma gates, gpt2 MLP)
+    bool layerNorm = false;          // LayerNorm with bias instead of RMSNorm (gpt2)
+    bool learnedPositions = false;   // position_embd added to the embeddings, no RoPE (gpt2)
+    bool postNorms = false;          // norms after attention and after the FFN (gemma2, gemma3)
+    bool qkNorm = false;             // RMSNorm of each query and key head before RoPE (gemma3)
+    double ropeBaseSliding = 0;      // RoPE base of the sliding layers (gemma3); 0: ropeBase
+    float ropeScale = 1.0f;          // positions × this in the global layers (linear RoPE scaling)
+    bool ropeFactors = false;        // rope_freqs.weight divides each pair's frequency (llama 3)
+    float embeddingScale = 1.0f;     // gemma: sqrt(embedding)
+    float queryScale = 0.0f;         // scale of QKᵀ; 0: 1/sqrt(headSize)
+    float attentionSoftcap = 0.0f;   // gemma2: tanh(s / c) · c on attention scores
+    float finalSoftcap = 0.0f;       // gemma2: on the logits
+    std::uint32_t slidingWindow = 0; // keys a query sees at most (0: all)
+    // 0: no layer slides; 1: every layer; n > 1: all but every n-th (gemma2: 2, gemma3: 6).
+    std::uint32_t slidingPattern = 0;
+    bool slides(std::uint32_t layer) const {
+        return slidingWindow > 0 && slidingPattern > 0 &&
+               (slidingPattern == 1 || layer % slidingPattern < slidingPattern - 1);
+    }
 };
 
 // A decoder-only transformer run as llama.cpp runs it, on the CPU in F32 with Eigen. Weights
 // are read from the model's mapping and dequantized with the engine's decoders one layer at a
 // time: memory stays near one layer in F32 plus the activations. So far 'llama' (also
-// Mistral-style), 'qwen2', 'phi3', 'gemma2' and 'gpt2'; any other is refused with
-// VitalsUnavailable.
+// Mistral-style), 'qwen2', 'phi3', 'gemma2', 'gemma3' and 'gpt2'; any other is refused with
+// VitalsUnavailable, as is RoPE scaling other than linear (YaRN, LongRoPE).
 class Transformer {
 public:
     // Throws VitalsUnavailable (architecture, missing tensors) or FormatError (bad shapes).
@@ -78,11 +87,12 @@ private:
     Eigen::MatrixXf rmsNorm(const Eigen::MatrixXf& x, const Eigen::VectorXf& gain) const;
     // The architecture's norm with the weights `name` (and `name` with ".bias" for LayerNorm).
     Eigen::MatrixXf norm(const Eigen::MatrixXf& x, const std::string& name) const;
-    // Rotates the heads of x, whose column c is position first + c.
-    void rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first) const;
+    // Rotates the heads of x, whose column c is position first + c, as layer `layer` does.
+    void rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first, std::uint32_t layer) const;
 
     ModelWeights m_weights;
     TransformerShape m_shape;
+    std::vector<float> m_ropeFactors; // rope_freqs.weight, one per rotated pair
     unsigned m_threads = 1;
 };
 

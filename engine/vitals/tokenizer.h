@@ -2,6 +2,7 @@
 
 #include "gguf/gguf_model.h"
 #include "vitals/model_weights.h"
+#include "vitals/pre_tokenizer.h"
 
 #include <functional>
 
@@ -22,38 +23,51 @@ public:
 };
 
 // The model's own tokenizer, from its GGUF vocabulary (tokenizer.ggml.*), tokenizing as
-// llama.cpp does without parsing special tokens in the text. SentencePiece-style ("llama":
-// scores, the ▁ space marker, byte fallback) so far.
+// llama.cpp does without parsing special tokens in the text (user-defined tokens are still
+// found whole): SentencePiece-style ("llama": scores, the ▁ space marker, byte fallback) and
+// byte-level BPE ("gpt2": merges by rank over GPT-2's byte alphabet, after the pre-tokenizer
+// tokenizer.ggml.pre names).
 class Tokenizer {
 public:
-    // Throws VitalsUnavailable for other tokenizer models, FormatError for a broken vocabulary.
+    // Throws VitalsUnavailable for other tokenizer models and pre-tokenizers, FormatError for a
+    // broken vocabulary.
     static Tokenizer fromModel(const GgufModel& model);
     static Tokenizer fromWeights(const ModelWeights& weights);
 
-    // BOS first when the vocabulary asks for it (tokenizer.ggml.add_bos_token, true by default
-    // for "llama").
+    // BOS first when the vocabulary asks for it (tokenizer.ggml.add_bos_token; by default true
+    // for "llama" and Llama 3's BPE, false for other BPE vocabularies).
     std::vector<std::int32_t> encode(std::string_view text) const;
-    // The text of a token ("▁" back to a space, "<0x0A>" back to its byte); empty for control
-    // tokens.
+    // The text of a token ("▁" back to a space, "<0x0A>" back to its byte, "Ġ" back to a
+    // space); empty for control tokens.
     std::string piece(std::int32_t token) const;
     std::string decode(const std::vector<std::int32_t>& tokens) const;
 
     std::size_t size() const { return m_tokens.size(); }
     std::int32_t bos() const { return m_bos; }
     std::int32_t eos() const { return m_eos; }
+    // "llama" or "gpt2", and for BPE the pre-tokenizer ("gpt-2", "llama3", "qwen2"…).
+    std::string kind() const;
 
 private:
     using FindKey = std::function<const MetaValue*(std::string_view key)>;
     static Tokenizer build(const std::string& label, const FindKey& find);
     std::int32_t lookup(std::string_view text) const;
-    std::int32_t byteToken(unsigned char byte) const;
-    void appendPiece(std::string_view symbol, std::vector<std::int32_t>& out) const;
+    void encodeSentencePiece(std::string_view raw, std::vector<std::int32_t>& out) const;
+    void encodeBytePairs(std::string_view raw, std::vector<std::int32_t>& out) const;
+    void encodeWord(const std::string& word, std::vector<std::int32_t>& out) const;
 
     std::vector<std::string> m_tokens;
     std::vector<float> m_scores;
     std::vector<std::int32_t> m_types;
     std::unordered_map<std::string, std::int32_t> m_ids;
     std::int32_t m_bytes[256];
+    // Byte-level BPE: the rank of each merge ("left right"), the pre-tokenizer, the tokens to
+    // find whole in the text (user-defined, longest first).
+    bool m_bytePairs = false;
+    PreTokenizer m_pre = PreTokenizer::Default;
+    std::unordered_map<std::string, std::int32_t> m_ranks;
+    std::vector<std::int32_t> m_userDefined;
+    bool m_stripAfterUserDefined = false;
     std::int32_t m_bos = -1;
     std::int32_t m_eos = -1;
     bool m_addBos = true;
