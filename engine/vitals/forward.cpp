@@ -1,6 +1,8 @@
 #include "vitals/forward.h"
 
 #include "gguf/tensor_name.h"
+#include "quant/dequant.h"
+#include "quant/quant_dot.h"
 #include "support/errors.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -12,6 +14,7 @@
 #include <exception>
 #include <mutex>
 #include <numbers>
+#include <optional>
 #include <thread>
 
 namespace organ {
@@ -130,7 +133,20 @@ Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_
 
 Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,
                                       const Eigen::MatrixXf& x) const {
+    const ModelWeights::Tensor& tensor = checkedTensor(name, rows, columns);
     Eigen::MatrixXf y(static_cast<Eigen::Index>(rows), x.cols());
+    // Quantized weights with a quantized product (Q8_0) meet 8-bit activations, as in
+    // llama.cpp; the others are decoded to F32 a slice at a time and multiplied by Eigen.
+    std::optional<QuantizedActivations> quantized;
+    if (hasQuantizedProduct(tensor.type)) {
+        quantized.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
+    }
+    // F16 weights meet activations rounded to F16, as llama.cpp converts them.
+    Eigen::MatrixXf halved;
+    if (tensor.type == TensorType::F16) {
+        halved = x.unaryExpr([](float v) { return halfToFloat(floatToHalf(v)); });
+    }
+    const Eigen::MatrixXf& input = halved.size() > 0 ? halved : x;
     // Slices of at most 1024 rows (8 MiB of F32 for a 2048-wide weight), dealt to the threads.
     constexpr std::uint64_t kSlice = 1024;
     const std::uint64_t slices = (rows + kSlice - 1) / kSlice;
@@ -139,11 +155,18 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
     std::mutex failureMutex;
     auto work = [&] {
         try {
+            std::vector<std::byte> scratch;
             for (std::uint64_t s = next++; s < slices; s = next++) {
                 const std::uint64_t first = s * kSlice;
                 const std::uint64_t count = std::min(kSlice, rows - first);
+                if (quantized) {
+                    const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
+                    quantizedProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *quantized,
+                                     y.data() + first, static_cast<std::size_t>(rows));
+                    continue;
+                }
                 y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =
-                    weightRows(name, rows, columns, first, count) * x;
+                    weightRows(name, rows, columns, first, count) * input;
             }
         } catch (...) {
             std::lock_guard lock(failureMutex);
@@ -165,9 +188,8 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
     return y;
 }
 
-Transformer::RowMatrix Transformer::weightRows(const std::string& name, std::uint64_t rows,
-                                               std::uint64_t columns, std::uint64_t first,
-                                               std::uint64_t count) const {
+const ModelWeights::Tensor& Transformer::checkedTensor(const std::string& name, std::uint64_t rows,
+                                                       std::uint64_t columns) const {
     const ModelWeights::Tensor* t = m_weights.tensor(name);
     if (t == nullptr) {
         throw VitalsUnavailable(m_weights.label() + ": vital signs need tensor " + name);
@@ -176,6 +198,13 @@ Transformer::RowMatrix Transformer::weightRows(const std::string& name, std::uin
         throw FormatError(m_weights.label() + ": " + name + " is " + t->shapeText() + ", expected " +
                           std::to_string(columns) + " × " + std::to_string(rows));
     }
+    return *t;
+}
+
+Transformer::RowMatrix Transformer::weightRows(const std::string& name, std::uint64_t rows,
+                                               std::uint64_t columns, std::uint64_t first,
+                                               std::uint64_t count) const {
+    checkedTensor(name, rows, columns);
     RowMatrix out(static_cast<Eigen::Index>(count), static_cast<Eigen::Index>(columns));
     m_weights.dequantizeRows(name, first, count, out.data());
     return out;

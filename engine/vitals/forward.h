@@ -77,9 +77,13 @@ private:
     // A 2-D weight as (ne[1] × ne[0]) in F32; `rows`/`columns` checked against the tensor.
     RowMatrix weight(const std::string& name, std::uint64_t rows, std::uint64_t columns) const;
     // weight(name) · x, computed by the threads over slices of the weight's rows: the weight is
-    // never in F32 whole.
+    // never in F32 whole. Q8_0 weights meet x quantized to 8 bits (quant/quant_dot.h), as in
+    // llama.cpp.
     Eigen::MatrixXf multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,
                              const Eigen::MatrixXf& x) const;
+    // The weight `name`, checked to be (rows × columns).
+    const ModelWeights::Tensor& checkedTensor(const std::string& name, std::uint64_t rows,
+                                              std::uint64_t columns) const;
     // Rows first … first + count − 1 of such a weight.
     RowMatrix weightRows(const std::string& name, std::uint64_t rows, std::uint64_t columns,
                          std::uint64_t first, std::uint64_t count) const;

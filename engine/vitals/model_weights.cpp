@@ -89,6 +89,14 @@ const ModelWeights::Tensor* ModelWeights::tensor(std::string_view name) const {
 
 void ModelWeights::dequantizeRows(std::string_view name, std::uint64_t first, std::uint64_t count,
                                   float* out) const {
+    std::vector<std::byte> scratch;
+    const std::span<const std::byte> bytes = rowBytes(name, first, count, scratch);
+    const Tensor& info = m_tensors.find(std::string(name))->second.info;
+    dequantizeRange(info.type, bytes, 0, static_cast<std::size_t>(count * info.ne[0]), out);
+}
+
+std::span<const std::byte> ModelWeights::rowBytes(std::string_view name, std::uint64_t first, std::uint64_t count,
+                                                  std::vector<std::byte>& scratch) const {
     const auto it = m_tensors.find(std::string(name));
     if (it == m_tensors.end()) {
         throw FormatError(m_label + ": no tensor " + std::string(name));
@@ -100,17 +108,16 @@ void ModelWeights::dequantizeRows(std::string_view name, std::uint64_t first, st
         throw FormatError(m_label + ": rows " + std::to_string(first) + "+" + std::to_string(count) + " of " +
                           std::string(name) + " are outside its " + std::to_string(rows));
     }
+    // Rows are whole blocks (the reader and the writer check it).
     const TensorTypeTraits& traits = traitsOf(e.info.type);
+    const std::uint64_t bytesPerRow = columns / traits.blockSize * traits.bytesPerBlock;
     if (!e.source.generate || !e.source.bytes.empty()) {
-        dequantizeRange(e.info.type, e.source.bytes, first * columns,
-                        static_cast<std::size_t>(count * columns), out);
-        return;
+        return e.source.bytes.subspan(static_cast<std::size_t>(first * bytesPerRow),
+                                      static_cast<std::size_t>(count * bytesPerRow));
     }
-    // Rows are whole blocks (the reader and the writer check it): generate just their bytes.
-    const std::uint64_t rowBytes = columns / traits.blockSize * traits.bytesPerBlock;
-    std::vector<std::byte> scratch(static_cast<std::size_t>(count * rowBytes));
-    e.source.generate(first * rowBytes, scratch);
-    dequantizeRange(e.info.type, scratch, 0, static_cast<std::size_t>(count * columns), out);
+    scratch.resize(static_cast<std::size_t>(count * bytesPerRow));
+    e.source.generate(first * bytesPerRow, scratch);
+    return scratch;
 }
 
 } // namespace organ

@@ -39,6 +39,10 @@ public:
     // Rows first … first + count − 1 (a row: ne[0] elements) as F32, so that an embedding or
     // an output projection never has to be in F32 whole.
     void dequantizeRows(std::string_view name, std::uint64_t first, std::uint64_t count, float* out) const;
+    // The bytes of those rows as stored (or as the plan converts them): a span into the
+    // mapping, or into `scratch` when they are made on the fly.
+    std::span<const std::byte> rowBytes(std::string_view name, std::uint64_t first, std::uint64_t count,
+                                        std::vector<std::byte>& scratch) const;
 
 private:
     struct Entry {

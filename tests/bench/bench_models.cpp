@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <numbers>
+#include <span>
 #include <unistd.h>
 #include <vector>
 
@@ -83,21 +85,29 @@ TensorToWrite randomTensor(const std::string& name, TensorType type, std::uint64
     t.ne = {cols, rows, 1, 1};
     const auto& traits = traitsOf(type);
     const float scale = type == TensorType::F32 ? 1.0f : 0.02f;
+    // Each block from a noise seeded by its index, so that the bytes do not depend on how the
+    // writer cuts the tensor into chunks (which need not fall on block boundaries).
     t.source.generate = [=](std::uint64_t offset, std::span<std::byte> out) {
-        Noise noise(seed ^ (offset * 0x2545F4914F6CDD1Dull));
+        const std::uint64_t blockBytes = traits.bytesPerBlock;
         std::vector<float> values(traits.blockSize);
-        for (std::size_t b = 0; b < out.size() / traits.bytesPerBlock; ++b) {
+        std::vector<std::byte> block(blockBytes);
+        for (std::uint64_t at = offset; at < offset + out.size();) {
+            const std::uint64_t index = at / blockBytes;
+            Noise noise(seed ^ (index * 0x2545F4914F6CDD1Dull));
             for (auto& v : values) {
                 v = type == TensorType::F32 ? 1.0f + 0.05f * noise.next() : scale * noise.next();
             }
-            std::byte* dst = out.data() + b * traits.bytesPerBlock;
             if (type == TensorType::Q8_0) {
-                quantizeBlocks(TensorType::Q8_0, values.data(), 1, dst);
+                quantizeBlocks(TensorType::Q8_0, values.data(), 1, block.data());
             } else if (type == TensorType::Q4_K) {
-                quantizeQ4_K(values.data(), dst);
+                quantizeQ4_K(values.data(), block.data());
             } else {
-                std::memcpy(dst, values.data(), 4);
+                std::memcpy(block.data(), values.data(), 4);
             }
+            const std::uint64_t from = at - index * blockBytes;
+            const std::uint64_t count = std::min(blockBytes - from, offset + out.size() - at);
+            std::memcpy(out.data() + (at - offset), block.data() + from, count);
+            at += count;
         }
     };
     return t;
@@ -191,6 +201,33 @@ std::uint64_t writeSparse(const std::string& path, const GgufWriteSpec& spec) {
     return layout.fileSize;
 }
 
+// Llama 3's RoPE frequency factors (scaling 32, low 1, high 4, original context 8192; base
+// 500 000, 64 rotated values), as its converter writes them to rope_freqs.weight.
+static TensorToWrite llama3RopeFactors() {
+    static const std::vector<float> factors = [] {
+        std::vector<float> f(32);
+        const double lowWavelength = 8192.0 / 1.0;
+        const double highWavelength = 8192.0 / 4.0;
+        for (std::size_t i = 0; i < f.size(); ++i) {
+            const double wavelength = 2 * std::numbers::pi * std::pow(500000.0, 2.0 * double(i) / 64.0);
+            if (wavelength < highWavelength) {
+                f[i] = 1.0f;
+            } else if (wavelength > lowWavelength) {
+                f[i] = 32.0f;
+            } else {
+                const double smooth = (8192.0 / wavelength - 1.0) / (4.0 - 1.0);
+                f[i] = static_cast<float>(1.0 / ((1 - smooth) / 32.0 + smooth));
+            }
+        }
+        return f;
+    }();
+    TensorToWrite t;
+    t.name = "rope_freqs.weight";
+    t.ne = {factors.size(), 1, 1, 1};
+    t.source.bytes = std::as_bytes(std::span<const float>(factors));
+    return t;
+}
+
 GgufWriteSpec llama1bShape(TensorType type) {
     GgufWriteSpec spec;
     spec.set("general.architecture", MetaValue::fromString("llama"));
@@ -201,9 +238,37 @@ GgufWriteSpec llama1bShape(TensorType type) {
     spec.set("llama.feed_forward_length", MetaValue::fromU32(8192));
     spec.set("llama.attention.head_count", MetaValue::fromU32(32));
     spec.set("llama.attention.head_count_kv", MetaValue::fromU32(8));
+    spec.set("llama.context_length", MetaValue::fromU32(131072));
+    spec.set("llama.rope.freq_base", MetaValue::fromF32(500000.0f));
+    spec.set("llama.attention.layer_norm_rms_epsilon", MetaValue::fromF32(1e-5f));
+    spec.set("llama.rope.dimension_count", MetaValue::fromU32(64));
+    // A SentencePiece-style vocabulary of the same size (control tokens, the 256 byte tokens,
+    // then made-up pieces), so that llama.cpp loads the file too and runs it on a text.
+    std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
+    std::vector<std::int32_t> types{2, 3, 3};
+    for (int b = 0; b < 256; ++b) {
+        char name[8];
+        std::snprintf(name, sizeof name, "<0x%02X>", b);
+        tokens.emplace_back(name);
+        types.push_back(6);
+    }
+    while (tokens.size() < 128256) {
+        tokens.push_back("\xE2\x96\x81t" + std::to_string(tokens.size()));
+        types.push_back(1);
+    }
+    std::vector<float> scores(tokens.size());
+    for (std::size_t i = 0; i < scores.size(); ++i) {
+        scores[i] = -static_cast<float>(i);
+    }
+    spec.set("tokenizer.ggml.model", MetaValue::fromString("llama"));
+    spec.set("tokenizer.ggml.tokens", MetaValue::fromStrings(tokens));
+    spec.set("tokenizer.ggml.scores", MetaValue::fromF32s(scores));
+    spec.set("tokenizer.ggml.token_type", MetaValue::fromI32s(types));
+    spec.set("tokenizer.ggml.bos_token_id", MetaValue::fromU32(1));
+    spec.set("tokenizer.ggml.eos_token_id", MetaValue::fromU32(2));
     std::uint64_t seed = 1;
     spec.tensors.push_back(randomTensor("token_embd.weight", type, 2048, 128256, seed++));
-    spec.tensors.push_back(randomTensor("rope_freqs.weight", TensorType::F32, 32, 1, seed++));
+    spec.tensors.push_back(llama3RopeFactors());
     for (int b = 0; b < 16; ++b) {
         const std::string blk = "blk." + std::to_string(b) + ".";
         spec.tensors.push_back(randomTensor(blk + "attn_norm.weight", TensorType::F32, 2048, 1, seed++));

@@ -1,11 +1,15 @@
 // Vital signs' forward pass on a model with the shape of Llama-3.2-1B (16 blocks, embedding
 // 2048, FFN 8192, vocabulary 128 256) in Q8_0: tokens per second of the perplexity pass (128
 // tokens in one batch) and of greedy generation with the key/value cache, and peak memory.
-// The matrix products run on one thread per core (slices of each weight's rows).
+// The matrix products run on one thread per core (slices of each weight's rows); Q8_0 weights
+// meet 8-bit activations with the fastest integer kernel the CPU has (quant/quant_dot.h).
+// The model carries a made-up vocabulary so that llama.cpp runs the same file: keep it with
+// ORGAN_BENCH_KEEP=1 and time llama.cpp on it (docs/vitals-json.md says how it compared).
 // Usage: bench_vitals [FOLDER] [GENERATED]   (about 1.3 GB of free disk in FOLDER; the model is
 // deleted afterwards unless ORGAN_BENCH_KEEP is set)
 #include "bench_models.h"
 #include "proc_status.h"
+#include "quant/quant_dot.h"
 #include "vitals/forward.h"
 #include "vitals/vital_signs.h"
 
@@ -49,8 +53,10 @@ int main(int argc, char** argv) {
         const Eigen::MatrixXf logits = transformer.logits(tokens);
         const double pass = seconds(start);
         const double perplexity = perplexityOf(logits, tokens).perplexity;
-        std::printf("perplexity pass: %zu tokens in %.2f s = %.1f tokens/s (perplexity %.0f), %u threads\n",
-                    tokens.size(), pass, tokens.size() / pass, perplexity, transformer.threads());
+        std::printf("perplexity pass: %zu tokens in %.2f s = %.1f tokens/s (perplexity %.0f), %u threads, %s "
+                    "kernel\n",
+                    tokens.size(), pass, tokens.size() / pass, perplexity, transformer.threads(),
+                    quantizedProductKernel());
         std::printf("  peak RSS %.1f MiB (+%.1f over the open model)\n", processStatusKiB("VmHWM:") / 1024.0,
                     (processStatusKiB("VmHWM:") - base) / 1024.0);
         const std::vector<std::int32_t> prompt(tokens.begin(), tokens.begin() + 8);

@@ -2,6 +2,7 @@
 // (../shared/reference/vitals/: token ids, per-position logits, perplexity).
 #include "gguf/gguf_writer.h"
 #include "graft/assembly.h"
+#include "quant/quant_dot.h"
 #include "shared_models.h"
 #include "support/errors.h"
 #include "vitals/forward.h"
@@ -255,6 +256,30 @@ private slots:
         const Eigen::MatrixXf a = one.logits(tokens);
         QCOMPARE(a.rows(), Eigen::Index(50257));
         QCOMPARE((a - three.logits(tokens)).cwiseAbs().maxCoeff(), 0.0f);
+    }
+
+    // Q8_0 weights meet 8-bit activations; every kernel this CPU has adds in the same order and
+    // gives the same logits, bit for bit.
+    void quantizedKernelsGiveTheSameLogits() {
+        const QString path = sharedModel(QStringLiteral("stories260K-q8_0.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto gguf = GgufModel::open(path.toStdString());
+        const Transformer transformer(gguf);
+        const std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
+        const std::vector<std::string> kernels = quantizedProductKernels();
+        const Eigen::MatrixXf first = transformer.logits(tokens);
+        const double perplexity = perplexityOf(first, tokens).perplexity;
+        for (const std::string& kernel : kernels) {
+            useQuantizedProductKernel(kernel);
+            const Eigen::MatrixXf logits = transformer.logits(tokens);
+            const double mean = (logits - first).cwiseAbs().mean();
+            const double theirs = perplexityOf(logits, tokens).perplexity;
+            qInfo("kernel %s: mean logit difference %.2g, largest %.2g, perplexity %.6f", kernel.c_str(),
+                  mean, (logits - first).cwiseAbs().maxCoeff(), theirs);
+            QCOMPARE((logits - first).cwiseAbs().maxCoeff(), 0.0f);
+            QCOMPARE(theirs, perplexity);
+        }
+        useQuantizedProductKernel(kernels.front());
     }
 
     void cancelLeavesTheSession() {

@@ -1,0 +1,57 @@
+#pragma once
+
+#include "gguf/tensor_type.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace organ {
+
+// Products of quantized weights with activations quantized to 8 bits, as llama.cpp computes
+// them on the CPU: for a Q8_0 weight the activations are cut into blocks of 32, each stored as
+// int8 values and a scale rounded to F16, and each block's dot product is an integer sum
+// times the two scales. The same numbers llama.cpp gets, at integer-SIMD speed (AVX2 or
+// AVX-512 VNNI when the CPU has them, chosen at run time; plain C++ otherwise).
+
+// Whether products with weights of this type take this path.
+bool hasQuantizedProduct(TensorType type);
+
+// Columns of activations (each `columns` long, a multiple of 32), quantized once for every
+// weight they meet.
+class QuantizedActivations {
+public:
+    QuantizedActivations(const float* x, std::size_t columns, std::size_t count);
+    std::size_t columns() const { return m_columns; }
+    std::size_t count() const { return m_count; }
+
+    struct Block {
+        float scale; // the F16-rounded scale, as a float
+        std::int8_t values[32];
+    };
+    const Block* column(std::size_t c) const { return m_blocks.data() + c * (m_columns / 32); }
+
+private:
+    std::size_t m_columns;
+    std::size_t m_count;
+    std::vector<Block> m_blocks;
+};
+
+// out[r + c·outStride] = row r of the weight · column c, for `rows` rows of `type` whose bytes
+// start at `weights` (row after row, each columns()/blockSize blocks).
+void quantizedProduct(TensorType type, const std::byte* weights, std::size_t rows,
+                      const QuantizedActivations& x, float* out, std::size_t outStride);
+
+// Which kernel runs: "avx512-vnni", "avx2" or "portable" — by default the fastest this CPU has.
+const char* quantizedProductKernel();
+// The kernels this CPU can run, the fastest first; all give the same numbers up to the order of
+// float additions.
+std::vector<std::string> quantizedProductKernels();
+// Runs `name` from now on (tests and benchmarks compare them); throws std::invalid_argument for
+// one this CPU lacks.
+void useQuantizedProductKernel(std::string_view name);
+
+} // namespace organ

@@ -1,0 +1,163 @@
+// Quantized products (Q8_0 weights × 8-bit activations): every kernel this CPU runs against the
+// same sums done slowly in double, on shapes that leave edges beside the four-by-four tiles.
+#include "quant/dequant.h"
+#include "quant/quant_dot.h"
+#include "quant/quantize.h"
+
+#include <QTest>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace organ;
+
+namespace {
+
+struct Case {
+    std::size_t rows;
+    std::size_t columns;
+    std::size_t count;
+    std::vector<std::byte> weights;
+    std::vector<float> x;
+};
+
+Case makeCase(std::size_t rows, std::size_t columns, std::size_t count, unsigned seed) {
+    Case c{rows, columns, count, {}, {}};
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal;
+    std::vector<float> w(rows * columns);
+    for (auto& v : w) {
+        v = 0.02f * normal(rng);
+    }
+    c.weights.resize(rows * columns / 32 * 34);
+    quantizeBlocks(TensorType::Q8_0, w.data(), rows * columns / 32, c.weights.data());
+    c.x.resize(columns * count);
+    for (auto& v : c.x) {
+        v = normal(rng) * (1 + 10 * (v == 0)); // every value non-zero, some blocks wider than others
+    }
+    return c;
+}
+
+// The product of the dequantized weights with the dequantized activations, in double.
+std::vector<double> slowProduct(const Case& c, const QuantizedActivations& x) {
+    std::vector<float> w(c.rows * c.columns);
+    dequantizeBlocks(TensorType::Q8_0, c.weights.data(), c.rows * c.columns / 32, w.data());
+    std::vector<double> out(c.rows * c.count);
+    for (std::size_t col = 0; col < c.count; ++col) {
+        const QuantizedActivations::Block* blocks = x.column(col);
+        for (std::size_t r = 0; r < c.rows; ++r) {
+            double sum = 0;
+            for (std::size_t i = 0; i < c.columns; ++i) {
+                const auto& block = blocks[i / 32];
+                sum += double(w[r * c.columns + i]) * double(block.scale) * double(block.values[i % 32]);
+            }
+            out[r + col * c.rows] = sum;
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+class TestQuantDot : public QObject {
+    Q_OBJECT
+
+private slots:
+    void cleanup() { useQuantizedProductKernel(quantizedProductKernels().front()); }
+
+    void kernelsAgreeWithSlowSums_data() {
+        QTest::addColumn<QString>("kernel");
+        for (const std::string& name : quantizedProductKernels()) {
+            QTest::newRow(name.c_str()) << QString::fromStdString(name);
+        }
+    }
+
+    void kernelsAgreeWithSlowSums() {
+        QFETCH(QString, kernel);
+        useQuantizedProductKernel(kernel.toStdString());
+        QCOMPARE(QString::fromLatin1(quantizedProductKernel()), kernel);
+        // 4k + 3 rows and columns: tiles and the rows and columns beside them.
+        for (const auto& [rows, columns, count] :
+             {std::tuple<std::size_t, std::size_t, std::size_t>{67, 96, 7},
+              {8, 2048, 4},
+              {5, 32, 1},
+              {1, 64, 130}}) {
+            const Case c = makeCase(rows, columns, count, unsigned(rows * 31 + count));
+            const QuantizedActivations x(c.x.data(), columns, count);
+            std::vector<float> out(rows * count, std::nanf(""));
+            quantizedProduct(TensorType::Q8_0, c.weights.data(), rows, x, out.data(), rows);
+            const std::vector<double> slow = slowProduct(c, x);
+            double scale = 0;
+            for (const double v : slow) {
+                scale = std::max(scale, std::abs(v));
+            }
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                QVERIFY2(std::abs(out[i] - slow[i]) <= 1e-5 * scale,
+                         qPrintable(QStringLiteral("%1×%2×%3 [%4]: %5, slowly %6")
+                                        .arg(rows)
+                                        .arg(columns)
+                                        .arg(count)
+                                        .arg(i)
+                                        .arg(out[i])
+                                        .arg(slow[i])));
+            }
+        }
+    }
+
+    // 8-bit activations stay within a per-block step of the F32 values: the product is close to
+    // the exact one.
+    void activationsKeepTheirValues() {
+        const Case c = makeCase(1, 256, 3, 7);
+        const QuantizedActivations x(c.x.data(), 256, 3);
+        for (std::size_t col = 0; col < 3; ++col) {
+            for (std::size_t i = 0; i < 256; ++i) {
+                const auto& block = x.column(col)[i / 32];
+                const float value = c.x[col * 256 + i];
+                QVERIFY(std::abs(block.scale * block.values[i % 32] - value) <=
+                        0.51f * block.scale + 1e-3f * std::abs(value));
+                QCOMPARE(block.scale, halfToFloat(floatToHalf(block.scale)));
+            }
+        }
+        // Zero activations: a zero scale and zero products, never NaN.
+        const std::vector<float> zeros(64, 0.0f);
+        const QuantizedActivations z(zeros.data(), 64, 1);
+        QCOMPARE(z.column(0)[0].scale, 0.0f);
+        float out[2] = {1, 1};
+        const Case w = makeCase(2, 64, 1, 3);
+        quantizedProduct(TensorType::Q8_0, w.weights.data(), 2, z, out, 2);
+        QCOMPARE(out[0], 0.0f);
+        QCOMPARE(out[1], 0.0f);
+    }
+
+    // A file may hold −128 (never written by llama.cpp's quantizer): every kernel still sums it
+    // right, without saturating.
+    void extremeWeights_data() { kernelsAgreeWithSlowSums_data(); }
+
+    void extremeWeights() {
+        QFETCH(QString, kernel);
+        useQuantizedProductKernel(kernel.toStdString());
+        Case c = makeCase(4, 64, 4, 11);
+        for (std::size_t b = 0; b < c.weights.size() / 34; ++b) {
+            std::memset(c.weights.data() + b * 34 + 2, 0x80, 32); // −128 everywhere
+        }
+        std::fill(c.x.begin(), c.x.end(), -3.0f); // → −127 in every block
+        const QuantizedActivations x(c.x.data(), 64, 4);
+        std::vector<float> out(16);
+        quantizedProduct(TensorType::Q8_0, c.weights.data(), 4, x, out.data(), 4);
+        const std::vector<double> slow = slowProduct(c, x);
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            QVERIFY(std::abs(out[i] - slow[i]) <= 1e-5 * std::abs(slow[i]));
+        }
+    }
+
+    void unknownKernelIsRefused() {
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, useQuantizedProductKernel("no-such-kernel"));
+        QVERIFY(!quantizedProductKernels().empty());
+        QCOMPARE(quantizedProductKernels().back(), std::string("portable"));
+        QVERIFY(hasQuantizedProduct(TensorType::Q8_0));
+        QVERIFY(!hasQuantizedProduct(TensorType::Q4_K));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestQuantDot)
+#include "tst_quant_dot.moc"
