@@ -122,7 +122,7 @@ void VitalsController::connectEngine() {
     connect(
         worker, &VitalsWorker::ready, this, [this](quint64 g, std::shared_ptr<const VitalsReport> report) {
             if (const auto view = m_pages.take(g)) {
-                view->vitalsPage()->setReport(std::move(report));
+                view->setVitalsReport(std::move(report));
             } else if (g == m_check) {
                 m_check = 0;
                 // "perplexity 2279.968 → 4.416 · KL to the recipient 0.0400 …": the recipient's (the first

@@ -7,6 +7,7 @@
 #include "anatomy_tree_view.h"
 #include "display_names.h"
 #include "graft_document.h"
+#include "layer_importance_chart.h"
 #include "metadata_table_model.h"
 #include "model_roles.h"
 #include "report_export.h"
@@ -414,9 +415,20 @@ QWidget* ModelView::buildHeatmapTab() {
     auto* splitter = new QSplitter(Qt::Horizontal, tab);
     layout->addWidget(splitter, 1);
     m_heatmap = new ThetaHeatmap(m_snapshot, splitter);
-    m_systemCharts = new SystemThetaCharts(m_snapshot, splitter);
+    // Beside the heatmap: θ per layer and system, and, once vital signs are taken, how much
+    // each layer changes the hidden state.
+    auto* side = new QWidget(splitter);
+    auto* sideLayout = new QVBoxLayout(side);
+    sideLayout->setContentsMargins(0, 0, 0, 0);
+    m_systemCharts = new SystemThetaCharts(m_snapshot, side);
+    sideLayout->addWidget(m_systemCharts, 3);
+    m_importance = new LayerImportanceChart(model::modelDisplayName(*m_snapshot->model), side);
+    m_importance->setMinimumSize(200, 150); // as narrow as the charts above it
+    m_importance->yAxis->setLabel(QString()); // narrow: the title says what it is
+    m_importance->hide();
+    sideLayout->addWidget(m_importance, 2);
     splitter->addWidget(m_heatmap);
-    splitter->addWidget(m_systemCharts);
+    splitter->addWidget(side);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
     // Every model's heatmap tab opens with the split the user last chose.
@@ -426,6 +438,14 @@ QWidget* ModelView::buildHeatmapTab() {
     connect(splitter, &QSplitter::splitterMoved, this,
             [splitter, key] { QSettings().setValue(key, splitter->saveState()); });
     return tab;
+}
+
+void ModelView::setVitalsReport(std::shared_ptr<const VitalsReport> report) {
+    const LayerImportance& importance = report->importance;
+    m_heatmap->setLayerImportance(importance.angular, importance.blockInfluence);
+    m_importance->setImportance(importance);
+    m_importance->show();
+    m_vitals->setReport(std::move(report));
 }
 
 void ModelView::selectTensor(int tensor) {

@@ -17,6 +17,10 @@ class QTableView;
 class QTreeView;
 class QToolButton;
 
+namespace organ {
+struct VitalsReport;
+}
+
 namespace organ::model {
 class GraftDocument;
 class AnatomyFilterProxy;
@@ -29,6 +33,7 @@ namespace organ::widgets {
 class SystemThetaCharts;
 class TensorInspector;
 class ThetaHeatmap;
+class LayerImportanceChart;
 class VitalsPage;
 
 // One open model: a header with its vital facts, then tabs for its anatomy tree
@@ -49,6 +54,10 @@ public:
     SystemThetaCharts* systemCharts() const { return m_systemCharts; }
     TensorInspector* inspector() const { return m_inspector; }
     VitalsPage* vitalsPage() const { return m_vitals; }
+    // Vital signs taken: the Vital signs page, and layer importance beside the θ heatmap (a
+    // chart) and on it (a row).
+    void setVitalsReport(std::shared_ptr<const VitalsReport> report);
+    LayerImportanceChart* importanceChart() const { return m_importance; }
     void setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait);
     // Δθ against a donor: per tensor of this model, θ(donor) − θ(this), nullopt without a
     // measured counterpart. Shown in the "Δθ" tab, which is enabled only while there is a
@@ -116,6 +125,7 @@ private:
     QLineEdit* m_filter = nullptr;
     ThetaHeatmap* m_heatmap = nullptr;
     SystemThetaCharts* m_systemCharts = nullptr;
+    LayerImportanceChart* m_importance = nullptr;
     TensorInspector* m_inspector = nullptr;
     VitalsPage* m_vitals = nullptr;
     ThetaHeatmap* m_comparison = nullptr;

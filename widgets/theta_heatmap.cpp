@@ -14,6 +14,8 @@
 #include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <qcustomplot.h>
 
@@ -140,6 +142,8 @@ void ThetaHeatmap::buildPlot() {
 
     m_scale = new QCPColorScale(m_plot);
     m_plot->plotLayout()->addElement(0, 1, m_scale);
+    // In a narrow pane the cells give way, never the scale's bar.
+    m_scale->setMinimumSize(m_scale->barWidth(), 0);
     m_scale->setGradient(gradient);
     m_theta->setColorScale(m_scale);
     if (m_mode == Mode::Delta) {
@@ -180,12 +184,12 @@ void ThetaHeatmap::buildPlot() {
     m_plot->yAxis->grid()->setVisible(false);
 
     m_plot->plotLayout()->insertRow(1);
-    auto* key = new QCPTextElement(
+    m_key = new QCPTextElement(
         m_plot, m_mode == Mode::Theta
                     ? tr("blank: no such tensor · grey: not measured yet\nsalmon: constant (no θ)")
                     : tr("background colour: Δθ = 0, unchanged (or no such tensor)\ndark grey: no measured "
                          "counterpart in the donor"));
-    m_plot->plotLayout()->addElement(1, 0, key);
+    m_plot->plotLayout()->addElement(1, 0, m_key);
 
     m_dropMark = new QCPItemRect(m_plot);
     m_dropMark->setBrush(Qt::NoBrush);
@@ -377,7 +381,81 @@ std::optional<double> ThetaHeatmap::deltaAt(int column, int row) const {
     return tensor < 0 ? std::nullopt : m_delta[static_cast<std::size_t>(tensor)];
 }
 
+void ThetaHeatmap::setLayerImportance(const std::vector<double>& angular,
+                                      const std::vector<double>& influence) {
+    if (m_mode != Mode::Theta || rowCount() == 0) {
+        return;
+    }
+    m_angular = angular;
+    m_influence = influence;
+    if (m_importanceMap == nullptr) {
+        // One more row on the same axes, a row's gap below the roles: its columns are theirs.
+        const double y = importanceRowBelow(rowCount());
+        m_importanceMap = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
+        // Two equal rows of half a cell: a colour map draws no cells along an axis it has
+        // only one of.
+        m_importanceMap->data()->setSize(m_columns, 2);
+        m_importanceMap->data()->setRange(QCPRange(0, std::max(1, m_columns - 1)),
+                                          QCPRange(y - 0.25, y + 0.25));
+        m_importanceMap->setInterpolate(false);
+        m_importanceMap->setTightBoundary(false);
+        QCPColorGradient darker;
+        darker.clearColorStops();
+        darker.setColorStopAt(0.0, QColor(0xf2, 0xf2, 0xf2));
+        darker.setColorStopAt(1.0, QColor(0x1f, 0x2a, 0x44));
+        m_importanceMap->setGradient(darker);
+        m_plot->yAxis->ticker().dynamicCast<QCPAxisTickerText>()->addTick(y, tr("importance"));
+        m_plot->yAxis->setRange(-0.5, y + 0.5);
+        m_key->setText(
+            m_key->text() +
+            tr("\nimportance (vital signs): the lighter, the less\nthe layer changes the hidden state"));
+    }
+    // Fitted to the layers' own range: the layer that changes the state least is the lightest.
+    double low = std::numeric_limits<double>::infinity();
+    double high = -low;
+    for (int c = 0; c < m_columns; ++c) {
+        const std::optional<double> value = importanceAt(c);
+        for (int r = 0; r < 2; ++r) {
+            m_importanceMap->data()->setCell(c, r, value.value_or(0.0));
+            m_importanceMap->data()->setAlpha(c, r, value ? 255 : 0);
+        }
+        if (value) {
+            low = std::min(low, *value);
+            high = std::max(high, *value);
+        }
+    }
+    m_importanceMap->setDataRange(high > low ? QCPRange(low, high) : QCPRange(low - 1, high + 1));
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+std::optional<double> ThetaHeatmap::importanceRowPosition() const {
+    return m_importanceMap != nullptr ? std::optional(importanceRowBelow(rowCount())) : std::nullopt;
+}
+
+std::optional<double> ThetaHeatmap::importanceAt(int column) const {
+    const auto layer = layerOfColumn(column);
+    if (!layer || *layer >= m_angular.size() || !std::isfinite(m_angular[*layer])) {
+        return std::nullopt;
+    }
+    return m_angular[*layer];
+}
+
 void ThetaHeatmap::showTooltip(QMouseEvent* event) {
+    if (const auto row = importanceRowPosition();
+        row && std::abs(m_plot->yAxis->pixelToCoord(event->pos().y()) - *row) <= 0.5) {
+        const int column = static_cast<int>(std::lround(m_plot->xAxis->pixelToCoord(event->pos().x())));
+        const auto layer = layerOfColumn(column);
+        if (const auto angular = importanceAt(column); angular && layer) {
+            const double influence = *layer < m_influence.size() ? m_influence[*layer] : std::nan("");
+            QToolTip::showText(event->globalPosition().toPoint(),
+                               tr("layer %1 (vital signs)\nangular distance %2   block influence %3")
+                                   .arg(*layer)
+                                   .arg(*angular, 0, 'f', 3)
+                                   .arg(influence, 0, 'f', 3),
+                               m_plot);
+            return;
+        }
+    }
     const int tensor = tensorAtPixel(event->pos());
     if (tensor < 0) {
         QToolTip::hideText();

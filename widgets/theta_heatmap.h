@@ -16,6 +16,7 @@ class QCPColorScale;
 class QCPRange;
 class QCheckBox;
 class QCPItemRect;
+class QCPTextElement;
 class QMimeData;
 class QMouseEvent;
 
@@ -94,6 +95,15 @@ public:
     // The θ a cell shows: the preview's when the plan replaces it, else the model's.
     std::optional<double> shownThetaAt(int column, int row) const;
 
+    // Vital signs' layer importance as a row beneath the cells (θ mode): each layer's angular
+    // distance between its input and output, darker where the layer changes the hidden state
+    // more; hovering shows it with the block influence.
+    void setLayerImportance(const std::vector<double>& angular, const std::vector<double>& influence);
+    // The angular distance the row shows in a column (none for "global" or before vitals).
+    std::optional<double> importanceAt(int column) const;
+    // Where the row is on the value axis (a row's gap below the last role); nullopt without it.
+    std::optional<double> importanceRowPosition() const;
+
 signals:
     void tensorClicked(int tensor);
     void tensorActivated(int tensor); // double click
@@ -101,6 +111,8 @@ signals:
     void dropRefused(const QString& reason);
 
 private:
+    // The importance row's place: a row's gap below the last role.
+    static double importanceRowBelow(int rows) { return rows + 0.5; }
     void buildGrid();
     void buildPlot();
     void refreshCell(int tensor);
@@ -139,6 +151,10 @@ private:
     std::vector<QCPItemRect*> m_previewMarks;
     std::set<int> m_selected;
     std::vector<QCPItemRect*> m_selectionMarks;
+    QCPTextElement* m_key = nullptr;
+    QCPColorMap* m_importanceMap = nullptr;
+    std::vector<double> m_angular; // per layer
+    std::vector<double> m_influence;
 };
 
 } // namespace organ::widgets

@@ -1,8 +1,7 @@
 #include "vitals_page.h"
 
-#include "chart_export.h"
-#include "chart_style.h"
 #include "display_names.h"
+#include "layer_importance_chart.h"
 
 #include <QHBoxLayout>
 #include <QLabel>
@@ -38,35 +37,16 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     m_summary->setObjectName(QStringLiteral("vitalsSummary"));
     m_summary->setWordWrap(true);
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // A long unbroken sample (a model that babbles bytes) is cut at the pane's edge rather than
+    // widening the window; the same for the status line.
+    for (QLabel* label : {m_status, m_summary}) {
+        label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+        label->setMinimumWidth(0);
+    }
     layout->addWidget(m_summary);
 
-    m_chart = new QCustomPlot(this);
-    m_chart->setObjectName(QStringLiteral("layerImportanceChart"));
+    m_chart = new LayerImportanceChart(m_model, this);
     m_chart->setMinimumHeight(220);
-    m_chart->plotLayout()->insertRow(0);
-    m_chart->plotLayout()->addElement(
-        0, 0, new QCPTextElement(m_chart, tr("Layer importance"), QFont(font().family(), 10, QFont::Bold)));
-    m_chart->xAxis->setLabel(tr("layer"));
-    m_chart->yAxis->setLabel(tr("change of the hidden state"));
-    auto* angular = new QCPBars(m_chart->xAxis, m_chart->yAxis);
-    angular->setName(tr("angular distance"));
-    angular->setWidth(0.6);
-    angular->setBrush(QColor(0x3b, 0x6e, 0xb4));
-    angular->setPen(Qt::NoPen);
-    auto* influence = m_chart->addGraph();
-    influence->setName(tr("block influence"));
-    influence->setPen(QPen(QColor(0xe0, 0x7b, 0x1a), 2));
-    influence->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
-    m_chart->legend->setVisible(true);
-    m_chart->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-    QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
-    ticker->setTickStep(1.0);
-    m_chart->xAxis->setTicker(ticker);
-    installExportMenu(m_chart, this, [this] {
-        return ChartLabel{m_model + QStringLiteral("-layer-importance"),
-                          tr("%1 — layer importance (angular distance, block influence)").arg(m_model)};
-    });
-    followPalette(m_chart);
     layout->addWidget(m_chart, 1);
     m_chart->hide(); // until there is something to draw
     m_empty =
@@ -133,28 +113,15 @@ void VitalsPage::setReport(std::shared_ptr<const VitalsReport> report) {
     m_report = std::move(report);
     setIdle();
     const VitalsReport& r = *m_report;
-    m_status->setText(tr("Taken on %1 tokens.").arg(r.tokens.size()));
+    m_status->setText(r.clippedFrom > 0 ? tr("Taken on %1 tokens: the first of the built-in text's %2, as "
+                                             "many as the model's context holds.")
+                                              .arg(r.tokens.size())
+                                              .arg(r.clippedFrom)
+                                        : tr("Taken on %1 tokens.").arg(r.tokens.size()));
     m_summary->setText(summaryText());
-    const int layers = int(r.importance.angular.size());
-    QVector<double> x(layers);
-    QVector<double> angular(layers);
-    QVector<double> influence(layers);
-    for (int l = 0; l < layers; ++l) {
-        x[l] = l;
-        angular[l] = r.importance.angular[std::size_t(l)];
-        influence[l] = r.importance.blockInfluence[std::size_t(l)];
-    }
-    qobject_cast<QCPBars*>(m_chart->plottable(0))->setData(x, angular);
-    m_chart->graph(0)->setData(x, influence);
-    m_chart->xAxis->setRange(-0.6, layers - 0.4);
-    double top = 0.05;
-    for (int l = 0; l < layers; ++l) {
-        top = std::max({top, angular[l], influence[l]});
-    }
-    m_chart->yAxis->setRange(0, top * 1.45); // room for the legend above the data
+    m_chart->setImportance(r.importance);
     m_empty->hide();
     m_chart->show();
-    m_chart->replot();
     m_blockSize->setRange(1, std::max(1, int(r.importance.cheapest.size())));
     updateSuggestion();
 }

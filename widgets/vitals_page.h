@@ -5,12 +5,13 @@
 #include <QWidget>
 #include <memory>
 
-class QCustomPlot;
 class QLabel;
 class QPushButton;
 class QSpinBox;
 
 namespace organ::widgets {
+
+class LayerImportanceChart;
 
 // A model's vital signs (organ vitals, in the window): a button that takes them on the engine
 // thread, then perplexity, KL divergence and top-1 agreement against the other open models
@@ -35,7 +36,7 @@ public:
     QPushButton* takeButton() const { return m_take; }
     QPushButton* suggestButton() const { return m_suggest; }
     QSpinBox* blockSize() const { return m_blockSize; }
-    QCustomPlot* chart() const { return m_chart; }
+    LayerImportanceChart* chart() const { return m_chart; }
     QString summaryText() const;
 
 signals:
@@ -53,7 +54,7 @@ private:
     QPushButton* m_take = nullptr;
     QLabel* m_status = nullptr;
     QLabel* m_summary = nullptr;
-    QCustomPlot* m_chart = nullptr;
+    LayerImportanceChart* m_chart = nullptr;
     QSpinBox* m_blockSize = nullptr;
     QPushButton* m_suggest = nullptr;
     QLabel* m_suggestion = nullptr;

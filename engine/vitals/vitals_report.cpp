@@ -25,6 +25,10 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
         context && *context > 0 ? std::min<std::size_t>(kMaxVitalsTokens, *context) : kMaxVitalsTokens;
     const std::vector<std::int32_t> prompt =
         request.continuation > 0 ? tokenizer.encode(request.prompt) : std::vector<std::int32_t>();
+    if (request.text.empty() && report.tokens.size() > limit) {
+        report.clippedFrom = report.tokens.size();
+        report.tokens.resize(limit);
+    }
     if (report.tokens.size() > limit) {
         throw FormatError(model.label() + ": the text is " + std::to_string(report.tokens.size()) +
                           " tokens; vital signs take at most " + std::to_string(limit) + ": shorten it");
@@ -106,6 +110,7 @@ nlohmann::json vitalsToJson(const VitalsReport& r) {
             {"model", jsonText(r.label)},
             {"architecture", jsonText(r.architecture)},
             {"tokens", r.tokens.size()},
+            {"clipped_from", r.clippedFrom},
             {"perplexity", number(r.perplexity.perplexity)},
             {"mean_nll", number(r.perplexity.meanNll)},
             {"layers", layers},
@@ -116,8 +121,13 @@ nlohmann::json vitalsToJson(const VitalsReport& r) {
 }
 
 std::string vitalsText(const VitalsReport& r) {
-    std::string out = escapeText(r.label) + "  (" + escapeText(r.architecture) + ", " +
-                      std::to_string(r.tokens.size()) + " tokens)\n";
+    std::string out =
+        escapeText(r.label) + "  (" + escapeText(r.architecture) + ", " + std::to_string(r.tokens.size()) +
+        " tokens" +
+        (r.clippedFrom > 0 ? ": the first of the built-in text's " + std::to_string(r.clippedFrom) +
+                                 ", as many as the model's context holds"
+                           : std::string()) +
+        ")\n";
     out += "  perplexity " + fixedDecimals(r.perplexity.perplexity, 4) + "   mean NLL " +
            fixedDecimals(r.perplexity.meanNll, 4) + "\n";
     if (!r.parents.empty()) {

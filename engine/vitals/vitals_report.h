@@ -30,6 +30,9 @@ struct VitalsReport {
     std::string label;
     std::string architecture;
     std::vector<std::int32_t> tokens;
+    // The built-in text is cut to the model's context when it is longer: its whole length in
+    // tokens then (0: the text was scored whole).
+    std::size_t clippedFrom = 0;
     Perplexity perplexity;
     LayerImportance importance;
     std::string prompt;
@@ -44,8 +47,8 @@ struct VitalsReport {
 
 // Tokenizes with the model's own vocabulary, runs the model (and each parent, which must share
 // its vocabulary) and measures. A text or prompt longer than kMaxVitalsTokens (or the model's
-// context) is refused before anything runs. Throws VitalsUnavailable, FormatError. Cancelled:
-// nullopt.
+// context) is refused before anything runs; the built-in text is cut to fit instead. Throws
+// VitalsUnavailable, FormatError. Cancelled: nullopt.
 std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                                        const std::vector<const ModelWeights*>& parents,
                                        const VitalsRequest& request, const ProgressFn& progress = {},

@@ -408,6 +408,27 @@ private slots:
             runOrgan({QStringLiteral("vitals"), healthy, QStringLiteral("--tokens"), QStringLiteral("99999")})
                 .exitCode,
             2);
+        // A model whose context is shorter than the built-in text (the specimen's 256 tokens):
+        // the text is cut to fit and the report says so; a --text that long is refused.
+        const QString specimen = m_dir.filePath(QStringLiteral("short-context.gguf"));
+        QCOMPARE(runOrgan({QStringLiteral("specimen"), specimen}).exitCode, 0);
+        const Run clipped = runOrgan({QStringLiteral("vitals"), specimen, QStringLiteral("--tokens"),
+                                      QStringLiteral("4"), QStringLiteral("--json"), json});
+        QCOMPARE(clipped.exitCode, 0);
+        QVERIFY2(clipped.out.contains(QStringLiteral("256 tokens: the first of the built-in text's")),
+                 qPrintable(clipped.out));
+        QFile clippedJson(json);
+        QVERIFY(clippedJson.open(QIODevice::ReadOnly));
+        const QJsonObject clippedDoc = QJsonDocument::fromJson(clippedJson.readAll()).object();
+        QCOMPARE(clippedDoc[QStringLiteral("tokens")].toInt(), 256);
+        QVERIFY(clippedDoc[QStringLiteral("clipped_from")].toInt() > 256);
+        const QString longText = m_dir.filePath(QStringLiteral("long.txt"));
+        QVERIFY(writeAll(longText, QByteArray("Tom had a small red boat. ").repeated(100)));
+        const Run tooLong =
+            runOrgan({QStringLiteral("vitals"), specimen, QStringLiteral("--text"), longText});
+        QCOMPARE(tooLong.exitCode, 1);
+        QVERIFY2(tooLong.err.contains(QStringLiteral("vital signs take at most 256: shorten it")),
+                 qPrintable(tooLong.err));
         const Run overInput =
             runOrgan({QStringLiteral("vitals"), healthy, QStringLiteral("--json"), healthy});
         QCOMPARE(overInput.exitCode, 1);

@@ -10,6 +10,7 @@
 #include "graft_document.h"
 #include "graft_plan_model.h"
 #include "graft_plan_panel.h"
+#include "layer_importance_chart.h"
 #include "main_window.h"
 #include "model_pane.h"
 #include "model_roles.h"
@@ -163,6 +164,23 @@ private slots:
                  qPrintable(page->summaryText()));
         settle(&window);
         saveScreenshot(&window, QStringLiteral("vitals-page.png"));
+        // Beside the θ heatmap and on it: the same layer importance, a chart and a row.
+        widgets::ThetaHeatmap* heatmap = m_recipient->heatmap();
+        QCOMPARE(heatmap->importanceRowPosition(), std::optional(heatmap->rowCount() + 0.5));
+        QVERIFY(!heatmap->importanceAt(0)); // "global"
+        for (std::uint32_t layer = 0; layer < 5; ++layer) {
+            QCOMPARE(heatmap->importanceAt(heatmap->columnOfLayer(layer)),
+                     std::optional(report->importance.angular[layer]));
+        }
+        m_recipient->showPage(widgets::ModelView::Page::Heatmap);
+        settle(&window);
+        QVERIFY(m_recipient->importanceChart()->isVisible());
+        QCOMPARE(m_recipient->importanceChart()->plottable(0)->interface1D()->dataCount(), 5);
+        // The row sits under the cells, on their axes: no cell there, and the plot shows it.
+        QCOMPARE(heatmap->tensorAt(heatmap->columnOfLayer(2), heatmap->rowCount()), -1);
+        QVERIFY(heatmap->plot()->yAxis->range().contains(*heatmap->importanceRowPosition()));
+        saveScreenshot(&window, QStringLiteral("vitals-heatmap.png"));
+        m_recipient->showPage(widgets::ModelView::Page::Vitals);
 
         // Suggest: the cheapest block of 2 layers becomes two remove_layer operations.
         page->blockSize()->setValue(2);
