@@ -11,7 +11,8 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 corpus=build/fuzz/corpus
 rm -rf "$corpus"
-mkdir -p "$corpus/gguf" "$corpus/plan" build/fuzz/findings/fuzz_gguf build/fuzz/findings/fuzz_plan
+mkdir -p "$corpus/gguf" "$corpus/plan" "$corpus/tokenizer" build/fuzz/findings/fuzz_gguf \
+    build/fuzz/findings/fuzz_plan build/fuzz/findings/fuzz_tokenizer
 if [ -d ../shared/models ]; then
     find ../shared/models -name '*.gguf' -size -4M -exec cp -t "$corpus/gguf" {} +
 else
@@ -23,9 +24,13 @@ else
     echo "run.sh: build/dev/tests/tst_malformed is not built: no malformed seeds" >&2
 fi
 cp docs/examples/*.json "$corpus/plan/"
+cp resources/texts/*.txt "$corpus/tokenizer/"
+if [ -f ../shared/reference/vitals/story-a.txt ]; then
+    cp ../shared/reference/vitals/story-a.txt "$corpus/tokenizer/"
+fi
 echo "seeds: $(ls "$corpus/gguf" | wc -l) GGUF files, $(ls "$corpus/plan" | wc -l) plans"
 status=0
-for target in fuzz_gguf fuzz_plan; do
+for target in fuzz_gguf fuzz_plan fuzz_tokenizer; do
     kind="${target#fuzz_}"
     echo "== $target, ${seconds} s"
     if ! "build/fuzz/tests/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
