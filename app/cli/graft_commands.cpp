@@ -189,10 +189,18 @@ int runPlanCommand(const std::vector<std::string>& args) {
 }
 
 int runAssemble(const std::vector<std::string>& args) {
-    const Arguments parsed(args, {"--keep-invalid"}, {"--plan", "-o", "--output"});
+    const Arguments parsed(args, {"--keep-invalid"}, {"--plan", "--organs", "-o", "--output"});
     const auto planPath = parsed.option("--plan");
+    const auto organs = parsed.option("--organs");
+    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    if (organs) {
+        if (planPath || !parsed.positional().empty() || !output) {
+            throw UsageError{"assemble --organs DIR needs -o OUT.gguf (and no plan)"};
+        }
+        return runAssembleOrgans(*organs, *output);
+    }
     if (!planPath || !parsed.positional().empty()) {
-        throw UsageError{"assemble needs --plan PLAN.json [-o OUT.gguf]"};
+        throw UsageError{"assemble needs --plan PLAN.json [-o OUT.gguf], or --organs DIR -o OUT.gguf"};
     }
     GraftPlan plan;
     try {
@@ -201,7 +209,6 @@ int runAssemble(const std::vector<std::string>& args) {
         std::cerr << "organ assemble: " << escapeText(error.what()) << "\n";
         return kExitInvalid;
     }
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
     const std::string target = output ? *output : plan.output;
     if (target.empty()) {
         throw UsageError{"the plan names no output: give -o OUT.gguf"};

@@ -38,6 +38,13 @@ usage:
       The compatibility report of a graft plan (docs/graft-plan.md); nothing is written.
   organ assemble --plan PLAN.json [-o OUT.gguf] [--keep-invalid]
       Runs a graft plan.
+  organ extract MODEL -o DIR
+      Takes the model apart into an organ directory: one file per tensor in
+      skeleton/ organs/ embed/ norm/ adapters/ other/, and manifest.json with every
+      metadata key, the tensor order and each tensor's SHA-256 (docs/organ-directory.md).
+  organ assemble --organs DIR -o OUT.gguf
+      Puts an organ directory back together after checking every file against the
+      manifest: the original GGUF byte for byte.
   organ validate FILE...
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
@@ -69,7 +76,7 @@ int main(int argc, char** argv) {
     const std::map<std::string, std::function<int(const std::vector<std::string>&)>> commands{
         {"inspect", runInspect},   {"measure", runMeasure},   {"graft", runGraft},
         {"plan", runPlanCommand},  {"assemble", runAssemble}, {"validate", runValidate},
-        {"specimen", runSpecimen}, {"vitals", runVitals},
+        {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
     };
     if (argc < 2) {
         std::cerr << kUsage;

@@ -435,6 +435,36 @@ private slots:
         QVERIFY(readAll(healthy).startsWith("GGUF"));
     }
 
+    // organ extract / organ assemble --organs: byte for byte back, a changed organ refused.
+    void organDirectories() {
+        const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthy);
+        const QString directory = m_dir.filePath(QStringLiteral("stories-organs"));
+        const Run extracted = runOrgan({QStringLiteral("extract"), healthy, QStringLiteral("-o"), directory});
+        QCOMPARE(extracted.exitCode, 0);
+        QVERIFY2(extracted.out.contains(QStringLiteral("48 tensors")), qPrintable(extracted.out));
+        QVERIFY(QFileInfo::exists(directory + QStringLiteral("/organs/blk_1_ffn_gate.bin")));
+        const QString back = m_dir.filePath(QStringLiteral("stories-back.gguf"));
+        const Run assembled = runOrgan(
+            {QStringLiteral("assemble"), QStringLiteral("--organs"), directory, QStringLiteral("-o"), back});
+        QCOMPARE(assembled.exitCode, 0);
+        QVERIFY(readAll(back) == readAll(healthy));
+        // Again into the same directory: refused, the directory untouched.
+        QCOMPARE(runOrgan({QStringLiteral("extract"), healthy, QStringLiteral("-o"), directory}).exitCode, 1);
+        QByteArray organ = readAll(directory + QStringLiteral("/organs/blk_1_ffn_gate.bin"));
+        organ[organ.size() - 1] = char(organ[organ.size() - 1] ^ 1);
+        QVERIFY(writeAll(directory + QStringLiteral("/organs/blk_1_ffn_gate.bin"), organ));
+        const QString refusedOut = m_dir.filePath(QStringLiteral("never-organs.gguf"));
+        const Run refused = runOrgan({QStringLiteral("assemble"), QStringLiteral("--organs"), directory,
+                                      QStringLiteral("-o"), refusedOut});
+        QCOMPARE(refused.exitCode, 1);
+        QVERIFY2(refused.err.contains(QStringLiteral("organs/blk_1_ffn_gate.bin: its data does not match")),
+                 qPrintable(refused.err));
+        QVERIFY(!QFileInfo::exists(refusedOut));
+        QCOMPARE(runOrgan({QStringLiteral("extract"), healthy}).exitCode, 2);
+        QCOMPARE(runOrgan({QStringLiteral("assemble"), QStringLiteral("--organs"), directory}).exitCode, 2);
+    }
+
     void specimen() {
         const QString out = m_dir.filePath(QStringLiteral("s.gguf"));
         const Run run =

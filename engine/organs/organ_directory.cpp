@@ -1,0 +1,839 @@
+#include "organs/organ_directory.h"
+
+#include "support/errors.h"
+#include "support/safe_files.h"
+#include "support/sha256.h"
+#include "support/text_format.h"
+#include "support/text_safety.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace organ {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t kChunk = 4u << 20; // bytes read or copied at a time
+constexpr const char* kFormat = "organ-directory";
+constexpr int kVersion = 1;
+
+std::string label(const std::string& directory) {
+    return fileLabel(directory);
+}
+
+// A file descriptor closed on every path out.
+class Fd {
+public:
+    explicit Fd(int fd) : m_fd(fd) {}
+    ~Fd() {
+        if (m_fd >= 0) {
+            ::close(m_fd);
+        }
+    }
+    Fd(Fd&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    Fd& operator=(Fd&&) = delete;
+    int get() const { return m_fd; }
+
+private:
+    int m_fd;
+};
+
+void writeAll(int fd, const void* data, std::size_t size, const std::string& what) {
+    const auto* p = static_cast<const char*>(data);
+    while (size > 0) {
+        const ssize_t n = ::write(fd, p, size);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            throw IoError(what + ": cannot write: " + std::strerror(errno));
+        }
+        p += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+void syncFd(int fd, const std::string& what) {
+    if (::fsync(fd) != 0) {
+        throw IoError(what + ": cannot sync: " + std::strerror(errno));
+    }
+}
+
+void syncFolder(const std::string& folder) {
+    Fd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (fd.get() < 0 || ::fsync(fd.get()) != 0) {
+        throw IoError(label(folder) + ": cannot sync the folder: " + std::strerror(errno));
+    }
+}
+
+template <typename T> void appendLe(std::string& out, T value) {
+    for (std::size_t i = 0; i < sizeof(T); ++i) {
+        out += static_cast<char>((static_cast<std::uint64_t>(value) >> (8 * i)) & 0xFF);
+    }
+}
+
+std::string tensorHeader(const TensorInfo& t) {
+    std::string header;
+    appendLe<std::uint32_t>(header, static_cast<std::uint32_t>(t.name.size()));
+    header += t.name;
+    appendLe<std::uint32_t>(header, t.nDims);
+    for (std::uint32_t d = 0; d < t.nDims; ++d) {
+        appendLe<std::uint64_t>(header, t.ne[d]);
+    }
+    appendLe<std::uint32_t>(header, static_cast<std::uint32_t>(t.type));
+    return header;
+}
+
+bool validUtf8(std::string_view s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const std::size_t n = c < 0x80           ? 1
+                              : (c >> 5) == 0x6  ? 2
+                              : (c >> 4) == 0xE  ? 3
+                              : (c >> 3) == 0x1E ? 4
+                                                 : 0;
+        if (n == 0 || i + n > s.size()) {
+            return false;
+        }
+        for (std::size_t k = 1; k < n; ++k) {
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) {
+                return false;
+            }
+        }
+        i += n;
+    }
+    return true;
+}
+
+std::string toHex(std::string_view bytes) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (const char c : bytes) {
+        out += digits[static_cast<unsigned char>(c) >> 4];
+        out += digits[static_cast<unsigned char>(c) & 0xF];
+    }
+    return out;
+}
+
+std::optional<std::string> fromHex(std::string_view hex) {
+    if (hex.size() % 2 != 0) {
+        return std::nullopt;
+    }
+    auto digit = [](char c) {
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+    };
+    std::string out;
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+        const int high = digit(hex[i]);
+        const int low = digit(hex[i + 1]);
+        if (high < 0 || low < 0) {
+            return std::nullopt;
+        }
+        out += static_cast<char>(high * 16 + low);
+    }
+    return out;
+}
+
+std::string typeName(ValueType type) {
+    return std::string(valueTypeName(type));
+}
+
+std::optional<ValueType> typeFromName(std::string_view name) {
+    for (std::uint32_t t = 0; t <= static_cast<std::uint32_t>(ValueType::F64); ++t) {
+        if (valueTypeName(static_cast<ValueType>(t)) == name) {
+            return static_cast<ValueType>(t);
+        }
+    }
+    return std::nullopt;
+}
+
+// A value without its type: numbers, booleans, strings (or {"hex"}), {"bits"} for non-finite
+// floats, and for arrays {"element_type", "value": [...]}.
+nlohmann::ordered_json bareValue(const MetaValue& v) {
+    switch (v.type()) {
+    case ValueType::U8:
+    case ValueType::U16:
+    case ValueType::U32:
+    case ValueType::U64:
+        return *v.asUInt();
+    case ValueType::I8:
+    case ValueType::I16:
+    case ValueType::I32:
+    case ValueType::I64:
+        return *v.asInt();
+    case ValueType::F32:
+    case ValueType::F64: {
+        const double d = *v.asFloat();
+        if (std::isfinite(d)) {
+            return d;
+        }
+        const auto payload = v.payload();
+        std::string raw(reinterpret_cast<const char*>(payload.data()), payload.size());
+        std::reverse(raw.begin(), raw.end()); // little-endian bytes → the bits, most significant first
+        return nlohmann::ordered_json{{"bits", toHex(raw)}};
+    }
+    case ValueType::Bool:
+        return *v.asBool();
+    case ValueType::String: {
+        const std::string_view s = *v.asString();
+        if (validUtf8(s)) {
+            return std::string(s);
+        }
+        return nlohmann::ordered_json{{"hex", toHex(s)}};
+    }
+    case ValueType::Array: {
+        nlohmann::ordered_json items = nlohmann::ordered_json::array();
+        v.forEachElement([&](const MetaValue& e) {
+            items.push_back(bareValue(e));
+            return true;
+        });
+        return nlohmann::ordered_json{{"element_type", typeName(v.elementType())},
+                                      {"value", std::move(items)}};
+    }
+    }
+    return nullptr;
+}
+
+MetaValue parseBare(ValueType type, const nlohmann::json& j, const std::string& where) {
+    auto bad = [&](const std::string& what) { return FormatError(where + ": " + what); };
+    auto unsignedValue = [&](std::uint64_t max) {
+        if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<std::int64_t>() >= 0)) {
+            throw bad("expected a non-negative integer");
+        }
+        const auto u = j.get<std::uint64_t>();
+        if (u > max) {
+            throw bad("out of range for " + typeName(type));
+        }
+        return u;
+    };
+    auto signedValue = [&](std::int64_t min, std::int64_t max) {
+        if (!j.is_number_integer() ||
+            (j.is_number_unsigned() && j.get<std::uint64_t>() > std::uint64_t(max))) {
+            throw bad("expected an integer");
+        }
+        const auto i = j.get<std::int64_t>();
+        if (i < min || i > max) {
+            throw bad("out of range for " + typeName(type));
+        }
+        return i;
+    };
+    auto floatBits = [&](std::size_t bytes) -> std::optional<std::string> {
+        if (!j.is_object() || !j.contains("bits") || !j["bits"].is_string()) {
+            return std::nullopt;
+        }
+        auto raw = fromHex(j["bits"].get<std::string>());
+        if (!raw || raw->size() != bytes) {
+            throw bad("bits must be " + std::to_string(bytes * 2) + " hexadecimal digits");
+        }
+        std::reverse(raw->begin(), raw->end());
+        return raw;
+    };
+    switch (type) {
+    case ValueType::U8:
+        return MetaValue::fromU8(static_cast<std::uint8_t>(unsignedValue(UINT8_MAX)));
+    case ValueType::U16:
+        return MetaValue::fromU16(static_cast<std::uint16_t>(unsignedValue(UINT16_MAX)));
+    case ValueType::U32:
+        return MetaValue::fromU32(static_cast<std::uint32_t>(unsignedValue(UINT32_MAX)));
+    case ValueType::U64:
+        return MetaValue::fromU64(unsignedValue(UINT64_MAX));
+    case ValueType::I8:
+        return MetaValue::fromI8(static_cast<std::int8_t>(signedValue(INT8_MIN, INT8_MAX)));
+    case ValueType::I16:
+        return MetaValue::fromI16(static_cast<std::int16_t>(signedValue(INT16_MIN, INT16_MAX)));
+    case ValueType::I32:
+        return MetaValue::fromI32(static_cast<std::int32_t>(signedValue(INT32_MIN, INT32_MAX)));
+    case ValueType::I64:
+        return MetaValue::fromI64(signedValue(INT64_MIN, INT64_MAX));
+    case ValueType::F32: {
+        if (const auto raw = floatBits(4)) {
+            std::uint32_t bits;
+            std::memcpy(&bits, raw->data(), 4);
+            return MetaValue::fromF32(std::bit_cast<float>(bits));
+        }
+        if (!j.is_number()) {
+            throw bad("expected a number");
+        }
+        return MetaValue::fromF32(static_cast<float>(j.get<double>()));
+    }
+    case ValueType::F64: {
+        if (const auto raw = floatBits(8)) {
+            std::uint64_t bits;
+            std::memcpy(&bits, raw->data(), 8);
+            return MetaValue::fromF64(std::bit_cast<double>(bits));
+        }
+        if (!j.is_number()) {
+            throw bad("expected a number");
+        }
+        return MetaValue::fromF64(j.get<double>());
+    }
+    case ValueType::Bool:
+        if (!j.is_boolean()) {
+            throw bad("expected true or false");
+        }
+        return MetaValue::fromBool(j.get<bool>());
+    case ValueType::String:
+        if (j.is_string()) {
+            return MetaValue::fromString(j.get<std::string>());
+        }
+        if (j.is_object() && j.contains("hex") && j["hex"].is_string()) {
+            if (const auto raw = fromHex(j["hex"].get<std::string>())) {
+                return MetaValue::fromString(*raw);
+            }
+        }
+        throw bad("expected a string or {\"hex\": …}");
+    case ValueType::Array: {
+        if (!j.is_object() || !j.contains("element_type") || !j["element_type"].is_string() ||
+            !j.contains("value") || !j["value"].is_array()) {
+            throw bad("an array needs \"element_type\" and a \"value\" list");
+        }
+        const auto element = typeFromName(j["element_type"].get<std::string>());
+        if (!element) {
+            throw bad("unknown element type '" + escapeText(j["element_type"].get<std::string>()) + "'");
+        }
+        std::vector<MetaValue> items;
+        items.reserve(j["value"].size());
+        for (std::size_t i = 0; i < j["value"].size(); ++i) {
+            items.push_back(parseBare(*element, j["value"][i], where + "[" + std::to_string(i) + "]"));
+        }
+        return MetaValue::fromArray(*element, items);
+    }
+    }
+    throw bad("unknown type");
+}
+
+// Relative, inside the directory: no absolute path, no "..", nothing but the safe characters.
+bool safeRelativePath(const std::string& path) {
+    if (path.empty() || path.front() == '/' || path.size() > 4096) {
+        return false;
+    }
+    for (const char c : path) {
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/')) {
+            return false;
+        }
+    }
+    std::size_t start = 0;
+    while (start <= path.size()) {
+        const std::size_t end = std::min(path.find('/', start), path.size());
+        const std::string_view part(path.data() + start, end - start);
+        if (part.empty() || part == "." || part == "..") {
+            return false;
+        }
+        start = end + 1;
+    }
+    return true;
+}
+
+std::string partialName(const std::string& directory) {
+    static std::atomic<unsigned> counter{0};
+    return directory + ".partial-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+// Copies `size` bytes at `offset` of `in` to the end of `out`: in the kernel when it can,
+// through the mapping otherwise.
+void copyData(int in, std::uint64_t offset, int out, std::span<const std::byte> mapped,
+              const std::string& what, const StopToken* stop) {
+    std::uint64_t done = 0;
+    bool kernel = in >= 0;
+    while (done < mapped.size()) {
+        if (stop != nullptr && stop->stopRequested()) {
+            return;
+        }
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, mapped.size() - done));
+        if (kernel) {
+            loff_t from = static_cast<loff_t>(offset + done);
+            const ssize_t copied = ::copy_file_range(in, &from, out, nullptr, n, 0);
+            if (copied > 0) {
+                done += static_cast<std::uint64_t>(copied);
+                continue;
+            }
+            if (copied < 0 && errno == EINTR) {
+                continue;
+            }
+            kernel = false; // EXDEV, ENOSYS, EINVAL…: the plain way from here on
+            continue;
+        }
+        writeAll(out, mapped.data() + done, n, what);
+        done += n;
+    }
+}
+
+} // namespace
+
+std::uint64_t OrganTensor::headerBytes() const {
+    return 4 + name.size() + 4 + 8 * std::uint64_t(nDims) + 4;
+}
+
+std::string organFolder(System system) {
+    switch (system) {
+    case System::Skeleton:
+        return "skeleton";
+    case System::Organ:
+        return "organs";
+    case System::Embed:
+        return "embed";
+    case System::Norm:
+        return "norm";
+    case System::Adapter:
+        return "adapters";
+    case System::Other:
+        return "other";
+    }
+    return "other";
+}
+
+std::string organFileName(const std::string& tensorName, std::vector<std::string>& taken) {
+    std::string stem = tensorName;
+    if (stem.ends_with(".weight") && stem.size() > 7) {
+        stem.resize(stem.size() - 7);
+    }
+    for (char& c : stem) {
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-')) {
+            c = '_';
+        }
+    }
+    if (stem.empty()) {
+        stem = "tensor";
+    }
+    stem.resize(std::min<std::size_t>(stem.size(), 180));
+    auto lower = [](std::string s) {
+        std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+        return s;
+    };
+    std::string name = stem + ".bin";
+    for (int n = 2; std::find(taken.begin(), taken.end(), lower(name)) != taken.end(); ++n) {
+        name = stem + "-" + std::to_string(n) + ".bin";
+    }
+    taken.push_back(lower(name));
+    return name;
+}
+
+nlohmann::ordered_json metaValueToManifest(const std::string& key, const MetaValue& value) {
+    nlohmann::ordered_json entry;
+    entry["key"] = validUtf8(key) ? nlohmann::ordered_json(key) : nlohmann::ordered_json{{"hex", toHex(key)}};
+    if (value.isArray()) {
+        entry["type"] = "array";
+        entry["element_type"] = typeName(value.elementType());
+        entry["value"] = std::move(bareValue(value)["value"]);
+        return entry;
+    }
+    entry["type"] = typeName(value.type());
+    entry["value"] = bareValue(value);
+    return entry;
+}
+
+MetaValue metaValueFromManifest(const nlohmann::json& entry, const std::string& where) {
+    if (!entry.is_object() || !entry.contains("type") || !entry["type"].is_string()) {
+        throw FormatError(where + ": needs a \"type\"");
+    }
+    const std::string name = entry["type"].get<std::string>();
+    if (name == "array") {
+        return parseBare(ValueType::Array, entry, where);
+    }
+    const auto type = typeFromName(name);
+    if (!type || *type == ValueType::Array || !entry.contains("value")) {
+        throw FormatError(where + ": unknown type '" + escapeText(name) + "' or no \"value\"");
+    }
+    return parseBare(*type, entry["value"], where);
+}
+
+JobResult extractOrgans(const GgufModel& model, const std::string& directory,
+                        const nlohmann::json* measurement, const ProgressFn& progress,
+                        const StopToken* stop) {
+    const std::string name = label(directory);
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(directory, ec))) {
+        return JobResult::failed(name + ": already exists; organs are extracted into a new directory");
+    }
+    const fs::path parent = fs::absolute(directory).parent_path();
+    if (!fs::is_directory(parent, ec)) {
+        return JobResult::failed(name + ": its folder " + escapeText(parent.string()) + " does not exist");
+    }
+    const std::string partial = partialName(fs::absolute(directory).lexically_normal().string());
+    if (::mkdir(partial.c_str(), 0755) != 0) {
+        return JobResult::failed(name + ": cannot create " + escapeText(partial) + ": " +
+                                 std::strerror(errno));
+    }
+    try {
+        nlohmann::ordered_json metadata = nlohmann::ordered_json::array();
+        for (const MetaEntry& entry : model.metadata()) {
+            // A split model becomes one directory, and then one file: its split keys go.
+            if (entry.key.starts_with("split.")) {
+                continue;
+            }
+            metadata.push_back(metaValueToManifest(entry.key, entry.value));
+        }
+        std::vector<Fd> shards;
+        for (const auto& shard : model.shards()) {
+            shards.emplace_back(::open(shard->path().c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+        }
+        nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+        std::vector<std::string> taken;
+        std::uint64_t total = 0;
+        for (const TensorInfo& t : model.tensors()) {
+            total += t.bytes;
+        }
+        std::uint64_t done = 0;
+        for (const TensorInfo& t : model.tensors()) {
+            if (stop != nullptr && stop->stopRequested()) {
+                fs::remove_all(partial, ec);
+                return JobResult::cancelled();
+            }
+            const TensorAnatomy anatomy = classifyTensor(t.name);
+            const std::string folder = organFolder(anatomy.system);
+            fs::create_directories(fs::path(partial) / folder);
+            const std::string file = folder + "/" + organFileName(t.name, taken);
+            const std::string target = (fs::path(partial) / file).string();
+            Fd out(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+            if (out.get() < 0) {
+                throw IoError(name + ": cannot create " + file + ": " + std::strerror(errno));
+            }
+            const std::string header = tensorHeader(t);
+            writeAll(out.get(), header.data(), header.size(), name + "/" + file);
+            const std::span<const std::byte> data = model.tensorData(t);
+            copyData(shards[t.shard].get(), t.fileOffset, out.get(), data, name + "/" + file, stop);
+            Sha256 sha;
+            for (std::uint64_t at = 0; at < data.size(); at += kChunk) {
+                sha.update(data.subspan(at, std::min<std::uint64_t>(kChunk, data.size() - at)));
+            }
+            const auto digest = sha.finish();
+            syncFd(out.get(), name + "/" + file);
+            nlohmann::ordered_json shape = nlohmann::ordered_json::array();
+            for (std::uint32_t d = 0; d < t.nDims; ++d) {
+                shape.push_back(t.ne[d]);
+            }
+            nlohmann::ordered_json entry{
+                {"name", validUtf8(t.name) ? nlohmann::ordered_json(t.name)
+                                           : nlohmann::ordered_json{{"hex", toHex(t.name)}}},
+                {"file", file},
+                {"system", std::string(systemName(anatomy.system))},
+                {"role", anatomy.role},
+                {"layer",
+                 anatomy.layer ? nlohmann::ordered_json(*anatomy.layer) : nlohmann::ordered_json(nullptr)},
+                {"dtype", std::string(tensorTypeName(t.type))},
+                {"shape", shape},
+                {"bytes", t.bytes},
+                {"sha256",
+                 toHex(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()))}};
+            tensors.push_back(std::move(entry));
+            done += t.bytes;
+            if (progress) {
+                progress({done, total, "extracting"});
+            }
+        }
+        nlohmann::ordered_json manifest{{"format", kFormat},
+                                        {"version", kVersion},
+                                        {"source",
+                                         {{"file", fileLabel(model.path())},
+                                          {"gguf_version", model.primary().version()},
+                                          {"alignment", model.primary().alignment()},
+                                          {"shards", model.shards().size()}}},
+                                        {"metadata", std::move(metadata)},
+                                        {"tensors", std::move(tensors)}};
+        if (measurement != nullptr) {
+            manifest["measurement"] = *measurement;
+        }
+        const std::string text = manifest.dump(1) + "\n";
+        const std::string manifestPath = (fs::path(partial) / kOrganManifest).string();
+        Fd out(::open(manifestPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+        if (out.get() < 0) {
+            throw IoError(name + ": cannot create the manifest: " + std::strerror(errno));
+        }
+        writeAll(out.get(), text.data(), text.size(), name + "/manifest.json");
+        syncFd(out.get(), name + "/manifest.json");
+        for (const auto& folder : fs::directory_iterator(partial)) {
+            if (folder.is_directory()) {
+                syncFolder(folder.path().string());
+            }
+        }
+        syncFolder(partial);
+        if (::rename(partial.c_str(), fs::absolute(directory).c_str()) != 0) {
+            throw IoError(name + ": cannot move the finished directory into place: " + std::strerror(errno));
+        }
+        syncFolder(parent.string());
+        return JobResult::ok();
+    } catch (const std::exception& e) {
+        fs::remove_all(partial, ec);
+        return JobResult::failed(e.what());
+    }
+}
+
+bool OrganDirectory::looksLikeOne(const std::string& path) {
+    std::error_code ec;
+    return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / kOrganManifest, ec);
+}
+
+std::string OrganDirectory::filePath(const OrganTensor& tensor) const {
+    return (fs::path(m_path) / tensor.file).string();
+}
+
+OrganDirectory OrganDirectory::open(const std::string& directory) {
+    const std::string name = label(directory);
+    std::error_code ec;
+    if (!fs::is_directory(directory, ec)) {
+        throw IoError(name + ": not a directory");
+    }
+    const std::string manifestPath = (fs::path(directory) / kOrganManifest).string();
+    if (!fs::is_regular_file(fs::symlink_status(manifestPath, ec))) {
+        throw FormatError(name + ": no manifest.json (not an organ directory, or an unfinished one)");
+    }
+    nlohmann::json manifest;
+    try {
+        manifest = nlohmann::json::parse(readSmallFile(manifestPath, 1u << 30));
+    } catch (const nlohmann::json::exception& e) {
+        throw FormatError(name + "/manifest.json: not JSON: " + e.what());
+    }
+    auto bad = [&](const std::string& what) { return FormatError(name + "/manifest.json: " + what); };
+    if (!manifest.is_object() || manifest.value("format", std::string()) != kFormat) {
+        throw bad("\"format\" is not \"organ-directory\"");
+    }
+    if (!manifest.contains("version") || manifest["version"] != kVersion) {
+        throw bad("version " + manifest.value("version", nlohmann::json()).dump() +
+                  " is not supported (only 1)");
+    }
+    OrganDirectory out;
+    out.m_path = directory;
+    if (manifest.contains("source") && manifest["source"].is_object()) {
+        out.m_ggufVersion = manifest["source"].value("gguf_version", 3u);
+    }
+    if (!manifest.contains("metadata") || !manifest["metadata"].is_array()) {
+        throw bad("\"metadata\" must be a list");
+    }
+    for (std::size_t i = 0; i < manifest["metadata"].size(); ++i) {
+        const auto& e = manifest["metadata"][i];
+        const std::string where = name + "/manifest.json: metadata[" + std::to_string(i) + "]";
+        if (!e.is_object() || !e.contains("key")) {
+            throw FormatError(where + ": needs a \"key\"");
+        }
+        std::string key;
+        if (e["key"].is_string()) {
+            key = e["key"].get<std::string>();
+        } else if (e["key"].is_object() && e["key"].contains("hex") && e["key"]["hex"].is_string() &&
+                   fromHex(e["key"]["hex"].get<std::string>())) {
+            key = *fromHex(e["key"]["hex"].get<std::string>());
+        } else {
+            throw FormatError(where + ": \"key\" must be a string");
+        }
+        out.m_metadata.emplace_back(key, metaValueFromManifest(e, where + " (" + escapeText(key) + ")"));
+    }
+    if (!manifest.contains("tensors") || !manifest["tensors"].is_array()) {
+        throw bad("\"tensors\" must be a list");
+    }
+    std::vector<std::string> names;
+    std::vector<std::string> files;
+    for (std::size_t i = 0; i < manifest["tensors"].size(); ++i) {
+        const auto& e = manifest["tensors"][i];
+        const std::string where = name + "/manifest.json: tensors[" + std::to_string(i) + "]";
+        auto need = [&](const char* key, bool ok) {
+            if (!e.is_object() || !e.contains(key) || !ok) {
+                throw FormatError(where + ": \"" + key + "\" is missing or of the wrong kind");
+            }
+        };
+        need("name", e.is_object() && e.contains("name") && (e["name"].is_string() || e["name"].is_object()));
+        need("file", e.contains("file") && e["file"].is_string());
+        need("dtype", e.contains("dtype") && e["dtype"].is_string());
+        need("shape", e.contains("shape") && e["shape"].is_array());
+        need("bytes", e.contains("bytes") && e["bytes"].is_number_unsigned());
+        need("sha256", e.contains("sha256") && e["sha256"].is_string());
+        OrganTensor t;
+        if (e["name"].is_string()) {
+            t.name = e["name"].get<std::string>();
+        } else if (e["name"].contains("hex") && e["name"]["hex"].is_string() &&
+                   fromHex(e["name"]["hex"].get<std::string>())) {
+            t.name = *fromHex(e["name"]["hex"].get<std::string>());
+        } else {
+            throw FormatError(where + ": \"name\" must be a string");
+        }
+        t.file = e["file"].get<std::string>();
+        if (!safeRelativePath(t.file)) {
+            throw FormatError(where + ": file '" + escapeText(t.file) +
+                              "' is not a plain path inside the directory");
+        }
+        const auto type = tensorTypeFromName(e["dtype"].get<std::string>());
+        if (!type) {
+            throw FormatError(where + ": unknown dtype '" + escapeText(e["dtype"].get<std::string>()) + "'");
+        }
+        t.type = *type;
+        const auto& shape = e["shape"];
+        if (shape.empty() || shape.size() > kGgufMaxDims) {
+            throw FormatError(where + ": a shape has 1 to " + std::to_string(kGgufMaxDims) + " dimensions");
+        }
+        t.nDims = static_cast<std::uint32_t>(shape.size());
+        std::uint64_t elements = 1;
+        for (std::size_t d = 0; d < shape.size(); ++d) {
+            if (!shape[d].is_number_unsigned() || shape[d].get<std::uint64_t>() == 0 ||
+                shape[d].get<std::uint64_t>() > (std::uint64_t(1) << 40)) {
+                throw FormatError(where + ": shape[" + std::to_string(d) + "] must be a positive integer");
+            }
+            t.ne[d] = shape[d].get<std::uint64_t>();
+            if (elements > (std::uint64_t(1) << 50) / t.ne[d]) {
+                throw FormatError(where + ": the shape is too large");
+            }
+            elements *= t.ne[d];
+        }
+        const TensorTypeTraits& traits = traitsOf(t.type);
+        if (t.ne[0] % traits.blockSize != 0) {
+            throw FormatError(where + ": " + std::to_string(t.ne[0]) + " values per row are not whole " +
+                              std::string(tensorTypeName(t.type)) + " blocks");
+        }
+        t.bytes = e["bytes"].get<std::uint64_t>();
+        if (t.bytes != elements / traits.blockSize * traits.bytesPerBlock) {
+            throw FormatError(where + ": " + std::to_string(t.bytes) +
+                              " bytes do not fit the shape and dtype");
+        }
+        t.sha256 = e["sha256"].get<std::string>();
+        if (t.sha256.size() != 64 || !fromHex(t.sha256)) {
+            throw FormatError(where + ": sha256 must be 64 hexadecimal digits");
+        }
+        if (e.contains("system") && e["system"].is_string()) {
+            t.system = systemFromName(e["system"].get<std::string>()).value_or(System::Other);
+        }
+        t.role = e.value("role", std::string());
+        if (e.contains("layer") && e["layer"].is_number_unsigned()) {
+            t.layer = e["layer"].get<std::uint32_t>();
+        }
+        if (std::find(names.begin(), names.end(), t.name) != names.end()) {
+            throw FormatError(where + ": the tensor " + escapeText(t.name) + " is listed twice");
+        }
+        if (std::find(files.begin(), files.end(), t.file) != files.end()) {
+            throw FormatError(where + ": the file " + t.file + " is listed twice");
+        }
+        names.push_back(t.name);
+        files.push_back(t.file);
+        // The file itself: regular (never followed through a link), of the right size.
+        const std::string path = (fs::path(directory) / t.file).string();
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) {
+            throw FormatError(name + ": " + t.file + " is missing");
+        }
+        if (!S_ISREG(st.st_mode)) {
+            throw FormatError(name + ": " + t.file + " is not a regular file");
+        }
+        if (static_cast<std::uint64_t>(st.st_size) != t.headerBytes() + t.bytes) {
+            throw FormatError(name + ": " + t.file + " is " + std::to_string(st.st_size) +
+                              " bytes, expected " + std::to_string(t.headerBytes() + t.bytes));
+        }
+        out.m_tensors.push_back(std::move(t));
+    }
+    if (manifest.contains("measurement")) {
+        out.m_measurement = manifest["measurement"];
+    }
+    return out;
+}
+
+bool OrganDirectory::verify(const ProgressFn& progress, const StopToken* stop) const {
+    const std::string name = label(m_path);
+    std::uint64_t total = 0;
+    for (const OrganTensor& t : m_tensors) {
+        total += t.bytes;
+    }
+    std::uint64_t done = 0;
+    std::vector<char> buffer(kChunk);
+    for (const OrganTensor& t : m_tensors) {
+        const std::string path = filePath(t);
+        Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+        if (in.get() < 0) {
+            throw IoError(name + ": cannot open " + t.file + ": " + std::strerror(errno));
+        }
+        // The header, byte for byte as extraction writes it.
+        TensorInfo info;
+        info.name = t.name;
+        info.nDims = t.nDims;
+        info.ne = t.ne;
+        info.type = t.type;
+        const std::string expected = tensorHeader(info);
+        std::string header(expected.size(), '\0');
+        if (::pread(in.get(), header.data(), header.size(), 0) != static_cast<ssize_t>(header.size()) ||
+            header != expected) {
+            throw FormatError(name + ": " + t.file + ": its header does not match the manifest's " +
+                              escapeText(t.name) + " (name, shape or dtype)");
+        }
+        Sha256 sha;
+        for (std::uint64_t at = 0; at < t.bytes;) {
+            if (stop != nullptr && stop->stopRequested()) {
+                return false;
+            }
+            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, t.bytes - at));
+            const ssize_t got = ::pread(in.get(), buffer.data(), n, static_cast<off_t>(t.headerBytes() + at));
+            if (got <= 0) {
+                throw IoError(name + ": cannot read " + t.file + ": " + std::strerror(errno));
+            }
+            sha.update(std::as_bytes(std::span(buffer.data(), static_cast<std::size_t>(got))));
+            at += static_cast<std::uint64_t>(got);
+        }
+        const auto digest = sha.finish();
+        if (toHex(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size())) !=
+            t.sha256) {
+            throw FormatError(name + ": " + t.file +
+                              ": its data does not match the manifest's SHA-256 (the file was changed)");
+        }
+        done += t.bytes;
+        if (progress) {
+            progress({done, total, "checking the organs"});
+        }
+    }
+    return true;
+}
+
+GgufWriteSpec OrganDirectory::writeSpec() const {
+    GgufWriteSpec spec;
+    spec.metadata = m_metadata;
+    for (const OrganTensor& t : m_tensors) {
+        TensorToWrite w;
+        w.name = t.name;
+        w.type = t.type;
+        w.nDims = t.nDims;
+        w.ne = t.ne;
+        const std::string path = filePath(t);
+        const std::uint64_t start = t.headerBytes();
+        const std::string name = label(m_path) + ": " + t.file;
+        w.source.generate = [path, start, name](std::uint64_t offset, std::span<std::byte> out) {
+            Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+            std::size_t done = 0;
+            while (in.get() >= 0 && done < out.size()) {
+                const ssize_t got = ::pread(in.get(), out.data() + done, out.size() - done,
+                                            static_cast<off_t>(start + offset + done));
+                if (got <= 0) {
+                    break;
+                }
+                done += static_cast<std::size_t>(got);
+            }
+            if (done != out.size()) {
+                throw IoError(name + ": cannot read it (changed while assembling?)");
+            }
+        };
+        spec.tensors.push_back(std::move(w));
+    }
+    return spec;
+}
+
+JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output,
+                         const ProgressFn& progress, const StopToken* stop) {
+    try {
+        if (!directory.verify(progress, stop)) {
+            return JobResult::cancelled();
+        }
+    } catch (const std::exception& e) {
+        return JobResult::failed(e.what());
+    }
+    return writeGguf(output, directory.writeSpec(), progress, stop);
+}
+
+} // namespace organ
