@@ -6,6 +6,10 @@
 #include <string_view>
 #include <vector>
 
+namespace organ {
+struct TensorSelector;
+}
+
 namespace organ::cli {
 
 // Exit codes shared by every command.
@@ -42,8 +46,13 @@ int runPlanCommand(const std::vector<std::string>& args);
 int runAssemble(const std::vector<std::string>& args);
 int runAssembleOrgans(const std::string& directory, const std::string& output);
 int runExtract(const std::vector<std::string>& args);
+int runPurify(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
+
+// The selection of `organ graft` and `organ purify`: --layers A-B, --system S, --role R...,
+// --tensor NAME...
+TensorSelector selectorFrom(const Arguments& args);
 
 // Progress on stderr: a redrawn bar on a terminal, plain lines otherwise.
 class ProgressPrinter {

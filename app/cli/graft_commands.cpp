@@ -81,6 +81,8 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
     return status;
 }
 
+} // namespace
+
 TensorSelector selectorFrom(const Arguments& args) {
     TensorSelector s;
     if (const auto layers = args.option("--layers")) {
@@ -102,8 +104,6 @@ TensorSelector selectorFrom(const Arguments& args) {
     s.names = args.all("--tensor");
     return s;
 }
-
-} // namespace
 
 int runGraft(const std::vector<std::string>& args) {
     const Arguments parsed(args, {"--keep-invalid"},

@@ -45,6 +45,13 @@ usage:
   organ assemble --organs DIR -o OUT.gguf
       Puts an organ directory back together after checking every file against the
       manifest: the original GGUF byte for byte.
+  organ purify MODEL --method fft|haar [--keep F] [--threshold T] [--attenuation A]
+               [--layers A-B] [--system S] [--role R]... [--tensor NAME]... -o OUT.gguf
+      Purifies the selected tensors (all without a selection) as purify v1 says:
+      fft keeps the strongest frequencies of each row (--keep, default 0.9 of the
+      power), haar the wavelet details coherent across scales (--threshold 1,
+      --attenuation 0); mean and spread restored. Reports θ before → after and the
+      relative change per tensor.
   organ validate FILE...
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
@@ -77,6 +84,7 @@ int main(int argc, char** argv) {
         {"inspect", runInspect},   {"measure", runMeasure},   {"graft", runGraft},
         {"plan", runPlanCommand},  {"assemble", runAssemble}, {"validate", runValidate},
         {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
+        {"purify", runPurify},
     };
     if (argc < 2) {
         std::cerr << kUsage;

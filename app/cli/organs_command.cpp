@@ -1,10 +1,16 @@
 #include "cli.h"
+#include "graft/purify_model.h"
 #include "measure/measure_cache.h"
 #include "organs/organ_directory.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
+#include "vitals/tokenizer.h"
+#include "vitals/vitals_report.h"
 
+#include <cmath>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 namespace organ::cli {
 
@@ -64,6 +70,112 @@ int runAssembleOrgans(const std::string& directory, const std::string& output) {
         std::cerr << "organ assemble: " << escapeText(error.what()) << "\n";
         return kExitInvalid;
     }
+}
+
+// organ purify MODEL --method fft|haar [parameters] [selection] -o OUT.gguf: the selected
+// tensors purified (../shared/specs/purify-v1.md), θ before → after and the change per tensor.
+int runPurify(const std::vector<std::string>& args) {
+    const Arguments parsed(args, {},
+                           {"--method", "--keep", "--threshold", "--attenuation", "--layers", "--system",
+                            "--role", "--tensor", "-o", "--output"});
+    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto method = parsed.option("--method");
+    if (parsed.positional().size() != 1 || !output || !method) {
+        throw UsageError{"purify needs one model, --method fft|haar and -o OUT.gguf"};
+    }
+    PurifyParams params;
+    if (*method == "fft") {
+        params.method = PurifyParams::Method::Fft;
+    } else if (*method == "haar") {
+        params.method = PurifyParams::Method::Haar;
+    } else {
+        throw UsageError{"--method is fft or haar, not '" + *method + "'"};
+    }
+    auto number = [&](const char* name, double& value, bool forMethod) {
+        const auto text = parsed.option(name);
+        if (!text) {
+            return;
+        }
+        if (!forMethod) {
+            throw UsageError{std::string(name) + " does not apply to --method " + *method};
+        }
+        std::size_t used = 0;
+        try {
+            value = std::stod(*text, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != text->size() || !std::isfinite(value)) {
+            throw UsageError{std::string(name) + " needs a number, not '" + *text + "'"};
+        }
+    };
+    const bool fft = params.method == PurifyParams::Method::Fft;
+    number("--keep", params.keep, fft);
+    number("--threshold", params.threshold, !fft);
+    number("--attenuation", params.attenuation, !fft);
+    if (!(params.keep > 0 && params.keep <= 1) || params.threshold < 0 ||
+        !(params.attenuation >= 0 && params.attenuation <= 1)) {
+        throw UsageError{"--keep is in (0, 1], --threshold 0 or more, --attenuation in [0, 1]"};
+    }
+    const TensorSelector selector = selectorFrom(parsed);
+    const std::string& path = parsed.positional().front();
+    std::shared_ptr<const GgufModel> model;
+    try {
+        model = GgufModel::open(path);
+    } catch (const std::exception& error) {
+        std::cerr << "organ purify: " << escapeText(error.what()) << "\n";
+        return kExitInvalid;
+    }
+    ProgressPrinter printer(fileLabel(path));
+    const PurifyOutcome outcome = purifyModel(*model, selector, params, *output, [&](const Progress& p) {
+        printer.update(p.done, p.total, p.stage);
+    });
+    printer.finish();
+    for (const std::string& finding : outcome.findings) {
+        std::cerr << "organ purify: note: " << escapeText(finding) << "\n";
+    }
+    if (!outcome.written.isOk()) {
+        std::cerr << "organ purify: " << escapeText(outcome.written.message) << "\n";
+        return kExitInvalid;
+    }
+    auto theta = [](const std::optional<double>& t) {
+        std::ostringstream s;
+        if (t) {
+            s << std::fixed << std::setprecision(2) << *t << "°";
+        } else {
+            s << "–";
+        }
+        return s.str();
+    };
+    std::cout << "purified " << outcome.tensors.size() << " tensors of " << escapeText(fileLabel(path))
+              << " (" << purifyMethodName(params.method) << ", " << purifyParamsText(params) << ") into "
+              << escapeText(fileLabel(*output)) << "\n\n";
+    std::cout << "  " << padText("tensor", 32) << padText("θ before", 10, true)
+              << padText("θ after", 10, true) << padText("change", 9, true)
+              << (fft ? padText("kept", 8, true) : std::string()) << "\n";
+    for (const PurifiedTensor& t : outcome.tensors) {
+        std::cout << "  " << padText(escapeText(t.name), 32) << padText(theta(t.thetaBefore), 10, true)
+                  << padText(theta(t.thetaAfter), 10, true)
+                  << padText(fixedDecimals(100 * t.relativeChange, 1) + " %", 9, true)
+                  << (fft ? padText(fixedDecimals(100 * t.keptFraction, 1) + " %", 8, true) : std::string())
+                  << "\n";
+    }
+    // Whether it still speaks: the perplexity of both on the built-in text, where vital signs
+    // can be taken; never a claim that was not measured.
+    try {
+        VitalsRequest request;
+        request.continuation = 0;
+        const auto before = takeVitals(ModelWeights::ofModel(model), {}, request);
+        const auto after = takeVitals(ModelWeights::ofModel(GgufModel::open(*output)), {}, request);
+        if (before && after) {
+            std::cout << "\nperplexity on the built-in text (" << before->tokens.size()
+                      << " tokens): " << fixedDecimals(before->perplexity.perplexity, 4) << " → "
+                      << fixedDecimals(after->perplexity.perplexity, 4) << "\n";
+        }
+    } catch (const std::exception& error) {
+        std::cout << "\nperplexity not measured: " << escapeText(error.what()) << "\n";
+    }
+    return kExitOk;
 }
 
 } // namespace organ::cli

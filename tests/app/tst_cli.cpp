@@ -465,6 +465,44 @@ private slots:
         QCOMPARE(runOrgan({QStringLiteral("assemble"), QStringLiteral("--organs"), directory}).exitCode, 2);
     }
 
+    // organ purify: the selected tensors, θ and perplexity before → after, refusals.
+    void purify() {
+        const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthy);
+        const QString out = m_dir.filePath(QStringLiteral("purified.gguf"));
+        const Run run =
+            runOrgan({QStringLiteral("purify"), healthy, QStringLiteral("--method"), QStringLiteral("fft"),
+                      QStringLiteral("--keep"), QStringLiteral("0.95"), QStringLiteral("--system"),
+                      QStringLiteral("organ"), QStringLiteral("--layers"), QStringLiteral("1-2"),
+                      QStringLiteral("-o"), out});
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY2(run.out.contains(QStringLiteral("purified 6 tensors")), qPrintable(run.out));
+        QVERIFY(run.out.contains(QStringLiteral("blk.2.ffn_down.weight")));
+        QVERIFY(QRegularExpression(
+                    QStringLiteral("perplexity on the built-in text \\(412 tokens\\): 4\\.4163 → [0-9.]+"))
+                    .match(run.out)
+                    .hasMatch());
+        QVERIFY(readAll(out).startsWith("GGUF"));
+        QCOMPARE(
+            runOrgan({QStringLiteral("purify"), healthy, QStringLiteral("--method"), QStringLiteral("fft"),
+                      QStringLiteral("--threshold"), QStringLiteral("2"), QStringLiteral("-o"), out})
+                .exitCode,
+            2); // --threshold is haar's
+        QCOMPARE(runOrgan({QStringLiteral("purify"), healthy, QStringLiteral("--method"),
+                           QStringLiteral("wavelet"), QStringLiteral("-o"), out})
+                     .exitCode,
+                 2);
+        QCOMPARE(
+            runOrgan({QStringLiteral("purify"), healthy, QStringLiteral("--method"), QStringLiteral("fft"),
+                      QStringLiteral("--keep"), QStringLiteral("1.5"), QStringLiteral("-o"), out})
+                .exitCode,
+            2);
+        const Run overInput = runOrgan({QStringLiteral("purify"), healthy, QStringLiteral("--method"),
+                                        QStringLiteral("haar"), QStringLiteral("-o"), healthy});
+        QCOMPARE(overInput.exitCode, 1);
+        QVERIFY(readAll(healthy).startsWith("GGUF"));
+    }
+
     void specimen() {
         const QString out = m_dir.filePath(QStringLiteral("s.gguf"));
         const Run run =

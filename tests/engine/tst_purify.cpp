@@ -2,8 +2,14 @@
 // signal plus white noise comes out closer to the clean signal with both methods; mean and
 // standard deviation are restored; NaN stays where it was; constant and all-zero tensors do not
 // move; keep = 1 gives the input back.
+#include "graft/purify_model.h"
 #include "purify/purification.h"
+#include "quant/quantize.h"
+#include "shared_models.h"
 
+#include <QTemporaryDir>
+
+#include <QFileInfo>
 #include <QTest>
 #include <cmath>
 #include <numbers>
@@ -197,6 +203,56 @@ private slots:
         QCOMPARE(purify(small, 4, params(PurifyParams::Method::Haar)).values, small);
     }
 
+    // A model: the selected tensors purified (θ before → after reported), the others' bytes
+    // untouched, the parameters recorded; a type the engine cannot write is stored as F16.
+    void purifiesAModel() {
+        const QString path = organ::testing::sharedModel(QStringLiteral("quant/wide-q4_k_m.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto model = GgufModel::open(path.toStdString());
+        QTemporaryDir dir;
+        const std::string out = dir.filePath(QStringLiteral("purified.gguf")).toStdString();
+        TensorSelector select;
+        select.firstLayer = 1;
+        select.lastLayer = 1;
+        select.roles = {"ffn_up", "attn_norm"};
+        PurifyParams p = params(PurifyParams::Method::Haar);
+        p.attenuation = 0.25;
+        const PurifyOutcome outcome = purifyModel(*model, select, p, out);
+        QVERIFY2(outcome.written.isOk(), outcome.written.message.c_str());
+        QCOMPARE(outcome.tensors.size(), std::size_t(2));
+        const auto purified = GgufModel::open(out);
+        for (const PurifiedTensor& t : outcome.tensors) {
+            QVERIFY(t.thetaBefore && t.thetaAfter);
+            QVERIFY(t.relativeChange > 0);
+            QCOMPARE(purified->findTensor(t.name)->type, t.to);
+        }
+        const TensorInfo* up = model->findTensor("blk.1.ffn_up.weight");
+        if (!canQuantizeTo(up->type)) {
+            QCOMPARE(purified->findTensor("blk.1.ffn_up.weight")->type, TensorType::F16);
+            QVERIFY(!outcome.findings.empty());
+            QVERIFY(
+                QString::fromStdString(outcome.findings.front()).contains(QStringLiteral("stored as F16")));
+        }
+        for (const TensorInfo& t : model->tensors()) {
+            if (t.name != "blk.1.ffn_up.weight" && t.name != "blk.1.attn_norm.weight") {
+                QVERIFY(std::ranges::equal(purified->tensorData(*purified->findTensor(t.name)),
+                                           model->tensorData(t)));
+            }
+        }
+        QCOMPARE(purified->find("organ.purify.version")->asString().value_or(""), std::string_view("v1"));
+        QCOMPARE(purified->find("organ.purify.method")->asString().value_or(""), std::string_view("haar"));
+        QCOMPARE(purified->find("organ.purify.attenuation")->asFloat().value_or(0), 0.25);
+        QCOMPARE(purified->find("organ.purify.tensors")->arraySize(), std::uint64_t(2));
+        // Nothing picked: refused, nothing written.
+        TensorSelector none;
+        none.names = {"no.such.tensor"};
+        const std::string never = dir.filePath(QStringLiteral("never.gguf")).toStdString();
+        const PurifyOutcome refused = purifyModel(*model, none, p, never);
+        QVERIFY(!refused.written.isOk());
+        QVERIFY(QString::fromStdString(refused.written.message).contains(QStringLiteral("picks no tensor")));
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(never)));
+    }
+
     void parametersAreChecked() {
         const std::vector<float> v(64, 1.0f);
         PurifyParams p;
@@ -217,5 +273,5 @@ private slots:
     }
 };
 
-QTEST_APPLESS_MAIN(TestPurify)
+QTEST_GUILESS_MAIN(TestPurify)
 #include "tst_purify.moc"
