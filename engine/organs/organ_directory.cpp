@@ -491,6 +491,7 @@ JobResult extractOrgans(const GgufModel& model, const std::string& directory,
             total += t.bytes;
         }
         std::uint64_t done = 0;
+        std::vector<char> buffer(kChunk);
         for (const TensorInfo& t : model.tensors()) {
             if (stop != nullptr && stop->stopRequested()) {
                 fs::remove_all(partial, ec);
@@ -509,9 +510,23 @@ JobResult extractOrgans(const GgufModel& model, const std::string& directory,
             writeAll(out.get(), header.data(), header.size(), name + "/" + file);
             const std::span<const std::byte> data = model.tensorData(t);
             copyData(shards[t.shard].get(), t.fileOffset, out.get(), data, name + "/" + file, stop);
+            // The digest from the file through a small buffer, so that memory stays flat (reading
+            // the mapping would make every page of the model resident).
             Sha256 sha;
-            for (std::uint64_t at = 0; at < data.size(); at += kChunk) {
-                sha.update(data.subspan(at, std::min<std::uint64_t>(kChunk, data.size() - at)));
+            const int source = shards[t.shard].get();
+            for (std::uint64_t at = 0; at < data.size();) {
+                const std::size_t n =
+                    static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, data.size() - at));
+                const ssize_t got =
+                    source >= 0 ? ::pread(source, buffer.data(), n, static_cast<off_t>(t.fileOffset + at))
+                                : -1;
+                if (got > 0) {
+                    sha.update(std::as_bytes(std::span(buffer.data(), static_cast<std::size_t>(got))));
+                    at += static_cast<std::uint64_t>(got);
+                } else {
+                    sha.update(data.subspan(at, n));
+                    at += n;
+                }
             }
             const auto digest = sha.finish();
             syncFd(out.get(), name + "/" + file);
