@@ -8,7 +8,8 @@
 
 namespace organ {
 
-// SHA-256 (FIPS 180-4), for the provenance a chimera records about its parents.
+// SHA-256 (FIPS 180-4), for the provenance a chimera records about its parents and the
+// digests of organ directories; the x86 SHA extensions when the CPU has them.
 class Sha256 {
 public:
     Sha256();
@@ -18,6 +19,7 @@ public:
 
 private:
     void compress(const std::uint8_t* block);
+    void compressBlocks(const std::uint8_t* data, std::size_t blocks);
     std::array<std::uint32_t, 8> m_state;
     std::array<std::uint8_t, 64> m_buffer{};
     std::size_t m_buffered = 0;

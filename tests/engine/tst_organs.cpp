@@ -5,6 +5,7 @@
 #include "organs/organ_directory.h"
 #include "shared_models.h"
 #include "support/errors.h"
+#include "support/sha256.h"
 
 #include <QDir>
 #include <QFile>
@@ -120,6 +121,30 @@ private slots:
         const QString back = m_dir.filePath(QStringLiteral("values-back.gguf"));
         QCOMPARE(assembleError(directory, back), QString());
         QVERIFY(readAll(back) == readAll(file));
+    }
+
+    // The digest every organ is checked with: FIPS 180-4's answers, fed whole and in odd
+    // pieces (the buffered path and the whole-block path, in hardware where the CPU has it).
+    void sha256KnownAnswers() {
+        auto hex = [](const std::string& s) {
+            return Sha256::hex(std::as_bytes(std::span(s.data(), s.size())));
+        };
+        QCOMPARE(hex(""), std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+        QCOMPARE(hex("abc"), std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+        const std::string million(1000000, 'a');
+        QCOMPARE(hex(million),
+                 std::string("cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
+        Sha256 pieces;
+        for (std::size_t at = 0, step = 1; at < million.size(); at += step, step = step * 3 % 1000 + 1) {
+            const std::size_t n = std::min(step, million.size() - at);
+            pieces.update(std::as_bytes(std::span(million.data() + at, n)));
+        }
+        const auto digest = pieces.finish();
+        std::string piecesHex;
+        for (const std::uint8_t b : digest) {
+            piecesHex += QByteArray::number(b, 16).rightJustified(2, '0').toStdString();
+        }
+        QCOMPARE(piecesHex, hex(million));
     }
 
     void fileNamesAreSafeAndUnique() {
