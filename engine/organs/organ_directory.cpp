@@ -96,28 +96,6 @@ std::string tensorHeader(const TensorInfo& t) {
     return header;
 }
 
-bool validUtf8(std::string_view s) {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        const std::size_t n = c < 0x80           ? 1
-                              : (c >> 5) == 0x6  ? 2
-                              : (c >> 4) == 0xE  ? 3
-                              : (c >> 3) == 0x1E ? 4
-                                                 : 0;
-        if (n == 0 || i + n > s.size()) {
-            return false;
-        }
-        for (std::size_t k = 1; k < n; ++k) {
-            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) {
-                return false;
-            }
-        }
-        i += n;
-    }
-    return true;
-}
-
 std::string toHex(std::string_view bytes) {
     static constexpr char digits[] = "0123456789abcdef";
     std::string out;
@@ -193,7 +171,7 @@ nlohmann::ordered_json bareValue(const MetaValue& v) {
         return *v.asBool();
     case ValueType::String: {
         const std::string_view s = *v.asString();
-        if (validUtf8(s)) {
+        if (isValidUtf8(s)) {
             return std::string(s);
         }
         return nlohmann::ordered_json{{"hex", toHex(s)}};
@@ -427,7 +405,8 @@ std::string organFileName(const std::string& tensorName, std::vector<std::string
 
 nlohmann::ordered_json metaValueToManifest(const std::string& key, const MetaValue& value) {
     nlohmann::ordered_json entry;
-    entry["key"] = validUtf8(key) ? nlohmann::ordered_json(key) : nlohmann::ordered_json{{"hex", toHex(key)}};
+    entry["key"] =
+        isValidUtf8(key) ? nlohmann::ordered_json(key) : nlohmann::ordered_json{{"hex", toHex(key)}};
     if (value.isArray()) {
         entry["type"] = "array";
         entry["element_type"] = typeName(value.elementType());
@@ -535,8 +514,8 @@ JobResult extractOrgans(const GgufModel& model, const std::string& directory,
                 shape.push_back(t.ne[d]);
             }
             nlohmann::ordered_json entry{
-                {"name", validUtf8(t.name) ? nlohmann::ordered_json(t.name)
-                                           : nlohmann::ordered_json{{"hex", toHex(t.name)}}},
+                {"name", isValidUtf8(t.name) ? nlohmann::ordered_json(t.name)
+                                             : nlohmann::ordered_json{{"hex", toHex(t.name)}}},
                 {"file", file},
                 {"system", std::string(systemName(anatomy.system))},
                 {"role", anatomy.role},

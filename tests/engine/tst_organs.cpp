@@ -106,6 +106,9 @@ private slots:
         spec.set("t.f64nan", MetaValue::fromF64(std::nan("7")));
         spec.set("t.bool", MetaValue::fromBool(true));
         spec.set("t.bytes", MetaValue::fromString(std::string("\xff\xfe\x00ok", 5)));
+        // Shaped like UTF-8 but not UTF-8: an overlong NUL and a surrogate.
+        spec.set("t.overlong", MetaValue::fromString("\xc0\x80"));
+        spec.set("t.surrogate", MetaValue::fromString("\xed\xa0\x80"));
         spec.set(std::string("t.key\xff", 6), MetaValue::fromString("the key is not UTF-8"));
         spec.set("t.empty", MetaValue::fromArray(ValueType::U32, {}));
         spec.set("t.nested", MetaValue::fromArray(ValueType::Array, {MetaValue::fromStrings({"a", "b"}),
