@@ -86,9 +86,4 @@ private:
 JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output,
                          const ProgressFn& progress = {}, const StopToken* stop = nullptr);
 
-// A metadata entry as the manifest stores it ({"key", "type", "value"}; arrays with "element_type";
-// strings that are not UTF-8 as {"hex"}; non-finite floats as {"bits"}), and back, exactly.
-nlohmann::ordered_json metaValueToManifest(const std::string& key, const MetaValue& value);
-MetaValue metaValueFromManifest(const nlohmann::json& entry, const std::string& where);
-
 } // namespace organ

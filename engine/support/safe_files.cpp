@@ -34,14 +34,6 @@ std::string partialPrefix(const std::string& target) {
     return baseOf(target) + ".partial.";
 }
 
-void syncFolder(const std::string& folder) {
-    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
-    }
-}
-
 // Partials whose process is gone: a run that was killed. A live process's partials, and
 // anything that does not look like ours, are left alone.
 std::vector<std::string> removeStalePartials(const std::string& target) {
@@ -227,6 +219,16 @@ std::string readSmallFile(const std::string& path, std::uint64_t maxBytes) {
     }
     ::close(fd);
     return content;
+}
+
+bool syncFolder(const std::string& folder) {
+    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    const bool synced = ::fsync(fd) == 0;
+    ::close(fd);
+    return synced;
 }
 
 } // namespace organ

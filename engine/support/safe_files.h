@@ -54,6 +54,9 @@ void writeFileSafely(const std::string& target, std::string_view content,
                      const std::vector<std::string>& inputs = {},
                      std::vector<std::string>* warnings = nullptr);
 
+// fsyncs a folder, so that the names created or renamed in it last; false when it cannot.
+bool syncFolder(const std::string& folder);
+
 // Reads a whole file of at most maxBytes: opened without blocking (a FIFO or a device never
 // hangs the reader) and refused unless it is a regular file. Throws IoError naming the file.
 std::string readSmallFile(const std::string& path, std::uint64_t maxBytes);
