@@ -28,22 +28,24 @@ PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, 
         }
     }
     std::vector<std::string> purifiedNames;
+    // Which tensors the selection picks, decided once.
+    std::vector<bool> picked;
     std::uint64_t total = 0;
     for (const TensorInfo& t : model.tensors()) {
-        if (select.isEmpty() || select.matches(t.name, classifyTensor(t.name))) {
-            total += t.elements;
-        }
+        picked.push_back(select.isEmpty() || select.matches(t.name, classifyTensor(t.name)));
+        total += picked.back() ? t.elements : 0;
     }
     std::uint64_t done = 0;
     try {
-        for (const TensorInfo& t : model.tensors()) {
+        for (std::size_t i = 0; i < model.tensors().size(); ++i) {
+            const TensorInfo& t = model.tensors()[i];
             TensorToWrite w;
             w.name = t.name;
             w.type = t.type;
             w.nDims = t.nDims;
             w.ne = t.ne;
             w.source.bytes = model.tensorData(t);
-            if (!select.isEmpty() && !select.matches(t.name, classifyTensor(t.name))) {
+            if (!picked[i]) {
                 spec.tensors.push_back(std::move(w));
                 continue;
             }
