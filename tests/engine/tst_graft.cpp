@@ -26,26 +26,6 @@ bool sameBytes(std::span<const std::byte> a, std::span<const std::byte> b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
 }
 
-GraftPlan replacePlan(const QString& base, const QString& donor, const TensorSelector& select) {
-    GraftPlan plan;
-    plan.base = base.toStdString();
-    plan.donors.emplace_back("healthy", donor.toStdString());
-    GraftOperation o;
-    o.kind = GraftOperation::Kind::Replace;
-    o.donor = "healthy";
-    o.select = select;
-    plan.operations.push_back(o);
-    return plan;
-}
-
-TensorSelector organsOfLayers(std::uint32_t first, std::uint32_t last) {
-    TensorSelector s;
-    s.system = System::Organ;
-    s.firstLayer = first;
-    s.lastLayer = last;
-    return s;
-}
-
 bool hasFinding(const CompatibilityReport& report, Finding::Severity severity, const QString& text) {
     for (const auto& f : report.findings) {
         if (f.severity == severity && QString::fromStdString(f.message).contains(text)) {

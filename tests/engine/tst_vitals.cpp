@@ -1,5 +1,6 @@
 // The forward pass and the tokenizer against llama.cpp's own numbers on the same text
 // (../shared/reference/vitals/: token ids, per-position logits, perplexity).
+#include "fixtures.h"
 #include "gguf/gguf_writer.h"
 #include "graft/assembly.h"
 #include "quant/quant_dot.h"
@@ -304,15 +305,7 @@ private slots:
         ORGAN_REQUIRE_SHARED(healthyPath);
         ORGAN_REQUIRE_SHARED(damagedPath);
         QTemporaryDir dir;
-        GraftPlan plan;
-        plan.base = damagedPath.toStdString();
-        plan.donors.emplace_back("healthy", healthyPath.toStdString());
-        GraftOperation heal;
-        heal.donor = "healthy";
-        heal.select.system = System::Organ;
-        heal.select.firstLayer = 1;
-        heal.select.lastLayer = 3;
-        plan.operations.push_back(heal);
+        const GraftPlan plan = replacePlan(damagedPath, healthyPath, organsOfLayers(1, 3));
         const std::string healedPath = dir.filePath(QStringLiteral("healed.gguf")).toStdString();
         const GraftOutcome outcome = graftChimera(plan, GraftModels::open(plan), healedPath);
         QVERIFY2(outcome.written.isOk(), outcome.written.message.c_str());
@@ -358,18 +351,11 @@ private slots:
         ORGAN_REQUIRE_SHARED(healthyPath);
         ORGAN_REQUIRE_SHARED(basePath);
         QTemporaryDir dir;
-        GraftPlan plan;
-        plan.base = basePath.toStdString();
-        plan.donors.emplace_back("healthy", healthyPath.toStdString());
-        GraftOperation graft;
-        graft.donor = "healthy";
-        graft.select.system = System::Organ;
-        graft.select.firstLayer = 1;
-        graft.select.lastLayer = 3;
+        GraftPlan plan = replacePlan(basePath, healthyPath, organsOfLayers(1, 3));
         GraftOperation remove;
         remove.kind = GraftOperation::Kind::RemoveLayer;
         remove.toLayer = 4;
-        plan.operations = {graft, remove};
+        plan.operations.push_back(remove);
         plan.output = dir.filePath(QStringLiteral("chimera.gguf")).toStdString();
         const GraftModels models = GraftModels::open(plan);
         const CompatibilityReport report = checkGraft(plan, models);

@@ -92,4 +92,24 @@ GgufWriteSpec perLayerLlama(std::uint8_t seed, std::vector<bool> flags, std::uin
     return spec;
 }
 
+GraftPlan replacePlan(const QString& base, const QString& donor, const TensorSelector& select) {
+    GraftPlan plan;
+    plan.base = base.toStdString();
+    plan.donors.emplace_back("healthy", donor.toStdString());
+    GraftOperation o;
+    o.kind = GraftOperation::Kind::Replace;
+    o.donor = "healthy";
+    o.select = select;
+    plan.operations.push_back(o);
+    return plan;
+}
+
+TensorSelector organsOfLayers(std::uint32_t first, std::uint32_t last) {
+    TensorSelector s;
+    s.system = System::Organ;
+    s.firstLayer = first;
+    s.lastLayer = last;
+    return s;
+}
+
 } // namespace organ::testing

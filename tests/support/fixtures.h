@@ -1,6 +1,7 @@
 #pragma once
 
 #include "gguf/gguf_writer.h"
+#include "graft/graft_plan.h"
 
 #include <QByteArray>
 #include <QString>
@@ -22,6 +23,12 @@ bool writeFixture(const QString& path, const GgufWriteSpec& spec);
 // (`flags`) that differs from layer to layer. Embedding 16, 32 tokens, F32.
 GgufWriteSpec perLayerLlama(std::uint8_t seed, std::vector<bool> flags = {true, false, true, false, true},
                             std::uint32_t width = 16);
+
+// A plan that replaces the `select`ed tensors of `base` with those of `donor` (named
+// "healthy": the shared graft pair heals stories260K-damaged from stories260K).
+GraftPlan replacePlan(const QString& base, const QString& donor, const TensorSelector& select);
+// The organs (FFN) of layers first … last.
+TensorSelector organsOfLayers(std::uint32_t first, std::uint32_t last);
 
 QByteArray readAll(const QString& path);
 bool writeAll(const QString& path, const QByteArray& bytes);
