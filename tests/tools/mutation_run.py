@@ -6,7 +6,8 @@ Takes the GGUF files of a folder (../shared/models by default), makes mutated co
 strings, FIFOs and links in place of files) and runs every subcommand on each: inspect (plain,
 --tensors --metadata, --json), measure (with the cache, and --json/--csv/--markdown), validate,
 graft and assemble (the mutant as base, as donor), plan check, vitals (alone, with the mutant as
-parent, and on the plan). It reports how many runs
+parent, and on the plan), extract and assemble --organs (also after damaging the manifest), and
+purify (both methods). It reports how many runs
 crashed (a signal), hung (past the timeout), wrote raw control bytes to the terminal, or used
 more than the memory limit, with the peak memory of any run, and keeps the files of each
 failure in the work folder.
@@ -138,8 +139,22 @@ def main():
                 ["vitals", path, "--tokens", "4"],
                 ["vitals", donor, "--parent", path, "--tokens", "4", "--json", out + ".vitals.json"],
                 ["vitals", "--plan", plan, "--tokens", "4"],
+                ["extract", path, "-o", out + ".organs"],
+                ["assemble", "--organs", out + ".organs", "-o", out + ".d.gguf"],
+                ["purify", path, "--method", "fft", "--system", "organ", "-o", out + ".e.gguf"],
+                ["purify", path, "--method", "haar", "--layers", "0-1", "-o", out + ".f.gguf"],
+                "damage-manifest",
+                ["assemble", "--organs", out + ".organs", "-o", out + ".g.gguf"],
             ]
             for command in commands:
+                if command == "damage-manifest":
+                    manifest = os.path.join(out + ".organs", "manifest.json")
+                    if os.path.exists(manifest):
+                        damaged = bytearray(open(manifest, "rb").read())
+                        for _ in range(rng.randint(1, 4)):
+                            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+                        open(manifest, "wb").write(bytes(damaged))
+                    continue
                 status, kib, text = run([args.organ] + command, args.timeout)
                 runs += 1
                 peak = max(peak, kib)
@@ -168,6 +183,12 @@ def main():
         ["vitals", donor, "--text", fifo],
         ["vitals", donor, "--text", "/dev/zero"],
         ["vitals", donor, "--json", link],
+        ["extract", fifo, "-o", os.path.join(args.work, "fifo-organs")],
+        ["extract", donor, "-o", link],
+        ["assemble", "--organs", "/dev/zero", "-o", os.path.join(args.work, "y.gguf")],
+        ["assemble", "--organs", fifo, "-o", os.path.join(args.work, "y.gguf")],
+        ["purify", donor, "--method", "fft", "-o", link],
+        ["purify", fifo, "--method", "haar", "-o", os.path.join(args.work, "z.gguf")],
     ]
     for command in special:
         status, kib, text = run([args.organ] + command, args.timeout)
