@@ -505,6 +505,10 @@ QString GraftDocument::describe(const GraftOperation& o) const {
         return tr("set %1").arg(q(o.key));
     case Kind::RemoveMetadata:
         return tr("remove %1").arg(q(o.key));
+    case Kind::Purify:
+        return tr("purify %1 (%2, %3)")
+            .arg(o.select.names.empty() ? tr("a selection") : selectionText(o.select.names),
+                 q(purifyMethodName(o.purify.method)), q(purifyParamsText(o.purify)));
     }
     return {};
 }

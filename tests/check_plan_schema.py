@@ -42,7 +42,9 @@ def main():
     good = {"format": "organ-graft-plan", "version": 1, "base": "a.gguf", "donors": {"b": "b.gguf"},
             "operations": [{"op": "map_layer", "donor": "b", "from": 2, "to": 5, "roles": ["ffn_up"]},
                            {"op": "duplicate_layer", "layer": 3},
-                           {"op": "remove_metadata", "key": "general.url"}]}
+                           {"op": "remove_metadata", "key": "general.url"},
+                           {"op": "purify", "system": "organ", "method": "haar", "threshold": 0.5,
+                            "attenuation": 0.25}]}
     expect(good, True, "hand-written plan")
     bad = [
         ({**good, "version": 2}, "version 2"),
@@ -53,6 +55,9 @@ def main():
         ({**good, "operations": [{"op": "remove_layer", "layer": -1}]}, "negative layer"),
         ({**good, "operations": [{"op": "remove_metadata", "key": "organ.graft.version"}]}, "provenance key"),
         ({k: v for k, v in good.items() if k != "base"}, "no base"),
+        ({**good, "operations": [{"op": "purify", "method": "fft"}]}, "purify without a selection"),
+        ({**good, "operations": [{"op": "purify", "layers": "1", "method": "fft", "keep": 0}]}, "keep 0"),
+        ({**good, "operations": [{"op": "purify", "layers": "1", "method": "dct"}]}, "unknown method"),
     ]
     for plan, what in bad:
         expect(plan, False, what)

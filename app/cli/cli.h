@@ -8,7 +8,9 @@
 
 namespace organ {
 struct TensorSelector;
-}
+struct PurifyParams;
+struct PurifiedTensor;
+} // namespace organ
 
 namespace organ::cli {
 
@@ -53,6 +55,11 @@ int runVitals(const std::vector<std::string>& args);
 // The selection of `organ graft` and `organ purify`: --layers A-B, --system S, --role R...,
 // --tensor NAME...
 TensorSelector selectorFrom(const Arguments& args);
+// The purification `methodOption` (--method, --purify) asks for with --keep, --threshold and
+// --attenuation; nothing when it is absent. Throws UsageError for a bad method or number.
+std::optional<PurifyParams> purifyParamsFrom(const Arguments& args, const char* methodOption);
+// θ before → after, the change and the share kept, a tensor a line.
+void printPurified(const std::vector<PurifiedTensor>& tensors, const PurifyParams& params);
 
 // Progress on stderr: a redrawn bar on a terminal, plain lines otherwise.
 class ProgressPrinter {

@@ -1,6 +1,7 @@
 #include "anatomy/model_validation.h"
 #include "cli.h"
 #include "graft/assembly.h"
+#include "organs/organ_directory.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -72,7 +73,14 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
         std::cerr << "organ " << command << ": " << escapeText(outcome.written.message) << "\n";
         return kExitInvalid;
     }
-    std::cout << "wrote " << escapeText(output) << "\n";
+    std::cout << "wrote " << escapeText(output)
+              << (isOrganDirectoryTarget(output) ? " (an organ directory)" : "") << "\n";
+    if (!outcome.purified.empty() && outcome.report.layout.purify) {
+        std::cout << "purified " << outcome.purified.size() << " tensors ("
+                  << purifyMethodName(outcome.report.layout.purify->method) << ", "
+                  << purifyParamsText(*outcome.report.layout.purify) << "):\n";
+        printPurified(outcome.purified, *outcome.report.layout.purify);
+    }
     const int status = printFindings(outcome.validation, "validation of " + fileLabel(output));
     if (status != kExitOk) {
         std::cerr << "organ " << command << ": " << escapeText(fileLabel(output))
@@ -108,18 +116,19 @@ TensorSelector selectorFrom(const Arguments& args) {
 int runGraft(const std::vector<std::string>& args) {
     const Arguments parsed(args, {"--keep-invalid"},
                            {"--base", "--donor", "--layers", "--system", "--role", "--tensor", "--map", "-o",
-                            "--output", "--save-plan"});
+                            "--output", "--save-plan", "--purify", "--keep", "--threshold", "--attenuation"});
     const auto base = parsed.option("--base");
     const auto donor = parsed.option("--donor");
     const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
     if (!base || !donor || !output || !parsed.positional().empty()) {
-        throw UsageError{"graft needs --base A.gguf --donor B.gguf -o OUT.gguf and a selection"};
+        throw UsageError{"graft needs --base A.gguf|DIR --donor B.gguf|DIR -o OUT.gguf|DIR and a selection"};
     }
     GraftPlan plan;
     plan.base = *base;
     plan.donors.emplace_back("donor", *donor);
     plan.output = *output;
     const TensorSelector selector = selectorFrom(parsed);
+    const auto purify = purifyParamsFrom(parsed, "--purify");
     const auto maps = parsed.all("--map");
     if (!maps.empty()) {
         if (selector.firstLayer) {
@@ -136,7 +145,17 @@ int runGraft(const std::vector<std::string>& args) {
                 !parseLayerRange(map.substr(colon + 1), o.toLayer, o.toLayer)) {
                 throw UsageError{"--map needs DONOR_LAYER:RECIPIENT_LAYER, such as 3:7"};
             }
-            plan.operations.push_back(std::move(o));
+            plan.operations.push_back(o);
+            if (purify) {
+                // The grafted tensors of the layer, purified.
+                GraftOperation p;
+                p.kind = GraftOperation::Kind::Purify;
+                p.select = o.select;
+                p.select.firstLayer = o.toLayer;
+                p.select.lastLayer = o.toLayer;
+                p.purify = *purify;
+                plan.operations.push_back(std::move(p));
+            }
         }
     } else {
         if (selector.isEmpty()) {
@@ -147,6 +166,13 @@ int runGraft(const std::vector<std::string>& args) {
         o.donor = "donor";
         o.select = selector;
         plan.operations.push_back(std::move(o));
+        if (purify) {
+            GraftOperation p;
+            p.kind = GraftOperation::Kind::Purify;
+            p.select = selector;
+            p.purify = *purify;
+            plan.operations.push_back(std::move(p));
+        }
     }
     // The plan is saved only once both targets are known to be safe to write: neither is one
     // of the models, a special file, or the other target.
@@ -165,7 +191,9 @@ int runGraft(const std::vector<std::string>& args) {
         }
         std::cout << "plan saved to " << escapeText(*save) << "\n";
     }
-    return runPlan(plan, *output, "graft", AssemblyOptions{parsed.flag("--keep-invalid")});
+    AssemblyOptions options;
+    options.keepInvalid = parsed.flag("--keep-invalid");
+    return runPlan(plan, *output, "graft", options);
 }
 
 int runPlanCommand(const std::vector<std::string>& args) {
@@ -213,18 +241,20 @@ int runAssemble(const std::vector<std::string>& args) {
     if (target.empty()) {
         throw UsageError{"the plan names no output: give -o OUT.gguf"};
     }
-    return runPlan(plan, target, "assemble", AssemblyOptions{parsed.flag("--keep-invalid")}, {*planPath});
+    AssemblyOptions options;
+    options.keepInvalid = parsed.flag("--keep-invalid");
+    return runPlan(plan, target, "assemble", options, {*planPath});
 }
 
 int runValidate(const std::vector<std::string>& args) {
     const Arguments parsed(args, {}, {});
     if (parsed.positional().empty()) {
-        throw UsageError{"validate needs at least one GGUF file"};
+        throw UsageError{"validate needs at least one GGUF file or organ directory"};
     }
     int status = kExitOk;
     for (const auto& path : parsed.positional()) {
         try {
-            const auto model = GgufModel::open(path);
+            const auto model = openModel(path);
             status = std::max(status, printFindings(validateModel(*model), fileLabel(path)));
         } catch (const std::exception& error) {
             std::cerr << "organ validate: " << escapeText(error.what()) << "\n";

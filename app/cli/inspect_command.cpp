@@ -1,5 +1,6 @@
 #include "anatomy/anatomy.h"
 #include "cli.h"
+#include "organs/organ_directory.h"
 
 #include "anatomy/model_summary.h"
 #include "gguf/gguf_model.h"
@@ -24,7 +25,7 @@ int runInspect(const std::vector<std::string>& args) {
     bool first = true;
     for (const auto& path : parsed.positional()) {
         try {
-            const auto model = GgufModel::open(path);
+            const auto model = openModel(path);
             const ModelAnatomy anatomy = analyzeAnatomy(*model);
             if (json) {
                 documents.push_back(modelToJson(*model, anatomy, maxArray));

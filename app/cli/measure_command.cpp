@@ -1,6 +1,7 @@
 #include "cli.h"
 #include "measure/measure_cache.h"
 #include "measure/measure_report.h"
+#include "organs/organ_directory.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -80,7 +81,7 @@ int runMeasure(const std::vector<std::string>& args) {
     for (const auto& path : parsed.positional()) {
         MeasuredModel m;
         try {
-            m.model = GgufModel::open(path);
+            m.model = openModel(path);
         } catch (const std::exception& error) {
             std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
             status = kExitInvalid;

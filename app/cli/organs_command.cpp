@@ -25,7 +25,7 @@ int runExtract(const std::vector<std::string>& args) {
     const std::string& path = parsed.positional().front();
     MeasuredModel m;
     try {
-        m.model = GgufModel::open(path);
+        m.model = openModel(path);
     } catch (const std::exception& error) {
         std::cerr << "organ extract: " << escapeText(error.what()) << "\n";
         return kExitInvalid;
@@ -72,16 +72,15 @@ int runAssembleOrgans(const std::string& directory, const std::string& output) {
     }
 }
 
-// organ purify MODEL --method fft|haar [parameters] [selection] -o OUT.gguf: the selected
-// tensors purified (../shared/specs/purify-v1.md), θ before → after and the change per tensor.
-int runPurify(const std::vector<std::string>& args) {
-    const Arguments parsed(args, {},
-                           {"--method", "--keep", "--threshold", "--attenuation", "--layers", "--system",
-                            "--role", "--tensor", "-o", "--output"});
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
-    const auto method = parsed.option("--method");
-    if (parsed.positional().size() != 1 || !output || !method) {
-        throw UsageError{"purify needs one model, --method fft|haar and -o OUT.gguf"};
+std::optional<PurifyParams> purifyParamsFrom(const Arguments& parsed, const char* methodOption) {
+    const auto method = parsed.option(methodOption);
+    if (!method) {
+        for (const char* name : {"--keep", "--threshold", "--attenuation"}) {
+            if (parsed.option(name)) {
+                throw UsageError{std::string(name) + " needs " + methodOption + " fft|haar"};
+            }
+        }
+        return std::nullopt;
     }
     PurifyParams params;
     if (*method == "fft") {
@@ -89,7 +88,7 @@ int runPurify(const std::vector<std::string>& args) {
     } else if (*method == "haar") {
         params.method = PurifyParams::Method::Haar;
     } else {
-        throw UsageError{"--method is fft or haar, not '" + *method + "'"};
+        throw UsageError{std::string(methodOption) + " is fft or haar, not '" + *method + "'"};
     }
     auto number = [&](const char* name, double& value, bool forMethod) {
         const auto text = parsed.option(name);
@@ -97,7 +96,7 @@ int runPurify(const std::vector<std::string>& args) {
             return;
         }
         if (!forMethod) {
-            throw UsageError{std::string(name) + " does not apply to --method " + *method};
+            throw UsageError{std::string(name) + " does not apply to " + methodOption + " " + *method};
         }
         std::size_t used = 0;
         try {
@@ -113,15 +112,52 @@ int runPurify(const std::vector<std::string>& args) {
     number("--keep", params.keep, fft);
     number("--threshold", params.threshold, !fft);
     number("--attenuation", params.attenuation, !fft);
-    if (!(params.keep > 0 && params.keep <= 1) || params.threshold < 0 ||
-        !(params.attenuation >= 0 && params.attenuation <= 1)) {
+    if (purifyParamsProblem(params)) {
         throw UsageError{"--keep is in (0, 1], --threshold 0 or more, --attenuation in [0, 1]"};
     }
+    return params;
+}
+
+void printPurified(const std::vector<PurifiedTensor>& tensors, const PurifyParams& params) {
+    const bool fft = params.method == PurifyParams::Method::Fft;
+    auto theta = [](const std::optional<double>& t) {
+        std::ostringstream s;
+        if (t) {
+            s << std::fixed << std::setprecision(2) << *t << "°";
+        } else {
+            s << "–";
+        }
+        return s.str();
+    };
+    std::cout << "  " << padText("tensor", 32) << padText("θ before", 10, true)
+              << padText("θ after", 10, true) << padText("change", 9, true)
+              << (fft ? padText("kept", 8, true) : std::string()) << "\n";
+    for (const PurifiedTensor& t : tensors) {
+        std::cout << "  " << padText(escapeText(t.name), 32) << padText(theta(t.thetaBefore), 10, true)
+                  << padText(theta(t.thetaAfter), 10, true)
+                  << padText(fixedDecimals(100 * t.relativeChange, 1) + " %", 9, true)
+                  << (fft ? padText(fixedDecimals(100 * t.keptFraction, 1) + " %", 8, true) : std::string())
+                  << "\n";
+    }
+}
+
+// organ purify MODEL|DIR --method fft|haar [parameters] [selection] -o OUT: the selected
+// tensors purified (../shared/specs/purify-v1.md), θ before → after and the change per tensor.
+int runPurify(const std::vector<std::string>& args) {
+    const Arguments parsed(args, {},
+                           {"--method", "--keep", "--threshold", "--attenuation", "--layers", "--system",
+                            "--role", "--tensor", "-o", "--output"});
+    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto given = purifyParamsFrom(parsed, "--method");
+    if (parsed.positional().size() != 1 || !output || !given) {
+        throw UsageError{"purify needs one model, --method fft|haar and -o OUT.gguf (or -o DIR)"};
+    }
+    const PurifyParams params = *given;
     const TensorSelector selector = selectorFrom(parsed);
     const std::string& path = parsed.positional().front();
     std::shared_ptr<const GgufModel> model;
     try {
-        model = GgufModel::open(path);
+        model = openModel(path);
     } catch (const std::exception& error) {
         std::cerr << "organ purify: " << escapeText(error.what()) << "\n";
         return kExitInvalid;
@@ -138,35 +174,18 @@ int runPurify(const std::vector<std::string>& args) {
         std::cerr << "organ purify: " << escapeText(outcome.written.message) << "\n";
         return kExitInvalid;
     }
-    auto theta = [](const std::optional<double>& t) {
-        std::ostringstream s;
-        if (t) {
-            s << std::fixed << std::setprecision(2) << *t << "°";
-        } else {
-            s << "–";
-        }
-        return s.str();
-    };
     std::cout << "purified " << outcome.tensors.size() << " tensors of " << escapeText(fileLabel(path))
               << " (" << purifyMethodName(params.method) << ", " << purifyParamsText(params) << ") into "
-              << escapeText(fileLabel(*output)) << "\n\n";
-    std::cout << "  " << padText("tensor", 32) << padText("θ before", 10, true)
-              << padText("θ after", 10, true) << padText("change", 9, true)
-              << (fft ? padText("kept", 8, true) : std::string()) << "\n";
-    for (const PurifiedTensor& t : outcome.tensors) {
-        std::cout << "  " << padText(escapeText(t.name), 32) << padText(theta(t.thetaBefore), 10, true)
-                  << padText(theta(t.thetaAfter), 10, true)
-                  << padText(fixedDecimals(100 * t.relativeChange, 1) + " %", 9, true)
-                  << (fft ? padText(fixedDecimals(100 * t.keptFraction, 1) + " %", 8, true) : std::string())
-                  << "\n";
-    }
+              << escapeText(fileLabel(*output))
+              << (isOrganDirectoryTarget(*output) ? " (an organ directory)" : "") << "\n\n";
+    printPurified(outcome.tensors, params);
     // Whether it still speaks: the perplexity of both on the built-in text, where vital signs
     // can be taken; never a claim that was not measured.
     try {
         VitalsRequest request;
         request.continuation = 0;
         const auto before = takeVitals(ModelWeights::ofModel(model), {}, request);
-        const auto after = takeVitals(ModelWeights::ofModel(GgufModel::open(*output)), {}, request);
+        const auto after = takeVitals(ModelWeights::ofModel(openModel(*output)), {}, request);
         if (before && after) {
             std::cout << "\nperplexity on the built-in text (" << before->tokens.size()
                       << " tokens): " << fixedDecimals(before->perplexity.perplexity, 4) << " → "

@@ -1,5 +1,6 @@
 #include "cli.h"
 #include "graft/assembly.h"
+#include "organs/organ_directory.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -57,17 +58,17 @@ int runVitals(const std::vector<std::string>& args) {
                 return kExitInvalid;
             }
             model = ModelWeights::ofPlan(plan, *planModels, report);
-            parents.push_back(ModelWeights::ofModel(GgufModel::open(plan.base)));
+            parents.push_back(ModelWeights::ofModel(openModel(plan.base)));
             for (const auto& donor : plan.donors) {
-                parents.push_back(ModelWeights::ofModel(GgufModel::open(donor.second)));
+                parents.push_back(ModelWeights::ofModel(openModel(donor.second)));
             }
             inputs.push_back(*planPath);
         } else {
-            model = ModelWeights::ofModel(GgufModel::open(parsed.positional().front()));
+            model = ModelWeights::ofModel(openModel(parsed.positional().front()));
             inputs.push_back(parsed.positional().front());
         }
         for (const auto& parent : parsed.all("--parent")) {
-            parents.push_back(ModelWeights::ofModel(GgufModel::open(parent)));
+            parents.push_back(ModelWeights::ofModel(openModel(parent)));
             inputs.push_back(parent);
         }
         const auto json = parsed.option("--json");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <unordered_set>
 
 namespace organ {
@@ -13,9 +14,14 @@ namespace organ {
 // that remain before anything is reserved, so a corrupt header cannot make us allocate.
 class GgufParser {
 public:
-    explicit GgufParser(std::shared_ptr<const MappedFile> file)
-        : m_in(file->bytes(), fileLabel(file->path())), m_result(std::make_shared<GgufFile>()) {
+    // `declaredSize`: the size of the file the bytes are the header of (GgufFile::fromHeader), which
+    // the data section is checked against; the bytes' own size when absent.
+    explicit GgufParser(std::shared_ptr<const MappedFile> file,
+                        std::optional<std::uint64_t> declaredSize = {})
+        : m_in(file->bytes(), fileLabel(file->path())), m_result(std::make_shared<GgufFile>()),
+          m_size(declaredSize.value_or(file->size())) {
         m_result->m_file = std::move(file);
+        m_result->m_fileSize = m_size;
     }
 
     std::shared_ptr<const GgufFile> run() {
@@ -263,12 +269,12 @@ private:
         if (tensors.empty()) {
             return;
         }
-        if (dataOffset > m_in.size()) {
+        if (dataOffset > m_size) {
             m_in.fail(end, "data section",
                       "starts at byte " + groupDigits(dataOffset) + ", past the end of the file (" +
-                          groupDigits(m_in.size()) + " bytes)");
+                          groupDigits(m_size) + " bytes)");
         }
-        const std::uint64_t dataSize = m_in.size() - dataOffset;
+        const std::uint64_t dataSize = m_size - dataOffset;
         for (auto& tensor : tensors) {
             if (tensor.relativeOffset > dataSize || tensor.bytes > dataSize - tensor.relativeOffset) {
                 constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
@@ -279,7 +285,7 @@ private:
                               : "data ends at byte " +
                                     groupDigits(dataOffset + tensor.relativeOffset + tensor.bytes);
                 throw FormatError(m_in.label() + ": tensor '" + tensor.name + "': " + ends +
-                                  ", past the end of the file (" + groupDigits(m_in.size()) + " bytes)");
+                                  ", past the end of the file (" + groupDigits(m_size) + " bytes)");
             }
             tensor.fileOffset = dataOffset + tensor.relativeOffset;
         }
@@ -306,6 +312,7 @@ private:
 
     ByteReader m_in;
     std::shared_ptr<GgufFile> m_result;
+    std::uint64_t m_size;
     std::uint32_t m_version = 0;
     unsigned m_width = 8;
     std::uint64_t m_tensorCount = 0;
@@ -320,6 +327,11 @@ std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
 
 std::shared_ptr<const GgufFile> GgufFile::fromBytes(std::string label, std::span<const std::byte> bytes) {
     return GgufParser(MappedFile::fromBuffer(std::move(label), bytes)).run();
+}
+
+std::shared_ptr<const GgufFile> GgufFile::fromHeader(std::string label, std::span<const std::byte> header,
+                                                     std::uint64_t fileSize) {
+    return GgufParser(MappedFile::fromBuffer(std::move(label), header), fileSize).run();
 }
 
 const MetaValue* GgufFile::find(std::string_view key) const {
@@ -341,6 +353,9 @@ const TensorInfo* GgufFile::findTensor(std::string_view name) const {
 }
 
 std::span<const std::byte> GgufFile::tensorData(const TensorInfo& tensor) const {
+    if (tensor.fileOffset + tensor.bytes > m_file->size()) {
+        throw FormatError(fileLabel(path()) + ": holds no data for tensor '" + tensor.name + "'");
+    }
     return m_file->bytes().subspan(static_cast<std::size_t>(tensor.fileOffset),
                                    static_cast<std::size_t>(tensor.bytes));
 }

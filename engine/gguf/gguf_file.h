@@ -47,11 +47,16 @@ public:
     static std::shared_ptr<const GgufFile> open(const std::string& path);
     // Parses bytes in memory as the file `label` (see MappedFile::fromBuffer); throws FormatError.
     static std::shared_ptr<const GgufFile> fromBytes(std::string label, std::span<const std::byte> bytes);
+    // Parses the header of a file of `fileSize` bytes whose data lies elsewhere (an organ
+    // directory's tensor files): offsets are checked against `fileSize`, and tensorData() of
+    // this file throws, since it holds none. Throws FormatError.
+    static std::shared_ptr<const GgufFile> fromHeader(std::string label, std::span<const std::byte> header,
+                                                      std::uint64_t fileSize);
 
     const std::string& path() const { return m_file->path(); }
     std::uint32_t version() const { return m_version; }
     std::uint32_t alignment() const { return m_alignment; }
-    std::uint64_t fileSize() const { return m_file->size(); }
+    std::uint64_t fileSize() const { return m_fileSize; }
     std::uint64_t dataOffset() const { return m_dataOffset; }
     // Bytes before the data section's padding: header, metadata and tensor infos.
     std::uint64_t headerSize() const { return m_headerSize; }
@@ -67,6 +72,7 @@ private:
     std::shared_ptr<const MappedFile> m_file;
     std::uint32_t m_version = 0;
     std::uint32_t m_alignment = kGgufDefaultAlignment;
+    std::uint64_t m_fileSize = 0;
     std::uint64_t m_dataOffset = 0;
     std::uint64_t m_headerSize = 0;
     std::vector<MetaEntry> m_metadata;

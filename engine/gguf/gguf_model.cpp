@@ -113,6 +113,29 @@ std::shared_ptr<const GgufModel> GgufModel::fromFile(std::shared_ptr<const GgufF
     return model;
 }
 
+std::shared_ptr<const GgufModel> GgufModel::fromTensorFiles(std::shared_ptr<const GgufFile> header,
+                                                            std::vector<TensorFile> data) {
+    auto model = std::make_shared<GgufModel>();
+    model->m_shards.push_back(std::move(header));
+    model->m_tensors = model->m_shards.front()->tensors();
+    if (data.size() != model->m_tensors.size()) {
+        throw FormatError(fileLabel(model->path()) + ": " + std::to_string(data.size()) +
+                          " tensor files for " + std::to_string(model->m_tensors.size()) + " tensors");
+    }
+    for (std::size_t i = 0; i < data.size(); ++i) {
+        const TensorInfo& t = model->m_tensors[i];
+        const std::uint64_t size = data[i].mapping->size();
+        if (data[i].offset > size || t.bytes > size - data[i].offset) {
+            throw FormatError(fileLabel(data[i].mapping->path()) + ": " + std::to_string(size) +
+                              " bytes, too short for tensor '" + t.name + "' (" +
+                              std::to_string(data[i].offset + t.bytes) + ")");
+        }
+    }
+    model->m_tensorFiles = std::move(data);
+    model->indexTensors();
+    return model;
+}
+
 void GgufModel::indexTensors() {
     m_byName.reserve(m_tensors.size());
     for (std::size_t i = 0; i < m_tensors.size(); ++i) {
@@ -126,7 +149,30 @@ const TensorInfo* GgufModel::findTensor(std::string_view name) const {
 }
 
 std::span<const std::byte> GgufModel::tensorData(const TensorInfo& tensor) const {
-    return m_shards.at(tensor.shard)->tensorData(tensor);
+    if (m_tensorFiles.empty()) {
+        return m_shards.at(tensor.shard)->tensorData(tensor);
+    }
+    const TensorFile& file = m_tensorFiles.at(m_byName.at(tensor.name));
+    return file.mapping->bytes().subspan(static_cast<std::size_t>(file.offset),
+                                         static_cast<std::size_t>(tensor.bytes));
+}
+
+const std::shared_ptr<const MappedFile>& GgufModel::tensorMapping(const TensorInfo& tensor) const {
+    if (m_tensorFiles.empty()) {
+        return m_shards.at(tensor.shard)->mapping();
+    }
+    return m_tensorFiles.at(m_byName.at(tensor.name)).mapping;
+}
+
+std::vector<std::shared_ptr<const MappedFile>> GgufModel::files() const {
+    std::vector<std::shared_ptr<const MappedFile>> out;
+    for (const auto& shard : m_shards) {
+        out.push_back(shard->mapping());
+    }
+    for (const TensorFile& file : m_tensorFiles) {
+        out.push_back(file.mapping);
+    }
+    return out;
 }
 
 std::uint64_t GgufModel::fileSize() const {

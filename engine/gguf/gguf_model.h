@@ -12,6 +12,8 @@ namespace organ {
 // A model as the user sees it: one GGUF file, or every part of a split model
 // (NAME-00001-of-0000N.gguf …), checked against split.count and split.tensors.count.
 // Metadata comes from the first part; tensors from all parts, each tagged with its shard.
+// Or a model whose header and tensor data live apart (an organ directory): the header a GGUF of it
+// would have, and one file per tensor.
 class GgufModel {
 public:
     // Opening any part of a split model opens the whole set.
@@ -19,6 +21,15 @@ public:
     // A model of one parsed file (GgufFile::fromBytes): a part of a split model is refused,
     // since its other parts are files.
     static std::shared_ptr<const GgufModel> fromFile(std::shared_ptr<const GgufFile> file);
+    // A model of `header` (GgufFile::fromHeader) whose tensors' bytes are in `data`, one per tensor
+    // in the header's order: `offset` bytes into its file, and as long as the tensor. Throws
+    // FormatError naming the file when one is too short.
+    struct TensorFile {
+        std::shared_ptr<const MappedFile> mapping;
+        std::uint64_t offset = 0;
+    };
+    static std::shared_ptr<const GgufModel> fromTensorFiles(std::shared_ptr<const GgufFile> header,
+                                                            std::vector<TensorFile> data);
 
     const std::string& path() const { return m_shards.front()->path(); }
     const std::vector<std::shared_ptr<const GgufFile>>& shards() const { return m_shards; }
@@ -28,6 +39,14 @@ public:
     const MetaValue* find(std::string_view key) const { return primary().find(key); }
     const TensorInfo* findTensor(std::string_view name) const; // by name, in constant time
     std::span<const std::byte> tensorData(const TensorInfo& tensor) const;
+    // The mapping tensorData() lies in.
+    const std::shared_ptr<const MappedFile>& tensorMapping(const TensorInfo& tensor) const;
+    // Every file the model's bytes are read from: its parts, or its header's stand-in and the
+    // tensor files (what an output must never be).
+    std::vector<std::shared_ptr<const MappedFile>> files() const;
+    // Whether the tensors live in files of their own (an organ directory).
+    bool hasTensorFiles() const { return !m_tensorFiles.empty(); }
+    // The size of the model as one GGUF (of the parts together).
     std::uint64_t fileSize() const;
 
     // general.architecture, or "" when absent.
@@ -42,6 +61,7 @@ private:
     void indexTensors();
 
     std::vector<TensorInfo> m_tensors;
+    std::vector<TensorFile> m_tensorFiles;                 // fromTensorFiles: one per tensor, in order
     std::unordered_map<std::string, std::size_t> m_byName; // grafts and validation look up per tensor
 };
 

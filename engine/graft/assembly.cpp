@@ -2,6 +2,7 @@
 
 #include "anatomy/model_validation.h"
 #include "gguf/gguf_writer.h"
+#include "organs/organ_directory.h"
 #include "support/text_format.h"
 
 #include <algorithm>
@@ -19,7 +20,14 @@ JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, cons
         return JobResult::failed(fileLabel(output) + ": not written: the plan has " +
                                  std::to_string(blocking) + " error(s)");
     }
-    const GgufWriteSpec spec = chimeraSpec(plan, models, report.layout, true);
+    const GgufWriteSpec spec =
+        chimeraSpec(plan, models, report.layout, ChimeraSources::Writer, options.purifyLog);
+    if (isOrganDirectoryTarget(output)) {
+        // What llama.cpp would say of the chimera was checked from its spec, with the plan.
+        OrganSource source;
+        source.made = "graft";
+        return writeOrganDirectory(spec, output, source, nullptr, progress, stop);
+    }
     // Validated as llama.cpp would load it before it replaces anything: an invalid chimera is
     // never left on disk unless asked for.
     const auto accept = [&](const std::string& written) -> std::optional<std::string> {
@@ -50,9 +58,14 @@ GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, cons
     if (checked) {
         checked(outcome.report);
     }
-    outcome.written = assembleChimera(withOutput, models, outcome.report, output, options, progress, stop);
+    AssemblyOptions logged = options;
+    if (!logged.purifyLog) {
+        logged.purifyLog = std::make_shared<PurifyLog>();
+    }
+    outcome.written = assembleChimera(withOutput, models, outcome.report, output, logged, progress, stop);
+    outcome.purified = logged.purifyLog->tensors();
     if (outcome.written.isOk()) {
-        outcome.validation = validateModel(*GgufModel::open(output));
+        outcome.validation = validateModel(*openModel(output));
     }
     return outcome;
 }

@@ -3,6 +3,7 @@
 #include "gguf/gguf_writer.h"
 #include "graft/chimera_spec.h"
 #include "graft/graft_check.h"
+#include "graft/purify_model.h"
 #include "support/job.h"
 
 #include <functional>
@@ -15,11 +16,14 @@ struct AssemblyOptions {
     // Keep a chimera that fails validation (named as such by the caller); otherwise it is
     // never renamed into place.
     bool keepInvalid = false;
+    // Where what purify operations did goes, tensor by tensor.
+    std::shared_ptr<PurifyLog> purifyLog;
 };
 
 // Writes the chimera through the GGUF writer (partial file, fsync, verification) and validates
 // the written partial as llama.cpp would load it before renaming it into place; refuses when
-// the report has errors.
+// the report has errors. An `output` not ending in ".gguf" is written as an organ directory
+// (writeOrganDirectory: unchanged tensors of an organ directory linked, not copied).
 JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, const CompatibilityReport& report,
                           const std::string& output, const AssemblyOptions& options = {},
                           const ProgressFn& progress = {}, const StopToken* stop = nullptr);
@@ -31,6 +35,7 @@ struct GraftOutcome {
     CompatibilityReport report;
     JobResult written;
     std::vector<Finding> validation;
+    std::vector<PurifiedTensor> purified; // θ before and after of what purify operations did
 };
 GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const std::string& output,
                           const AssemblyOptions& options = {},

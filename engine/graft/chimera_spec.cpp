@@ -14,7 +14,7 @@ namespace {
 TensorSource conversionSource(const GgufModel& model, const TensorInfo& source, TensorType target) {
     TensorSource out;
     const auto data = model.tensorData(source);
-    const auto mapping = model.shards()[source.shard]->mapping();
+    const auto mapping = model.tensorMapping(source);
     const TensorType from = source.type;
     out.generate = [data, mapping, from, target](std::uint64_t offset, std::span<std::byte> bytes) {
         const auto& t = traitsOf(target);
@@ -43,7 +43,8 @@ std::string headerSha256(const GgufModel& model) {
 } // namespace
 
 GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, const ChimeraLayout& layout,
-                          bool withSources) {
+                          ChimeraSources sources, std::shared_ptr<PurifyLog> log) {
+    const bool withSources = sources != ChimeraSources::None;
     const GgufModel& base = models.base();
     GgufWriteSpec spec;
     const std::string blockKey = base.architecture() + ".block_count";
@@ -78,6 +79,7 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
     spec.set(prefix + "parents_header_sha256", MetaValue::fromStrings(hashes));
     spec.set(prefix + "operations", MetaValue::fromString(dumpJson(graftPlanToJson(plan).at("operations"))));
 
+    std::vector<std::string> purified;
     for (const ChimeraTensor& t : layout.tensors) {
         const GgufModel& model = *models.find(t.model);
         const TensorInfo& source = *model.findTensor(t.sourceName);
@@ -86,15 +88,24 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
         w.type = t.targetType;
         w.nDims = source.nDims;
         w.ne = source.ne;
+        if (t.purify) {
+            purified.push_back(t.name);
+        }
         if (!withSources) {
             // Not to be written: only its shape and type are read.
+        } else if (t.purify) {
+            w.source = purifiedSource(model, source, t.targetType, *t.purify,
+                                      sources == ChimeraSources::Writer, log);
         } else if (t.converted) {
             w.source = conversionSource(model, source, t.targetType);
         } else {
             w.source.bytes = model.tensorData(source);
-            w.source.mapping = model.shards()[source.shard]->mapping();
+            w.source.mapping = model.tensorMapping(source);
         }
         spec.tensors.push_back(std::move(w));
+    }
+    if (!purified.empty() && layout.purify) {
+        setPurifyMetadata(spec, *layout.purify, purified);
     }
     return spec;
 }

@@ -6,6 +6,8 @@
 
 #include "anatomy/model_validation.h"
 #include "graft/layer_metadata.h"
+#include "graft/purify_model.h"
+#include "organs/organ_directory.h"
 #include "quant/quantize.h"
 #include "support/text_format.h"
 
@@ -19,11 +21,13 @@ namespace {
 
 // One tensor position in the chimera while the plan is applied.
 struct Slot {
-    std::string suffix;     // the name without "blk.N." (the whole name outside layers)
-    std::string model;      // where the bytes come from
-    std::string sourceName; // the tensor there
-    std::string expected;   // the base tensor whose shape and type it must have ("": none)
-    int operation = -1;     // the operation that set its source
+    std::string suffix;                 // the name without "blk.N." (the whole name outside layers)
+    std::string model;                  // where the bytes come from
+    std::string sourceName;             // the tensor there
+    std::string expected;               // the base tensor whose shape and type it must have ("": none)
+    int operation = -1;                 // the operation that set its source
+    std::optional<PurifyParams> purify; // purified as it stands after `purifyOperation`
+    int purifyOperation = -1;
 };
 
 struct Layer {
@@ -52,9 +56,10 @@ Body bodyOf(const GgufModel& model, const std::string& id) {
                     body.layers[k].origin.whole = {id, k};
                 }
             }
-            body.layers[layer].slots.push_back({suffix, id, t.name, t.name, -1});
+            body.layers[layer].slots.push_back({suffix, id, t.name, t.name, -1, std::nullopt, -1});
         } else {
-            (seenLayer ? body.after : body.before).push_back({t.name, id, t.name, t.name, -1});
+            (seenLayer ? body.after : body.before)
+                .push_back({t.name, id, t.name, t.name, -1, std::nullopt, -1});
         }
     }
     return body;
@@ -168,6 +173,39 @@ private:
             }
             m_report.layout.removeMetadata.push_back(o.key);
             break;
+        case Kind::Purify:
+            purify(o, index);
+            break;
+        }
+    }
+
+    // Marks the tensors the selection picks, as they stand now: a later operation that gives a slot
+    // other bytes takes the mark away.
+    void purify(const GraftOperation& o, int index) {
+        if (const auto problem = purifyParamsProblem(o.purify)) {
+            add(Finding::Severity::Error, index, "purify: " + *problem);
+            return;
+        }
+        auto& shared = m_report.layout.purify;
+        if (shared &&
+            (shared->method != o.purify.method || purifyParamsText(*shared) != purifyParamsText(o.purify))) {
+            add(Finding::Severity::Error, index,
+                "purify: every purify operation of a plan uses the same method and parameters (" +
+                    purifyMethodName(shared->method) + ", " + purifyParamsText(*shared) +
+                    "); the chimera records one");
+            return;
+        }
+        shared = o.purify;
+        std::size_t selected = 0;
+        forEachSlot([&](Slot& slot, const std::string& name) {
+            if (o.select.matches(name, classifyTensor(name))) {
+                ++selected;
+                slot.purify = o.purify;
+                slot.purifyOperation = index;
+            }
+        });
+        if (selected == 0) {
+            add(Finding::Severity::Error, index, "purify: the selection matches no tensor of the chimera");
         }
     }
 
@@ -187,6 +225,7 @@ private:
             slot.model = o.donor;
             slot.sourceName = name;
             slot.operation = index;
+            slot.purify.reset();
         });
         // The donor's per-layer values follow its tensors into each layer they went to.
         for (std::uint32_t j = 0; j < m_body.layers.size(); ++j) {
@@ -231,6 +270,7 @@ private:
             slot.model = o.donor;
             slot.sourceName = source;
             slot.operation = index;
+            slot.purify.reset();
             m_body.layers[o.toLayer].origin.bySystem[classifyTensor(target).system] = {o.donor, o.fromLayer};
         }
         if (selected == 0) {
@@ -275,6 +315,7 @@ private:
                 const std::uint32_t reference = std::min<std::uint32_t>(k, m_report.layout.baseBlocks - 1);
                 for (auto& slot : layer.slots) {
                     slot.operation = index;
+                    slot.purify.reset();
                     slot.expected =
                         range.model == "base" ? slot.sourceName : layerTensorName(reference, slot.suffix);
                 }
@@ -331,7 +372,8 @@ private:
         const TensorInfo* source = model.findTensor(slot.sourceName);
         const TensorInfo* expected =
             slot.expected.empty() ? nullptr : m_models.base().findTensor(slot.expected);
-        ChimeraTensor out{name, slot.model, slot.sourceName, source->type, false, slot.operation};
+        ChimeraTensor out{name,  slot.model,     slot.sourceName, source->type,
+                          false, slot.operation, slot.purify,     slot.purifyOperation};
         if (expected == nullptr) {
             add(Finding::Severity::Error, slot.operation,
                 name + ": the base has no tensor to compare it with", {name});
@@ -344,7 +386,15 @@ private:
             }
             out.targetType = expected->type;
         }
-        if (out.targetType != source->type) {
+        if (out.purify) {
+            // Purified from the source's values whatever its type, and stored in the base's type
+            // when the engine can write it.
+            if (purifiedType(out.targetType) != out.targetType) {
+                m_storedAsF16.push_back(name);
+                out.targetType = TensorType::F16;
+            }
+            m_purified.push_back(name);
+        } else if (out.targetType != source->type) {
             const auto& traits = traitsOf(out.targetType);
             if (canQuantizeTo(out.targetType) && source->ne[0] % traits.blockSize == 0) {
                 out.converted = true;
@@ -381,6 +431,20 @@ private:
             checkTensor(s, s.suffix);
         }
         m_report.layout.blocks = static_cast<std::uint32_t>(m_body.layers.size());
+        if (!m_purified.empty()) {
+            add(Finding::Severity::Info, -1,
+                std::to_string(m_purified.size()) + " tensor" + (m_purified.size() == 1 ? "" : "s") +
+                    " purified (" + purifyMethodName(m_report.layout.purify->method) + ", " +
+                    purifyParamsText(*m_report.layout.purify) + ")",
+                m_purified);
+        }
+        if (!m_storedAsF16.empty()) {
+            add(Finding::Severity::Warning, -1,
+                std::to_string(m_storedAsF16.size()) + " purified tensor" +
+                    (m_storedAsF16.size() == 1 ? "" : "s") +
+                    " stored as F16: the engine cannot write the base's type",
+                m_storedAsF16);
+        }
         for (const auto& [types, names] : m_conversions) {
             add(Finding::Severity::Info, -1,
                 std::to_string(names.size()) + " tensor" + (names.size() == 1 ? "" : "s") +
@@ -426,8 +490,8 @@ private:
         if (m_report.hasErrors()) {
             return;
         }
-        const ModelFacts facts =
-            ModelFacts::of(chimeraSpec(m_plan, m_models, m_report.layout, false), fileLabel(m_plan.output));
+        const ModelFacts facts = ModelFacts::of(
+            chimeraSpec(m_plan, m_models, m_report.layout, ChimeraSources::None), fileLabel(m_plan.output));
         for (Finding f : validateFacts(facts)) {
             if (f.severity == Finding::Severity::Error) {
                 f.message = "the chimera would not load: " + f.message;
@@ -446,8 +510,8 @@ private:
             return;
         }
         for (const auto& id : m_models.ids()) {
-            for (const auto& shard : m_models.find(id)->shards()) {
-                if (shard->mapping()->identity() == out) {
+            for (const auto& file : m_models.find(id)->files()) {
+                if (file->identity() == out) {
                     add(Finding::Severity::Error, -1,
                         "the output " + fileLabel(m_plan.output) + " is an input ('" + id +
                             "'): choose another file");
@@ -461,6 +525,8 @@ private:
     Body m_body;
     std::set<std::set<std::string>> m_baseLayerShapes;
     std::map<std::pair<TensorType, TensorType>, std::vector<std::string>> m_conversions; // → chimera names
+    std::vector<std::string> m_purified;
+    std::vector<std::string> m_storedAsF16;
     std::set<std::string> m_donorsUsed;
     std::set<std::string> m_embedFrom;
     CompatibilityReport m_report;
@@ -474,9 +540,9 @@ CompatibilityReport checkGraft(const GraftPlan& plan, const GraftModels& models)
 
 GraftModels GraftModels::open(const GraftPlan& plan) {
     GraftModels models;
-    models.m_models.emplace_back("base", GgufModel::open(plan.base));
+    models.m_models.emplace_back("base", openModel(plan.base));
     for (const auto& [id, path] : plan.donors) {
-        models.m_models.emplace_back(id, GgufModel::open(path));
+        models.m_models.emplace_back(id, openModel(path));
     }
     return models;
 }

@@ -36,8 +36,10 @@ struct ChimeraTensor {
     std::string model;      // "base" or a donor id
     std::string sourceName; // in that model
     TensorType targetType = TensorType::F32;
-    bool converted = false; // dequantized and requantized to targetType
-    int operation = -1;     // the plan operation that set its source (-1: the base's own)
+    bool converted = false;             // dequantized and requantized to targetType
+    int operation = -1;                 // the plan operation that set its source (-1: the base's own)
+    std::optional<PurifyParams> purify; // purified (whole, then stored as targetType)
+    int purifyOperation = -1;           // the plan operation that purifies it
 };
 
 // What the plan will produce, computed before anything is written.
@@ -49,6 +51,7 @@ struct ChimeraLayout {
     std::vector<std::string> removeMetadata;
     std::uint64_t tensorsFromDonors = 0;
     std::uint64_t bytesFromDonors = 0;
+    std::optional<PurifyParams> purify; // the plan's purification (one for every purify operation)
 };
 
 struct CompatibilityReport {

@@ -28,6 +28,7 @@ constexpr KindName kKinds[] = {
     {GraftOperation::Kind::RemoveLayer, "remove_layer"},
     {GraftOperation::Kind::SetMetadata, "set_metadata"},
     {GraftOperation::Kind::RemoveMetadata, "remove_metadata"},
+    {GraftOperation::Kind::Purify, "purify"},
 };
 
 // Reads the fields of one JSON object, refusing unknown ones so that a typo is an error.
@@ -67,6 +68,13 @@ public:
             fail(std::string("\"") + key + "\" must be a layer number (0 or more)");
         }
         return v.get<std::uint32_t>();
+    }
+    std::optional<double> number(const char* key) {
+        const nlohmann::json* v = optional(key);
+        if (v != nullptr && !v->is_number()) {
+            fail(std::string("\"") + key + "\" must be a number");
+        }
+        return v != nullptr ? std::optional<double>(v->get<double>()) : std::nullopt;
     }
     std::vector<std::string> strings(const char* key) {
         const nlohmann::json* v = optional(key);
@@ -197,7 +205,7 @@ GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, con
     if (kind == std::end(kKinds)) {
         f.fail("unknown op \"" + op +
                "\" (ops: replace, map_layer, stack_layers, duplicate_layer, remove_layer, set_metadata, "
-               "remove_metadata)");
+               "remove_metadata, purify)");
     }
     GraftOperation o;
     o.kind = kind->kind;
@@ -253,6 +261,31 @@ GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, con
     case GraftOperation::Kind::RemoveMetadata:
         o.key = f.string("key");
         break;
+    case GraftOperation::Kind::Purify: {
+        o.select = selectorFromJson(f);
+        if (o.select.isEmpty()) {
+            f.fail("purify needs a selection (\"names\", \"roles\", \"system\" or \"layers\")");
+        }
+        const std::string method = f.string("method");
+        if (method != "fft" && method != "haar") {
+            f.fail("\"method\" must be \"fft\" or \"haar\"");
+        }
+        o.purify.method = method == "fft" ? PurifyParams::Method::Fft : PurifyParams::Method::Haar;
+        const auto keep = f.number("keep");
+        const auto threshold = f.number("threshold");
+        const auto attenuation = f.number("attenuation");
+        if (o.purify.method == PurifyParams::Method::Fft ? (threshold || attenuation) : keep.has_value()) {
+            f.fail(method == "fft" ? "fft takes \"keep\", not \"threshold\" or \"attenuation\""
+                                   : "haar takes \"threshold\" and \"attenuation\", not \"keep\"");
+        }
+        o.purify.keep = keep.value_or(o.purify.keep);
+        o.purify.threshold = threshold.value_or(o.purify.threshold);
+        o.purify.attenuation = attenuation.value_or(o.purify.attenuation);
+        if (const auto problem = purifyParamsProblem(o.purify)) {
+            f.fail(*problem);
+        }
+        break;
+    }
     }
     if ((o.kind == GraftOperation::Kind::SetMetadata || o.kind == GraftOperation::Kind::RemoveMetadata) &&
         o.key.starts_with(kProvenancePrefix)) {
@@ -434,6 +467,16 @@ nlohmann::json graftPlanToJson(const GraftPlan& plan) {
             break;
         case GraftOperation::Kind::RemoveMetadata:
             j["key"] = o.key;
+            break;
+        case GraftOperation::Kind::Purify:
+            selectorToJson(o.select, j);
+            j["method"] = purifyMethodName(o.purify.method);
+            if (o.purify.method == PurifyParams::Method::Fft) {
+                j["keep"] = o.purify.keep;
+            } else {
+                j["threshold"] = o.purify.threshold;
+                j["attenuation"] = o.purify.attenuation;
+            }
             break;
         }
         operations.push_back(std::move(j));

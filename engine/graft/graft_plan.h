@@ -2,6 +2,7 @@
 
 #include "anatomy/anatomy.h"
 #include "gguf/meta_value.h"
+#include "purify/purification.h"
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -45,16 +46,18 @@ struct GraftOperation {
         DuplicateLayer,
         RemoveLayer,
         SetMetadata,
-        RemoveMetadata
+        RemoveMetadata,
+        Purify
     };
     Kind kind = Kind::Replace;
     std::string donor;             // Replace, MapLayer
-    TensorSelector select;         // Replace; MapLayer (system/roles/names only)
+    TensorSelector select;         // Replace, Purify; MapLayer (system/roles/names only)
     std::uint32_t fromLayer = 0;   // MapLayer: donor layer
     std::uint32_t toLayer = 0;     // MapLayer: chimera layer; Duplicate/RemoveLayer: the layer
     std::vector<LayerRange> stack; // StackLayers
     std::string key;               // Set/RemoveMetadata
     MetaValue value;               // SetMetadata
+    PurifyParams purify;           // Purify: the chimera's tensors the selection picks, as they stand
 };
 
 // A self-contained recipe for a chimera: the models by path (relative paths are relative

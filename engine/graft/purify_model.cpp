@@ -1,12 +1,14 @@
 #include "graft/purify_model.h"
 
 #include "anatomy/anatomy.h"
-#include "gguf/gguf_writer.h"
 #include "measure/zmeasure.h"
+#include "organs/organ_directory.h"
 #include "quant/dequant.h"
 #include "quant/quantize.h"
 #include "support/errors.h"
 #include "support/text_format.h"
+
+#include <algorithm>
 
 namespace organ {
 namespace {
@@ -18,80 +20,82 @@ std::optional<double> thetaOf(TensorType type, std::span<const std::byte> data, 
 
 } // namespace
 
-PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, const PurifyParams& params,
-                          const std::string& output, const ProgressFn& progress, const StopToken* stop) {
-    PurifyOutcome outcome;
-    GgufWriteSpec spec;
-    for (const MetaEntry& entry : model.metadata()) {
-        if (!entry.key.starts_with("split.") && !entry.key.starts_with("organ.purify.")) {
-            spec.metadata.emplace_back(entry.key, entry.value);
+void PurifyLog::add(PurifiedTensor tensor) {
+    std::lock_guard lock(m_mutex);
+    m_tensors.push_back(std::move(tensor));
+}
+
+std::vector<PurifiedTensor> PurifyLog::tensors() const {
+    std::lock_guard lock(m_mutex);
+    return m_tensors;
+}
+
+TensorType purifiedType(TensorType type) {
+    return canQuantizeTo(type) ? type : TensorType::F16;
+}
+
+PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& t, TensorType target,
+                           const PurifyParams& params) {
+    const auto data = model.tensorData(t);
+    std::vector<float> values(static_cast<std::size_t>(t.elements));
+    dequantizeRange(t.type, data, 0, values.size(), values.data());
+    const Purified purified = purify(values, t.ne[0], params);
+    values = {};
+    PurifiedBytes out;
+    const TensorTypeTraits& traits = traitsOf(target);
+    const std::uint64_t blocks = t.elements / traits.blockSize;
+    out.bytes.resize(static_cast<std::size_t>(blocks * traits.bytesPerBlock));
+    quantizeBlocks(target, purified.values.data(), static_cast<std::size_t>(blocks), out.bytes.data());
+    out.report.name = t.name;
+    out.report.from = t.type;
+    out.report.to = target;
+    out.report.thetaBefore = thetaOf(t.type, data, t.elements);
+    out.report.thetaAfter = thetaOf(target, out.bytes, t.elements);
+    out.report.relativeChange = purified.relativeChange;
+    out.report.keptFraction = purified.keptFraction;
+    return out;
+}
+
+TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, TensorType target,
+                            const PurifyParams& params, bool once, std::shared_ptr<PurifyLog> log) {
+    struct State {
+        std::mutex mutex;
+        std::optional<std::vector<std::byte>> bytes;
+        std::uint64_t next = 0; // where a read in order goes on
+        bool logged = false;
+    };
+    auto state = std::make_shared<State>();
+    const TensorTypeTraits& traits = traitsOf(target);
+    const std::uint64_t size = tensor.elements / traits.blockSize * traits.bytesPerBlock;
+    TensorSource source;
+    source.generate = [&model, tensor, target, params, once, log, state, size](std::uint64_t offset,
+                                                                               std::span<std::byte> out) {
+        std::lock_guard lock(state->mutex);
+        if (!state->bytes) {
+            PurifiedBytes made = purifyTensor(model, tensor, target, params);
+            if (log && !state->logged) {
+                log->add(std::move(made.report));
+                state->logged = true;
+            }
+            state->bytes = std::move(made.bytes);
         }
-    }
-    std::vector<std::string> purifiedNames;
-    // Which tensors the selection picks, decided once.
-    std::vector<bool> picked;
-    std::uint64_t total = 0;
-    for (const TensorInfo& t : model.tensors()) {
-        picked.push_back(select.isEmpty() || select.matches(t.name, classifyTensor(t.name)));
-        total += picked.back() ? t.elements : 0;
-    }
-    std::uint64_t done = 0;
-    try {
-        for (std::size_t i = 0; i < model.tensors().size(); ++i) {
-            const TensorInfo& t = model.tensors()[i];
-            TensorToWrite w;
-            w.name = t.name;
-            w.type = t.type;
-            w.nDims = t.nDims;
-            w.ne = t.ne;
-            w.source.bytes = model.tensorData(t);
-            if (!picked[i]) {
-                spec.tensors.push_back(std::move(w));
-                continue;
-            }
-            if (stop != nullptr && stop->stopRequested()) {
-                outcome.written = JobResult::cancelled();
-                return outcome;
-            }
-            std::vector<float> values(static_cast<std::size_t>(t.elements));
-            dequantizeRange(t.type, model.tensorData(t), 0, values.size(), values.data());
-            const Purified purified = purify(values, t.ne[0], params);
-            PurifiedTensor report;
-            report.name = t.name;
-            report.from = t.type;
-            report.to = canQuantizeTo(t.type) ? t.type : TensorType::F16;
-            if (report.to != t.type) {
-                outcome.findings.push_back(t.name + ": the engine cannot write " +
-                                           std::string(tensorTypeName(t.type)) + "; stored as F16");
-            }
-            const TensorTypeTraits& traits = traitsOf(report.to);
-            auto bytes = std::make_shared<std::vector<std::byte>>(
-                static_cast<std::size_t>(t.elements / traits.blockSize * traits.bytesPerBlock));
-            quantizeBlocks(report.to, purified.values.data(),
-                           static_cast<std::size_t>(t.elements / traits.blockSize), bytes->data());
-            report.thetaBefore = thetaOf(t.type, model.tensorData(t), t.elements);
-            report.thetaAfter = thetaOf(report.to, *bytes, t.elements);
-            report.relativeChange = purified.relativeChange;
-            report.keptFraction = purified.keptFraction;
-            w.type = report.to;
-            w.source.bytes = *bytes;
-            w.source.owner = bytes;
-            spec.tensors.push_back(std::move(w));
-            outcome.tensors.push_back(std::move(report));
-            purifiedNames.push_back(t.name);
-            done += t.elements;
-            if (progress) {
-                progress({done, total, "purifying"});
-            }
+        if (offset > size || out.size() > size - offset) {
+            throw FormatError(tensor.name + ": bytes asked for past the end of the purified tensor");
         }
-    } catch (const std::invalid_argument& e) {
-        outcome.written = JobResult::failed(fileLabel(model.path()) + ": " + e.what());
-        return outcome;
-    }
-    if (purifiedNames.empty()) {
-        outcome.written = JobResult::failed(fileLabel(model.path()) + ": the selection picks no tensor");
-        return outcome;
-    }
+        std::copy_n(state->bytes->begin() + static_cast<std::ptrdiff_t>(offset), out.size(), out.begin());
+        state->next = offset == state->next ? offset + out.size() : 0;
+        if (once && state->next == size) {
+            state->bytes.reset();
+            state->next = 0;
+        }
+    };
+    // The source model's mapping stays open while the source lives.
+    source.owner = model.tensorMapping(tensor);
+    return source;
+}
+
+void setPurifyMetadata(GgufWriteSpec& spec, const PurifyParams& params,
+                       const std::vector<std::string>& tensors) {
     spec.set("organ.purify.version", MetaValue::fromString(kPurifyVersion));
     spec.set("organ.purify.method", MetaValue::fromString(purifyMethodName(params.method)));
     if (params.method == PurifyParams::Method::Fft) {
@@ -100,8 +104,53 @@ PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, 
         spec.set("organ.purify.threshold", MetaValue::fromF64(params.threshold));
         spec.set("organ.purify.attenuation", MetaValue::fromF64(params.attenuation));
     }
-    spec.set("organ.purify.tensors", MetaValue::fromStrings(purifiedNames));
-    outcome.written = writeGguf(output, spec, progress, stop);
+    spec.set("organ.purify.tensors", MetaValue::fromStrings(tensors));
+}
+
+PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, const PurifyParams& params,
+                          const std::string& output, const ProgressFn& progress, const StopToken* stop) {
+    PurifyOutcome outcome;
+    if (const auto problem = purifyParamsProblem(params)) {
+        outcome.written = JobResult::failed(fileLabel(model.path()) + ": " + *problem);
+        return outcome;
+    }
+    GgufWriteSpec spec;
+    for (const MetaEntry& entry : model.metadata()) {
+        if (!entry.key.starts_with("split.") && !entry.key.starts_with("organ.purify.")) {
+            spec.metadata.emplace_back(entry.key, entry.value);
+        }
+    }
+    auto log = std::make_shared<PurifyLog>();
+    std::vector<std::string> purifiedNames;
+    for (const TensorInfo& t : model.tensors()) {
+        TensorToWrite w{t.name, t.type, t.nDims, t.ne, {}};
+        if (select.isEmpty() || select.matches(t.name, classifyTensor(t.name))) {
+            w.type = purifiedType(t.type);
+            if (w.type != t.type) {
+                outcome.findings.push_back(t.name + ": the engine cannot write " +
+                                           std::string(tensorTypeName(t.type)) + "; stored as F16");
+            }
+            w.source = purifiedSource(model, t, w.type, params, true, log);
+            purifiedNames.push_back(t.name);
+        } else {
+            w.source.bytes = model.tensorData(t);
+            w.source.mapping = model.tensorMapping(t);
+        }
+        spec.tensors.push_back(std::move(w));
+    }
+    if (purifiedNames.empty()) {
+        outcome.written = JobResult::failed(fileLabel(model.path()) + ": the selection picks no tensor");
+        return outcome;
+    }
+    setPurifyMetadata(spec, params, purifiedNames);
+    if (isOrganDirectoryTarget(output)) {
+        OrganSource source;
+        source.made = "purify";
+        outcome.written = writeOrganDirectory(spec, output, source, nullptr, progress, stop);
+    } else {
+        outcome.written = writeGguf(output, spec, progress, stop);
+    }
+    outcome.tensors = log->tensors();
     return outcome;
 }
 

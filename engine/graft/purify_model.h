@@ -1,10 +1,13 @@
 #pragma once
 
 #include "gguf/gguf_model.h"
+#include "gguf/gguf_writer.h"
 #include "graft/graft_plan.h"
 #include "purify/purification.h"
 #include "support/job.h"
 
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +26,43 @@ struct PurifiedTensor {
     double keptFraction = 1;
 };
 
+// The tensors purified so far, in the order they were made (the writer's engine thread adds,
+// another thread may read).
+class PurifyLog {
+public:
+    void add(PurifiedTensor tensor);
+    std::vector<PurifiedTensor> tensors() const;
+
+private:
+    mutable std::mutex m_mutex;
+    std::vector<PurifiedTensor> m_tensors;
+};
+
+// The type a purified tensor of `type` is stored in: its own when the engine can quantize to it,
+// else F16.
+TensorType purifiedType(TensorType type);
+
+// Purifies one tensor of `model` whole and encodes it as `target`, with what was done.
+struct PurifiedBytes {
+    std::vector<std::byte> bytes;
+    PurifiedTensor report;
+};
+PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& tensor, TensorType target,
+                           const PurifyParams& params);
+
+// The bytes of `tensor` purified and stored as `target`, made whole when first asked for and
+// then served chunk by chunk. `once`: the bytes are dropped after the last one is served in
+// order (the writer reads each tensor once), so that a model is purified one tensor at a time;
+// otherwise they stay while the source lives (the vital signs read rows again and again). What
+// was done goes to `log` when given.
+TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, TensorType target,
+                            const PurifyParams& params, bool once, std::shared_ptr<PurifyLog> log);
+
+// The organ.purify.* keys a purified model records: version, method, its parameters and the
+// tensors purified.
+void setPurifyMetadata(GgufWriteSpec& spec, const PurifyParams& params,
+                       const std::vector<std::string>& tensors);
+
 struct PurifyOutcome {
     JobResult written;
     std::vector<PurifiedTensor> tensors;
@@ -30,9 +70,9 @@ struct PurifyOutcome {
 };
 
 // Purifies the tensors of `model` that `select` picks (all of them when it is empty) and writes
-// the model to `output` with the rest untouched. A tensor is stored in its own type when the
-// engine can quantize to it, else in F16 (a finding says so). The metadata records
-// organ.purify.{version, method, keep | threshold and attenuation, tensors}.
+// the model to `output` — a GGUF, or an organ directory unless the name ends in ".gguf" — with
+// the rest untouched, one tensor in memory at a time. A tensor is stored in purifiedType() (a
+// finding says when that is F16). The metadata records organ.purify.* (setPurifyMetadata).
 PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, const PurifyParams& params,
                           const std::string& output, const ProgressFn& progress = {},
                           const StopToken* stop = nullptr);

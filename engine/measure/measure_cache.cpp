@@ -42,16 +42,20 @@ std::string MeasurementCache::keyFor(const GgufModel& model, const ZParams& para
     digest.update(std::string_view("organ-zmeasure-"));
     digest.update(std::string_view(kZMeasureVersion));
     digest.updateValue(params.sample);
-    for (const auto& shard : model.shards()) {
+    // Every file the bytes come from (the parts, or an organ directory's tensor files) by name, size
+    // and time of change; and the header.
+    for (const auto& file : model.files()) {
         std::error_code error;
-        const std::string canonical = std::filesystem::weakly_canonical(shard->path(), error).string();
+        const std::string canonical = std::filesystem::weakly_canonical(file->path(), error).string();
         digest.update(std::string_view(canonical));
         struct stat st {};
-        if (::stat(shard->path().c_str(), &st) == 0) {
+        if (::stat(file->path().c_str(), &st) == 0) {
             digest.updateValue(static_cast<std::int64_t>(st.st_size));
             digest.updateValue(static_cast<std::int64_t>(st.st_mtim.tv_sec));
             digest.updateValue(static_cast<std::int64_t>(st.st_mtim.tv_nsec));
         }
+    }
+    for (const auto& shard : model.shards()) {
         digest.update(shard->mapping()->bytes().first(static_cast<std::size_t>(shard->headerSize())));
     }
     char name[40];

@@ -97,7 +97,7 @@ JobResult measureModel(const GgufModel& model, const ModelAnatomy& anatomy, cons
     auto measureOne = [&](std::size_t i, unsigned tensorThreads) {
         const TensorInfo& t = tensors[i];
         auto result = measureTensor(t.type, model.tensorData(t), t.elements, options.params, tensorThreads,
-                                    stop, model.shards()[t.shard]->mapping());
+                                    stop, model.tensorMapping(t));
         if (!result) {
             cancelled = true;
             return;

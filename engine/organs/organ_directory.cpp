@@ -15,7 +15,11 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace organ {
@@ -84,16 +88,27 @@ template <typename T> void appendLe(std::string& out, T value) {
     }
 }
 
-std::string tensorHeader(const TensorInfo& t) {
+std::string tensorHeader(const std::string& name, std::uint32_t nDims,
+                         const std::array<std::uint64_t, kGgufMaxDims>& ne, TensorType type) {
     std::string header;
-    appendLe<std::uint32_t>(header, static_cast<std::uint32_t>(t.name.size()));
-    header += t.name;
-    appendLe<std::uint32_t>(header, t.nDims);
-    for (std::uint32_t d = 0; d < t.nDims; ++d) {
-        appendLe<std::uint64_t>(header, t.ne[d]);
+    appendLe<std::uint32_t>(header, static_cast<std::uint32_t>(name.size()));
+    header += name;
+    appendLe<std::uint32_t>(header, nDims);
+    for (std::uint32_t d = 0; d < nDims; ++d) {
+        appendLe<std::uint64_t>(header, ne[d]);
     }
-    appendLe<std::uint32_t>(header, static_cast<std::uint32_t>(t.type));
+    appendLe<std::uint32_t>(header, static_cast<std::uint32_t>(type));
     return header;
+}
+
+std::uint64_t tensorByteSize(TensorType type, const std::array<std::uint64_t, kGgufMaxDims>& ne,
+                             std::uint32_t nDims) {
+    const TensorTypeTraits& traits = traitsOf(type);
+    std::uint64_t elements = 1;
+    for (std::uint32_t d = 0; d < nDims; ++d) {
+        elements *= ne[d];
+    }
+    return elements / traits.blockSize * traits.bytesPerBlock;
 }
 
 // Relative, inside the directory: no absolute path, no "..", nothing but the safe characters.
@@ -202,13 +217,66 @@ std::string organFileName(const std::string& tensorName, std::vector<std::string
     return name;
 }
 
-JobResult extractOrgans(const GgufModel& model, const std::string& directory,
-                        const nlohmann::json* measurement, const ProgressFn& progress,
-                        const StopToken* stop) {
+namespace {
+
+// Where a tensor's file comes from when its bytes are a whole tensor file already (an organ
+// directory's, with the same header): that file, to be linked rather than copied.
+bool sameTensorFile(const TensorSource& source, const std::string& header) {
+    if (!source.mapping || source.generate || source.mapping->descriptor() < 0) {
+        return false;
+    }
+    const auto all = source.mapping->bytes();
+    return source.bytes.data() == all.data() + header.size() &&
+           all.size() == header.size() + source.bytes.size() &&
+           std::equal(header.begin(), header.end(), reinterpret_cast<const char*>(all.data()));
+}
+
+// A new name for an existing file: a hard link, else a reflink (a copy sharing its blocks); false
+// when the file system offers neither (another device, no permission) and the bytes must be copied.
+bool linkOrClone(const MappedFile& from, const std::string& target) {
+    if (::link(from.path().c_str(), target.c_str()) == 0) {
+        return true;
+    }
+    Fd out(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (out.get() >= 0 && ::ioctl(out.get(), FICLONE, from.descriptor()) == 0) {
+        return true;
+    }
+    if (out.get() >= 0) {
+        ::unlink(target.c_str());
+    }
+    return false;
+}
+
+// The SHA-256 of a span of a mapped file, read with pread through a small buffer so that memory
+// stays flat (reading the mapping would make every page resident); of the bytes when not a file.
+std::string digestOf(const TensorSource& source, std::vector<std::byte>& buffer) {
+    Sha256 sha;
+    const auto data = source.bytes;
+    const std::uint64_t base =
+        source.mapping ? static_cast<std::uint64_t>(data.data() - source.mapping->bytes().data()) : 0;
+    for (std::uint64_t at = 0; at < data.size();) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, data.size() - at));
+        if (source.mapping) {
+            buffer.resize(n);
+            source.mapping->read(base + at, buffer);
+            sha.update(buffer);
+        } else {
+            sha.update(data.subspan(static_cast<std::size_t>(at), n));
+        }
+        at += n;
+    }
+    return sha.finishHex();
+}
+
+} // namespace
+
+JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& directory,
+                              const OrganSource& source, const nlohmann::json* measurement,
+                              const ProgressFn& progress, const StopToken* stop) {
     const std::string name = label(directory);
     std::error_code ec;
     if (fs::exists(fs::symlink_status(directory, ec))) {
-        return JobResult::failed(name + ": already exists; organs are extracted into a new directory");
+        return JobResult::failed(name + ": already exists; organs are written into a new directory");
     }
     const fs::path parent = fs::absolute(directory).parent_path();
     if (!fs::is_directory(parent, ec)) {
@@ -220,94 +288,112 @@ JobResult extractOrgans(const GgufModel& model, const std::string& directory,
                                  std::strerror(errno));
     }
     try {
+        std::uint32_t alignment = kGgufDefaultAlignment;
         nlohmann::ordered_json metadata = nlohmann::ordered_json::array();
-        for (const MetaEntry& entry : model.metadata()) {
+        for (const auto& [key, value] : spec.metadata) {
             // A split model becomes one directory, and then one file: its split keys go.
-            if (entry.key.starts_with("split.")) {
+            if (key.starts_with("split.")) {
                 continue;
             }
-            metadata.push_back(metaValueToManifest(entry.key, entry.value));
-        }
-        std::vector<Fd> shards;
-        for (const auto& shard : model.shards()) {
-            shards.emplace_back(::open(shard->path().c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+            if (key == "general.alignment" && value.asUInt()) {
+                alignment = static_cast<std::uint32_t>(*value.asUInt());
+            }
+            metadata.push_back(metaValueToManifest(key, value));
         }
         nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
         std::vector<std::string> taken;
         std::uint64_t total = 0;
-        for (const TensorInfo& t : model.tensors()) {
-            total += t.bytes;
+        for (const TensorToWrite& t : spec.tensors) {
+            total += tensorByteSize(t.type, t.ne, t.nDims);
         }
         std::uint64_t done = 0;
-        std::vector<char> buffer(kChunk);
-        for (const TensorInfo& t : model.tensors()) {
+        std::vector<std::byte> buffer;
+        for (const TensorToWrite& t : spec.tensors) {
             if (stop != nullptr && stop->stopRequested()) {
                 fs::remove_all(partial, ec);
                 return JobResult::cancelled();
             }
+            const std::uint64_t bytes = tensorByteSize(t.type, t.ne, t.nDims);
             const TensorAnatomy anatomy = classifyTensor(t.name);
             const std::string folder = organFolder(anatomy.system);
             fs::create_directories(fs::path(partial) / folder);
             const std::string file = folder + "/" + organFileName(t.name, taken);
+            const std::string what = name + "/" + file;
             const std::string target = (fs::path(partial) / file).string();
-            Fd out(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-            if (out.get() < 0) {
-                throw IoError(name + ": cannot create " + file + ": " + std::strerror(errno));
-            }
-            const std::string header = tensorHeader(t);
-            writeAll(out.get(), header.data(), header.size(), name + "/" + file);
-            const std::span<const std::byte> data = model.tensorData(t);
-            copyData(shards[t.shard].get(), t.fileOffset, out.get(), data, name + "/" + file, stop);
-            // The digest from the file through a small buffer, so that memory stays flat (reading
-            // the mapping would make every page of the model resident).
-            Sha256 sha;
-            const int source = shards[t.shard].get();
-            for (std::uint64_t at = 0; at < data.size();) {
-                const std::size_t n =
-                    static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, data.size() - at));
-                const ssize_t got =
-                    source >= 0 ? ::pread(source, buffer.data(), n, static_cast<off_t>(t.fileOffset + at))
-                                : -1;
-                if (got > 0) {
-                    sha.update(std::as_bytes(std::span(buffer.data(), static_cast<std::size_t>(got))));
-                    at += static_cast<std::uint64_t>(got);
-                } else {
-                    sha.update(data.subspan(at, n));
-                    at += n;
+            const std::string header = tensorHeader(t.name, t.nDims, t.ne, t.type);
+            std::string sha256;
+            if (sameTensorFile(t.source, header) && linkOrClone(*t.source.mapping, target)) {
+                sha256 = digestOf(t.source, buffer);
+            } else {
+                Fd out(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+                if (out.get() < 0) {
+                    throw IoError(name + ": cannot create " + file + ": " + std::strerror(errno));
                 }
+                writeAll(out.get(), header.data(), header.size(), what);
+                if (t.source.generate) {
+                    Sha256 sha;
+                    for (std::uint64_t at = 0; at < bytes; at += kChunk) {
+                        if (stop != nullptr && stop->stopRequested()) {
+                            break;
+                        }
+                        buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, bytes - at)));
+                        t.source.generate(at, buffer);
+                        writeAll(out.get(), buffer.data(), buffer.size(), what);
+                        sha.update(buffer);
+                    }
+                    sha256 = sha.finishHex();
+                } else {
+                    if (t.source.bytes.size() != bytes) {
+                        throw FormatError(what + ": the source holds " +
+                                          std::to_string(t.source.bytes.size()) +
+                                          " bytes, the tensor needs " + std::to_string(bytes));
+                    }
+                    const int in = t.source.mapping ? t.source.mapping->descriptor() : -1;
+                    const std::uint64_t offset =
+                        t.source.mapping ? static_cast<std::uint64_t>(t.source.bytes.data() -
+                                                                      t.source.mapping->bytes().data())
+                                         : 0;
+                    copyData(in, offset, out.get(), t.source.bytes, what, stop);
+                    sha256 = digestOf(t.source, buffer);
+                }
+                syncFd(out.get(), what);
             }
-            const auto digest = sha.finish();
-            syncFd(out.get(), name + "/" + file);
+            if (stop != nullptr && stop->stopRequested()) {
+                fs::remove_all(partial, ec);
+                return JobResult::cancelled();
+            }
             nlohmann::ordered_json shape = nlohmann::ordered_json::array();
             for (std::uint32_t d = 0; d < t.nDims; ++d) {
                 shape.push_back(t.ne[d]);
             }
-            nlohmann::ordered_json entry{
-                {"name", isValidUtf8(t.name) ? nlohmann::ordered_json(t.name)
-                                             : nlohmann::ordered_json{{"hex", hexOf(t.name)}}},
-                {"file", file},
-                {"system", std::string(systemName(anatomy.system))},
-                {"role", anatomy.role},
-                {"layer",
-                 anatomy.layer ? nlohmann::ordered_json(*anatomy.layer) : nlohmann::ordered_json(nullptr)},
-                {"dtype", std::string(tensorTypeName(t.type))},
-                {"shape", shape},
-                {"bytes", t.bytes},
-                {"sha256",
-                 hexOf(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()))}};
+            nlohmann::ordered_json entry{{"name", isValidUtf8(t.name)
+                                                      ? nlohmann::ordered_json(t.name)
+                                                      : nlohmann::ordered_json{{"hex", hexOf(t.name)}}},
+                                         {"file", file},
+                                         {"system", std::string(systemName(anatomy.system))},
+                                         {"role", anatomy.role},
+                                         {"layer", anatomy.layer ? nlohmann::ordered_json(*anatomy.layer)
+                                                                 : nlohmann::ordered_json(nullptr)},
+                                         {"dtype", std::string(tensorTypeName(t.type))},
+                                         {"shape", shape},
+                                         {"bytes", bytes},
+                                         {"sha256", sha256}};
             tensors.push_back(std::move(entry));
-            done += t.bytes;
+            done += bytes;
             if (progress) {
-                progress({done, total, "extracting"});
+                progress({done, total, "writing organs"});
             }
+        }
+        nlohmann::ordered_json sourceJson{{"file", source.file},
+                                          {"gguf_version", source.ggufVersion},
+                                          {"alignment", source.alignment.value_or(alignment)},
+                                          {"shards", source.shards}};
+        if (!source.made.empty()) {
+            sourceJson["made_by"] = source.made;
         }
         nlohmann::ordered_json manifest{{"format", kFormat},
                                         {"version", kVersion},
-                                        {"source",
-                                         {{"file", fileLabel(model.path())},
-                                          {"gguf_version", model.primary().version()},
-                                          {"alignment", model.primary().alignment()},
-                                          {"shards", model.shards().size()}}},
+                                        {"source", std::move(sourceJson)},
                                         {"metadata", std::move(metadata)},
                                         {"tensors", std::move(tensors)}};
         if (measurement != nullptr) {
@@ -336,6 +422,34 @@ JobResult extractOrgans(const GgufModel& model, const std::string& directory,
         fs::remove_all(partial, ec);
         return JobResult::failed(e.what());
     }
+}
+
+GgufWriteSpec specFromModel(const GgufModel& model) {
+    GgufWriteSpec spec;
+    for (const MetaEntry& entry : model.metadata()) {
+        if (!entry.key.starts_with("split.")) {
+            spec.metadata.emplace_back(entry.key, entry.value);
+        }
+    }
+    for (const TensorInfo& t : model.tensors()) {
+        TensorToWrite w{t.name, t.type, t.nDims, t.ne, {}};
+        w.source.bytes = model.tensorData(t);
+        w.source.mapping = model.tensorMapping(t);
+        spec.tensors.push_back(std::move(w));
+    }
+    return spec;
+}
+
+JobResult extractOrgans(const GgufModel& model, const std::string& directory,
+                        const nlohmann::json* measurement, const ProgressFn& progress,
+                        const StopToken* stop) {
+    OrganSource source;
+    source.file = fileLabel(model.path());
+    source.ggufVersion = model.primary().version();
+    source.alignment = model.primary().alignment();
+    source.shards = model.shards().size();
+    source.made = "extract";
+    return writeOrganDirectory(specFromModel(model), directory, source, measurement, progress, stop);
 }
 
 bool OrganDirectory::looksLikeOne(const std::string& path) {
@@ -501,102 +615,124 @@ OrganDirectory OrganDirectory::open(const std::string& directory) {
     return out;
 }
 
-bool OrganDirectory::verify(const ProgressFn& progress, const StopToken* stop) const {
+std::shared_ptr<const GgufModel> OrganDirectory::model() const {
     const std::string name = label(m_path);
-    std::uint64_t total = 0;
-    for (const OrganTensor& t : m_tensors) {
-        total += t.bytes;
+    // One descriptor per tensor file stays open with its mapping: a large model's directory needs
+    // more than the usual soft limit of 1024.
+    struct rlimit limit {};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+        limit.rlim_cur < m_tensors.size() + 256) {
+        limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, m_tensors.size() + 256);
+        ::setrlimit(RLIMIT_NOFILE, &limit);
     }
-    std::uint64_t done = 0;
-    std::vector<char> buffer(kChunk);
-    for (const OrganTensor& t : m_tensors) {
-        const std::string path = filePath(t);
-        Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-        if (in.get() < 0) {
-            throw IoError(name + ": cannot open " + t.file + ": " + std::strerror(errno));
-        }
-        // The header, byte for byte as extraction writes it.
-        TensorInfo info;
-        info.name = t.name;
-        info.nDims = t.nDims;
-        info.ne = t.ne;
-        info.type = t.type;
-        const std::string expected = tensorHeader(info);
-        std::string header(expected.size(), '\0');
-        if (::pread(in.get(), header.data(), header.size(), 0) != static_cast<ssize_t>(header.size()) ||
-            header != expected) {
-            throw FormatError(name + ": " + t.file + ": its header does not match the manifest's " +
-                              escapeText(t.name) + " (name, shape or dtype)");
-        }
-        Sha256 sha;
-        for (std::uint64_t at = 0; at < t.bytes;) {
-            if (stop != nullptr && stop->stopRequested()) {
-                return false;
-            }
-            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, t.bytes - at));
-            const ssize_t got = ::pread(in.get(), buffer.data(), n, static_cast<off_t>(t.headerBytes() + at));
-            if (got <= 0) {
-                throw IoError(name + ": cannot read " + t.file + ": " + std::strerror(errno));
-            }
-            sha.update(std::as_bytes(std::span(buffer.data(), static_cast<std::size_t>(got))));
-            at += static_cast<std::uint64_t>(got);
-        }
-        const auto digest = sha.finish();
-        if (hexOf(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size())) !=
-            t.sha256) {
-            throw FormatError(name + ": " + t.file +
-                              ": its data does not match the manifest's SHA-256 (the file was changed)");
-        }
-        done += t.bytes;
-        if (progress) {
-            progress({done, total, "checking the organs"});
-        }
-    }
-    return true;
-}
-
-GgufWriteSpec OrganDirectory::writeSpec() const {
+    std::vector<GgufModel::TensorFile> files;
     GgufWriteSpec spec;
     spec.metadata = m_metadata;
     for (const OrganTensor& t : m_tensors) {
-        TensorToWrite w;
-        w.name = t.name;
-        w.type = t.type;
-        w.nDims = t.nDims;
-        w.ne = t.ne;
-        const std::string path = filePath(t);
-        const std::uint64_t start = t.headerBytes();
-        const std::string name = label(m_path) + ": " + t.file;
-        w.source.generate = [path, start, name](std::uint64_t offset, std::span<std::byte> out) {
-            Fd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-            std::size_t done = 0;
-            while (in.get() >= 0 && done < out.size()) {
-                const ssize_t got = ::pread(in.get(), out.data() + done, out.size() - done,
-                                            static_cast<off_t>(start + offset + done));
-                if (got <= 0) {
-                    break;
-                }
-                done += static_cast<std::size_t>(got);
-            }
-            if (done != out.size()) {
-                throw IoError(name + ": cannot read it (changed while assembling?)");
-            }
-        };
+        auto mapping = MappedFile::open(filePath(t));
+        const std::string header = tensorHeader(t.name, t.nDims, t.ne, t.type);
+        const auto bytes = mapping->bytes();
+        if (bytes.size() != t.headerBytes() + t.bytes) {
+            throw FormatError(name + ": " + t.file + " is " + std::to_string(bytes.size()) +
+                              " bytes, expected " + std::to_string(t.headerBytes() + t.bytes));
+        }
+        std::string found(header.size(), '\0');
+        mapping->read(0, std::as_writable_bytes(std::span(found.data(), found.size())));
+        if (found != header) {
+            throw FormatError(name + ": " + t.file + ": its header does not match the manifest's " +
+                              escapeText(t.name) + " (name, shape or dtype)");
+        }
+        TensorToWrite w{t.name, t.type, t.nDims, t.ne, {}};
+        w.source.bytes = bytes.subspan(static_cast<std::size_t>(t.headerBytes()));
+        w.source.mapping = mapping;
         spec.tensors.push_back(std::move(w));
+        files.push_back({std::move(mapping), t.headerBytes()});
     }
-    return spec;
+    const GgufLayout layout = layoutGguf(spec, name);
+    return GgufModel::fromTensorFiles(GgufFile::fromHeader(m_path, layout.header, layout.fileSize),
+                                      std::move(files));
 }
+
+namespace {
+
+// Checks every tensor file's data against the manifest's SHA-256 on a thread of its own, while
+// the writer copies the same bytes (the second read comes from the page cache): the digests cost
+// no time of the copy. The first mismatch, named, or an error, is what finish() returns.
+class BackgroundCheck {
+public:
+    BackgroundCheck(const OrganDirectory& directory, const GgufModel& model)
+        : m_thread([this, &directory, &model] { run(directory, model); }) {}
+    ~BackgroundCheck() {
+        m_stop = true;
+        if (m_thread.joinable()) {
+            m_thread.join();
+        }
+    }
+    BackgroundCheck(const BackgroundCheck&) = delete;
+    BackgroundCheck& operator=(const BackgroundCheck&) = delete;
+
+    std::optional<std::string> finish() {
+        m_thread.join();
+        return m_problem;
+    }
+
+private:
+    void run(const OrganDirectory& directory, const GgufModel& model) {
+        try {
+            std::vector<std::byte> buffer(kChunk);
+            for (std::size_t i = 0; i < directory.tensors().size() && !m_stop; ++i) {
+                const OrganTensor& t = directory.tensors()[i];
+                const auto& mapping = model.tensorMapping(model.tensors()[i]);
+                Sha256 sha;
+                for (std::uint64_t at = 0; at < t.bytes && !m_stop; at += kChunk) {
+                    buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, t.bytes - at)));
+                    mapping->read(t.headerBytes() + at, buffer);
+                    sha.update(buffer);
+                }
+                if (!m_stop && sha.finishHex() != t.sha256) {
+                    m_problem = label(directory.path()) + ": " + t.file +
+                                ": its data does not match the manifest's SHA-256 (the file was changed)";
+                    return;
+                }
+            }
+        } catch (const std::exception& e) {
+            m_problem = e.what();
+        }
+    }
+
+    std::atomic<bool> m_stop{false};
+    std::optional<std::string> m_problem;
+    std::thread m_thread;
+};
+
+} // namespace
 
 JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output,
                          const ProgressFn& progress, const StopToken* stop) {
     try {
-        if (!directory.verify(progress, stop)) {
-            return JobResult::cancelled();
-        }
+        const auto model = directory.model();
+        GgufWriteSpec spec = specFromModel(*model);
+        spec.metadata = directory.metadata();
+        BackgroundCheck check(directory, *model);
+        return writeGguf(
+            output, spec, progress, stop,
+            [&check](const std::string&) -> std::optional<std::string> { return check.finish(); });
     } catch (const std::exception& e) {
         return JobResult::failed(e.what());
     }
-    return writeGguf(output, directory.writeSpec(), progress, stop);
+}
+
+bool isOrganDirectoryTarget(const std::string& output) {
+    std::string tail = output.size() >= 5 ? output.substr(output.size() - 5) : output;
+    std::transform(tail.begin(), tail.end(), tail.begin(), [](unsigned char c) { return std::tolower(c); });
+    return tail != ".gguf";
+}
+
+std::shared_ptr<const GgufModel> openModel(const std::string& path) {
+    if (OrganDirectory::looksLikeOne(path)) {
+        return OrganDirectory::open(path).model();
+    }
+    return GgufModel::open(path);
 }
 
 } // namespace organ

@@ -215,15 +215,22 @@ std::string purifyParamsText(const PurifyParams& params) {
                : "threshold " + number(params.threshold) + " · attenuation " + number(params.attenuation);
 }
 
-Purified purify(std::span<const float> values, std::uint64_t rowLength, const PurifyParams& params) {
+std::optional<std::string> purifyParamsProblem(const PurifyParams& params) {
     if (!(params.keep > 0 && params.keep <= 1)) {
-        throw std::invalid_argument("keep must be in (0, 1]");
+        return "keep must be in (0, 1]";
     }
     if (!(params.threshold >= 0) || !std::isfinite(params.threshold)) {
-        throw std::invalid_argument("threshold must be 0 or more");
+        return "threshold must be 0 or more";
     }
     if (!(params.attenuation >= 0 && params.attenuation <= 1)) {
-        throw std::invalid_argument("attenuation must be in [0, 1]");
+        return "attenuation must be in [0, 1]";
+    }
+    return std::nullopt;
+}
+
+Purified purify(std::span<const float> values, std::uint64_t rowLength, const PurifyParams& params) {
+    if (const auto problem = purifyParamsProblem(params)) {
+        throw std::invalid_argument(*problem);
     }
     if (rowLength == 0 || values.size() % rowLength != 0) {
         throw std::invalid_argument("the values are not whole rows");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ inline constexpr const char* kPurifyVersion = "v1";
 std::string purifyMethodName(PurifyParams::Method method);
 // "keep 0.9" or "threshold 1 · attenuation 0": the parameters the method uses.
 std::string purifyParamsText(const PurifyParams& params);
+
+// What is wrong with the parameters (keep in (0, 1], threshold ≥ 0, attenuation in [0, 1]), or
+// nothing.
+std::optional<std::string> purifyParamsProblem(const PurifyParams& params);
 
 struct Purified {
     std::vector<float> values;

@@ -34,6 +34,8 @@ public:
     std::uint64_t size() const { return m_size; }
     std::span<const std::byte> bytes() const { return {m_data, static_cast<std::size_t>(m_size)}; }
     FileIdentity identity() const { return m_identity; }
+    // The open descriptor behind the mapping (for copy_file_range and link), -1 for a buffer.
+    int descriptor() const { return m_fd; }
 
     // Tells the kernel that a range will not be needed soon, so that streaming a
     // 100 GB model through the writer keeps the resident set small.

@@ -179,16 +179,20 @@ std::array<std::uint8_t, 32> Sha256::finish() {
     return digest;
 }
 
-std::string Sha256::hex(std::span<const std::byte> bytes) {
-    Sha256 sha;
-    sha.update(bytes);
+std::string Sha256::finishHex() {
     std::string out;
     char two[3];
-    for (std::uint8_t b : sha.finish()) {
+    for (std::uint8_t b : finish()) {
         std::snprintf(two, sizeof two, "%02x", b);
         out += two;
     }
     return out;
+}
+
+std::string Sha256::hex(std::span<const std::byte> bytes) {
+    Sha256 sha;
+    sha.update(bytes);
+    return sha.finishHex();
 }
 
 } // namespace organ

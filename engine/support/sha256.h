@@ -15,6 +15,7 @@ public:
     Sha256();
     void update(std::span<const std::byte> bytes);
     std::array<std::uint8_t, 32> finish();
+    std::string finishHex(); // finish() in lowercase hexadecimal
     static std::string hex(std::span<const std::byte> bytes);
 
 private:

@@ -43,7 +43,7 @@ ModelWeights ModelWeights::ofPlan(const GraftPlan& plan, const GraftModels& mode
     if (report.hasErrors()) {
         throw FormatError("the plan has errors: vital signs need a chimera that can be assembled");
     }
-    GgufWriteSpec spec = chimeraSpec(plan, models, report.layout, true);
+    GgufWriteSpec spec = chimeraSpec(plan, models, report.layout, ChimeraSources::Reader);
     ModelWeights w;
     const std::string output = plan.output.empty() ? std::string("chimera") : fileLabel(plan.output);
     w.m_label = output + " (planned)";
@@ -95,7 +95,8 @@ void ModelWeights::dequantizeRows(std::string_view name, std::uint64_t first, st
     dequantizeRange(info.type, bytes, 0, static_cast<std::size_t>(count * info.ne[0]), out);
 }
 
-std::span<const std::byte> ModelWeights::rowBytes(std::string_view name, std::uint64_t first, std::uint64_t count,
+std::span<const std::byte> ModelWeights::rowBytes(std::string_view name, std::uint64_t first,
+                                                  std::uint64_t count,
                                                   std::vector<std::byte>& scratch) const {
     const auto it = m_tensors.find(std::string(name));
     if (it == m_tensors.end()) {

@@ -465,6 +465,55 @@ private slots:
         QCOMPARE(runOrgan({QStringLiteral("assemble"), QStringLiteral("--organs"), directory}).exitCode, 2);
     }
 
+    // Directories wherever a model goes: inspect, measure, graft (with --purify) from directories
+    // into a directory, purify of a directory into a directory; each assembles to a GGUF.
+    void organDirectoriesAsModels() {
+        const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        const QString damaged = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(damaged);
+        const QString a = m_dir.filePath(QStringLiteral("dm-damaged"));
+        const QString b = m_dir.filePath(QStringLiteral("dm-healthy"));
+        QCOMPARE(runOrgan({QStringLiteral("extract"), damaged, QStringLiteral("-o"), a}).exitCode, 0);
+        QCOMPARE(runOrgan({QStringLiteral("extract"), healthy, QStringLiteral("-o"), b}).exitCode, 0);
+        const Run inspect = runOrgan({QStringLiteral("inspect"), a});
+        QCOMPARE(inspect.exitCode, 0);
+        QVERIFY2(inspect.out.contains(QStringLiteral("tensors        48")), qPrintable(inspect.out));
+        QCOMPARE(runOrgan({QStringLiteral("measure"), b}).exitCode, 0);
+        const QString chimera = m_dir.filePath(QStringLiteral("dm-chimera"));
+        const Run grafted =
+            runOrgan({QStringLiteral("graft"), QStringLiteral("--base"), a, QStringLiteral("--donor"), b,
+                      QStringLiteral("--layers"), QStringLiteral("2-3"), QStringLiteral("--system"),
+                      QStringLiteral("organ"), QStringLiteral("--purify"), QStringLiteral("haar"),
+                      QStringLiteral("--threshold"), QStringLiteral("0.5"), QStringLiteral("-o"), chimera});
+        QCOMPARE(grafted.exitCode, 0);
+        QVERIFY2(grafted.out.contains(QStringLiteral("(an organ directory)")), qPrintable(grafted.out));
+        QVERIFY2(
+            grafted.out.contains(QStringLiteral("purified 6 tensors (haar, threshold 0.5 · attenuation 0)")),
+            qPrintable(grafted.out));
+        QVERIFY(grafted.out.contains(QStringLiteral("blk.3.ffn_up.weight")));
+        QVERIFY(QFileInfo::exists(chimera + QStringLiteral("/manifest.json")));
+        const QString back = m_dir.filePath(QStringLiteral("dm-chimera.gguf"));
+        QCOMPARE(runOrgan({QStringLiteral("assemble"), QStringLiteral("--organs"), chimera,
+                           QStringLiteral("-o"), back})
+                     .exitCode,
+                 0);
+        QCOMPARE(runOrgan({QStringLiteral("validate"), back}).exitCode, 0);
+        const QString purified = m_dir.filePath(QStringLiteral("dm-purified"));
+        const Run purify =
+            runOrgan({QStringLiteral("purify"), b, QStringLiteral("--method"), QStringLiteral("fft"),
+                      QStringLiteral("--layers"), QStringLiteral("1"), QStringLiteral("-o"), purified});
+        QCOMPARE(purify.exitCode, 0);
+        QVERIFY2(purify.out.contains(QStringLiteral("(an organ directory)")), qPrintable(purify.out));
+        QVERIFY(purify.out.contains(QStringLiteral("perplexity on the built-in text")));
+        // A parameter without its method is a usage error.
+        QCOMPARE(
+            runOrgan({QStringLiteral("graft"), QStringLiteral("--base"), a, QStringLiteral("--donor"), b,
+                      QStringLiteral("--layers"), QStringLiteral("2"), QStringLiteral("--keep"),
+                      QStringLiteral("0.5"), QStringLiteral("-o"), m_dir.filePath(QStringLiteral("x.gguf"))})
+                .exitCode,
+            2);
+    }
+
     // organ purify: the selected tensors, θ and perplexity before → after, refusals.
     void purify() {
         const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));

@@ -388,7 +388,7 @@ private slots:
                  messages(refused.report.findings).c_str());
         QVERIFY(!QFileInfo::exists(QString::fromStdString(plan.output)));
         QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("invalid.gguf*")}).size(), 0);
-        const GraftOutcome kept = graftChimera(plan, models, plan.output, AssemblyOptions{true});
+        const GraftOutcome kept = graftChimera(plan, models, plan.output, AssemblyOptions{true, {}});
         QVERIFY2(kept.written.isOk(), kept.written.message.c_str());
         QVERIFY(hasError(kept.validation));
         QVERIFY(QFileInfo::exists(QString::fromStdString(plan.output)));
