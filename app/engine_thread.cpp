@@ -2,7 +2,9 @@
 #include "display_names.h"
 
 #include "anatomy/model_validation.h"
+#include "graft/purify_model.h"
 #include "measure/measure_cache.h"
+#include "organs/organ_directory.h"
 
 namespace organ::app {
 
@@ -87,6 +89,36 @@ void MeasureAndAssembleWorker::assemble(quint64 generation, std::shared_ptr<cons
     }
 }
 
+void MeasureAndAssembleWorker::extract(quint64 generation, std::shared_ptr<const ExtractionJob> job) {
+    const JobResult done = extractOrgans(
+        *job->snapshot->model, job->directory, job->measurement ? &*job->measurement : nullptr,
+        [&](const Progress& p) { emit extractionProgress(generation, p.done, p.total); }, job->stop.get());
+    if (done.status == JobResult::Status::Cancelled) {
+        emit extractionCancelled(generation);
+    } else if (!done.isOk()) {
+        emit extractionFailed(generation, model::displayText(done.message));
+    } else {
+        emit extracted(generation, QString::fromStdString(job->directory));
+    }
+}
+
+void MeasureAndAssembleWorker::purifyPreview(quint64 generation,
+                                             std::shared_ptr<const PurifyPreviewJob> job) {
+    for (const PurifyPreviewJob::Tensor& t : job->tensors) {
+        auto results = std::make_shared<std::vector<PurifyPreviewResult>>();
+        try {
+            const TensorInfo* info = t.model->findTensor(t.name);
+            if (info != nullptr) {
+                results->push_back(
+                    {t.key, purifyTensor(*t.model, *info, t.target, job->params).report.thetaAfter});
+            }
+        } catch (const std::exception&) {
+            results->push_back({t.key, std::nullopt}); // the preview shows no θ for it
+        }
+        emit purifyPreviewReady(generation, std::move(results));
+    }
+}
+
 void VitalsWorker::take(quint64 generation, std::shared_ptr<const VitalsJob> job) {
     if (job->stop->stopRequested()) {
         emit cancelled(generation);
@@ -116,6 +148,7 @@ void VitalsWorker::take(quint64 generation, std::shared_ptr<const VitalsJob> job
 
 EngineThread::EngineThread(QObject* parent) : QObject(parent) {
     qRegisterMetaType<std::shared_ptr<const organ::VitalsReport>>();
+    qRegisterMetaType<std::shared_ptr<const std::vector<organ::app::PurifyPreviewResult>>>();
     qRegisterMetaType<std::shared_ptr<const organ::TensorPortrait>>();
     qRegisterMetaType<organ::ZResult>();
     qRegisterMetaType<std::shared_ptr<const organ::ModelMeasurement>>();
@@ -143,6 +176,7 @@ EngineThread::~EngineThread() {
     cancel();
     cancelAssembly();
     cancelVitals();
+    cancelExtraction();
     for (QThread* thread : {&m_thread, &m_portraitThread}) {
         thread->quit();
         thread->wait();
@@ -203,6 +237,30 @@ void EngineThread::cancelVitals() {
         stop->requestStop();
     }
     m_vitalsStops.clear();
+}
+
+quint64 EngineThread::extract(std::shared_ptr<const ExtractionJob> job) {
+    const quint64 generation = m_nextGeneration++;
+    m_extractionStop = job->stop;
+    QMetaObject::invokeMethod(
+        m_worker, [worker = m_worker, generation, job = std::move(job)] { worker->extract(generation, job); },
+        Qt::QueuedConnection);
+    return generation;
+}
+
+void EngineThread::cancelExtraction() {
+    if (m_extractionStop) {
+        m_extractionStop->requestStop();
+    }
+}
+
+quint64 EngineThread::purifyPreview(std::shared_ptr<const PurifyPreviewJob> job) {
+    const quint64 generation = m_nextGeneration++;
+    QMetaObject::invokeMethod(
+        m_worker,
+        [worker = m_worker, generation, job = std::move(job)] { worker->purifyPreview(generation, job); },
+        Qt::QueuedConnection);
+    return generation;
 }
 
 void EngineThread::cancelAssembly() {

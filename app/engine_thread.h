@@ -6,11 +6,14 @@
 #include "measure/tensor_portrait.h"
 #include "vitals/vitals_report.h"
 
+#include <nlohmann/json.hpp>
+
 #include <QObject>
 #include <QString>
 #include <QThread>
 #include <atomic>
 #include <memory>
+#include <optional>
 
 Q_DECLARE_METATYPE(organ::ZResult)
 Q_DECLARE_METATYPE(std::shared_ptr<const organ::ModelMeasurement>)
@@ -18,6 +21,31 @@ Q_DECLARE_METATYPE(std::shared_ptr<const organ::TensorPortrait>)
 Q_DECLARE_METATYPE(std::shared_ptr<const organ::VitalsReport>)
 
 namespace organ::app {
+
+// A model to take apart into an organ directory, with its measurement when it has one.
+struct ExtractionJob {
+    std::shared_ptr<const ModelSnapshot> snapshot;
+    std::string directory;
+    std::optional<nlohmann::json> measurement;
+    std::shared_ptr<StopToken> stop = std::make_shared<StopToken>();
+};
+
+// Tensors whose θ after purification the plan preview shows: each purified as the chimera will
+// purify it (purify_model.h), nothing written.
+struct PurifyPreviewJob {
+    struct Tensor {
+        std::shared_ptr<const GgufModel> model;
+        std::string name;
+        TensorType target = TensorType::F32;
+        QString key; // the caller's, returned with the result
+    };
+    std::vector<Tensor> tensors;
+    PurifyParams params;
+};
+struct PurifyPreviewResult {
+    QString key;
+    std::optional<double> thetaAfter;
+};
 
 // A chimera to write: the plan, the open models it names ("base" first) and the output.
 struct AssemblyJob {
@@ -49,6 +77,8 @@ public:
     void measure(quint64 generation, std::shared_ptr<const organ::ModelSnapshot> snapshot);
     // Checks the plan, writes the chimera, validates it.
     void assemble(quint64 generation, std::shared_ptr<const organ::app::AssemblyJob> job);
+    void extract(quint64 generation, std::shared_ptr<const organ::app::ExtractionJob> job);
+    void purifyPreview(quint64 generation, std::shared_ptr<const organ::app::PurifyPreviewJob> job);
 
 signals:
     void started(quint64 generation);
@@ -62,6 +92,13 @@ signals:
     void assembled(quint64 generation, QString output, QString validation, bool valid);
     void assemblyFailed(quint64 generation, QString message);
     void assemblyCancelled(quint64 generation);
+    void extractionProgress(quint64 generation, quint64 done, quint64 total);
+    void extracted(quint64 generation, QString directory);
+    void extractionFailed(quint64 generation, QString message);
+    void extractionCancelled(quint64 generation);
+    // Results as each tensor is purified, so that a large selection fills the preview progressively.
+    void purifyPreviewReady(quint64 generation,
+                            std::shared_ptr<const std::vector<organ::app::PurifyPreviewResult>> results);
 
 private:
     bool isCancelled(quint64 generation) const { return generation < m_cancelBelow->load(); }
@@ -114,6 +151,11 @@ public:
     // Queues vital signs; cancelVitals() stops every vital-signs job asked for so far.
     quint64 vitals(std::shared_ptr<const VitalsJob> job);
     void cancelVitals();
+    // Queues an extraction into an organ directory; cancelExtraction() stops it (nothing is left).
+    quint64 extract(std::shared_ptr<const ExtractionJob> job);
+    void cancelExtraction();
+    // Queues the θ after purification of tensors the plan purifies.
+    quint64 purifyPreview(std::shared_ptr<const PurifyPreviewJob> job);
 
     // The objects whose signals carry the results (they live on the background threads).
     MeasureAndAssembleWorker* worker() const { return m_worker; }
@@ -131,6 +173,9 @@ private:
     quint64 m_nextGeneration = 1;
     int m_running = 0;
     std::shared_ptr<StopToken> m_assemblyStop;
+    std::shared_ptr<StopToken> m_extractionStop;
 };
 
 } // namespace organ::app
+
+Q_DECLARE_METATYPE(std::shared_ptr<const std::vector<organ::app::PurifyPreviewResult>>)

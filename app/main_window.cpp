@@ -8,6 +8,8 @@
 #include "help_dialogs.h"
 #include "job_status.h"
 #include "model_view.h"
+#include "organs/organ_directory.h"
+#include "organs_controller.h"
 #include "report_export.h"
 #include "surgery_controller.h"
 #include "theta_comparison.h"
@@ -70,6 +72,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         });
     }
     m_vitals = new VitalsController(this, m_recipient, m_donor, m_engine, m_surgery);
+    m_organs = new OrgansController(
+        this, m_engine,
+        {[this](const QStringList& paths, Side side) { return openFiles(paths, side); },
+         [this](const QString& title, const QString& message) { showError(title, message); },
+         [this] { return focusedPane()->currentView(); }});
     buildMenus();
     m_jobStatus = new widgets::JobStatus(this);
     connect(m_jobStatus, &widgets::JobStatus::cancelRequested, m_engine, &EngineThread::cancel);
@@ -100,6 +107,9 @@ void MainWindow::buildMenus() {
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentDonorMenu = file->addMenu(tr("Open Recent as Do&nor"));
     rebuildRecentMenus();
+    file->addSeparator();
+    m_organs->populateMenu(file);
+    file->addSeparator();
     file->addAction(tr("S&wap recipient and donor"), this, &MainWindow::swapPanes)
         ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X));
     QAction* exportAction =
@@ -154,7 +164,7 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
     int opened = 0;
     for (const QString& path : paths) {
         try {
-            auto snapshot = ModelSnapshot::open(QFileInfo(path).absoluteFilePath().toStdString());
+            auto snapshot = ModelSnapshot::of(openModel(QFileInfo(path).absoluteFilePath().toStdString()));
             widgets::ModelPane* target = pane(side);
             m_surgery->document()->addModel(snapshot);
             auto* view = new widgets::ModelView(std::move(snapshot), target);
@@ -318,6 +328,7 @@ void MainWindow::jobEnded(quint64 generation, const QString& message) {
 void MainWindow::openDialog(Side side) {
     QSettings settings;
     const QString folder = settings.value(QStringLiteral("lastFolder")).toString();
+    // An organ directory opens with File → Open organ directory…, by drop or on the command line.
     const QStringList paths = QFileDialog::getOpenFileNames(this, tr("Open GGUF models"), folder,
                                                             tr("GGUF models (*.gguf);;All files (*)"));
     if (!paths.isEmpty()) {

@@ -21,6 +21,7 @@ namespace organ::app {
 class EngineThread;
 class SurgeryController;
 class VitalsController;
+class OrgansController;
 
 // The workbench window: wiring only. Each open model is a tab holding a ModelView.
 class MainWindow : public QMainWindow {
@@ -50,6 +51,7 @@ public:
     // Surgery: the graft plan, its dock, plans on disk and the chimera's assembly.
     SurgeryController* surgery() const { return m_surgery; }
     VitalsController* vitals() const { return m_vitals; }
+    OrgansController* organs() const { return m_organs; }
 
 public slots:
     void openDialog(Side side = Side::Recipient);
@@ -92,6 +94,7 @@ private:
     widgets::JobStatus* m_jobStatus = nullptr;
     SurgeryController* m_surgery = nullptr;
     VitalsController* m_vitals = nullptr;
+    OrgansController* m_organs = nullptr;
 };
 
 } // namespace organ::app

@@ -3,6 +3,7 @@
 #include "surgery_controller.h"
 
 #include "engine_thread.h"
+#include "graft/purify_model.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
 #include "model_view.h"
@@ -10,10 +11,12 @@
 #include "support/text_format.h"
 
 #include <QAction>
+#include <QComboBox>
 #include <QDateTime>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -70,6 +73,105 @@ SurgeryController::SurgeryController(QMainWindow* window, widgets::ModelPane* re
         }
     });
     connectAssembly();
+    connect(m_engine->worker(), &MeasureAndAssembleWorker::purifyPreviewReady, this,
+            [this](quint64, const std::shared_ptr<const std::vector<PurifyPreviewResult>>& results) {
+                for (const PurifyPreviewResult& r : *results) {
+                    m_purifiedTheta.insert(r.key, r.thetaAfter);
+                    m_purifyPending.remove(r.key);
+                }
+                updatePreview();
+            });
+}
+
+namespace {
+
+// What a purified tensor's preview θ is cached under: its source, the type it is stored in, the
+// method and parameters.
+QString purifyKey(const QString& sourcePath, const std::string& sourceName, TensorType target,
+                  const PurifyParams& params) {
+    return sourcePath + QLatin1Char('\n') + QString::fromStdString(sourceName) + QLatin1Char('\n') +
+           QString::fromStdString(std::string(tensorTypeName(target))) + QLatin1Char('\n') +
+           QString::fromStdString(purifyMethodName(params.method)) + QLatin1Char(' ') +
+           QString::fromStdString(purifyParamsText(params));
+}
+
+} // namespace
+
+std::optional<std::optional<double>> SurgeryController::purifiedTheta(const QString& key) const {
+    const auto it = m_purifiedTheta.find(key);
+    return it == m_purifiedTheta.end() ? std::nullopt : std::optional<std::optional<double>>(*it);
+}
+
+void SurgeryController::purify(widgets::ModelView* recipient, const std::vector<int>& tensors,
+                               const PurifyParams& params) {
+    std::vector<std::string> names;
+    for (const int t : tensors) {
+        names.push_back(recipient->snapshot().model->tensors().at(std::size_t(t)).name);
+    }
+    m_document->purify(QString::fromStdString(recipient->snapshot().model->path()), std::move(names), params);
+    if (!m_document->lastDropMessage().isEmpty()) {
+        m_window->statusBar()->showMessage(m_document->lastDropMessage(), 8000);
+    }
+}
+
+void SurgeryController::purifyDialog(const std::vector<int>& tensors) {
+    auto* view = qobject_cast<widgets::ModelView*>(sender());
+    if (view == nullptr || tensors.empty()) {
+        return;
+    }
+    QDialog dialog(m_window);
+    dialog.setObjectName(QStringLiteral("purifyDialog"));
+    dialog.setWindowTitle(tr("Purify %n tensor(s)", nullptr, int(tensors.size())));
+    auto* form = new QFormLayout(&dialog);
+    auto* intro = new QLabel(tr("Adds a <i>purify</i> operation to the graft plan (purify-v1). The preview "
+                                "shows the θ each tensor is expected to have; nothing is written "
+                                "until the chimera is assembled."),
+                             &dialog);
+    intro->setWordWrap(true);
+    form->addRow(intro);
+    auto* method = new QComboBox(&dialog);
+    method->setObjectName(QStringLiteral("purifyMethod"));
+    method->addItem(tr("fft — keep the strongest frequencies of each row"), QStringLiteral("fft"));
+    method->addItem(tr("haar — keep the significant wavelet details"), QStringLiteral("haar"));
+    form->addRow(tr("Method"), method);
+    const PurifyParams defaults;
+    auto spin = [&](const char* name, double value, double max, double step) {
+        auto* box = new QDoubleSpinBox(&dialog);
+        box->setObjectName(QString::fromUtf8(name));
+        box->setDecimals(3);
+        box->setRange(name == std::string_view("purifyKeep") ? 0.001 : 0.0, max);
+        box->setSingleStep(step);
+        box->setValue(value);
+        return box;
+    };
+    auto* keep = spin("purifyKeep", defaults.keep, 1.0, 0.01);
+    auto* threshold = spin("purifyThreshold", defaults.threshold, 10.0, 0.1);
+    auto* attenuation = spin("purifyAttenuation", defaults.attenuation, 1.0, 0.05);
+    form->addRow(tr("Keep (share of the power)"), keep);
+    form->addRow(tr("Threshold (× σ)"), threshold);
+    form->addRow(tr("Attenuation"), attenuation);
+    auto update = [&] {
+        const bool fft = method->currentIndex() == 0;
+        keep->setEnabled(fft);
+        threshold->setEnabled(!fft);
+        attenuation->setEnabled(!fft);
+    };
+    connect(method, &QComboBox::currentIndexChanged, &dialog, update);
+    update();
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    buttons->button(QDialogButtonBox::Ok)->setText(tr("Add to plan"));
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    form->addRow(buttons);
+    if (dialog.exec() != QDialog::Accepted) {
+        return;
+    }
+    PurifyParams params;
+    params.method = method->currentIndex() == 0 ? PurifyParams::Method::Fft : PurifyParams::Method::Haar;
+    params.keep = keep->value();
+    params.threshold = threshold->value();
+    params.attenuation = attenuation->value();
+    purify(view, tensors, params);
 }
 
 void SurgeryController::populateMenus(QMenu* edit, QMenu* graft) {
@@ -161,6 +263,8 @@ void SurgeryController::updateRoles() {
     for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
         for (widgets::ModelView* view : pane->views()) {
             view->setSurgery(m_document, pane == m_recipient);
+            connect(view, &widgets::ModelView::purifyRequested, this, &SurgeryController::purifyDialog,
+                    Qt::UniqueConnection);
         }
     }
     updatePreview();
@@ -196,13 +300,65 @@ void SurgeryController::updatePreview() {
             ++perDonor[std::size_t(r.donorIndex)];
             cells.push_back(cell);
         }
-        const std::optional<double> after = m_document->chimeraThetaMean(measurementOf);
+        // Purified tensors: the θ purification is expected to give them, computed on the engine
+        // thread once per tensor and parameters.
+        int purified = 0;
+        auto job = std::make_shared<PurifyPreviewJob>();
+        const auto& layoutPurify = m_document->report().layout.purify;
+        for (const auto& p : m_document->purifications()) {
+            if (!layoutPurify) {
+                break;
+            }
+            const QString key = purifyKey(p.source.path, p.source.tensor->name, p.target, *layoutPurify);
+            auto cell =
+                std::find_if(cells.begin(), cells.end(), [&](const widgets::ThetaHeatmap::PreviewCell& c) {
+                    return c.tensor == p.recipientTensor;
+                });
+            if (cell == cells.end()) {
+                widgets::ThetaHeatmap::PreviewCell fresh;
+                fresh.tensor = p.recipientTensor;
+                fresh.source = model::displayText(p.source.tensor->name);
+                cells.push_back(fresh);
+                cell = cells.end() - 1;
+            }
+            cell->purified = true;
+            cell->donorName = tr("purify (%1, %2)")
+                                  .arg(QString::fromStdString(purifyMethodName(layoutPurify->method)),
+                                       QString::fromStdString(purifyParamsText(*layoutPurify)));
+            cell->theta.reset();
+            if (const auto theta = purifiedTheta(key)) {
+                cell->theta = *theta;
+            } else if (!m_purifyPending.contains(key)) {
+                m_purifyPending.insert(key);
+                job->tensors.push_back({p.source.snapshot->model, p.source.tensor->name, p.target, key});
+            }
+            ++purified;
+        }
+        if (!job->tensors.empty()) {
+            job->params = *layoutPurify;
+            m_engine->purifyPreview(std::move(job));
+        }
+        const std::optional<double> after = m_document->chimeraThetaMean(
+            measurementOf,
+            [&](const ChimeraTensor& t,
+                const model::GraftDocument::Source& from) -> std::optional<std::optional<double>> {
+                if (!layoutPurify || from.tensor == nullptr) {
+                    return std::nullopt;
+                }
+                return purifiedTheta(purifyKey(from.path, from.tensor->name, t.targetType, *layoutPurify));
+            });
         QString legend = tr("<b>Plan preview</b> (dashed outlines, the donor's θ):");
         for (std::size_t k = 0; k < plan.donors.size(); ++k) {
             legend += QStringLiteral(" &nbsp;<span style=\"color:%1\">■</span> %2 (%3)")
                           .arg(model::donorColor(int(k)).name(),
                                QString::fromStdString(plan.donors[k].first).toHtmlEscaped())
                           .arg(perDonor[k]);
+        }
+        if (purified > 0) {
+            legend += tr(" &nbsp;<span style=\"color:%1\">■</span> purified (%2, dotted: the θ expected%3)")
+                          .arg(model::purifyColor().name())
+                          .arg(purified)
+                          .arg(m_purifyPending.isEmpty() ? QString() : tr(", computing…"));
         }
         if (view->measurement() != nullptr && after) {
             legend += tr(" &nbsp;·&nbsp; θ mean %1° → %2°")

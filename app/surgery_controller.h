@@ -2,17 +2,24 @@
 
 #include "model_pane.h"
 
+#include <QHash>
 #include <QObject>
+#include <QSet>
 #include <QString>
 #include <QStringList>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 class QDockWidget;
 class QMainWindow;
 class QMenu;
 class QProgressDialog;
+
+namespace organ {
+struct PurifyParams;
+}
 
 namespace organ::widgets {
 class GraftPlanPanel;
@@ -68,6 +75,13 @@ public:
     // Before the window closes: an unsaved plan is saved, discarded, or the close cancelled.
     bool confirmQuit();
 
+    // Adds a purify operation on the recipient's `tensors` (as the plan makes them) with these
+    // parameters; its preview's θ are computed on the engine thread.
+    void purify(widgets::ModelView* recipient, const std::vector<int>& tensors, const PurifyParams& params);
+    // The θ a purified tensor is expected to have, by preview key, once computed.
+    std::optional<std::optional<double>> purifiedTheta(const QString& key) const;
+    bool purifyPreviewPending() const { return !m_purifyPending.isEmpty(); }
+
 public slots:
     void openPlanDialog();
     void savePlanDialog();
@@ -84,6 +98,8 @@ private:
     void assemblyProgress(quint64 done, quint64 total, const QString& stage);
     void assemblyFinished(bool ok, const QString& message);
     void showAssembled(const QString& output, const QString& validation, bool valid);
+    // The recipient's Purify… (tree or heatmap): asks for the method and its parameters.
+    void purifyDialog(const std::vector<int>& tensors);
 
     QMainWindow* m_window;
     widgets::ModelPane* m_recipient;
@@ -98,7 +114,9 @@ private:
     quint64 m_assembly = 0;
     qint64 m_assemblyStarted = 0; // ms since the epoch, when the current stage began
     QString m_assemblyStage;
-    std::vector<std::uint64_t> m_assemblyEnds; // cumulative bytes at the end of each tensor
+    std::vector<std::uint64_t> m_assemblyEnds;             // cumulative bytes at the end of each tensor
+    QHash<QString, std::optional<double>> m_purifiedTheta; // preview key → θ after purification
+    QSet<QString> m_purifyPending;                         // asked of the engine thread
 };
 
 } // namespace organ::app

@@ -37,7 +37,8 @@ void addOptions(QCommandLineParser& parser, const QCommandLineOption& demo) {
     parser.addOption(demo);
     parser.addPositionalArgument(
         QStringLiteral("files"),
-        QStringLiteral("GGUF models to open: the first as recipient, the others as donors."),
+        QStringLiteral(
+            "GGUF models or organ directories to open: the first as recipient, the others as donors."),
         QStringLiteral("[FILE...]"));
 }
 

@@ -25,6 +25,10 @@ QColor donorColor(int donor) {
     return colors[static_cast<std::size_t>(donor) % std::size(colors)];
 }
 
+QColor purifyColor() {
+    return QColor(0x32, 0xcd, 0x32);
+}
+
 QIcon donorMark(int donor) {
     QPixmap mark(12, 12);
     mark.fill(Qt::transparent);

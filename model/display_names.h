@@ -19,6 +19,8 @@ QString modelDisplayName(const GgufModel& model);
 // The colour of a plan's n-th donor, wherever the plan is drawn (tree marks, heatmap
 // outlines, legends): distinct from viridis, from each other and from the red selection.
 QColor donorColor(int donor);
+// The colour of tensors the plan purifies (never a donor's).
+QColor purifyColor();
 // The donor's colour as a small square with a margin, for item views (rows in a run stay apart).
 QIcon donorMark(int donor);
 

@@ -334,6 +334,19 @@ void GraftDocument::removeLayer(const QString& recipient, std::uint32_t layer) {
     layerOperation(recipient, op, tr("Remove layer %1").arg(layer));
 }
 
+void GraftDocument::purify(const QString& recipient, std::vector<std::string> names,
+                           const PurifyParams& params) {
+    if (names.empty()) {
+        return;
+    }
+    GraftOperation op;
+    op.kind = GraftOperation::Kind::Purify;
+    const int count = int(names.size());
+    op.select.names = std::move(names);
+    op.purify = params;
+    layerOperation(recipient, op, tr("Purify %n tensor(s)", nullptr, count));
+}
+
 void GraftDocument::repeatLayers(const QString& recipient, std::uint32_t first, std::uint32_t last) {
     const auto snapshot = model(recipient);
     if (snapshot == nullptr || first > last || last >= snapshot->anatomy.layerCount()) {
@@ -449,7 +462,7 @@ void GraftDocument::markSaved() {
 GraftDocument::OperationSummary GraftDocument::summary(int operation) const {
     OperationSummary s;
     for (const ChimeraTensor& t : m_report.layout.tensors) {
-        if (t.operation == operation && t.model != "base") {
+        if ((t.operation == operation && t.model != "base") || (t.purify && t.purifyOperation == operation)) {
             ++s.tensors;
             if (const TensorInfo* info = source(t).tensor) {
                 s.bytes += info->bytes;
@@ -548,7 +561,8 @@ GraftDocument::Source GraftDocument::source(const ChimeraTensor& tensor) const {
 }
 
 std::optional<double> GraftDocument::chimeraThetaMean(
-    const std::function<const ModelMeasurement*(const QString& path)>& measurementOf) const {
+    const std::function<const ModelMeasurement*(const QString& path)>& measurementOf,
+    const PurifiedThetaFn& purifiedTheta) const {
     double sum = 0;
     int measured = 0;
     for (const ChimeraTensor& t : m_report.layout.tensors) {
@@ -556,6 +570,17 @@ std::optional<double> GraftDocument::chimeraThetaMean(
         const ModelMeasurement* m = measurementOf(from.path);
         if (m == nullptr || from.tensor == nullptr) {
             return std::nullopt;
+        }
+        if (t.purify && purifiedTheta) {
+            const auto after = purifiedTheta(t, from);
+            if (!after) {
+                return std::nullopt;
+            }
+            if (*after) {
+                sum += **after;
+                ++measured;
+            }
+            continue;
         }
         if (const auto& theta = m->tensors[std::size_t(from.index())].theta) {
             sum += *theta;
@@ -590,6 +615,28 @@ std::vector<GraftDocument::Replacement> GraftDocument::replacements() const {
             }
         }
         out.push_back(r);
+    }
+    return out;
+}
+
+std::vector<GraftDocument::Purification> GraftDocument::purifications() const {
+    std::vector<Purification> out;
+    const auto recipient = model(base());
+    if (recipient == nullptr) {
+        return out;
+    }
+    for (const ChimeraTensor& t : m_report.layout.tensors) {
+        const TensorInfo* mine = t.purify ? recipient->model->findTensor(t.name) : nullptr;
+        if (mine == nullptr) {
+            continue;
+        }
+        Purification p;
+        p.recipientTensor = int(mine - recipient->model->tensors().data());
+        p.source = source(t);
+        p.target = t.targetType;
+        if (p.source.tensor != nullptr) {
+            out.push_back(std::move(p));
+        }
     }
     return out;
 }

@@ -72,6 +72,8 @@ public:
     void removeLayer(const QString& recipient, std::uint32_t layer);
     // Passthrough: the recipient's layers 0…last, then first…last again, then the rest.
     void repeatLayers(const QString& recipient, std::uint32_t first, std::uint32_t last);
+    // A purify operation on the chimera's tensors of these names, as the plan makes them.
+    void purify(const QString& recipient, std::vector<std::string> names, const PurifyParams& params);
     // Removes every operation that reads `path` (all of them when it is the base).
     void removeOperationsUsing(const QString& path);
     void clear();
@@ -119,8 +121,13 @@ public:
     // θ mean of the chimera: each of its tensors with the θ measured in its source
     // (`measurementOf` by file; null when not measured); nullopt until every source is
     // measured, or when no tensor has a θ.
+    // A purified tensor counts with the θ `purifiedTheta` gives it (nullopt: not known yet, and
+    // then neither is the mean).
+    using PurifiedThetaFn =
+        std::function<std::optional<std::optional<double>>(const ChimeraTensor&, const Source&)>;
     std::optional<double>
-    chimeraThetaMean(const std::function<const ModelMeasurement*(const QString& path)>& measurementOf) const;
+    chimeraThetaMean(const std::function<const ModelMeasurement*(const QString& path)>& measurementOf,
+                     const PurifiedThetaFn& purifiedTheta = {}) const;
 
     // Recipient tensors the plan replaces, and where from.
     struct Replacement {
@@ -130,6 +137,15 @@ public:
         int donorIndex = 0; // position of the donor in the plan, for its colour
     };
     std::vector<Replacement> replacements() const;
+
+    // Recipient tensors the plan purifies: the chimera tensor, where its bytes come from and the
+    // type it will be stored in.
+    struct Purification {
+        int recipientTensor = -1;
+        Source source;
+        TensorType target = TensorType::F32;
+    };
+    std::vector<Purification> purifications() const;
 
     // Internal: the undo commands set the plan through this.
     void setPlan(const GraftPlan& plan);

@@ -164,11 +164,14 @@ void exportChartInteractively(QCustomPlot* plot, QWidget* parent, const ChartLab
     }
 }
 
-void installExportMenu(QCustomPlot* plot, QWidget* owner, ChartLabelFn label) {
+void installExportMenu(QCustomPlot* plot, QWidget* owner, ChartLabelFn label, MenuExtrasFn extras) {
     plot->setContextMenuPolicy(Qt::CustomContextMenu);
     QObject::connect(plot, &QWidget::customContextMenuRequested, owner,
-                     [plot, owner, label = std::move(label)](const QPoint& at) {
+                     [plot, owner, label = std::move(label), extras = std::move(extras)](const QPoint& at) {
                          QMenu menu(owner);
+                         if (extras) {
+                             extras(menu, at);
+                         }
                          menu.addAction(
                              QObject::tr("Save as PNG, SVG or PDF…"), owner,
                              [plot, owner, &label] { exportChartInteractively(plot, owner, label()); });

@@ -5,6 +5,8 @@
 #include <functional>
 
 class QCustomPlot;
+class QMenu;
+class QPoint;
 class QWidget;
 
 namespace organ::widgets {
@@ -32,7 +34,9 @@ bool exportChart(QCustomPlot* plot, const QString& path, QSize size, const QStri
 void exportChartInteractively(QCustomPlot* plot, QWidget* parent, const ChartLabel& label);
 
 // Gives a chart the context menu "Save as PNG, SVG or PDF…"; `label` is asked for when the
-// menu is used (the names may change, e.g. with the selected tensor).
-void installExportMenu(QCustomPlot* plot, QWidget* owner, ChartLabelFn label);
+// menu is used (the names may change, e.g. with the selected tensor). `extras`, when given, adds
+// the chart's own actions above it (the point is in the plot's coordinates).
+using MenuExtrasFn = std::function<void(QMenu& menu, const QPoint& at)>;
+void installExportMenu(QCustomPlot* plot, QWidget* owner, ChartLabelFn label, MenuExtrasFn extras = {});
 
 } // namespace organ::widgets

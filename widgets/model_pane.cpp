@@ -30,9 +30,10 @@ ModelPane::ModelPane(Side side, QWidget* parent) : QWidget(parent), m_side(side)
     m_empty =
         new QLabel(side == Side::Recipient
                        ? tr("<h3>Recipient</h3><p>Open the model to operate on: <b>File → Open recipient</b> "
-                            "(Ctrl+O),<br>or drop a GGUF file here.</p>")
+                            "(Ctrl+O) or <b>Open organ directory</b>,<br>or drop a GGUF file or an organ "
+                            "directory here.</p>")
                        : tr("<h3>Donors</h3><p>Open the models to take organs from: <b>File → Open donor</b> "
-                            "(Ctrl+Shift+O),<br>or drop GGUF files here.</p>"),
+                            "(Ctrl+Shift+O),<br>or drop GGUF files or organ directories here.</p>"),
                    m_stack);
     m_empty->setAlignment(Qt::AlignCenter);
     m_empty->setWordWrap(true);

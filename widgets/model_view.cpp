@@ -95,6 +95,9 @@ QString ModelView::headerText() const {
     if (s.shards > 1) {
         files += tr(" (%1 files)").arg(s.shards);
     }
+    if (m_snapshot->model->hasTensorFiles()) {
+        files += tr(" (organ directory, %1 tensor files)").arg(m_snapshot->model->tensors().size());
+    }
     QString measured = tr("θ not measured yet");
     if (m_measurement && m_measurement->model.measured != 0) {
         measured = tr("θ mean %1° &nbsp;·&nbsp; signal %2")
@@ -202,6 +205,9 @@ QWidget* ModelView::buildAnatomyTab() {
     connect(m_tree, &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
         QMenu menu(m_tree);
         addLayerActions(menu, m_tree->indexAt(at));
+        if (m_document != nullptr && m_isRecipient) {
+            addPurifyAction(menu, tensorsAt(m_tree->indexAt(at)));
+        }
         menu.addAction(tr("Export shown tensors as JSON, CSV or Markdown…"), this,
                        &ModelView::exportShownTensorsDialog);
         menu.exec(m_tree->viewport()->mapToGlobal(at));
@@ -228,6 +234,43 @@ std::vector<std::uint32_t> ModelView::layersAt(const QModelIndex& index) const {
     std::sort(layers.begin(), layers.end());
     layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
     return layers;
+}
+
+std::vector<int> ModelView::tensorsAt(const QModelIndex& index) const {
+    std::vector<int> tensors;
+    std::function<void(const QModelIndex&)> add = [&](const QModelIndex& at) {
+        const int tensor = at.data(model::TensorIndexRole).toInt();
+        if (at.data(model::NodeKindRole).toInt() == int(AnatomyNode::Kind::Tensor) && tensor >= 0) {
+            tensors.push_back(tensor);
+            return;
+        }
+        for (int row = 0; row < m_proxy->rowCount(at); ++row) {
+            add(m_proxy->index(row, 0, at));
+        }
+    };
+    if (index.isValid()) {
+        add(index.siblingAtColumn(0));
+    }
+    for (const QModelIndex& selected : m_tree->selectionModel()->selectedRows()) {
+        add(selected);
+    }
+    std::sort(tensors.begin(), tensors.end());
+    tensors.erase(std::unique(tensors.begin(), tensors.end()), tensors.end());
+    return tensors;
+}
+
+void ModelView::addPurifyAction(QMenu& menu, std::vector<int> tensors) {
+    if (tensors.empty()) {
+        return;
+    }
+    const QString what =
+        tensors.size() == 1
+            ? model::displayText(m_snapshot->model->tensors()[std::size_t(tensors.front())].name)
+            : tr("%n tensors", nullptr, int(tensors.size()));
+    QAction* action =
+        menu.addAction(tr("Purify %1…").arg(what), this, [this, tensors] { emit purifyRequested(tensors); });
+    action->setObjectName(QStringLiteral("purifyAction"));
+    menu.addSeparator();
 }
 
 void ModelView::addLayerActions(QMenu& menu, const QModelIndex& index) {
@@ -270,6 +313,19 @@ void ModelView::setSurgery(model::GraftDocument* document, bool recipient) {
     m_treeModel->setDropHandler(recipient ? document : nullptr);
     m_heatmap->setDragSource(!recipient);
     m_heatmap->setDropHandler(recipient ? document : nullptr);
+    if (recipient && document != nullptr) {
+        // The cell under the pointer, with the cells selected by Ctrl+click.
+        m_heatmap->setContextActions([this](QMenu& menu, int tensor) {
+            std::vector<int> tensors(m_heatmap->selectedTensors().begin(),
+                                     m_heatmap->selectedTensors().end());
+            if (tensor >= 0 && std::find(tensors.begin(), tensors.end(), tensor) == tensors.end()) {
+                tensors.insert(tensors.begin(), tensor);
+            }
+            addPurifyAction(menu, tensors);
+        });
+    } else {
+        m_heatmap->setContextActions({});
+    }
     if (!recipient) {
         setPlanPreview({}, QString());
     }
@@ -423,7 +479,7 @@ QWidget* ModelView::buildHeatmapTab() {
     m_systemCharts = new SystemThetaCharts(m_snapshot, side);
     sideLayout->addWidget(m_systemCharts, 3);
     m_importance = new LayerImportanceChart(model::modelDisplayName(*m_snapshot->model), side);
-    m_importance->setMinimumSize(200, 150); // as narrow as the charts above it
+    m_importance->setMinimumSize(200, 150);   // as narrow as the charts above it
     m_importance->yAxis->setLabel(QString()); // narrow: the title says what it is
     m_importance->hide();
     sideLayout->addWidget(m_importance, 2);

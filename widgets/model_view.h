@@ -81,6 +81,8 @@ signals:
     void tensorSelected(int tensor);
     // Tensors dropped on the tree or heatmap did not fit: why.
     void dropRefused(const QString& reason);
+    // The recipient's "Purify…" (tree or heatmap context menu) on these tensors.
+    void purifyRequested(std::vector<int> tensors);
 
 public:
     enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Vitals };
@@ -113,6 +115,9 @@ private:
     void showCurrentTensor(const QModelIndex& current);
     std::vector<std::uint32_t> layersAt(const QModelIndex& index) const;
     void addLayerActions(QMenu& menu, const QModelIndex& index);
+    // The tensors under the pointer's row and the selected rows (a group: every tensor in it).
+    std::vector<int> tensorsAt(const QModelIndex& index) const;
+    void addPurifyAction(QMenu& menu, std::vector<int> tensors);
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
     std::shared_ptr<const ModelMeasurement> m_measurement;

@@ -201,13 +201,20 @@ void ThetaHeatmap::buildPlot() {
     m_highlight->setBrush(Qt::NoBrush);
     m_highlight->setVisible(false);
 
-    installExportMenu(m_plot, this, [this] {
-        const QString name = model::modelDisplayName(*m_snapshot->model);
-        return m_mode == Mode::Theta
-                   ? ChartLabel{name + QStringLiteral("-theta-heatmap"),
-                                tr("%1 — θ per layer and role").arg(name)}
-                   : ChartLabel{name + QStringLiteral("-delta-theta-heatmap"), m_comparisonTitle};
-    });
+    installExportMenu(
+        m_plot, this,
+        [this] {
+            const QString name = model::modelDisplayName(*m_snapshot->model);
+            return m_mode == Mode::Theta
+                       ? ChartLabel{name + QStringLiteral("-theta-heatmap"),
+                                    tr("%1 — θ per layer and role").arg(name)}
+                       : ChartLabel{name + QStringLiteral("-delta-theta-heatmap"), m_comparisonTitle};
+        },
+        [this](QMenu& menu, const QPoint& at) {
+            if (m_contextActions) {
+                m_contextActions(menu, tensorAtPixel(at));
+            }
+        });
     connect(m_plot, &QCustomPlot::mouseMove, this, &ThetaHeatmap::showTooltip);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent* event) {
         if (const int tensor = tensorAtPixel(event->pos()); tensor >= 0) {
@@ -216,7 +223,7 @@ void ThetaHeatmap::buildPlot() {
     });
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
         const int tensor = tensorAtPixel(event->pos());
-        if (tensor >= 0 && m_dragSource && (event->modifiers() & Qt::ControlModifier)) {
+        if (tensor >= 0 && (m_dragSource || m_contextActions) && (event->modifiers() & Qt::ControlModifier)) {
             toggleSelected(tensor);
             return;
         }
@@ -742,7 +749,8 @@ void ThetaHeatmap::setPreview(const std::vector<PreviewCell>& cells) {
         m_previewOf[static_cast<std::size_t>(tensor)] = static_cast<int>(k);
         const auto [column, row] = cellOf(tensor);
         auto* mark = new QCPItemRect(m_plot);
-        mark->setPen(QPen(model::donorColor(m_preview[k].donor), 2.5, Qt::DashLine));
+        mark->setPen(m_preview[k].purified ? QPen(model::purifyColor(), 2.5, Qt::DotLine)
+                                           : QPen(model::donorColor(m_preview[k].donor), 2.5, Qt::DashLine));
         mark->setBrush(Qt::NoBrush);
         mark->topLeft->setCoords(column - 0.42, row - 0.42);
         mark->bottomRight->setCoords(column + 0.42, row + 0.42);

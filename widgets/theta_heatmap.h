@@ -5,6 +5,7 @@
 #include "tensor_drag.h"
 
 #include <QWidget>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -18,6 +19,7 @@ class QCheckBox;
 class QCPItemRect;
 class QCPTextElement;
 class QMimeData;
+class QMenu;
 class QMouseEvent;
 
 namespace organ::widgets {
@@ -89,6 +91,7 @@ public:
         QString donorName;
         QString source; // the donor's tensor
         std::optional<double> theta;
+        bool purified = false; // the plan purifies it: `theta` is what purification is expected to give
     };
     void setPreview(const std::vector<PreviewCell>& cells);
     const std::vector<PreviewCell>& preview() const { return m_preview; }
@@ -103,6 +106,11 @@ public:
     std::optional<double> importanceAt(int column) const;
     // Where the row is on the value axis (a row's gap below the last role); nullopt without it.
     std::optional<double> importanceRowPosition() const;
+
+    // Actions of the cell under the pointer (-1: none) in the context menu, above "Save as…".
+    void setContextActions(std::function<void(QMenu& menu, int tensor)> actions) {
+        m_contextActions = std::move(actions);
+    }
 
 signals:
     void tensorClicked(int tensor);
@@ -155,6 +163,7 @@ private:
     QCPColorMap* m_importanceMap = nullptr;
     std::vector<double> m_angular; // per layer
     std::vector<double> m_influence;
+    std::function<void(QMenu&, int)> m_contextActions;
 };
 
 } // namespace organ::widgets

@@ -120,9 +120,9 @@ AnatomyTree buildAnatomyTree(const GgufModel& model, const ModelAnatomy& anatomy
     return builder.finish();
 }
 
-std::shared_ptr<const ModelSnapshot> ModelSnapshot::open(const std::string& path) {
+std::shared_ptr<const ModelSnapshot> ModelSnapshot::of(std::shared_ptr<const GgufModel> model) {
     auto snapshot = std::make_shared<ModelSnapshot>();
-    snapshot->model = GgufModel::open(path);
+    snapshot->model = std::move(model);
     snapshot->anatomy = analyzeAnatomy(*snapshot->model);
     snapshot->bySystem = buildAnatomyTree(*snapshot->model, snapshot->anatomy, TreeGrouping::SystemLayer);
     snapshot->byLayer = buildAnatomyTree(*snapshot->model, snapshot->anatomy, TreeGrouping::LayerSystem);

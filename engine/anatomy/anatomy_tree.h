@@ -40,7 +40,8 @@ struct ModelSnapshot {
     AnatomyTree bySystem;
     AnatomyTree byLayer;
 
-    static std::shared_ptr<const ModelSnapshot> open(const std::string& path);
+    // Of a model opened already (a GGUF, or an organ directory: organs/organ_directory.h openModel).
+    static std::shared_ptr<const ModelSnapshot> of(std::shared_ptr<const GgufModel> model);
 };
 
 } // namespace organ

@@ -2,6 +2,7 @@
 // their generation, and a tensor portrait never waits behind a whole-model measurement.
 #include "anatomy/specimen.h"
 #include "engine_thread.h"
+#include "organs/organ_directory.h"
 #include "worker_wait.h"
 
 #include <QSemaphore>
@@ -23,7 +24,7 @@ private slots:
         qputenv("ORGAN_CACHE_DIR", m_dir.filePath(QStringLiteral("cache")).toUtf8());
         const std::string path = m_dir.filePath(QStringLiteral("specimen.gguf")).toStdString();
         QVERIFY(writeSpecimen(path, 5).isOk());
-        m_snapshot = ModelSnapshot::open(path);
+        m_snapshot = ModelSnapshot::of(openModel(path));
     }
 
     void portraitsDoNotWaitForMeasurements() {

@@ -12,6 +12,7 @@
 #include "model_pane.h"
 #include "model_roles.h"
 #include "model_view.h"
+#include "organs/organ_directory.h"
 #include "report_export.h"
 #include "shared_models.h"
 #include "system_theta_charts.h"
@@ -264,7 +265,7 @@ private slots:
     void exportsUnmeasuredTree() {
         const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         ORGAN_REQUIRE_SHARED(path);
-        const auto snapshot = ModelSnapshot::open(path.toStdString());
+        const auto snapshot = ModelSnapshot::of(openModel(path.toStdString()));
         widgets::ModelView view(snapshot);
         QString error;
         const QString csv = m_dir.filePath(QStringLiteral("unmeasured.csv"));

@@ -12,6 +12,7 @@
 #include "model_pane.h"
 #include "model_roles.h"
 #include "model_view.h"
+#include "organs/organ_directory.h"
 #include "report_export.h"
 #include "shared_models.h"
 #include "system_theta_charts.h"
@@ -166,7 +167,7 @@ private slots:
         spec.tensors.push_back(testing::patternTensor("blk.0.ffn_up.weight", TensorType::F32, {8, 12}, 3));
         const QString path = m_dir.filePath(QStringLiteral("three-systems.gguf"));
         QVERIFY(testing::writeFixture(path, spec));
-        widgets::SystemThetaCharts charts(ModelSnapshot::open(path.toStdString()));
+        widgets::SystemThetaCharts charts(ModelSnapshot::of(openModel(path.toStdString())));
         charts.resize(400, 500);
         charts.show();
         QCOMPARE(charts.layerPlot()->legend->itemCount(), 4); // 3 entries in a 2 × 2 grid

@@ -6,6 +6,7 @@
 #include "fixtures.h"
 #include "graft_document.h"
 #include "graft_plan_model.h"
+#include "organs/organ_directory.h"
 #include "shared_models.h"
 #include "tensor_drag.h"
 
@@ -91,8 +92,8 @@ private slots:
         m_damaged = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
         ORGAN_REQUIRE_SHARED(m_healthy);
         ORGAN_REQUIRE_SHARED(m_damaged);
-        m_donor = ModelSnapshot::open(QFileInfo(m_healthy).absoluteFilePath().toStdString());
-        m_recipient = ModelSnapshot::open(QFileInfo(m_damaged).absoluteFilePath().toStdString());
+        m_donor = ModelSnapshot::of(openModel(QFileInfo(m_healthy).absoluteFilePath().toStdString()));
+        m_recipient = ModelSnapshot::of(openModel(QFileInfo(m_damaged).absoluteFilePath().toStdString()));
     }
 
     // Operations are labelled with what was dragged, in the words of the anatomy.
@@ -274,7 +275,7 @@ private slots:
         auto t = trees();
         const QString tinyPath = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
         ORGAN_REQUIRE_SHARED(tinyPath);
-        const auto tiny = ModelSnapshot::open(tinyPath.toStdString());
+        const auto tiny = ModelSnapshot::of(openModel(tinyPath.toStdString()));
         t->document.addModel(tiny);
         AnatomyTreeModel tinyTree;
         tinyTree.setSnapshot(tiny);
@@ -298,7 +299,7 @@ private slots:
         }
         const QString oddPath = m_dir.filePath(QStringLiteral("odd.gguf"));
         QVERIFY(writeFixture(oddPath, spec));
-        const auto odd = ModelSnapshot::open(oddPath.toStdString());
+        const auto odd = ModelSnapshot::of(openModel(oddPath.toStdString()));
         t->document.addModel(odd);
         AnatomyTreeModel oddTree;
         oddTree.setSnapshot(odd);
@@ -333,7 +334,7 @@ private slots:
         auto t = trees();
         const QString f16Path = sharedModel(QStringLiteral("stories260K-f16.gguf"));
         ORGAN_REQUIRE_SHARED(f16Path);
-        const auto f16 = ModelSnapshot::open(QFileInfo(f16Path).absoluteFilePath().toStdString());
+        const auto f16 = ModelSnapshot::of(openModel(QFileInfo(f16Path).absoluteFilePath().toStdString()));
         t->document.addModel(f16);
         AnatomyTreeModel f16Tree;
         f16Tree.setSnapshot(f16);

@@ -5,6 +5,7 @@
 #include "display_names.h"
 #include "metadata_table_model.h"
 #include "model_roles.h"
+#include "organs/organ_directory.h"
 #include "shared_models.h"
 
 #include <QAbstractItemModelTester>
@@ -34,7 +35,8 @@ class TestModels : public QObject {
     Q_OBJECT
 
     std::shared_ptr<const ModelSnapshot> stories() {
-        return ModelSnapshot::open(sharedModel(QStringLiteral("stories260K-f32.gguf")).toStdString());
+        return ModelSnapshot::of(
+            openModel(sharedModel(QStringLiteral("stories260K-f32.gguf")).toStdString()));
     }
 
 private slots:
@@ -219,7 +221,7 @@ private slots:
         QVERIFY(writeSpecimen(a, 3).isOk());
         AnatomyTreeModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        model.setSnapshot(ModelSnapshot::open(a));
+        model.setSnapshot(ModelSnapshot::of(openModel(a)));
         QCOMPARE(countTensors(model), 39);
         model.setGrouping(TreeGrouping::LayerSystem);
         QCOMPARE(countTensors(model), 39);

@@ -2,6 +2,7 @@
 // layers and roles, results fill cells, Δθ mode, drags from cells, rows and columns, the
 // preview, and layer labels as drop targets.
 #include "anatomy/specimen.h"
+#include "organs/organ_directory.h"
 #include "theta_heatmap.h"
 
 #include <QTemporaryDir>
@@ -30,7 +31,7 @@ private slots:
     void initTestCase() {
         const std::string path = m_dir.filePath(QStringLiteral("specimen.gguf")).toStdString();
         QVERIFY(writeSpecimen(path, 11).isOk());
-        m_snapshot = ModelSnapshot::open(path);
+        m_snapshot = ModelSnapshot::of(openModel(path));
     }
 
     void gridFollowsTheModel() {
