@@ -18,25 +18,9 @@ std::optional<double> thetaOf(TensorType type, std::span<const std::byte> data, 
     return z ? z->theta : std::nullopt;
 }
 
-} // namespace
-
-void PurifyLog::add(PurifiedTensor tensor) {
-    std::lock_guard lock(m_mutex);
-    m_tensors.push_back(std::move(tensor));
-}
-
-std::vector<PurifiedTensor> PurifyLog::tensors() const {
-    std::lock_guard lock(m_mutex);
-    return m_tensors;
-}
-
-TensorType purifiedType(TensorType type) {
-    return canQuantizeTo(type) ? type : TensorType::F16;
-}
-
-PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& t, TensorType target,
-                           const PurifyParams& params) {
-    const auto data = model.tensorData(t);
+// Purifies a tensor's values (`data`, as stored) whole and encodes them as `target`.
+PurifiedBytes purifyData(const TensorInfo& t, std::span<const std::byte> data, TensorType target,
+                         const PurifyParams& params) {
     std::vector<float> values(static_cast<std::size_t>(t.elements));
     dequantizeRange(t.type, data, 0, values.size(), values.data());
     const Purified purified = purify(values, t.ne[0], params);
@@ -56,6 +40,27 @@ PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& t, TensorTy
     return out;
 }
 
+} // namespace
+
+void PurifyLog::add(PurifiedTensor tensor) {
+    std::lock_guard lock(m_mutex);
+    m_tensors.push_back(std::move(tensor));
+}
+
+std::vector<PurifiedTensor> PurifyLog::tensors() const {
+    std::lock_guard lock(m_mutex);
+    return m_tensors;
+}
+
+TensorType purifiedType(TensorType type) {
+    return canQuantizeTo(type) ? type : TensorType::F16;
+}
+
+PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& t, TensorType target,
+                           const PurifyParams& params) {
+    return purifyData(t, model.tensorData(t), target, params);
+}
+
 TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, TensorType target,
                             const PurifyParams& params, bool once, std::shared_ptr<PurifyLog> log) {
     struct State {
@@ -68,11 +73,13 @@ TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, Te
     const TensorTypeTraits& traits = traitsOf(target);
     const std::uint64_t size = tensor.elements / traits.blockSize * traits.bytesPerBlock;
     TensorSource source;
-    source.generate = [&model, tensor, target, params, once, log, state, size](std::uint64_t offset,
-                                                                               std::span<std::byte> out) {
+    // The bytes and the mapping that holds them, never the model: a planned chimera's spec may
+    // outlive the GraftModels it was made from (the vital signs run it on the engine thread).
+    source.generate = [data = model.tensorData(tensor), mapping = model.tensorMapping(tensor), tensor, target,
+                       params, once, log, state, size](std::uint64_t offset, std::span<std::byte> out) {
         std::lock_guard lock(state->mutex);
         if (!state->bytes) {
-            PurifiedBytes made = purifyTensor(model, tensor, target, params);
+            PurifiedBytes made = purifyData(tensor, data, target, params);
             if (log && !state->logged) {
                 log->add(std::move(made.report));
                 state->logged = true;
@@ -89,8 +96,6 @@ TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, Te
             state->next = 0;
         }
     };
-    // The source model's mapping stays open while the source lives.
-    source.owner = model.tensorMapping(tensor);
     return source;
 }
 
