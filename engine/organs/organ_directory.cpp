@@ -249,12 +249,14 @@ bool linkOrClone(const MappedFile& from, const std::string& target) {
 
 // The SHA-256 of a span of a mapped file, read with pread through a small buffer so that memory
 // stays flat (reading the mapping would make every page resident); of the bytes when not a file.
-std::string digestOf(const TensorSource& source, std::vector<std::byte>& buffer) {
+// `stop`, when set, ends it early (the digest is then of a part).
+std::string digestOf(const TensorSource& source, std::vector<std::byte>& buffer,
+                     const std::atomic<bool>* stop = nullptr) {
     Sha256 sha;
     const auto data = source.bytes;
     const std::uint64_t base =
         source.mapping ? static_cast<std::uint64_t>(data.data() - source.mapping->bytes().data()) : 0;
-    for (std::uint64_t at = 0; at < data.size();) {
+    for (std::uint64_t at = 0; at < data.size() && !(stop != nullptr && *stop);) {
         const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, data.size() - at));
         if (source.mapping) {
             buffer.resize(n);
@@ -679,17 +681,13 @@ public:
 private:
     void run(const OrganDirectory& directory, const GgufModel& model) {
         try {
-            std::vector<std::byte> buffer(kChunk);
+            std::vector<std::byte> buffer;
             for (std::size_t i = 0; i < directory.tensors().size() && !m_stop; ++i) {
                 const OrganTensor& t = directory.tensors()[i];
-                const auto& mapping = model.tensorMapping(model.tensors()[i]);
-                Sha256 sha;
-                for (std::uint64_t at = 0; at < t.bytes && !m_stop; at += kChunk) {
-                    buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, t.bytes - at)));
-                    mapping->read(t.headerBytes() + at, buffer);
-                    sha.update(buffer);
-                }
-                if (!m_stop && sha.finishHex() != t.sha256) {
+                const TensorInfo& info = model.tensors()[i];
+                const TensorSource data{model.tensorData(info), {}, model.tensorMapping(info), {}};
+                const std::string digest = digestOf(data, buffer, &m_stop);
+                if (!m_stop && digest != t.sha256) {
                     m_problem = label(directory.path()) + ": " + t.file +
                                 ": its data does not match the manifest's SHA-256 (the file was changed)";
                     return;
