@@ -43,8 +43,7 @@ ModelFacts ModelFacts::of(const GgufWriteSpec& spec, std::string label) {
         for (std::uint32_t d = 0; d < t.nDims; ++d) {
             info.elements *= t.ne[d];
         }
-        const auto& traits = traitsOf(t.type);
-        info.bytes = info.elements / traits.blockSize * traits.bytesPerBlock;
+        info.bytes = storedBytes(t.type, info.elements);
         info.relativeOffset = offset;
         offset = alignUp(offset + info.bytes, facts.alignment);
         facts.tensors.push_back(std::move(info));

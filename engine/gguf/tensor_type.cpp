@@ -90,6 +90,11 @@ std::optional<TensorType> tensorTypeFromName(std::string_view name) {
     return std::nullopt;
 }
 
+std::uint64_t storedBytes(TensorType type, std::uint64_t elements) {
+    const auto& traits = traitsOf(type);
+    return elements / traits.blockSize * traits.bytesPerBlock;
+}
+
 double bitsPerWeight(TensorType type) {
     const auto& traits = traitsOf(type);
     return 8.0 * traits.bytesPerBlock / traits.blockSize;

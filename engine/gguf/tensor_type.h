@@ -68,4 +68,8 @@ std::optional<TensorType> tensorTypeFromName(std::string_view name);
 // Bits per weight of a type: 8 * bytesPerBlock / blockSize.
 double bitsPerWeight(TensorType type);
 
+// The bytes `elements` values of `type` take as stored: whole blocks (callers check that
+// `elements` is a multiple of the block size, and that the product fits).
+std::uint64_t storedBytes(TensorType type, std::uint64_t elements);
+
 } // namespace organ

@@ -70,8 +70,7 @@ TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, Te
         bool logged = false;
     };
     auto state = std::make_shared<State>();
-    const TensorTypeTraits& traits = traitsOf(target);
-    const std::uint64_t size = tensor.elements / traits.blockSize * traits.bytesPerBlock;
+    const std::uint64_t size = storedBytes(target, tensor.elements);
     TensorSource source;
     // The bytes and the mapping that holds them, never the model: a planned chimera's spec may
     // outlive the GraftModels it was made from (the vital signs run it on the engine thread).

@@ -103,12 +103,11 @@ std::string tensorHeader(const std::string& name, std::uint32_t nDims,
 
 std::uint64_t tensorByteSize(TensorType type, const std::array<std::uint64_t, kGgufMaxDims>& ne,
                              std::uint32_t nDims) {
-    const TensorTypeTraits& traits = traitsOf(type);
     std::uint64_t elements = 1;
     for (std::uint32_t d = 0; d < nDims; ++d) {
         elements *= ne[d];
     }
-    return elements / traits.blockSize * traits.bytesPerBlock;
+    return storedBytes(type, elements);
 }
 
 // Relative, inside the directory: no absolute path, no "..", nothing but the safe characters.
@@ -573,7 +572,7 @@ OrganDirectory OrganDirectory::open(const std::string& directory) {
                               std::string(tensorTypeName(t.type)) + " blocks");
         }
         t.bytes = e["bytes"].get<std::uint64_t>();
-        if (t.bytes != elements / traits.blockSize * traits.bytesPerBlock) {
+        if (t.bytes != storedBytes(t.type, elements)) {
             throw FormatError(where + ": " + std::to_string(t.bytes) +
                               " bytes do not fit the shape and dtype");
         }
