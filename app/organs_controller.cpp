@@ -4,6 +4,7 @@
 #include "engine_thread.h"
 #include "measure/measure_report.h"
 #include "model_view.h"
+#include "open_offer.h"
 #include "support/text_format.h"
 
 #include <QFileDialog>
@@ -41,21 +42,11 @@ OrgansController::OrgansController(QMainWindow* window, EngineThread* engine, Ho
             });
     connect(worker, &MeasureAndAssembleWorker::extracted, this, [this](quint64, const QString& directory) {
         finish(true, directory);
-        auto* box = new QMessageBox(QMessageBox::Information, tr("Organs extracted"),
-                                    tr("Wrote the organ directory %1.").arg(directory), QMessageBox::NoButton,
-                                    m_window);
-        box->setObjectName(QStringLiteral("extractionResult"));
-        box->setAttribute(Qt::WA_DeleteOnClose);
-        QPushButton* asRecipient = box->addButton(tr("Open as recipient"), QMessageBox::AcceptRole);
-        asRecipient->setObjectName(QStringLiteral("openOrgansRecipient"));
-        QPushButton* asDonor = box->addButton(tr("Open as donor"), QMessageBox::AcceptRole);
-        asDonor->setObjectName(QStringLiteral("openOrgansDonor"));
-        box->addButton(QMessageBox::Close);
-        connect(asRecipient, &QPushButton::clicked, this,
-                [this, directory] { m_host.openFiles({directory}, Side::Recipient); });
-        connect(asDonor, &QPushButton::clicked, this,
-                [this, directory] { m_host.openFiles({directory}, Side::Donor); });
-        box->open();
+        offerToOpen(m_window, QMessageBox::Information, tr("Organs extracted"),
+                    tr("Wrote the organ directory %1.").arg(directory), QStringLiteral("extractionResult"),
+                    QStringLiteral("openOrgans"),
+                    [this, directory](Side side) { m_host.openFiles({directory}, side); })
+            ->open();
         m_window->statusBar()->showMessage(tr("Extracted %1").arg(QFileInfo(directory).fileName()), 10000);
     });
 }

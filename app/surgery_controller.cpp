@@ -7,6 +7,7 @@
 #include "graft_document.h"
 #include "graft_plan_panel.h"
 #include "model_view.h"
+#include "open_offer.h"
 #include "plan_autosave.h"
 #include "support/text_format.h"
 
@@ -239,22 +240,12 @@ void SurgeryController::connectAssembly() {
 }
 
 void SurgeryController::showAssembled(const QString& output, const QString& validation, bool valid) {
-    auto* box =
-        new QMessageBox(valid ? QMessageBox::Information : QMessageBox::Warning, tr("Chimera assembled"),
-                        tr("Wrote %1.\n\nValidation: %2").arg(output, valid ? tr("passed") : tr("failed")),
-                        QMessageBox::NoButton, m_window);
-    box->setObjectName(QStringLiteral("assemblyResult"));
-    box->setAttribute(Qt::WA_DeleteOnClose);
+    QMessageBox* box = offerToOpen(
+        m_window, valid ? QMessageBox::Information : QMessageBox::Warning, tr("Chimera assembled"),
+        tr("Wrote %1.\n\nValidation: %2").arg(output, valid ? tr("passed") : tr("failed")),
+        QStringLiteral("assemblyResult"), QStringLiteral("openChimera"),
+        [this, output](Side side) { m_host.openFiles({output}, side); });
     box->setDetailedText(validation.isEmpty() ? tr("No findings.") : validation);
-    QPushButton* asRecipient = box->addButton(tr("Open as recipient"), QMessageBox::AcceptRole);
-    asRecipient->setObjectName(QStringLiteral("openChimeraRecipient"));
-    QPushButton* asDonor = box->addButton(tr("Open as donor"), QMessageBox::AcceptRole);
-    asDonor->setObjectName(QStringLiteral("openChimeraDonor"));
-    box->addButton(QMessageBox::Close);
-    connect(asRecipient, &QPushButton::clicked, this,
-            [this, output] { m_host.openFiles({output}, Side::Recipient); });
-    connect(asDonor, &QPushButton::clicked, this,
-            [this, output] { m_host.openFiles({output}, Side::Donor); });
     box->open();
     m_window->statusBar()->showMessage(tr("Assembled %1").arg(QFileInfo(output).fileName()), 10000);
 }
