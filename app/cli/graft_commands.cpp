@@ -129,6 +129,16 @@ int runGraft(const std::vector<std::string>& args) {
     plan.output = *output;
     const TensorSelector selector = selectorFrom(parsed);
     const auto purify = purifyParamsFrom(parsed, "--purify");
+    // With --purify, what each graft operation brings is purified in the same assembly.
+    auto purifyToo = [&](const TensorSelector& select) {
+        if (purify) {
+            GraftOperation p;
+            p.kind = GraftOperation::Kind::Purify;
+            p.select = select;
+            p.purify = *purify;
+            plan.operations.push_back(std::move(p));
+        }
+    };
     const auto maps = parsed.all("--map");
     if (!maps.empty()) {
         if (selector.firstLayer) {
@@ -146,16 +156,10 @@ int runGraft(const std::vector<std::string>& args) {
                 throw UsageError{"--map needs DONOR_LAYER:RECIPIENT_LAYER, such as 3:7"};
             }
             plan.operations.push_back(o);
-            if (purify) {
-                // The grafted tensors of the layer, purified.
-                GraftOperation p;
-                p.kind = GraftOperation::Kind::Purify;
-                p.select = o.select;
-                p.select.firstLayer = o.toLayer;
-                p.select.lastLayer = o.toLayer;
-                p.purify = *purify;
-                plan.operations.push_back(std::move(p));
-            }
+            TensorSelector grafted = o.select; // the mapped tensors of the recipient's layer
+            grafted.firstLayer = o.toLayer;
+            grafted.lastLayer = o.toLayer;
+            purifyToo(grafted);
         }
     } else {
         if (selector.isEmpty()) {
@@ -166,13 +170,7 @@ int runGraft(const std::vector<std::string>& args) {
         o.donor = "donor";
         o.select = selector;
         plan.operations.push_back(std::move(o));
-        if (purify) {
-            GraftOperation p;
-            p.kind = GraftOperation::Kind::Purify;
-            p.select = selector;
-            p.purify = *purify;
-            plan.operations.push_back(std::move(p));
-        }
+        purifyToo(selector);
     }
     // The plan is saved only once both targets are known to be safe to write: neither is one
     // of the models, a special file, or the other target.
