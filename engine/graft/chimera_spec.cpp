@@ -94,7 +94,7 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
         if (!withSources) {
             // Not to be written: only its shape and type are read.
         } else if (t.purify) {
-            w.source = purifiedSource(model, source, t.targetType, *t.purify,
+            w.source = purifiedSource(model, source, t.name, t.targetType, *t.purify,
                                       sources == ChimeraSources::Writer, log);
         } else if (t.converted) {
             w.source = conversionSource(model, source, t.targetType);

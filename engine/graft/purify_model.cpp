@@ -61,8 +61,9 @@ PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& t, TensorTy
     return purifyData(t, model.tensorData(t), target, params);
 }
 
-TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, TensorType target,
-                            const PurifyParams& params, bool once, std::shared_ptr<PurifyLog> log) {
+TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, const std::string& name,
+                            TensorType target, const PurifyParams& params, bool once,
+                            std::shared_ptr<PurifyLog> log) {
     struct State {
         std::mutex mutex;
         std::optional<std::vector<std::byte>> bytes;
@@ -74,11 +75,13 @@ TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, Te
     TensorSource source;
     // The bytes and the mapping that holds them, never the model: a planned chimera's spec may
     // outlive the GraftModels it was made from (the vital signs run it on the engine thread).
-    source.generate = [data = model.tensorData(tensor), mapping = model.tensorMapping(tensor), tensor, target,
-                       params, once, log, state, size](std::uint64_t offset, std::span<std::byte> out) {
+    source.generate = [data = model.tensorData(tensor), mapping = model.tensorMapping(tensor), tensor, name,
+                       target, params, once, log, state,
+                       size](std::uint64_t offset, std::span<std::byte> out) {
         std::lock_guard lock(state->mutex);
         if (!state->bytes) {
             PurifiedBytes made = purifyData(tensor, data, target, params);
+            made.report.name = name;
             if (log && !state->logged) {
                 log->add(std::move(made.report));
                 state->logged = true;
@@ -134,7 +137,7 @@ PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, 
                 outcome.findings.push_back(t.name + ": the engine cannot write " +
                                            std::string(tensorTypeName(t.type)) + "; stored as F16");
             }
-            w.source = purifiedSource(model, t, w.type, params, true, log);
+            w.source = purifiedSource(model, t, t.name, w.type, params, true, log);
             purifiedNames.push_back(t.name);
         } else {
             w.source.bytes = model.tensorData(t);

@@ -54,9 +54,11 @@ PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& tensor, Ten
 // then served chunk by chunk. `once`: the bytes are dropped after the last one is served in
 // order (the writer reads each tensor once), so that a model is purified one tensor at a time;
 // otherwise they stay while the source lives (the vital signs read rows again and again). What
-// was done goes to `log` when given.
-TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, TensorType target,
-                            const PurifyParams& params, bool once, std::shared_ptr<PurifyLog> log);
+// was done goes to `log` when given, under `name`: the tensor's name in the model written (a
+// chimera's layers may be renumbered).
+TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, const std::string& name,
+                            TensorType target, const PurifyParams& params, bool once,
+                            std::shared_ptr<PurifyLog> log);
 
 // The organ.purify.* keys a purified model records: version, method, its parameters and the
 // tensors purified.

@@ -175,6 +175,25 @@ private slots:
         QVERIFY(info != outcome.report.findings.end());
         QCOMPARE(info->tensors.size(), std::size_t(6));
 
+        // A layer mapped elsewhere is reported under its name in the chimera.
+        GraftPlan mapped;
+        mapped.base = m_damaged.toStdString();
+        mapped.donors.emplace_back("healthy", m_healthy.toStdString());
+        GraftOperation map;
+        map.kind = GraftOperation::Kind::MapLayer;
+        map.donor = "healthy";
+        map.fromLayer = 2;
+        map.toLayer = 3;
+        map.select.system = System::Organ;
+        mapped.operations.push_back(map);
+        mapped.operations.push_back(purifyOperation(organsOfLayers(3, 3), params));
+        const GraftOutcome moved = graft(mapped, path(m_dir, "mapped-purified.gguf"));
+        QVERIFY2(moved.written.isOk(), moved.written.message.c_str());
+        QCOMPARE(moved.purified.size(), std::size_t(3));
+        for (const PurifiedTensor& t : moved.purified) {
+            QVERIFY2(t.name.starts_with("blk.3."), t.name.c_str());
+        }
+
         // The plan's JSON keeps the operation.
         const GraftPlan reread = graftPlanFromJson(graftPlanToJson(plan), "plan");
         QCOMPARE(reread.operations.back().kind, GraftOperation::Kind::Purify);
