@@ -136,18 +136,18 @@ void SurgeryController::purifyDialog(const std::vector<int>& tensors) {
     method->addItem(tr("haar — keep the significant wavelet details"), QStringLiteral("haar"));
     form->addRow(tr("Method"), method);
     const PurifyParams defaults;
-    auto spin = [&](const char* name, double value, double max, double step) {
+    auto spin = [&](const char* name, double value, double min, double max, double step) {
         auto* box = new QDoubleSpinBox(&dialog);
         box->setObjectName(QString::fromUtf8(name));
         box->setDecimals(3);
-        box->setRange(name == std::string_view("purifyKeep") ? 0.001 : 0.0, max);
+        box->setRange(min, max);
         box->setSingleStep(step);
         box->setValue(value);
         return box;
     };
-    auto* keep = spin("purifyKeep", defaults.keep, 1.0, 0.01);
-    auto* threshold = spin("purifyThreshold", defaults.threshold, 10.0, 0.1);
-    auto* attenuation = spin("purifyAttenuation", defaults.attenuation, 1.0, 0.05);
+    auto* keep = spin("purifyKeep", defaults.keep, 0.001, 1.0, 0.01); // keep is in (0, 1]
+    auto* threshold = spin("purifyThreshold", defaults.threshold, 0.0, 10.0, 0.1);
+    auto* attenuation = spin("purifyAttenuation", defaults.attenuation, 0.0, 1.0, 0.05);
     form->addRow(tr("Keep (share of the power)"), keep);
     form->addRow(tr("Threshold (× σ)"), threshold);
     form->addRow(tr("Attenuation"), attenuation);
