@@ -10,6 +10,7 @@ namespace organ {
 struct TensorSelector;
 struct PurifyParams;
 struct PurifiedTensor;
+struct ZParams;
 } // namespace organ
 
 namespace organ::cli {
@@ -51,6 +52,18 @@ int runExtract(const std::vector<std::string>& args);
 int runPurify(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
+int runFleet(const std::vector<std::string>& args);
+int runServe(const std::vector<std::string>& args);
+
+// --sample N|all (the Z-measure's default without it). Throws UsageError.
+ZParams sampleFrom(const Arguments& args);
+// The --json, --csv and --markdown targets, checked before any work: never an input, never a
+// device, never two reports into one file. Throws UsageError (two into one) or the engine's error.
+std::vector<std::string> reportTargets(const Arguments& parsed, const std::vector<std::string>& inputs);
+// Through the engine's safe writer: whole or absent, never over an input. False (said on stderr,
+// after "organ COMMAND: ") when it could not be written.
+bool writeReport(const char* command, const std::string& path, const std::string& text,
+                 const std::vector<std::string>& inputs);
 
 // The selection of `organ graft` and `organ purify`: --layers A-B, --system S, --role R...,
 // --tensor NAME...

@@ -26,6 +26,26 @@ usage:
       --threads N   worker threads (default: one per core)
       --json F, --csv F, --markdown F   write the full results (docs/measure.md)
       --no-cache    measure afresh instead of using the stored results
+  organ measure --shard PART.gguf --json F [--sample N|all] [--threads N]
+      Measures one file of a split model while the other files are absent (a model
+      larger than the disk: download a part, measure it, delete it) and writes its
+      shard report (docs/scale.md).
+  organ measure --merge REPORT... [--json F] [--csv F] [--markdown F]
+      The whole model's measurement from the shard reports of all its parts, equal
+      to measuring the complete set; names the parts that are missing.
+  organ fleet PATH... [--json F] [--csv F] [--markdown F] [--threads N]
+              [--sample N|all] [--no-cache]
+      Finds the models in files and folders (GGUF files, split sets once, organ
+      directories), measures them in parallel through the cache and ranks them: per
+      model parameters, size, bits per weight, dtype mix, θ mean, signal and θ per
+      system; the scale law (θ mean against log10 of the parameters, at least three
+      models). A model that cannot be read is listed with its error (exit status 1).
+  organ fleet --merge REPORT.json... [--json F] [--csv F] [--markdown F]
+      One fleet from the fleet reports of several runs (docs/scale.md).
+  organ serve [--listen HOST:PORT] [--root DIR] [--token TOKEN]
+      The HTTP API (docs/http-api.md): every operation as JSON over HTTP, for files
+      inside --root. Listens on 127.0.0.1:8765 by default; any other address needs
+      --token. Runs organ-serve, installed beside organ.
   organ graft --base A.gguf --donor B.gguf [--layers 5-20] [--system S] [--role R]...
               [--tensor NAME]... [--map I:J]... -o OUT.gguf [--save-plan PLAN.json]
               [--keep-invalid]
@@ -84,7 +104,7 @@ int main(int argc, char** argv) {
         {"inspect", runInspect},   {"measure", runMeasure},   {"graft", runGraft},
         {"plan", runPlanCommand},  {"assemble", runAssemble}, {"validate", runValidate},
         {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
-        {"purify", runPurify},
+        {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
     };
     if (argc < 2) {
         std::cerr << kUsage;

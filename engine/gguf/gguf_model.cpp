@@ -69,16 +69,32 @@ std::shared_ptr<const GgufModel> GgufModel::open(const std::string& path) {
                           " parts, but the file name does not end in " +
                           splitPartPath("", 1, static_cast<unsigned>(*declared)));
     }
-    checkShard(first, 0, *declared);
+    std::vector<std::shared_ptr<const GgufFile>> parts{model->m_shards.front()};
     for (unsigned part = 2; part <= split.count; ++part) {
         const std::string partPath = splitPartPath(split.prefix, part, split.count);
         try {
-            model->m_shards.push_back(GgufFile::open(partPath));
+            parts.push_back(GgufFile::open(partPath));
         } catch (const IoError& error) {
             throw IoError(label + ": part " + std::to_string(part) + " of " + std::to_string(split.count) +
                           " is missing or unreadable: " + error.what());
         }
-        checkShard(*model->m_shards.back(), part - 1, *declared);
+    }
+    return fromParts(std::move(parts));
+}
+
+std::shared_ptr<const GgufModel> GgufModel::fromParts(std::vector<std::shared_ptr<const GgufFile>> parts) {
+    auto model = std::make_shared<GgufModel>();
+    model->m_shards = std::move(parts);
+    const GgufFile& first = *model->m_shards.front();
+    const std::string label = fileLabel(first.path());
+    const auto declared = splitKey(first, "split.count");
+    if (!declared || *declared != model->m_shards.size()) {
+        throw FormatError(label + ": key 'split.count' is " +
+                          (declared ? std::to_string(*declared) : std::string("missing")) + ", but " +
+                          std::to_string(model->m_shards.size()) + " parts are given");
+    }
+    for (unsigned part = 0; part < model->m_shards.size(); ++part) {
+        checkShard(*model->m_shards[part], part, *declared);
     }
     for (std::uint32_t shard = 0; shard < model->m_shards.size(); ++shard) {
         for (TensorInfo tensor : model->m_shards[shard]->tensors()) {
@@ -95,7 +111,7 @@ std::shared_ptr<const GgufModel> GgufModel::open(const std::string& path) {
     if (!total || *total != model->m_tensors.size()) {
         throw FormatError(label + ": key 'split.tensors.count' is " +
                           (total ? std::to_string(*total) : std::string("missing")) + ", but the " +
-                          std::to_string(split.count) + " parts hold " +
+                          std::to_string(model->m_shards.size()) + " parts hold " +
                           std::to_string(model->m_tensors.size()) + " tensors");
     }
     return model;
@@ -106,6 +122,14 @@ std::shared_ptr<const GgufModel> GgufModel::fromFile(std::shared_ptr<const GgufF
         throw FormatError(fileLabel(file->path()) + ": is one of " + std::to_string(*declared) +
                           " parts of a split model: open it from its files");
     }
+    auto model = std::make_shared<GgufModel>();
+    model->m_shards.push_back(std::move(file));
+    model->m_tensors = model->m_shards.front()->tensors();
+    model->indexTensors();
+    return model;
+}
+
+std::shared_ptr<const GgufModel> GgufModel::partAlone(std::shared_ptr<const GgufFile> file) {
     auto model = std::make_shared<GgufModel>();
     model->m_shards.push_back(std::move(file));
     model->m_tensors = model->m_shards.front()->tensors();

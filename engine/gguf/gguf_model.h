@@ -21,6 +21,12 @@ public:
     // A model of one parsed file (GgufFile::fromBytes): a part of a split model is refused,
     // since its other parts are files.
     static std::shared_ptr<const GgufModel> fromFile(std::shared_ptr<const GgufFile> file);
+    // The model of a split set's parts, first part first, each checked against split.no,
+    // split.count and split.tensors.count (opened files, or headers from GgufFile::fromHeader).
+    static std::shared_ptr<const GgufModel> fromParts(std::vector<std::shared_ptr<const GgufFile>> parts);
+    // One part of a split set by itself, its tensors only, while the other parts are absent:
+    // measured shard by shard (organ measure --shard). Its metadata is that part's own.
+    static std::shared_ptr<const GgufModel> partAlone(std::shared_ptr<const GgufFile> file);
     // A model of `header` (GgufFile::fromHeader) whose tensors' bytes are in `data`, one per tensor
     // in the header's order: `offset` bytes into its file, and as long as the tensor. Throws
     // FormatError naming the file when one is too short.

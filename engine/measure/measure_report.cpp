@@ -86,6 +86,12 @@ std::string markdownCode(const std::string& raw) {
     return fence + (pad ? " " : "") + escaped + (pad ? " " : "") + fence;
 }
 
+std::string sampleText(const ZParams& p) {
+    return p.sample == kSampleAll ? std::string("every value") : groupDigits(p.sample) + " values";
+}
+
+} // namespace
+
 // Plain text in Markdown: escaped for people, with the characters Markdown acts on escaped.
 std::string markdownText(const std::string& raw) {
     std::string out;
@@ -98,11 +104,13 @@ std::string markdownText(const std::string& raw) {
     return out;
 }
 
-std::string sampleText(const ZParams& p) {
-    return p.sample == kSampleAll ? std::string("every value") : groupDigits(p.sample) + " values";
+std::string csvQuoted(const std::string& raw) {
+    std::string q = "\"";
+    for (char c : escapeText(raw)) {
+        q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    }
+    return q + "\"";
 }
-
-} // namespace
 
 nlohmann::json zResultToJson(const ZResult& z) {
     return {{"n", z.n},
@@ -213,13 +221,6 @@ std::string measurementsCsv(const std::vector<MeasuredModel>& models) {
         std::snprintf(buffer, sizeof buffer, "%.10g", *v);
         return std::string(buffer);
     };
-    auto quoted = [](const std::string& text) {
-        std::string q = "\"";
-        for (char c : text) {
-            q += c == '"' ? std::string("\"\"") : std::string(1, c);
-        }
-        return q + "\"";
-    };
     for (const auto& m : models) {
         for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
             if (!m.reported(i)) {
@@ -228,13 +229,13 @@ std::string measurementsCsv(const std::vector<MeasuredModel>& models) {
             const ZResult& z = m.measurement.tensors[i];
             const TensorInfo& t = m.model->tensors()[i];
             const TensorAnatomy& a = m.anatomy.tensors[i];
-            out << quoted(escapeText(m.measurement.name)) << ',' << quoted(escapeText(t.name)) << ','
-                << systemName(a.system) << ',' << quoted(escapeText(a.role)) << ','
-                << (a.layer ? std::to_string(*a.layer) : std::string()) << ',' << tensorTypeName(t.type)
-                << ',' << z.n << ',' << z.N << ',' << number(z.H) << ',' << number(z.K) << ',' << number(z.C)
-                << ',' << number(z.sH) << ',' << number(z.sK) << ',' << number(z.sC) << ',' << number(z.theta)
-                << ',' << number(z.signal) << ',' << number(z.beta) << ',' << (z.constant ? "true" : "false")
-                << ',' << z.nonFinite << ',' << kZMeasureVersion << ','
+            out << csvQuoted(m.measurement.name) << ',' << csvQuoted(t.name) << ',' << systemName(a.system)
+                << ',' << csvQuoted(a.role) << ',' << (a.layer ? std::to_string(*a.layer) : std::string())
+                << ',' << tensorTypeName(t.type) << ',' << z.n << ',' << z.N << ',' << number(z.H) << ','
+                << number(z.K) << ',' << number(z.C) << ',' << number(z.sH) << ',' << number(z.sK) << ','
+                << number(z.sC) << ',' << number(z.theta) << ',' << number(z.signal) << ',' << number(z.beta)
+                << ',' << (z.constant ? "true" : "false") << ',' << z.nonFinite << ',' << kZMeasureVersion
+                << ','
                 << (m.measurement.params.sample == kSampleAll ? std::string("all")
                                                               : std::to_string(m.measurement.params.sample))
                 << '\n';

@@ -31,6 +31,11 @@ nlohmann::json measurementToJson(const MeasuredModel& m);
 // The whole `organ measure --json` document: version, parameters, models, ranking.
 nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models);
 
+// Text from a file, made safe for a report: in Markdown with the characters Markdown acts on
+// escaped; in CSV as one quoted field.
+std::string markdownText(const std::string& raw);
+std::string csvQuoted(const std::string& raw);
+
 std::string measurementsCsv(const std::vector<MeasuredModel>& models);
 std::string measurementsMarkdown(const std::vector<MeasuredModel>& models);
 

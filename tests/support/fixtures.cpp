@@ -1,5 +1,7 @@
 #include "fixtures.h"
 
+#include "gguf/gguf_model.h"
+
 #include <QFile>
 #include <QTest>
 #include <memory>
@@ -35,6 +37,31 @@ bool writeFixture(const QString& path, const GgufWriteSpec& spec) {
         qWarning("fixture %s: %s", qPrintable(path), result.message.c_str());
     }
     return result.isOk();
+}
+
+QStringList writeSplitFixture(const QString& source, const QString& prefix, unsigned parts) {
+    const auto file = GgufFile::open(source.toStdString());
+    const GgufWriteSpec whole = specFromFile(*file);
+    const std::size_t count = whole.tensors.size();
+    QStringList paths;
+    for (unsigned part = 0; part < parts; ++part) {
+        GgufWriteSpec spec;
+        if (part == 0) {
+            spec.metadata = whole.metadata;
+        }
+        spec.set("split.no", MetaValue::fromU16(static_cast<std::uint16_t>(part)));
+        spec.set("split.count", MetaValue::fromU16(static_cast<std::uint16_t>(parts)));
+        spec.set("split.tensors.count", MetaValue::fromI32(static_cast<std::int32_t>(count)));
+        for (std::size_t i = count * part / parts; i < count * (part + 1) / parts; ++i) {
+            spec.tensors.push_back(whole.tensors[i]);
+        }
+        const QString path = QString::fromStdString(splitPartPath(prefix.toStdString(), part + 1, parts));
+        if (!writeFixture(path, spec)) {
+            return {};
+        }
+        paths << path;
+    }
+    return paths;
 }
 
 QByteArray readAll(const QString& path) {

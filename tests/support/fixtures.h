@@ -30,6 +30,11 @@ GraftPlan replacePlan(const QString& base, const QString& donor, const TensorSel
 // The organs (FFN) of layers first … last.
 TensorSelector organsOfLayers(std::uint32_t first, std::uint32_t last);
 
+// Writes the GGUF at `source` as a split set of `parts` files (PREFIX-0000k-of-0000N.gguf), as
+// llama.cpp's gguf-split does: the first part keeps every metadata key, each part gets split.no,
+// split.count and split.tensors.count, the tensors are spread in order. Returns the parts' paths.
+QStringList writeSplitFixture(const QString& source, const QString& prefix, unsigned parts);
+
 QByteArray readAll(const QString& path);
 bool writeAll(const QString& path, const QByteArray& bytes);
 

@@ -1,0 +1,275 @@
+#include "measure/shard_report.h"
+
+#include "support/base64.h"
+#include "support/errors.h"
+#include "support/sha256.h"
+#include "support/text_format.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+namespace organ {
+namespace {
+
+constexpr const char* kShardFormat = "organ-shard";
+
+std::optional<std::uint64_t> unsignedKey(const GgufFile& file, std::string_view key) {
+    const MetaValue* value = file.find(key);
+    return value != nullptr ? value->asUInt() : std::nullopt;
+}
+
+std::span<const std::byte> headerOf(const GgufFile& file) {
+    return file.mapping()->bytes().subspan(0, static_cast<std::size_t>(file.headerSize()));
+}
+
+// The identity of the set from its first part: its header's SHA-256, architecture and name.
+void takeIdentity(const GgufFile& first, ShardReport& out) {
+    out.firstHeaderSha256 = Sha256::hex(headerOf(first));
+    const auto model = GgufModel::partAlone(std::shared_ptr<const GgufFile>(&first, [](const GgufFile*) {}));
+    out.architecture = model->architecture();
+    if (const MetaValue* name = first.find("general.name"); name != nullptr && name->asString()) {
+        out.name = std::string(*name->asString());
+    }
+}
+
+nlohmann::json sampleJson(const ZParams& p) {
+    return p.sample == kSampleAll ? nlohmann::json("all") : nlohmann::json(p.sample);
+}
+
+std::string partsText(const std::vector<unsigned>& parts) {
+    std::string out;
+    for (unsigned p : parts) {
+        out += (out.empty() ? "" : ", ") + std::to_string(p);
+    }
+    return out;
+}
+
+} // namespace
+
+JobResult measureShard(const std::string& path, const MeasureOptions& options, ShardReport& out,
+                       const ProgressFn& progress, const StopToken* stop) {
+    out = ShardReport{};
+    const auto file = GgufFile::open(path);
+    const std::string label = fileLabel(path);
+    const auto count = unsignedKey(*file, "split.count");
+    if (!count || *count <= 1) {
+        throw FormatError(label + ": not a part of a split model (no split.count above 1): measure it whole");
+    }
+    const auto no = unsignedKey(*file, "split.no");
+    if (!no || *no >= *count || *count > 99999) {
+        throw FormatError(label + ": key 'split.no' is " +
+                          (no ? std::to_string(*no) : std::string("missing")) + " in a set of " +
+                          std::to_string(*count) + " parts");
+    }
+    out.path = path;
+    out.part = static_cast<unsigned>(*no) + 1;
+    out.count = static_cast<unsigned>(*count);
+    out.setTensors = unsignedKey(*file, "split.tensors.count").value_or(0);
+    out.params = options.params;
+    const auto header = headerOf(*file);
+    out.header.assign(header.begin(), header.end());
+    out.fileSize = file->fileSize();
+    if (out.part == 1) {
+        takeIdentity(*file, out);
+    } else if (SplitName split; parseSplitName(path, split) && split.count == out.count) {
+        const std::string firstPath = splitPartPath(split.prefix, 1, split.count);
+        std::error_code ec;
+        if (std::filesystem::exists(firstPath, ec)) {
+            try {
+                const auto first = GgufFile::open(firstPath);
+                if (unsignedKey(*first, "split.count") != count || unsignedKey(*first, "split.no") != 0u) {
+                    throw FormatError(fileLabel(firstPath) + ": not the first of the same " +
+                                      std::to_string(*count) + " parts");
+                }
+                takeIdentity(*first, out);
+            } catch (const std::exception& error) {
+                out.warnings.push_back(std::string("the first part beside it was not used: ") + error.what() +
+                                       "; the set's identity stays unknown until merged");
+            }
+        }
+    }
+    const auto model = GgufModel::partAlone(file);
+    const ModelAnatomy anatomy = analyzeAnatomy(*model);
+    ModelMeasurement measurement;
+    const JobResult result = measureModel(*model, anatomy, options, measurement, progress, stop);
+    if (!result.isOk()) {
+        return result;
+    }
+    for (std::size_t i = 0; i < model->tensors().size(); ++i) {
+        out.tensors.emplace_back(model->tensors()[i].name, measurement.tensors[i]);
+    }
+    return result;
+}
+
+nlohmann::json shardReportToJson(const ShardReport& r) {
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& [name, z] : r.tensors) {
+        nlohmann::json entry = zResultToJson(z);
+        entry["name"] = name;
+        tensors.push_back(std::move(entry));
+    }
+    nlohmann::json identity = {{"known", r.identityKnown()}};
+    if (r.identityKnown()) {
+        identity["first_header_sha256"] = r.firstHeaderSha256;
+        identity["architecture"] = r.architecture;
+        identity["name"] = r.name;
+    }
+    return {{"format", kShardFormat},
+            {"version", kShardReportVersion},
+            {"z_measure", kZMeasureVersion},
+            {"parameters", {{"sample", sampleJson(r.params)}}},
+            {"path", r.path},
+            {"part", r.part},
+            {"count", r.count},
+            {"set_tensors", r.setTensors},
+            {"identity", std::move(identity)},
+            {"file_size", r.fileSize},
+            {"header_base64", toBase64(r.header)},
+            {"tensors", std::move(tensors)}};
+}
+
+ShardReport shardReportFromJson(const nlohmann::json& d) {
+    ShardReport r;
+    try {
+        if (!d.is_object() || d.value("format", "") != kShardFormat) {
+            throw std::runtime_error("not a shard report (no \"format\": \"organ-shard\")");
+        }
+        if (d.at("version").get<int>() != kShardReportVersion) {
+            throw std::runtime_error("shard report version " + d.at("version").dump() +
+                                     ", this organ reads " + std::to_string(kShardReportVersion));
+        }
+        if (d.at("z_measure").get<std::string>() != kZMeasureVersion) {
+            throw std::runtime_error("measured with Z-measure " + d.at("z_measure").get<std::string>() +
+                                     ", this organ measures " + kZMeasureVersion);
+        }
+        const auto& sample = d.at("parameters").at("sample");
+        r.params.sample = sample.is_string() && sample.get<std::string>() == "all"
+                              ? kSampleAll
+                              : sample.get<std::uint64_t>();
+        r.path = d.at("path").get<std::string>();
+        r.part = d.at("part").get<unsigned>();
+        r.count = d.at("count").get<unsigned>();
+        r.setTensors = d.at("set_tensors").get<std::uint64_t>();
+        r.fileSize = d.at("file_size").get<std::uint64_t>();
+        const auto& identity = d.at("identity");
+        if (identity.at("known").get<bool>()) {
+            r.firstHeaderSha256 = identity.at("first_header_sha256").get<std::string>();
+            r.architecture = identity.at("architecture").get<std::string>();
+            r.name = identity.at("name").get<std::string>();
+            if (r.firstHeaderSha256.size() != 64) {
+                throw std::runtime_error("first_header_sha256 is not a SHA-256");
+            }
+        }
+        auto header = fromBase64(d.at("header_base64").get<std::string>());
+        if (!header) {
+            throw std::runtime_error("header_base64 is not base64");
+        }
+        r.header = std::move(*header);
+        for (const auto& t : d.at("tensors")) {
+            r.tensors.emplace_back(t.at("name").get<std::string>(), zResultFromJson(t));
+        }
+    } catch (const nlohmann::json::exception& error) {
+        throw std::runtime_error(std::string("not a valid shard report: ") + error.what());
+    }
+    if (r.count < 2 || r.part < 1 || r.part > r.count) {
+        throw std::runtime_error("part " + std::to_string(r.part) + " of " + std::to_string(r.count) +
+                                 " is not a part of a split set");
+    }
+    // The header must parse as the part the report says it is, holding the report's tensors.
+    const auto file = GgufFile::fromHeader(r.path, r.header, r.fileSize);
+    if (unsignedKey(*file, "split.no") != r.part - 1 || unsignedKey(*file, "split.count") != r.count) {
+        throw std::runtime_error("the header is not that of part " + std::to_string(r.part) + " of " +
+                                 std::to_string(r.count));
+    }
+    const auto& tensors = file->tensors();
+    bool same = tensors.size() == r.tensors.size();
+    for (std::size_t i = 0; same && i < tensors.size(); ++i) {
+        same = tensors[i].name == r.tensors[i].first;
+    }
+    if (!same) {
+        throw std::runtime_error("its tensors are not those of its header");
+    }
+    return r;
+}
+
+std::vector<unsigned> missingParts(const std::vector<ShardReport>& reports) {
+    if (reports.empty()) {
+        return {};
+    }
+    std::vector<bool> present(reports.front().count + 1, false);
+    for (const auto& r : reports) {
+        if (r.part < present.size()) {
+            present[r.part] = true;
+        }
+    }
+    std::vector<unsigned> missing;
+    for (unsigned p = 1; p < present.size(); ++p) {
+        if (!present[p]) {
+            missing.push_back(p);
+        }
+    }
+    return missing;
+}
+
+MeasuredModel mergeShardReports(const std::vector<ShardReport>& reports) {
+    if (reports.empty()) {
+        throw std::runtime_error("no shard reports to merge");
+    }
+    const ShardReport& any = reports.front();
+    std::vector<const ShardReport*> byPart(any.count + 1, nullptr);
+    for (const ShardReport& r : reports) {
+        if (r.count != any.count || r.setTensors != any.setTensors) {
+            throw std::runtime_error(fileLabel(r.path) + " is part of a set of " + std::to_string(r.count) +
+                                     " parts and " + std::to_string(r.setTensors) + " tensors, " +
+                                     fileLabel(any.path) + " of " + std::to_string(any.count) + " and " +
+                                     std::to_string(any.setTensors) + ": not the same model");
+        }
+        if (r.params.sample != any.params.sample) {
+            throw std::runtime_error(
+                fileLabel(r.path) + " and " + fileLabel(any.path) +
+                " were measured with different samples: their θ do not add up to one model");
+        }
+        if (byPart[r.part] != nullptr) {
+            throw std::runtime_error("part " + std::to_string(r.part) + " is given twice (" +
+                                     fileLabel(byPart[r.part]->path) + " and " + fileLabel(r.path) + ")");
+        }
+        byPart[r.part] = &r;
+    }
+    if (const auto missing = missingParts(reports); !missing.empty()) {
+        throw std::runtime_error("missing part" + std::string(missing.size() == 1 ? " " : "s ") +
+                                 partsText(missing) + " of " + std::to_string(any.count) + " (" +
+                                 std::to_string(reports.size()) +
+                                 " reports given): measure them with organ measure --shard");
+    }
+    const std::string firstSha = Sha256::hex(byPart[1]->header);
+    std::vector<std::shared_ptr<const GgufFile>> parts;
+    std::map<std::string, const ZResult*> results;
+    for (unsigned p = 1; p <= any.count; ++p) {
+        const ShardReport& r = *byPart[p];
+        if (r.identityKnown() && r.firstHeaderSha256 != firstSha) {
+            throw std::runtime_error("part " + std::to_string(p) + " (" + fileLabel(r.path) +
+                                     ") was measured beside a different first part: not the same model");
+        }
+        parts.push_back(GgufFile::fromHeader(r.path, r.header, r.fileSize));
+        for (const auto& [name, z] : r.tensors) {
+            results[name] = &z;
+        }
+    }
+    MeasuredModel m;
+    m.model = GgufModel::fromParts(std::move(parts));
+    m.anatomy = analyzeAnatomy(*m.model);
+    ModelMeasurement& mm = m.measurement;
+    mm.path = m.model->path();
+    mm.name = m.model->name();
+    mm.architecture = m.model->architecture();
+    mm.params = any.params;
+    for (const TensorInfo& t : m.model->tensors()) {
+        mm.tensors.push_back(*results.at(t.name));
+    }
+    aggregateMeasurement(*m.model, m.anatomy, mm);
+    return m;
+}
+
+} // namespace organ
