@@ -198,7 +198,7 @@ int runPlanCommand(const std::vector<std::string>& args) {
     if (args.empty() || args.front() != "check") {
         throw UsageError{"plan has one subcommand: organ plan check PLAN.json"};
     }
-    const Arguments parsed(std::vector<std::string>(args.begin() + 1, args.end()), {}, {});
+    const Arguments parsed(std::vector<std::string>(args.begin() + 1, args.end()), {"--json"}, {});
     if (parsed.positional().size() != 1) {
         throw UsageError{"plan check needs one plan file"};
     }
@@ -206,7 +206,13 @@ int runPlanCommand(const std::vector<std::string>& args) {
         const GraftPlan plan = loadGraftPlan(parsed.positional().front());
         const GraftModels models = GraftModels::open(plan);
         const CompatibilityReport report = checkGraft(plan, models);
-        std::cout << reportText(report, plan);
+        if (parsed.flag("--json")) {
+            nlohmann::json document = findingsToJson(report.findings);
+            document["plan"] = parsed.positional().front();
+            std::cout << dumpJson(document, 2) << "\n";
+        } else {
+            std::cout << reportText(report, plan);
+        }
         return report.hasErrors() ? kExitInvalid : kExitOk;
     } catch (const std::exception& error) {
         std::cerr << "organ plan check: " << escapeText(error.what()) << "\n";
@@ -245,19 +251,30 @@ int runAssemble(const std::vector<std::string>& args) {
 }
 
 int runValidate(const std::vector<std::string>& args) {
-    const Arguments parsed(args, {}, {});
+    const Arguments parsed(args, {"--json"}, {});
     if (parsed.positional().empty()) {
         throw UsageError{"validate needs at least one GGUF file or organ directory"};
     }
+    const bool json = parsed.flag("--json");
+    nlohmann::json documents = nlohmann::json::array();
     int status = kExitOk;
     for (const auto& path : parsed.positional()) {
         try {
             const auto model = openModel(path);
-            status = std::max(status, printFindings(validateModel(*model), fileLabel(path)));
+            const std::vector<Finding> findings = validateModel(*model);
+            if (json) {
+                documents.push_back(validationToJson(path, findings));
+                status = std::max(status, countFindings(findings).ok() ? kExitOk : kExitInvalid);
+            } else {
+                status = std::max(status, printFindings(findings, fileLabel(path)));
+            }
         } catch (const std::exception& error) {
             std::cerr << "organ validate: " << escapeText(error.what()) << "\n";
             status = kExitInvalid;
         }
+    }
+    if (json && !documents.empty()) {
+        std::cout << dumpJson(documents.size() == 1 ? documents.front() : documents, 2) << "\n";
     }
     return status;
 }

@@ -655,4 +655,11 @@ std::vector<Finding> validateModel(const GgufModel& model) {
     return validateFacts(ModelFacts::of(model));
 }
 
+nlohmann::json validationToJson(const std::string& path, const std::vector<Finding>& findings) {
+    nlohmann::json document = findingsToJson(findings);
+    document["path"] = path;
+    document["valid"] = document["ok"];
+    return document;
+}
+
 } // namespace organ

@@ -18,5 +18,7 @@ namespace organ {
 // refuses the file; warnings deserve a look.
 std::vector<Finding> validateFacts(const ModelFacts& model);
 std::vector<Finding> validateModel(const GgufModel& model);
+// `organ validate --json` of one model: findingsToJson with the model's "path" and "valid".
+nlohmann::json validationToJson(const std::string& path, const std::vector<Finding>& findings);
 
 } // namespace organ

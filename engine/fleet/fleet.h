@@ -79,6 +79,8 @@ struct FleetOptions {
     ZParams params;
     unsigned threads = 0; // 0: one per core; shared between models measured at once
     const MeasurementCache* cache = nullptr;
+    // Says why an opened model must not be measured ("" to measure it): its row gets that error.
+    std::function<std::string(const GgufModel& model)> admit;
     // Called as each model is done (from the workers, one call at a time).
     std::function<void(std::size_t index, const FleetRow& row)> onModel;
 };

@@ -47,4 +47,22 @@ std::string findingsText(const std::vector<Finding>& findings, std::string_view 
     return text;
 }
 
+nlohmann::json findingsToJson(const std::vector<Finding>& findings) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Finding& f : findings) {
+        list.push_back(
+            {{"severity", severityName(f.severity)},
+             {"message", f.message},
+             {"tensors", f.tensors},
+             {"operation", f.operation >= 0 ? nlohmann::json(f.operation) : nlohmann::json(nullptr)},
+             {"from_validation", f.fromValidation}});
+    }
+    const FindingCounts counts = countFindings(findings);
+    return {{"ok", counts.ok()},
+            {"errors", counts.errors},
+            {"warnings", counts.warnings},
+            {"infos", counts.infos},
+            {"findings", std::move(list)}};
+}
+
 } // namespace organ

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,5 +37,10 @@ std::string findingLine(const Finding& finding, std::string_view prefix = {});
 
 // One finding a line, then "<label>: 1 error(s), 2 warning(s)" when a label is given.
 std::string findingsText(const std::vector<Finding>& findings, std::string_view label = {});
+
+// The findings as JSON: {"ok", "errors", "warnings", "infos", "findings": [{"severity",
+// "message", "tensors", "operation" (or null), "from_validation"}]} — what `organ validate
+// --json`, `organ plan check --json` and the HTTP API answer.
+nlohmann::json findingsToJson(const std::vector<Finding>& findings);
 
 } // namespace organ
