@@ -1,0 +1,455 @@
+// organ serve, as a client sees it: a real server process on loopback and a real HTTP client
+// (Qt's QNetworkAccessManager, and raw sockets for what a client library would not send).
+#include "fixtures.h"
+#include "shared_models.h"
+
+#include "anatomy/specimen.h"
+
+#include <QDir>
+#include <QEventLoop>
+#include <QFile>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QNetworkRequest>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTcpSocket>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <nlohmann/json.hpp>
+
+using namespace organ;
+using namespace organ::testing;
+
+// A JSON value against what it should be, showing the value when it is not.
+#define JCOMPARE(value, expected) QVERIFY2((value) == (expected), (value).dump().c_str())
+
+namespace {
+
+struct Answer {
+    int status = 0;
+    nlohmann::json body;
+    QByteArray raw;
+    QByteArray authenticate;
+};
+
+nlohmann::json parsed(const QByteArray& bytes) {
+    return nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size(), nullptr, false);
+}
+
+// A server process on a free loopback port.
+class Server {
+public:
+    Server(const QString& root, QStringList extra = {}) {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("ORGAN_CACHE_DIR"), root + QStringLiteral("/.cache"));
+        env.remove(QStringLiteral("ORGAN_SERVE_TOKEN"));
+        m_process.setProcessEnvironment(env);
+        m_process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                        QStringList{QStringLiteral("serve"), QStringLiteral("--listen"),
+                                    QStringLiteral("127.0.0.1:0"), QStringLiteral("--root"), root} +
+                            extra);
+        if (!m_process.waitForStarted(10000)) {
+            return;
+        }
+        QByteArray out;
+        for (int i = 0; i < 100 && !out.contains('\n'); ++i) {
+            m_process.waitForReadyRead(100);
+            out += m_process.readAllStandardOutput();
+        }
+        const auto match = QRegularExpression(QStringLiteral(":(\\d+)/v1/")).match(QString::fromUtf8(out));
+        m_port = match.hasMatch() ? match.captured(1).toUShort() : 0;
+    }
+    ~Server() {
+        m_process.terminate();
+        m_process.waitForFinished(5000);
+    }
+    quint16 port() const { return m_port; }
+
+private:
+    QProcess m_process;
+    quint16 m_port = 0;
+};
+
+Answer request(quint16 port, const QByteArray& method, const QString& pathAndQuery,
+               const QByteArray& body = {}, const QByteArray& token = {}) {
+    QNetworkAccessManager manager;
+    QNetworkRequest req(QUrl(QStringLiteral("http://127.0.0.1:%1%2").arg(port).arg(pathAndQuery)));
+    req.setHeader(QNetworkRequest::ContentTypeHeader, QStringLiteral("application/json"));
+    if (!token.isEmpty()) {
+        req.setRawHeader("Authorization", "Bearer " + token);
+    }
+    QNetworkReply* reply = manager.sendCustomRequest(req, method, body);
+    QEventLoop loop;
+    QObject::connect(reply, &QNetworkReply::finished, &loop, &QEventLoop::quit);
+    QTimer::singleShot(60000, &loop, &QEventLoop::quit);
+    loop.exec();
+    Answer a;
+    a.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+    a.raw = reply->readAll();
+    a.body = parsed(a.raw);
+    a.authenticate = reply->rawHeader("WWW-Authenticate");
+    reply->deleteLater();
+    return a;
+}
+
+Answer get(quint16 port, const QString& path, const QByteArray& token = {}) {
+    return request(port, "GET", path, {}, token);
+}
+Answer post(quint16 port, const QString& path, const nlohmann::json& body) {
+    return request(port, "POST", path, QByteArray::fromStdString(body.dump()));
+}
+
+// Bytes as they are sent, and the status line of the answer.
+int rawStatus(quint16 port, const QByteArray& bytes, QByteArray* answer = nullptr) {
+    QTcpSocket socket;
+    socket.connectToHost(QStringLiteral("127.0.0.1"), port);
+    if (!socket.waitForConnected(5000)) {
+        return -1;
+    }
+    socket.write(bytes);
+    socket.waitForBytesWritten(5000);
+    QByteArray got;
+    for (int i = 0; i < 100 && !got.contains("\r\n\r\n"); ++i) {
+        socket.waitForReadyRead(100);
+        got += socket.readAll();
+    }
+    for (int i = 0; i < 10; ++i) {
+        socket.waitForReadyRead(50);
+        got += socket.readAll();
+    }
+    if (answer != nullptr) {
+        *answer = got;
+    }
+    const auto match = QRegularExpression(QStringLiteral("^HTTP/1.1 (\\d+)")).match(QString::fromLatin1(got));
+    return match.hasMatch() ? match.captured(1).toInt() : 0;
+}
+
+// Polls a job until it has ended.
+nlohmann::json waitForJob(quint16 port, const nlohmann::json& started) {
+    const QString href = QString::fromStdString(started.value("href", std::string()));
+    for (int i = 0; i < 600; ++i) {
+        const Answer a = get(port, href);
+        if (a.status != 200 || a.body.value("state", "") != "running") {
+            return a.body;
+        }
+        QTest::qWait(50);
+    }
+    return {};
+}
+
+nlohmann::json cliJson(const QStringList& args) {
+    QProcess process;
+    process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")), args);
+    process.waitForFinished(60000);
+    return parsed(process.readAllStandardOutput());
+}
+
+} // namespace
+
+class TestApi : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QTemporaryDir m_outside;
+    QString m_root;
+
+    QString inRoot(const QString& name) const { return m_root + QLatin1Char('/') + name; }
+
+private slots:
+    void initTestCase() {
+        QVERIFY2(!qgetenv("ORGAN_CLI").isEmpty(), "ORGAN_CLI is not set");
+        m_root = m_dir.filePath(QStringLiteral("root"));
+        QVERIFY(QDir().mkpath(m_root + QStringLiteral("/models/fleet")));
+        QVERIFY(QDir().mkpath(m_root + QStringLiteral("/out")));
+        QVERIFY(writeSpecimen(inRoot(QStringLiteral("models/a.gguf")).toStdString(), 1).isOk());
+        QVERIFY(writeSpecimen(inRoot(QStringLiteral("models/b.gguf")).toStdString(), 2).isOk());
+        SpecimenShape shape;
+        for (std::uint32_t blocks : {2u, 4u, 6u}) {
+            shape.blocks = blocks;
+            QVERIFY(writeSpecimen(inRoot(QStringLiteral("models/fleet/s%1.gguf").arg(blocks)).toStdString(),
+                                  blocks, shape)
+                        .isOk());
+        }
+        QVERIFY(writeAll(inRoot(QStringLiteral("models/fleet/broken.gguf")), "GGUF?"));
+        // A model outside the root, and links inside the root that lead to it.
+        QVERIFY(writeSpecimen(m_outside.filePath(QStringLiteral("secret.gguf")).toStdString(), 3).isOk());
+        QVERIFY(QFile::link(m_outside.filePath(QStringLiteral("secret.gguf")),
+                            inRoot(QStringLiteral("link.gguf"))));
+        QVERIFY(QFile::link(m_outside.path(), inRoot(QStringLiteral("outside"))));
+    }
+
+    void answersLikeTheCommandLine() {
+        Server server(m_root);
+        QVERIFY(server.port() != 0);
+        const Answer health = get(server.port(), QStringLiteral("/v1/health"));
+        QCOMPARE(health.status, 200);
+        JCOMPARE(health.body["ok"], true);
+
+        const QString model = inRoot(QStringLiteral("models/a.gguf"));
+        const Answer inspect = get(server.port(), QStringLiteral("/v1/inspect?path=models/a.gguf"));
+        QCOMPARE(inspect.status, 200);
+        QVERIFY(inspect.body == cliJson({QStringLiteral("inspect"), QStringLiteral("--json"), model}));
+
+        const Answer validate = get(server.port(), QStringLiteral("/v1/validate?path=models%2Fa.gguf"));
+        QCOMPARE(validate.status, 200);
+        JCOMPARE(validate.body["valid"], true);
+        QVERIFY(validate.body == cliJson({QStringLiteral("validate"), QStringLiteral("--json"), model}));
+
+        // A job: accepted, polled, its result the CLI's --json document.
+        const Answer started =
+            post(server.port(), QStringLiteral("/v1/measure"), {{"path", "models/a.gguf"}});
+        QCOMPARE(started.status, 202);
+        JCOMPARE(started.body["kind"], "measure");
+        const nlohmann::json job = waitForJob(server.port(), started.body);
+        JCOMPARE(job["state"], "done");
+        const QString report = m_dir.filePath(QStringLiteral("cli-measure.json"));
+        QProcess cli;
+        cli.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                  {QStringLiteral("measure"), model, QStringLiteral("--no-cache"), QStringLiteral("--json"),
+                   report});
+        QVERIFY(cli.waitForFinished(60000));
+        QVERIFY(job["result"] == parsed(readAll(report)));
+
+        // A plan: checked, then assembled into the root, then refused over the file it wrote.
+        const nlohmann::json plan = {
+            {"format", "organ-graft-plan"},
+            {"version", 1},
+            {"base", "models/a.gguf"},
+            {"donors", {{"other", "models/b.gguf"}}},
+            {"operations", {{{"op", "replace"}, {"donor", "other"}, {"layers", "1-2"}}}}};
+        const Answer check = post(server.port(), QStringLiteral("/v1/plan/check"), {{"plan", plan}});
+        QCOMPARE(check.status, 200);
+        JCOMPARE(check.body["ok"], true);
+        const Answer assemble = post(server.port(), QStringLiteral("/v1/assemble"),
+                                     {{"plan", plan}, {"output", "out/chimera.gguf"}});
+        QCOMPARE(assemble.status, 202);
+        const nlohmann::json assembled = waitForJob(server.port(), assemble.body);
+        JCOMPARE(assembled["state"], "done");
+        JCOMPARE(assembled["result"]["written"], true);
+        JCOMPARE(assembled["result"]["validation"]["ok"], true);
+        QVERIFY(QFile::exists(inRoot(QStringLiteral("out/chimera.gguf"))));
+        const Answer again = post(server.port(), QStringLiteral("/v1/assemble"),
+                                  {{"plan", plan}, {"output", "out/chimera.gguf"}});
+        QCOMPARE(again.status, 409);
+
+        const Answer extract = post(server.port(), QStringLiteral("/v1/extract"),
+                                    {{"path", "out/chimera.gguf"}, {"output", "out/chimera-organs"}});
+        QCOMPARE(extract.status, 202);
+        const nlohmann::json extracted = waitForJob(server.port(), extract.body);
+        JCOMPARE(extracted["state"], "done");
+        QVERIFY(QFile::exists(inRoot(QStringLiteral("out/chimera-organs/manifest.json"))));
+
+        const Answer purify = post(server.port(), QStringLiteral("/v1/purify"),
+                                   {{"path", "models/a.gguf"},
+                                    {"output", "out/purified.gguf"},
+                                    {"method", "fft"},
+                                    {"keep", 0.9},
+                                    {"system", "organ"}});
+        QCOMPARE(purify.status, 202);
+        const nlohmann::json purified = waitForJob(server.port(), purify.body);
+        JCOMPARE(purified["state"], "done");
+        QVERIFY(!purified["result"]["purified"].empty());
+        QVERIFY(QFile::exists(inRoot(QStringLiteral("out/purified.gguf"))));
+        QCOMPARE(post(server.port(), QStringLiteral("/v1/purify"),
+                      {{"path", "models/a.gguf"}, {"output", "out/p2.gguf"}, {"method", "fft"}, {"keep", 7}})
+                     .status,
+                 400);
+
+        // A fleet: ranked, fitted, the broken file listed.
+        const Answer fleet = post(server.port(), QStringLiteral("/v1/fleet"), {{"paths", {"models/fleet"}}});
+        QCOMPARE(fleet.status, 202);
+        const nlohmann::json ranked = waitForJob(server.port(), fleet.body);
+        JCOMPARE(ranked["state"], "done");
+        QCOMPARE(ranked["result"]["models"].size(), std::size_t(4));
+        QCOMPARE(ranked["result"]["ranking"].size(), std::size_t(3));
+        JCOMPARE(ranked["result"]["scale_law"]["fitted"], true);
+
+        const Answer jobs = get(server.port(), QStringLiteral("/v1/jobs"));
+        QCOMPARE(jobs.status, 200);
+        QCOMPARE(jobs.body["jobs"].size(), std::size_t(5));
+    }
+
+    void staysInsideTheRoot() {
+        Server server(m_root);
+        QVERIFY(server.port() != 0);
+        const quint16 port = server.port();
+        for (const char* attempt :
+             {"/v1/inspect?path=../root/models/a.gguf", "/v1/inspect?path=models/../../root/models/a.gguf",
+              "/v1/inspect?path=%2e%2e%2froot%2fmodels%2fa.gguf", "/v1/inspect?path=%2Fetc%2Fpasswd",
+              "/v1/inspect?path=/etc/passwd", "/v1/inspect?path=link.gguf",
+              "/v1/inspect?path=outside/secret.gguf", "/v1/validate?path=outside%2Fsecret.gguf"}) {
+            const Answer a = get(port, QString::fromLatin1(attempt));
+            QVERIFY2(a.status == 403, attempt);
+            QVERIFY2(a.body["error"]["message"].is_string(), attempt);
+        }
+        // The same root by its absolute path is fine.
+        QCOMPARE(
+            get(port, QStringLiteral("/v1/inspect?path=") + inRoot(QStringLiteral("models/a.gguf"))).status,
+            200);
+        QCOMPARE(get(port, QStringLiteral("/v1/inspect?path=models/none.gguf")).status, 404);
+        QCOMPARE(get(port, QStringLiteral("/v1/inspect?path=models/fleet/broken.gguf")).status, 422);
+        QCOMPARE(get(port, QStringLiteral("/v1/inspect")).status, 400);
+        // Outputs: never through a link out, never into a missing folder, never over a file.
+        QCOMPARE(post(port, QStringLiteral("/v1/extract"),
+                      {{"path", "models/a.gguf"}, {"output", "outside/stolen"}})
+                     .status,
+                 403);
+        QCOMPARE(
+            post(port, QStringLiteral("/v1/extract"), {{"path", "models/a.gguf"}, {"output", "/tmp/stolen"}})
+                .status,
+            403);
+        QCOMPARE(
+            post(port, QStringLiteral("/v1/extract"), {{"path", "models/a.gguf"}, {"output", "nowhere/dir"}})
+                .status,
+            404);
+        QCOMPARE(post(port, QStringLiteral("/v1/extract"),
+                      {{"path", "models/a.gguf"}, {"output", "models/b.gguf"}})
+                     .status,
+                 409);
+        QVERIFY(!QFile::exists(m_outside.filePath(QStringLiteral("stolen"))));
+        // A plan whose donor lies outside is refused before anything opens.
+        const nlohmann::json plan = {
+            {"format", "organ-graft-plan"},
+            {"version", 1},
+            {"base", "models/a.gguf"},
+            {"donors", {{"other", "outside/secret.gguf"}}},
+            {"operations", {{{"op", "replace"}, {"donor", "other"}, {"layers", "1-2"}}}}};
+        QCOMPARE(post(port, QStringLiteral("/v1/plan/check"), {{"plan", plan}}).status, 403);
+        // A fleet does not measure a linked model outside.
+        const Answer fleet = post(port, QStringLiteral("/v1/fleet"), {{"paths", {"link.gguf"}}});
+        QCOMPARE(fleet.status, 403);
+    }
+
+    void refusesMalformedAndOversizedRequests() {
+        Server server(m_root, {QStringLiteral("--max-body"), QStringLiteral("4096")});
+        QVERIFY(server.port() != 0);
+        const quint16 port = server.port();
+        auto body = [&](const QByteArray& bytes) {
+            return request(port, "POST", QStringLiteral("/v1/measure"), bytes);
+        };
+        QCOMPARE(body("{not json").status, 400);
+        QCOMPARE(body("[1, 2]").status, 400);
+        QCOMPARE(body("").status, 400);
+        QCOMPARE(body(R"({"path": "models/a.gguf", "extra": 1})").status, 400);
+        QCOMPARE(body(R"({"path": 5})").status, 400);
+        QCOMPARE(body(R"({"path": "models/a.gguf", "sample": -3})").status, 400);
+        QCOMPARE(body(QByteArray(70, '[') + QByteArray(70, ']')).status, 400);
+        const Answer big = body("{\"path\": \"" + QByteArray(5000, 'a') + "\"}");
+        QCOMPARE(big.status, 413);
+        QVERIFY(big.body["error"]["message"].get<std::string>().find("4096") != std::string::npos);
+        // Declared but not sent, chunked, and a header flood: answered before any body is read.
+        QCOMPARE(
+            rawStatus(port, "POST /v1/measure HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n{"),
+            413);
+        QCOMPARE(
+            rawStatus(port,
+                      "POST /v1/measure HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello"),
+            411);
+        QCOMPARE(
+            rawStatus(port, "GET /v1/health HTTP/1.1\r\nX-Flood: " + QByteArray(20000, 'x') + "\r\n\r\n"),
+            431);
+        // Two requests on one connection, then an oversized one: the guard follows the stream
+        // across requests (a body that merely looks like headers is not taken for them).
+        QTcpSocket socket;
+        socket.connectToHost(QStringLiteral("127.0.0.1"), port);
+        QVERIFY(socket.waitForConnected(5000));
+        const QByteArray tricky = "{\"path\": \"x\r\nContent-Length: 999999\r\n\r\n\"}";
+        QByteArray answers;
+        const QByteArray post =
+            "POST /v1/measure HTTP/1.1\r\nHost: x\r\nContent-Length: " + QByteArray::number(tricky.size()) +
+            "\r\n\r\n" + tricky;
+        for (const QByteArray& one : {QByteArray("GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"), post}) {
+            socket.write(one);
+            const qsizetype before = answers.count("HTTP/1.1 ");
+            for (int i = 0; i < 100 && answers.count("HTTP/1.1 ") == before; ++i) {
+                socket.waitForReadyRead(100);
+                answers += socket.readAll();
+            }
+        }
+        QVERIFY2(answers.startsWith("HTTP/1.1 200") && answers.contains("HTTP/1.1 400"), answers.constData());
+        socket.write("POST /v1/measure HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n");
+        answers.clear();
+        for (int i = 0; i < 100 && !answers.contains("\r\n\r\n"); ++i) {
+            socket.waitForReadyRead(100);
+            answers += socket.readAll();
+        }
+        QVERIFY2(answers.startsWith("HTTP/1.1 413"), answers.constData());
+        // Unknown endpoints and methods.
+        QCOMPARE(get(port, QStringLiteral("/v1/nothing")).status, 404);
+        QCOMPARE(get(port, QStringLiteral("/v1/measure")).status, 405);
+        QCOMPARE(request(port, "DELETE", QStringLiteral("/v1/health")).status, 405);
+        QCOMPARE(get(port, QStringLiteral("/v1/jobs/424242")).status, 404);
+        QCOMPARE(get(port, QStringLiteral("/v1/jobs/x%00y")).status, 404);
+        // And the server is still there.
+        QCOMPARE(get(port, QStringLiteral("/v1/health")).status, 200);
+    }
+
+    void capsAndCancelsJobs() {
+        // A model large enough that measuring every value takes a while.
+        SpecimenShape shape;
+        shape.blocks = 8;
+        shape.embedding = 384;
+        shape.feedForward = 1024;
+        shape.vocabulary = 2048;
+        QVERIFY(writeSpecimen(inRoot(QStringLiteral("models/big.gguf")).toStdString(), 9, shape).isOk());
+        Server server(m_root, {QStringLiteral("--max-jobs"), QStringLiteral("1")});
+        QVERIFY(server.port() != 0);
+        const quint16 port = server.port();
+        const Answer first =
+            post(port, QStringLiteral("/v1/measure"), {{"path", "models/big.gguf"}, {"sample", "all"}});
+        QCOMPARE(first.status, 202);
+        const Answer second = post(port, QStringLiteral("/v1/measure"), {{"path", "models/a.gguf"}});
+        QCOMPARE(second.status, 429);
+        const QString href = QString::fromStdString(first.body["href"].get<std::string>());
+        const Answer cancel = request(port, "DELETE", href);
+        QCOMPARE(cancel.status, 202);
+        const nlohmann::json ended = waitForJob(port, first.body);
+        JCOMPARE(ended["state"], "cancelled");
+        QCOMPARE(request(port, "DELETE", href).status, 409);
+        // The slot is free again; two clients at once are both answered.
+        const Answer third = post(port, QStringLiteral("/v1/measure"), {{"path", "models/a.gguf"}});
+        QCOMPARE(third.status, 202);
+        const nlohmann::json measured = waitForJob(port, third.body);
+        JCOMPARE(measured["state"], "done");
+        QFile::remove(inRoot(QStringLiteral("models/big.gguf")));
+    }
+
+    void needsItsToken() {
+        const QByteArray token = "a-token-of-24-characters";
+        Server server(m_root, {QStringLiteral("--token"), QString::fromLatin1(token)});
+        QVERIFY(server.port() != 0);
+        const Answer none = get(server.port(), QStringLiteral("/v1/health"));
+        QCOMPARE(none.status, 401);
+        QCOMPARE(none.authenticate, QByteArray("Bearer"));
+        QCOMPARE(get(server.port(), QStringLiteral("/v1/health"), "a-token-of-24-characterz").status, 401);
+        QCOMPARE(get(server.port(), QStringLiteral("/v1/health"), "a-token").status, 401);
+        QCOMPARE(get(server.port(), QStringLiteral("/v1/health"), token).status, 200);
+        QCOMPARE(rawStatus(server.port(), "GET /v1/health HTTP/1.1\r\nAuthorization: Basic eDp5\r\n\r\n"),
+                 401);
+
+        // Any address but loopback needs a token, and a token has at least 16 characters.
+        for (const QStringList& args : {QStringList{QStringLiteral("--listen"), QStringLiteral("0.0.0.0:0")},
+                                        QStringList{QStringLiteral("--token"), QStringLiteral("short")},
+                                        QStringList{QStringLiteral("--listen"), QStringLiteral("nohost")},
+                                        QStringList{QStringLiteral("--root")}}) {
+            QProcess process;
+            process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                          QStringList{QStringLiteral("serve")} + args);
+            QVERIFY(process.waitForFinished(10000));
+            QCOMPARE(process.exitCode(), 2);
+        }
+        QProcess process;
+        process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                      {QStringLiteral("serve"), QStringLiteral("--root"),
+                       m_dir.filePath(QStringLiteral("absent")), QStringLiteral("--listen"),
+                       QStringLiteral("127.0.0.1:0")});
+        QVERIFY(process.waitForFinished(10000));
+        QCOMPARE(process.exitCode(), 1);
+        QVERIFY(process.readAllStandardError().contains("not a folder"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestApi)
+#include "tst_api.moc"
