@@ -7,6 +7,8 @@ packages=(
     build-essential cmake ninja-build ccache pkg-config
     qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqcustomplot-dev libgl-dev
     libeigen3-dev nlohmann-json3-dev
+    qt6-httpserver-dev qt6-websockets-dev
+    parallel shellcheck
     xvfb xauth
     python3 python3-jsonschema
 )
