@@ -102,6 +102,26 @@ void MeasureAndAssembleWorker::extract(quint64 generation, std::shared_ptr<const
     }
 }
 
+void MeasureAndAssembleWorker::fleet(quint64 generation, std::shared_ptr<const FleetJob> job) {
+    const MeasurementCache cache;
+    FleetOptions options;
+    options.params = job->params;
+    options.cache = &cache;
+    auto report = std::make_shared<FleetReport>();
+    const JobResult done = measureFleet(
+        findFleetModels(job->paths), options, *report,
+        [&](const Progress& p) {
+            emit fleetProgress(generation, p.done, p.total,
+                               QString::fromUtf8(p.stage.data(), qsizetype(p.stage.size())));
+        },
+        job->stop.get());
+    if (done.status == JobResult::Status::Cancelled) {
+        emit fleetCancelled(generation);
+    } else {
+        emit fleetReady(generation, std::move(report));
+    }
+}
+
 void MeasureAndAssembleWorker::purifyPreview(quint64 generation,
                                              std::shared_ptr<const PurifyPreviewJob> job) {
     for (const PurifyPreviewJob::Tensor& t : job->tensors) {
@@ -148,6 +168,7 @@ void VitalsWorker::take(quint64 generation, std::shared_ptr<const VitalsJob> job
 
 EngineThread::EngineThread(QObject* parent) : QObject(parent) {
     qRegisterMetaType<std::shared_ptr<const organ::VitalsReport>>();
+    qRegisterMetaType<std::shared_ptr<const organ::FleetReport>>();
     qRegisterMetaType<std::shared_ptr<const std::vector<organ::app::PurifyPreviewResult>>>();
     qRegisterMetaType<std::shared_ptr<const organ::TensorPortrait>>();
     qRegisterMetaType<organ::ZResult>();
@@ -177,6 +198,7 @@ EngineThread::~EngineThread() {
     cancelAssembly();
     cancelVitals();
     cancelExtraction();
+    cancelFleet();
     for (QThread* thread : {&m_thread, &m_portraitThread}) {
         thread->quit();
         thread->wait();
@@ -246,6 +268,21 @@ quint64 EngineThread::extract(std::shared_ptr<const ExtractionJob> job) {
         m_worker, [worker = m_worker, generation, job = std::move(job)] { worker->extract(generation, job); },
         Qt::QueuedConnection);
     return generation;
+}
+
+quint64 EngineThread::fleet(std::shared_ptr<const FleetJob> job) {
+    const quint64 generation = m_nextGeneration++;
+    m_fleetStop = job->stop;
+    QMetaObject::invokeMethod(
+        m_worker, [worker = m_worker, generation, job = std::move(job)] { worker->fleet(generation, job); },
+        Qt::QueuedConnection);
+    return generation;
+}
+
+void EngineThread::cancelFleet() {
+    if (m_fleetStop) {
+        m_fleetStop->requestStop();
+    }
 }
 
 void EngineThread::cancelExtraction() {

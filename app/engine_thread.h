@@ -1,6 +1,7 @@
 #pragma once
 
 #include "anatomy/anatomy_tree.h"
+#include "fleet/fleet.h"
 #include "graft/assembly.h"
 #include "measure/model_measure.h"
 #include "measure/tensor_portrait.h"
@@ -19,6 +20,7 @@ Q_DECLARE_METATYPE(organ::ZResult)
 Q_DECLARE_METATYPE(std::shared_ptr<const organ::ModelMeasurement>)
 Q_DECLARE_METATYPE(std::shared_ptr<const organ::TensorPortrait>)
 Q_DECLARE_METATYPE(std::shared_ptr<const organ::VitalsReport>)
+Q_DECLARE_METATYPE(std::shared_ptr<const organ::FleetReport>)
 
 namespace organ::app {
 
@@ -27,6 +29,13 @@ struct ExtractionJob {
     std::shared_ptr<const ModelSnapshot> snapshot;
     std::string directory;
     std::optional<nlohmann::json> measurement;
+    std::shared_ptr<StopToken> stop = std::make_shared<StopToken>();
+};
+
+// The models in files and folders to find, measure (through the measurement cache) and rank.
+struct FleetJob {
+    std::vector<std::string> paths;
+    ZParams params;
     std::shared_ptr<StopToken> stop = std::make_shared<StopToken>();
 };
 
@@ -79,6 +88,7 @@ public:
     void assemble(quint64 generation, std::shared_ptr<const organ::app::AssemblyJob> job);
     void extract(quint64 generation, std::shared_ptr<const organ::app::ExtractionJob> job);
     void purifyPreview(quint64 generation, std::shared_ptr<const organ::app::PurifyPreviewJob> job);
+    void fleet(quint64 generation, std::shared_ptr<const organ::app::FleetJob> job);
 
 signals:
     void started(quint64 generation);
@@ -96,6 +106,9 @@ signals:
     void extracted(quint64 generation, QString directory);
     void extractionFailed(quint64 generation, QString message);
     void extractionCancelled(quint64 generation);
+    void fleetProgress(quint64 generation, quint64 done, quint64 total, QString stage);
+    void fleetReady(quint64 generation, std::shared_ptr<const organ::FleetReport> report);
+    void fleetCancelled(quint64 generation);
     // Results as each tensor is purified, so that a large selection fills the preview progressively.
     void purifyPreviewReady(quint64 generation,
                             std::shared_ptr<const std::vector<organ::app::PurifyPreviewResult>> results);
@@ -154,6 +167,9 @@ public:
     // Queues an extraction into an organ directory; cancelExtraction() stops it (nothing is left).
     quint64 extract(std::shared_ptr<const ExtractionJob> job);
     void cancelExtraction();
+    // Queues a fleet: found, measured and ranked; cancelFleet() stops it.
+    quint64 fleet(std::shared_ptr<const FleetJob> job);
+    void cancelFleet();
     // Queues the θ after purification of tensors the plan purifies.
     quint64 purifyPreview(std::shared_ptr<const PurifyPreviewJob> job);
 
@@ -174,6 +190,7 @@ private:
     int m_running = 0;
     std::shared_ptr<StopToken> m_assemblyStop;
     std::shared_ptr<StopToken> m_extractionStop;
+    std::shared_ptr<StopToken> m_fleetStop;
 };
 
 } // namespace organ::app

@@ -4,6 +4,7 @@
 #include "display_names.h"
 #include "engine_thread.h"
 
+#include "fleet_controller.h"
 #include "graft_document.h"
 #include "help_dialogs.h"
 #include "job_status.h"
@@ -77,6 +78,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         {[this](const QStringList& paths, Side side) { return openFiles(paths, side); },
          [this](const QString& title, const QString& message) { showError(title, message); },
          [this] { return focusedPane()->currentView(); }});
+    m_fleet = new FleetController(
+        this, m_engine,
+        {[this](const QStringList& paths, Side side) { return openFiles(paths, side); },
+         [this](const QString& title, const QString& message) { showError(title, message); }});
     buildMenus();
     m_jobStatus = new widgets::JobStatus(this);
     connect(m_jobStatus, &widgets::JobStatus::cancelRequested, m_engine, &EngineThread::cancel);
@@ -109,6 +114,7 @@ void MainWindow::buildMenus() {
     rebuildRecentMenus();
     file->addSeparator();
     m_organs->populateMenu(file);
+    m_fleet->populateMenu(file);
     file->addSeparator();
     file->addAction(tr("S&wap recipient and donor"), this, &MainWindow::swapPanes)
         ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X));

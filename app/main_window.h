@@ -22,6 +22,7 @@ class EngineThread;
 class SurgeryController;
 class VitalsController;
 class OrgansController;
+class FleetController;
 
 // The workbench window: wiring only. Each open model is a tab holding a ModelView.
 class MainWindow : public QMainWindow {
@@ -52,6 +53,7 @@ public:
     SurgeryController* surgery() const { return m_surgery; }
     VitalsController* vitals() const { return m_vitals; }
     OrgansController* organs() const { return m_organs; }
+    FleetController* fleet() const { return m_fleet; }
 
 public slots:
     void openDialog(Side side = Side::Recipient);
@@ -95,6 +97,7 @@ private:
     SurgeryController* m_surgery = nullptr;
     VitalsController* m_vitals = nullptr;
     OrgansController* m_organs = nullptr;
+    FleetController* m_fleet = nullptr;
 };
 
 } // namespace organ::app

@@ -1,0 +1,177 @@
+#include "fleet_table_model.h"
+
+#include "display_names.h"
+#include "support/text_format.h"
+
+#include <QBrush>
+#include <QFileInfo>
+#include <QPalette>
+
+namespace organ::model {
+namespace {
+
+std::optional<double> systemTheta(const FleetRow& row, System system) {
+    for (const FleetSystem& s : row.systems) {
+        if (s.system == systemName(system)) {
+            return s.thetaMean;
+        }
+    }
+    return std::nullopt;
+}
+
+QString thetaText(const std::optional<double>& theta) {
+    return theta ? QString::number(*theta, 'f', 2) + QStringLiteral("°") : QString();
+}
+
+QString dtypeText(const FleetRow& row) {
+    QStringList parts;
+    for (const auto& [type, parameters] : row.dtypes) {
+        const double share = row.parameters != 0 ? 100.0 * double(parameters) / double(row.parameters) : 0;
+        parts << QStringLiteral("%1 %2%")
+                     .arg(QString::fromStdString(type))
+                     .arg(share, 0, 'f', share < 10 ? 1 : 0);
+    }
+    return parts.join(QLatin1Char(' '));
+}
+
+} // namespace
+
+FleetTableModel::FleetTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void FleetTableModel::setReport(std::shared_ptr<const FleetReport> report) {
+    beginResetModel();
+    m_report = std::move(report);
+    m_rank.assign(m_report ? m_report->rows.size() : 0, 0);
+    if (m_report) {
+        int rank = 0;
+        for (std::size_t i : m_report->ranking()) {
+            m_rank[i] = ++rank;
+        }
+    }
+    endResetModel();
+}
+
+int FleetTableModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() || !m_report ? 0 : static_cast<int>(m_report->rows.size());
+}
+
+int FleetTableModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant FleetTableModel::data(const QModelIndex& index, int role) const {
+    if (!m_report || !index.isValid()) {
+        return {};
+    }
+    const FleetRow& row = fleetRow(index.row());
+    const int rank = m_rank[static_cast<std::size_t>(index.row())];
+    auto optional = [](const std::optional<double>& v) { return v ? QVariant(*v) : QVariant(); };
+    if (role == kPathRole) {
+        return QString::fromStdString(row.path);
+    }
+    if (role == Qt::ToolTipRole) {
+        return row.ok() ? displayText(row.path) : displayText(row.error);
+    }
+    if (role == Qt::ForegroundRole && !row.ok()) {
+        return QBrush(QColor(0xc6, 0x28, 0x28));
+    }
+    if (role == Qt::TextAlignmentRole) {
+        const bool text = index.column() == Name || index.column() == File ||
+                          index.column() == Architecture || index.column() == Dtypes ||
+                          index.column() == Error;
+        return QVariant::fromValue(text ? Qt::AlignLeft | Qt::AlignVCenter
+                                        : Qt::AlignRight | Qt::AlignVCenter);
+    }
+    if (role != Qt::DisplayRole && role != kSortRole) {
+        return {};
+    }
+    const bool sort = role == kSortRole;
+    switch (index.column()) {
+    case Rank:
+        return rank != 0 ? QVariant(rank) : (sort ? QVariant(1e9) : QVariant());
+    case Name:
+        return displayText(row.name);
+    case File:
+        return QFileInfo(QString::fromStdString(row.path)).fileName();
+    case Architecture:
+        return displayText(row.architecture);
+    case Parameters:
+        if (!row.ok()) {
+            return {};
+        }
+        return sort ? QVariant(qulonglong(row.parameters))
+                    : QVariant(QString::fromStdString(humanCount(row.parameters)));
+    case Size:
+        if (!row.ok()) {
+            return {};
+        }
+        return sort ? QVariant(qulonglong(row.fileSize))
+                    : QVariant(QString::fromStdString(humanBytes(row.fileSize)));
+    case BitsPerWeight:
+        if (!row.ok()) {
+            return {};
+        }
+        return sort ? QVariant(row.bitsPerWeight) : QVariant(QString::number(row.bitsPerWeight, 'f', 2));
+    case Theta:
+        return sort ? optional(row.thetaMean) : QVariant(thetaText(row.thetaMean));
+    case Signal:
+        return sort ? optional(row.signalMean)
+                    : QVariant(row.signalMean ? QString::number(*row.signalMean, 'f', 3) : QString());
+    case EmbedTheta:
+    case SkeletonTheta:
+    case OrganTheta:
+    case NormTheta: {
+        static constexpr System systems[] = {System::Embed, System::Skeleton, System::Organ, System::Norm};
+        const auto theta = systemTheta(row, systems[index.column() - EmbedTheta]);
+        return sort ? optional(theta) : QVariant(thetaText(theta));
+    }
+    case Dtypes:
+        return dtypeText(row);
+    case Error:
+        return displayText(row.error);
+    default:
+        return {};
+    }
+}
+
+QVariant FleetTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) {
+        return QAbstractTableModel::headerData(section, orientation, role);
+    }
+    switch (section) {
+    case Rank:
+        return tr("#");
+    case Name:
+        return tr("Model");
+    case File:
+        return tr("File");
+    case Architecture:
+        return tr("Architecture");
+    case Parameters:
+        return tr("Parameters");
+    case Size:
+        return tr("Size");
+    case BitsPerWeight:
+        return tr("Bits/weight");
+    case Theta:
+        return tr("θ mean");
+    case Signal:
+        return tr("Signal");
+    case EmbedTheta:
+        return tr("Embed θ");
+    case SkeletonTheta:
+        return tr("Skeleton θ");
+    case OrganTheta:
+        return tr("Organ θ");
+    case NormTheta:
+        return tr("Norm θ");
+    case Dtypes:
+        return tr("Dtypes");
+    case Error:
+        return tr("Error");
+    default:
+        return {};
+    }
+}
+
+} // namespace organ::model
