@@ -188,6 +188,108 @@ GgufWriteSpec seventyBLayout(std::uint64_t scale) {
 }
 
 // Header written for real, the data left as a hole by ftruncate.
+GgufWriteSpec kimiK2Layout() {
+    const std::uint64_t e = 7168;
+    const std::uint64_t vocab = 163840;
+    const std::uint64_t experts = 384;
+    const std::uint64_t expertFf = 2048;
+    const std::uint64_t denseFf = 18432;
+    const std::uint64_t heads = 64;
+    GgufWriteSpec spec;
+    spec.set("general.architecture", MetaValue::fromString("deepseek2"));
+    spec.set("general.name", MetaValue::fromString("bench-kimi-k2-layout"));
+    spec.set("general.file_type", MetaValue::fromU32(15));
+    spec.set("general.quantization_version", MetaValue::fromU32(2));
+    spec.set("deepseek2.block_count", MetaValue::fromU32(61));
+    spec.set("deepseek2.context_length", MetaValue::fromU32(131072));
+    spec.set("deepseek2.embedding_length", MetaValue::fromU32(static_cast<std::uint32_t>(e)));
+    spec.set("deepseek2.feed_forward_length", MetaValue::fromU32(static_cast<std::uint32_t>(denseFf)));
+    spec.set("deepseek2.expert_feed_forward_length",
+             MetaValue::fromU32(static_cast<std::uint32_t>(expertFf)));
+    spec.set("deepseek2.expert_count", MetaValue::fromU32(static_cast<std::uint32_t>(experts)));
+    spec.set("deepseek2.expert_used_count", MetaValue::fromU32(8));
+    spec.set("deepseek2.expert_shared_count", MetaValue::fromU32(1));
+    spec.set("deepseek2.leading_dense_block_count", MetaValue::fromU32(1));
+    spec.set("deepseek2.attention.head_count", MetaValue::fromU32(static_cast<std::uint32_t>(heads)));
+    spec.set("deepseek2.attention.head_count_kv", MetaValue::fromU32(static_cast<std::uint32_t>(heads)));
+    spec.set("deepseek2.attention.q_lora_rank", MetaValue::fromU32(1536));
+    spec.set("deepseek2.attention.kv_lora_rank", MetaValue::fromU32(512));
+    spec.set("deepseek2.attention.key_length", MetaValue::fromU32(192));
+    spec.set("deepseek2.attention.value_length", MetaValue::fromU32(128));
+    spec.set("deepseek2.rope.dimension_count", MetaValue::fromU32(64));
+    spec.set("deepseek2.rope.freq_base", MetaValue::fromF32(50000.0f));
+    spec.set("deepseek2.attention.layer_norm_rms_epsilon", MetaValue::fromF32(1e-6f));
+    spec.set("tokenizer.ggml.model", MetaValue::fromString("gpt2"));
+    spec.set("tokenizer.ggml.pre", MetaValue::fromString("kimi-k2"));
+    std::vector<std::string> tokens(vocab);
+    for (std::size_t i = 0; i < vocab; ++i) {
+        tokens[i] = token(i);
+    }
+    std::vector<std::string> merges(163328);
+    for (std::size_t i = 0; i < merges.size(); ++i) {
+        merges[i] = token(i % 5000) + " " + token(i / 5000);
+    }
+    spec.set("tokenizer.ggml.tokens", MetaValue::fromStrings(tokens));
+    spec.set("tokenizer.ggml.token_type", MetaValue::fromI32s(std::vector<std::int32_t>(vocab, 1)));
+    spec.set("tokenizer.ggml.merges", MetaValue::fromStrings(merges));
+    auto tensor = [&](std::string name, TensorType type, std::vector<std::uint64_t> dims) {
+        TensorToWrite t;
+        t.name = std::move(name);
+        t.type = type;
+        t.nDims = static_cast<std::uint32_t>(dims.size());
+        std::copy(dims.begin(), dims.end(), t.ne.begin());
+        t.source.generate = [](std::uint64_t, std::span<std::byte>) {}; // never called: data stays a hole
+        spec.tensors.push_back(std::move(t));
+    };
+    tensor("token_embd.weight", TensorType::Q4_K, {e, vocab});
+    for (int b = 0; b < 61; ++b) {
+        const std::string blk = "blk." + std::to_string(b) + ".";
+        tensor(blk + "attn_norm.weight", TensorType::F32, {e});
+        tensor(blk + "attn_q_a_norm.weight", TensorType::F32, {1536});
+        tensor(blk + "attn_kv_a_norm.weight", TensorType::F32, {512});
+        tensor(blk + "attn_q_a.weight", TensorType::Q4_K, {e, 1536});
+        tensor(blk + "attn_q_b.weight", TensorType::Q4_K, {1536, heads * 192});
+        tensor(blk + "attn_kv_a_mqa.weight", TensorType::Q6_K, {e, 576});
+        tensor(blk + "attn_kv_b.weight", TensorType::Q6_K, {512, heads * 256});
+        tensor(blk + "attn_output.weight", TensorType::Q4_K, {heads * 128, e});
+        tensor(blk + "ffn_norm.weight", TensorType::F32, {e});
+        if (b == 0) {
+            tensor(blk + "ffn_gate.weight", TensorType::Q4_K, {e, denseFf});
+            tensor(blk + "ffn_up.weight", TensorType::Q4_K, {e, denseFf});
+            tensor(blk + "ffn_down.weight", TensorType::Q6_K, {denseFf, e});
+            continue;
+        }
+        tensor(blk + "ffn_gate_inp.weight", TensorType::F32, {e, experts});
+        tensor(blk + "exp_probs_b.bias", TensorType::F32, {experts});
+        tensor(blk + "ffn_gate_exps.weight", TensorType::Q4_K, {e, expertFf, experts});
+        tensor(blk + "ffn_up_exps.weight", TensorType::Q4_K, {e, expertFf, experts});
+        tensor(blk + "ffn_down_exps.weight", TensorType::Q4_K, {expertFf, e, experts});
+        tensor(blk + "ffn_gate_shexp.weight", TensorType::Q4_K, {e, expertFf});
+        tensor(blk + "ffn_up_shexp.weight", TensorType::Q4_K, {e, expertFf});
+        tensor(blk + "ffn_down_shexp.weight", TensorType::Q6_K, {expertFf, e});
+    }
+    tensor("output_norm.weight", TensorType::F32, {e});
+    tensor("output.weight", TensorType::Q6_K, {e, vocab});
+    return spec;
+}
+
+std::vector<GgufWriteSpec> splitSpec(const GgufWriteSpec& spec, unsigned parts) {
+    std::vector<GgufWriteSpec> out(parts);
+    const std::size_t count = spec.tensors.size();
+    for (unsigned part = 0; part < parts; ++part) {
+        if (part == 0) {
+            out[part].metadata = spec.metadata;
+        }
+        out[part].set("split.no", MetaValue::fromU16(static_cast<std::uint16_t>(part)));
+        out[part].set("split.count", MetaValue::fromU16(static_cast<std::uint16_t>(parts)));
+        out[part].set("split.tensors.count", MetaValue::fromI32(static_cast<std::int32_t>(count)));
+        for (std::size_t i = count * part / parts; i < count * (part + 1) / parts; ++i) {
+            out[part].tensors.push_back(spec.tensors[i]);
+        }
+    }
+    return out;
+}
+
 std::uint64_t writeSparse(const std::string& path, const GgufWriteSpec& spec) {
     const GgufLayout layout = layoutGguf(spec, path);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace organ::bench {
 
@@ -22,6 +23,15 @@ private:
 // 80 blocks, 723 tensors in Q4_K/Q6_K, 128 256 tokens with merges; `scale` widens the
 // embedding (1: the real 70B layout, about 45 GB).
 GgufWriteSpec seventyBLayout(std::uint64_t scale);
+
+// The layout of Kimi K2 (deepseek2: 61 blocks, the first dense, then 384 routed experts and one
+// shared; multi-head latent attention; 163 840 tokens), experts in Q4_K: about a trillion
+// parameters.
+GgufWriteSpec kimiK2Layout();
+
+// The spec cut into `parts` as llama.cpp's gguf-split does: metadata in the first part, split.no,
+// split.count and split.tensors.count in each, the tensors spread in order.
+std::vector<GgufWriteSpec> splitSpec(const GgufWriteSpec& spec, unsigned parts);
 
 // Writes the header for real and leaves the tensor data a hole; returns the file size.
 std::uint64_t writeSparse(const std::string& path, const GgufWriteSpec& spec);
