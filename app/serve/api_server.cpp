@@ -21,6 +21,8 @@
 
 namespace organ::api {
 
+extern const char* const kOpenApiText; // docs/openapi.json, compiled in
+
 struct ApiJob {
     std::uint64_t id = 0;
     std::string kind;
@@ -320,6 +322,10 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
     if (path == "/v1/health") {
         only(Method::Get, "GET");
         return {200, {{"ok", true}, {"service", "organ"}, {"api", 1}}, {}};
+    }
+    if (path == "/v1/openapi.json") {
+        only(Method::Get, "GET");
+        return {200, nlohmann::json::parse(kOpenApiText), {}};
     }
     if (path == "/v1/inspect") {
         only(Method::Get, "GET");

@@ -266,6 +266,25 @@ private slots:
         QCOMPARE(ranked["result"]["ranking"].size(), std::size_t(3));
         JCOMPARE(ranked["result"]["scale_law"]["fitted"], true);
 
+        // The description it serves is docs/openapi.json, and every path in it is routed.
+        const Answer description = get(server.port(), QStringLiteral("/v1/openapi.json"));
+        QCOMPARE(description.status, 200);
+        QVERIFY(description.body == parsed(readAll(QStringLiteral(ORGAN_SOURCE_DIR "/docs/openapi.json"))));
+        for (const auto& [route, operations] : description.body["paths"].items()) {
+            QString target = QString::fromStdString(route);
+            target.replace(QStringLiteral("{id}"), QStringLiteral("1"));
+            for (const auto& [method, operation] : operations.items()) {
+                if (method == "parameters") {
+                    continue;
+                }
+                const QByteArray verb = QByteArray::fromStdString(method).toUpper();
+                const Answer a = request(server.port(), verb, target, verb == "POST" ? QByteArray("{}") : QByteArray());
+                const std::string message = a.body.value("error", nlohmann::json::object()).value("message", "");
+                QVERIFY2(message.find("no endpoint") == std::string::npos && a.status != 405,
+                         qPrintable(target + QLatin1Char(' ') + QString::fromLatin1(verb)));
+            }
+        }
+
         const Answer jobs = get(server.port(), QStringLiteral("/v1/jobs"));
         QCOMPARE(jobs.status, 200);
         QCOMPARE(jobs.body["jobs"].size(), std::size_t(5));
