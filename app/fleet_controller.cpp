@@ -2,6 +2,7 @@
 
 #include "engine_thread.h"
 #include "fleet_view.h"
+#include "job_progress.h"
 
 #include <QDir>
 #include <QFileDialog>
@@ -92,14 +93,8 @@ bool FleetController::startFleet(const QStringList& paths, QString* error) {
     }
     m_title = paths.size() == 1 ? QDir::toNativeSeparators(QFileInfo(paths.front()).absoluteFilePath())
                                 : tr("%1 folders").arg(paths.size());
-    m_dialog = new QProgressDialog(tr("Finding the models…"), tr("Cancel"), 0, 1000, m_window);
-    m_dialog->setObjectName(QStringLiteral("fleetProgress"));
-    m_dialog->setWindowTitle(tr("Fleet of %1").arg(m_title));
-    m_dialog->setWindowModality(Qt::NonModal);
-    m_dialog->setMinimumDuration(0);
-    m_dialog->setAutoClose(false);
-    m_dialog->setAutoReset(false);
-    m_dialog->setMinimumWidth(460);
+    m_dialog = jobProgressDialog(m_window, tr("Finding the models…"), tr("Fleet of %1").arg(m_title),
+                                 QStringLiteral("fleetProgress"), 460);
     connect(m_dialog, &QProgressDialog::canceled, m_engine, &EngineThread::cancelFleet);
     m_dialog->show();
     m_fleet = m_engine->fleet(std::move(job));

@@ -2,6 +2,7 @@
 
 #include "display_names.h"
 #include "engine_thread.h"
+#include "job_progress.h"
 #include "measure/measure_report.h"
 #include "model_view.h"
 #include "open_offer.h"
@@ -111,15 +112,8 @@ bool OrgansController::startExtraction(const QString& directory, QString* error)
         job->measurement =
             measurementToJson(MeasuredModel{job->snapshot->model, job->snapshot->anatomy, *measured, {}});
     }
-    m_dialog = new QProgressDialog(tr("Extracting %1…").arg(QFileInfo(directory).fileName()), tr("Cancel"), 0,
-                                   1000, m_window);
-    m_dialog->setObjectName(QStringLiteral("extractionProgress"));
-    m_dialog->setWindowTitle(tr("Extract to organ directory"));
-    m_dialog->setWindowModality(Qt::NonModal);
-    m_dialog->setMinimumDuration(0);
-    m_dialog->setAutoClose(false);
-    m_dialog->setAutoReset(false);
-    m_dialog->setMinimumWidth(420);
+    m_dialog = jobProgressDialog(m_window, tr("Extracting %1…").arg(QFileInfo(directory).fileName()),
+                                 tr("Extract to organ directory"), QStringLiteral("extractionProgress"), 420);
     connect(m_dialog, &QProgressDialog::canceled, m_engine, &EngineThread::cancelExtraction);
     m_dialog->show();
     m_extraction = m_engine->extract(std::move(job));

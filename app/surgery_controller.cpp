@@ -6,6 +6,7 @@
 #include "graft/purify_model.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
+#include "job_progress.h"
 #include "model_view.h"
 #include "open_offer.h"
 #include "plan_autosave.h"
@@ -570,15 +571,8 @@ bool SurgeryController::startAssembly(const QString& output, QString* error) {
         end += info->elements / traits.blockSize * traits.bytesPerBlock;
         m_assemblyEnds.push_back(end);
     }
-    m_assemblyDialog = new QProgressDialog(tr("Assembling %1…").arg(QFileInfo(output).fileName()),
-                                           tr("Cancel"), 0, 1000, m_window);
-    m_assemblyDialog->setObjectName(QStringLiteral("assemblyProgress"));
-    m_assemblyDialog->setWindowTitle(tr("Assemble chimera"));
-    m_assemblyDialog->setWindowModality(Qt::NonModal); // the window stays usable
-    m_assemblyDialog->setMinimumDuration(0);
-    m_assemblyDialog->setAutoClose(false);
-    m_assemblyDialog->setAutoReset(false);
-    m_assemblyDialog->setMinimumWidth(480);
+    m_assemblyDialog = jobProgressDialog(m_window, tr("Assembling %1…").arg(QFileInfo(output).fileName()),
+                                         tr("Assemble chimera"), QStringLiteral("assemblyProgress"), 480);
     connect(m_assemblyDialog, &QProgressDialog::canceled, m_engine, &EngineThread::cancelAssembly);
     m_assemblyDialog->show();
     m_assemblyStage.clear();

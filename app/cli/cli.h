@@ -58,8 +58,9 @@ int runServe(const std::vector<std::string>& args);
 // --sample N|all (the Z-measure's default without it). Throws UsageError.
 ZParams sampleFrom(const Arguments& args);
 // The --json, --csv and --markdown targets, checked before any work: never an input, never a
-// device, never two reports into one file. Throws UsageError (two into one) or the engine's error.
-std::vector<std::string> reportTargets(const Arguments& parsed, const std::vector<std::string>& inputs);
+// device, never two reports into one file. Throws UsageError (two into one); false when a target
+// is refused, said on stderr after "organ COMMAND: ".
+bool reportTargetsOk(const char* command, const Arguments& parsed, const std::vector<std::string>& inputs);
 // Through the engine's safe writer: whole or absent, never over an input. False (said on stderr,
 // after "organ COMMAND: ") when it could not be written.
 bool writeReport(const char* command, const std::string& path, const std::string& text,

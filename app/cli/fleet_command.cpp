@@ -62,12 +62,7 @@ int runFleet(const std::vector<std::string>& args) {
         throw UsageError{parsed.flag("--merge") ? "fleet --merge needs at least one fleet report"
                                                 : "fleet needs at least one file or folder"};
     }
-    try {
-        reportTargets(parsed, parsed.positional());
-    } catch (const UsageError&) {
-        throw;
-    } catch (const std::exception& error) {
-        std::cerr << "organ fleet: " << escapeText(error.what()) << "\n";
+    if (!reportTargetsOk("fleet", parsed, parsed.positional())) {
         return kExitInvalid;
     }
     if (parsed.flag("--merge")) {

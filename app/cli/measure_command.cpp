@@ -45,7 +45,7 @@ bool writeReport(const char* command, const std::string& path, const std::string
     }
 }
 
-std::vector<std::string> reportTargets(const Arguments& parsed, const std::vector<std::string>& inputs) {
+bool reportTargetsOk(const char* command, const Arguments& parsed, const std::vector<std::string>& inputs) {
     std::vector<std::string> reports;
     for (const char* option : {"--json", "--csv", "--markdown"}) {
         if (const auto target = parsed.option(option)) {
@@ -54,11 +54,16 @@ std::vector<std::string> reportTargets(const Arguments& parsed, const std::vecto
                     throw UsageError{"two reports cannot go to one file: " + escapeText(*target)};
                 }
             }
-            checkOutputTarget(*target, inputs);
+            try {
+                checkOutputTarget(*target, inputs);
+            } catch (const std::exception& error) {
+                std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
+                return false;
+            }
             reports.push_back(*target);
         }
     }
-    return reports;
+    return true;
 }
 
 namespace {
@@ -177,12 +182,7 @@ int runMeasure(const std::vector<std::string>& args) {
         if (parsed.option("--sample") || parsed.option("--threads") || parsed.flag("--no-cache")) {
             throw UsageError{"--merge reads reports: --sample, --threads and --no-cache do not apply"};
         }
-        try {
-            reportTargets(parsed, parsed.positional());
-        } catch (const UsageError&) {
-            throw;
-        } catch (const std::exception& error) {
-            std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
+        if (!reportTargetsOk("measure", parsed, parsed.positional())) {
             return kExitInvalid;
         }
         return mergeShards(parsed);
@@ -203,12 +203,7 @@ int runMeasure(const std::vector<std::string>& args) {
     const MeasurementCache cache;
     // Report targets are checked before anything is measured: never an input, never a
     // device, never two reports into one file.
-    try {
-        reportTargets(parsed, parsed.positional());
-    } catch (const UsageError&) {
-        throw;
-    } catch (const std::exception& error) {
-        std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
+    if (!reportTargetsOk("measure", parsed, parsed.positional())) {
         return kExitInvalid;
     }
     std::vector<MeasuredModel> measured;

@@ -50,10 +50,6 @@ void searchFolder(const fs::path& folder, const std::function<void(std::string)>
     }
 }
 
-nlohmann::json sampleJson(const ZParams& p) {
-    return p.sample == kSampleAll ? nlohmann::json("all") : nlohmann::json(p.sample);
-}
-
 nlohmann::json optionalJson(const std::optional<double>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
@@ -393,22 +389,7 @@ nlohmann::json fleetToJson(const FleetReport& report) {
 FleetReport fleetFromJson(const nlohmann::json& document) {
     FleetReport report;
     try {
-        if (!document.is_object() || document.value("format", "") != kFleetFormat) {
-            throw std::runtime_error("not a fleet report (no \"format\": \"organ-fleet\")");
-        }
-        if (document.at("version").get<int>() != kFleetReportVersion) {
-            throw std::runtime_error("fleet report version " + document.at("version").dump() +
-                                     ", this organ reads " + std::to_string(kFleetReportVersion));
-        }
-        if (document.at("z_measure").get<std::string>() != kZMeasureVersion) {
-            throw std::runtime_error("measured with Z-measure " +
-                                     document.at("z_measure").get<std::string>() + ", this organ measures " +
-                                     kZMeasureVersion);
-        }
-        const auto& sample = document.at("parameters").at("sample");
-        report.params.sample = sample.is_string() && sample.get<std::string>() == "all"
-                                   ? kSampleAll
-                                   : sample.get<std::uint64_t>();
+        report.params = readReportPreamble(document, kFleetFormat, kFleetReportVersion, "fleet report");
         for (const auto& m : document.at("models")) {
             FleetRow row;
             row.path = m.at("path").get<std::string>();
@@ -554,14 +535,6 @@ std::string fleetCsv(const FleetReport& report) {
         out << ",theta_" << systemName(s);
     }
     out << ",z_measure,sample,error\n";
-    auto number = [](const std::optional<double>& v) {
-        if (!v) {
-            return std::string();
-        }
-        char buffer[40];
-        std::snprintf(buffer, sizeof buffer, "%.10g", *v);
-        return std::string(buffer);
-    };
     std::vector<int> rankOf(report.rows.size(), 0);
     int rank = 0;
     for (std::size_t i : report.ranking()) {
@@ -574,14 +547,14 @@ std::string fleetCsv(const FleetReport& report) {
         out << (rankOf[i] != 0 ? std::to_string(rankOf[i]) : std::string()) << ',' << csvQuoted(row.name)
             << ',' << csvQuoted(row.path) << ',' << csvQuoted(row.architecture) << ',';
         if (row.ok()) {
-            out << row.parameters << ',' << row.fileSize << ',' << number(row.bitsPerWeight) << ','
+            out << row.parameters << ',' << row.fileSize << ',' << csvNumber(row.bitsPerWeight) << ','
                 << csvQuoted(dtypeText(row)) << ',' << row.tensors << ',' << row.measured << ','
-                << number(row.thetaMean) << ',' << number(row.signalMean);
+                << csvNumber(row.thetaMean) << ',' << csvNumber(row.signalMean);
         } else {
             out << ",,,,,,,";
         }
         for (System s : kSystems) {
-            out << ',' << number(systemTheta(row, s));
+            out << ',' << csvNumber(systemTheta(row, s));
         }
         out << ',' << kZMeasureVersion << ',' << sample << ','
             << (row.ok() ? std::string() : csvQuoted(row.error)) << '\n';

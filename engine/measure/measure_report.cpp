@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 
 namespace organ {
 namespace {
@@ -22,10 +23,6 @@ std::optional<double> numberOrNothing(const nlohmann::json& j, const char* key) 
 
 std::string fixed(const std::optional<double>& v, int digits) {
     return v ? fixedDecimals(*v, digits) : "—";
-}
-
-nlohmann::json sampleJson(const ZParams& p) {
-    return p.sample == kSampleAll ? nlohmann::json("all") : nlohmann::json(p.sample);
 }
 
 nlohmann::json groupJson(const ThetaGroup& g) {
@@ -102,6 +99,39 @@ std::string markdownText(const std::string& raw) {
         out += c;
     }
     return out;
+}
+
+nlohmann::json sampleJson(const ZParams& p) {
+    return p.sample == kSampleAll ? nlohmann::json("all") : nlohmann::json(p.sample);
+}
+
+ZParams readReportPreamble(const nlohmann::json& document, const char* format, int version,
+                           const char* what) {
+    if (!document.is_object() || document.value("format", "") != format) {
+        throw std::runtime_error(std::string("not a ") + what + " (no \"format\": \"" + format + "\")");
+    }
+    if (document.at("version").get<int>() != version) {
+        throw std::runtime_error(std::string(what) + " version " + document.at("version").dump() +
+                                 ", this organ reads " + std::to_string(version));
+    }
+    if (document.at("z_measure").get<std::string>() != kZMeasureVersion) {
+        throw std::runtime_error("measured with Z-measure " + document.at("z_measure").get<std::string>() +
+                                 ", this organ measures " + kZMeasureVersion);
+    }
+    const auto& sample = document.at("parameters").at("sample");
+    ZParams params;
+    params.sample =
+        sample.is_string() && sample.get<std::string>() == "all" ? kSampleAll : sample.get<std::uint64_t>();
+    return params;
+}
+
+std::string csvNumber(const std::optional<double>& v) {
+    if (!v) {
+        return std::string();
+    }
+    char buffer[40];
+    std::snprintf(buffer, sizeof buffer, "%.10g", *v);
+    return std::string(buffer);
 }
 
 std::string csvQuoted(const std::string& raw) {
@@ -213,14 +243,6 @@ std::string measurementsCsv(const std::vector<MeasuredModel>& models) {
     out << "model,tensor,system,role,layer,dtype,n,N,H,K,C,sH,sK,sC,theta,signal,beta,constant,non_finite,z_"
            "measure,"
            "sample\n";
-    auto number = [](const std::optional<double>& v) {
-        if (!v) {
-            return std::string();
-        }
-        char buffer[40];
-        std::snprintf(buffer, sizeof buffer, "%.10g", *v);
-        return std::string(buffer);
-    };
     for (const auto& m : models) {
         for (std::size_t i = 0; i < m.measurement.tensors.size(); ++i) {
             if (!m.reported(i)) {
@@ -231,11 +253,11 @@ std::string measurementsCsv(const std::vector<MeasuredModel>& models) {
             const TensorAnatomy& a = m.anatomy.tensors[i];
             out << csvQuoted(m.measurement.name) << ',' << csvQuoted(t.name) << ',' << systemName(a.system)
                 << ',' << csvQuoted(a.role) << ',' << (a.layer ? std::to_string(*a.layer) : std::string())
-                << ',' << tensorTypeName(t.type) << ',' << z.n << ',' << z.N << ',' << number(z.H) << ','
-                << number(z.K) << ',' << number(z.C) << ',' << number(z.sH) << ',' << number(z.sK) << ','
-                << number(z.sC) << ',' << number(z.theta) << ',' << number(z.signal) << ',' << number(z.beta)
-                << ',' << (z.constant ? "true" : "false") << ',' << z.nonFinite << ',' << kZMeasureVersion
-                << ','
+                << ',' << tensorTypeName(t.type) << ',' << z.n << ',' << z.N << ',' << csvNumber(z.H) << ','
+                << csvNumber(z.K) << ',' << csvNumber(z.C) << ',' << csvNumber(z.sH) << ',' << csvNumber(z.sK)
+                << ',' << csvNumber(z.sC) << ',' << csvNumber(z.theta) << ',' << csvNumber(z.signal) << ','
+                << csvNumber(z.beta) << ',' << (z.constant ? "true" : "false") << ',' << z.nonFinite << ','
+                << kZMeasureVersion << ','
                 << (m.measurement.params.sample == kSampleAll ? std::string("all")
                                                               : std::to_string(m.measurement.params.sample))
                 << '\n';

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,15 @@ nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models);
 // escaped; in CSV as one quoted field.
 std::string markdownText(const std::string& raw);
 std::string csvQuoted(const std::string& raw);
+// A number in a CSV field: 10 significant digits, empty when there is none.
+std::string csvNumber(const std::optional<double>& v);
+
+// The sample as reports write it: a number, or "all".
+nlohmann::json sampleJson(const ZParams& params);
+// The opening of organ's JSON reports ("format", "version", "z_measure", "parameters.sample"),
+// checked: throws std::runtime_error naming `what` when it is another document or version, or
+// another Z-measure; nlohmann's exceptions when a field is missing or mistyped. Returns the sample.
+ZParams readReportPreamble(const nlohmann::json& document, const char* format, int version, const char* what);
 
 std::string measurementsCsv(const std::vector<MeasuredModel>& models);
 std::string measurementsMarkdown(const std::vector<MeasuredModel>& models);

@@ -34,10 +34,6 @@ void takeIdentity(const GgufFile& first, ShardReport& out) {
     }
 }
 
-nlohmann::json sampleJson(const ZParams& p) {
-    return p.sample == kSampleAll ? nlohmann::json("all") : nlohmann::json(p.sample);
-}
-
 std::string partsText(const std::vector<unsigned>& parts) {
     std::string out;
     for (unsigned p : parts) {
@@ -133,21 +129,7 @@ nlohmann::json shardReportToJson(const ShardReport& r) {
 ShardReport shardReportFromJson(const nlohmann::json& d) {
     ShardReport r;
     try {
-        if (!d.is_object() || d.value("format", "") != kShardFormat) {
-            throw std::runtime_error("not a shard report (no \"format\": \"organ-shard\")");
-        }
-        if (d.at("version").get<int>() != kShardReportVersion) {
-            throw std::runtime_error("shard report version " + d.at("version").dump() +
-                                     ", this organ reads " + std::to_string(kShardReportVersion));
-        }
-        if (d.at("z_measure").get<std::string>() != kZMeasureVersion) {
-            throw std::runtime_error("measured with Z-measure " + d.at("z_measure").get<std::string>() +
-                                     ", this organ measures " + kZMeasureVersion);
-        }
-        const auto& sample = d.at("parameters").at("sample");
-        r.params.sample = sample.is_string() && sample.get<std::string>() == "all"
-                              ? kSampleAll
-                              : sample.get<std::uint64_t>();
+        r.params = readReportPreamble(d, kShardFormat, kShardReportVersion, "shard report");
         r.path = d.at("path").get<std::string>();
         r.part = d.at("part").get<unsigned>();
         r.count = d.at("count").get<unsigned>();

@@ -278,8 +278,10 @@ private slots:
                     continue;
                 }
                 const QByteArray verb = QByteArray::fromStdString(method).toUpper();
-                const Answer a = request(server.port(), verb, target, verb == "POST" ? QByteArray("{}") : QByteArray());
-                const std::string message = a.body.value("error", nlohmann::json::object()).value("message", "");
+                const Answer a =
+                    request(server.port(), verb, target, verb == "POST" ? QByteArray("{}") : QByteArray());
+                const std::string message =
+                    a.body.value("error", nlohmann::json::object()).value("message", "");
                 QVERIFY2(message.find("no endpoint") == std::string::npos && a.status != 405,
                          qPrintable(target + QLatin1Char(' ') + QString::fromLatin1(verb)));
             }

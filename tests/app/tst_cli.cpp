@@ -1,4 +1,5 @@
 // The organ command line, run as a user runs it: exit codes, text, JSON parsed back.
+#include "cli_run.h"
 #include "fixtures.h"
 #include "shared_models.h"
 
@@ -17,23 +18,10 @@ using namespace organ::testing;
 
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using Run = CliRun;
 
 Run runOrgan(const QStringList& args) {
-    QProcess process;
-    process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")), args);
-    Run run;
-    if (!process.waitForFinished(60000)) {
-        return run;
-    }
-    run.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -2;
-    run.out = QString::fromUtf8(process.readAllStandardOutput());
-    run.err = QString::fromUtf8(process.readAllStandardError());
-    return run;
+    return runOrganCli(args);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // Beyond one process: organ fleet over the shared models, fleet reports merged, and a split
 // model measured shard by shard by GNU parallel (several organ processes, one report per
 // shard) and merged, equal to measuring the whole set in one process.
+#include "cli_run.h"
 #include "fixtures.h"
 #include "shared_models.h"
 
@@ -17,28 +18,6 @@ using namespace organ::testing;
 
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
-
-Run run(const QString& program, const QStringList& args, const QString& cacheDir) {
-    QProcess process;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert(QStringLiteral("ORGAN_CACHE_DIR"), cacheDir);
-    process.setProcessEnvironment(env);
-    process.start(program, args);
-    Run r;
-    if (!process.waitForFinished(240000)) {
-        return r;
-    }
-    r.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -2;
-    r.out = QString::fromUtf8(process.readAllStandardOutput());
-    r.err = QString::fromUtf8(process.readAllStandardError());
-    return r;
-}
-
 nlohmann::json readJson(const QString& path) {
     const QByteArray bytes = readAll(path);
     return nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size(), nullptr, false);
@@ -52,7 +31,11 @@ class TestCliScale : public QObject {
     QTemporaryDir m_dir;
     QString m_cli;
 
-    Run organ(const QStringList& args) { return run(m_cli, args, m_dir.filePath(QStringLiteral("cache"))); }
+    CliRun organ(const QStringList& args) {
+        QProcessEnvironment cache;
+        cache.insert(QStringLiteral("ORGAN_CACHE_DIR"), m_dir.filePath(QStringLiteral("cache")));
+        return runProgram(m_cli, args, cache);
+    }
     QString file(const QString& name) const { return m_dir.filePath(name); }
 
 private slots:
@@ -65,10 +48,10 @@ private slots:
         const QString models = sharedModel(QString());
         ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
         QVERIFY(writeAll(file(QStringLiteral("broken.gguf")), "GGUF\x03"));
-        const Run fleet = organ({QStringLiteral("fleet"), models, file(QStringLiteral("broken.gguf")),
-                                 QStringLiteral("--json"), file(QStringLiteral("fleet.json")),
-                                 QStringLiteral("--csv"), file(QStringLiteral("fleet.csv")),
-                                 QStringLiteral("--markdown"), file(QStringLiteral("fleet.md"))});
+        const CliRun fleet = organ({QStringLiteral("fleet"), models, file(QStringLiteral("broken.gguf")),
+                                    QStringLiteral("--json"), file(QStringLiteral("fleet.json")),
+                                    QStringLiteral("--csv"), file(QStringLiteral("fleet.csv")),
+                                    QStringLiteral("--markdown"), file(QStringLiteral("fleet.md"))});
         QCOMPARE(fleet.exitCode, 1); // a model could not be read; the rest are reported
         QVERIFY2(fleet.out.contains(QStringLiteral("Unreadable")), qPrintable(fleet.out));
         QVERIFY(fleet.out.contains(QStringLiteral("broken.gguf")));
@@ -110,16 +93,16 @@ private slots:
                         QStringLiteral("--json"), file(QStringLiteral("both.json"))})
                      .exitCode,
                  0);
-        const Run merged = organ({QStringLiteral("fleet"), QStringLiteral("--merge"),
-                                  file(QStringLiteral("quant.json")), file(QStringLiteral("zoo.json")),
-                                  QStringLiteral("--json"), file(QStringLiteral("merged.json"))});
+        const CliRun merged = organ({QStringLiteral("fleet"), QStringLiteral("--merge"),
+                                     file(QStringLiteral("quant.json")), file(QStringLiteral("zoo.json")),
+                                     QStringLiteral("--json"), file(QStringLiteral("merged.json"))});
         QCOMPARE(merged.exitCode, 0);
         QVERIFY(readJson(file(QStringLiteral("merged.json"))) == readJson(file(QStringLiteral("both.json"))));
 
         // Refusals: nothing to measure, a report that is not one, a report over an input.
         QVERIFY(QDir().mkpath(file(QStringLiteral("empty"))));
         QCOMPARE(organ({QStringLiteral("fleet"), file(QStringLiteral("empty"))}).exitCode, 1);
-        const Run notReport =
+        const CliRun notReport =
             organ({QStringLiteral("fleet"), QStringLiteral("--merge"), file(QStringLiteral("fleet.csv"))});
         QCOMPARE(notReport.exitCode, 1);
         QVERIFY(notReport.err.contains(QStringLiteral("fleet.csv")));
@@ -171,22 +154,23 @@ private slots:
             QVERIFY2(QFile::exists(report), qPrintable(report));
             reports << report;
         }
-        const Run merged = organ(QStringList{QStringLiteral("measure"), QStringLiteral("--merge")} + reports +
-                                 QStringList{QStringLiteral("--json"), file(QStringLiteral("merged.json"))});
+        const CliRun merged =
+            organ(QStringList{QStringLiteral("measure"), QStringLiteral("--merge")} + reports +
+                  QStringList{QStringLiteral("--json"), file(QStringLiteral("merged.json"))});
         QVERIFY2(merged.exitCode == 0, qPrintable(merged.err));
         QVERIFY(readJson(file(QStringLiteral("merged.json"))) ==
                 readJson(file(QStringLiteral("whole.json"))));
 
         // A missing shard is named; nothing is written.
-        const Run missing =
+        const CliRun missing =
             organ({QStringLiteral("measure"), QStringLiteral("--merge"), reports[0], reports[1], reports[3],
                    QStringLiteral("--json"), file(QStringLiteral("partial.json"))});
         QCOMPARE(missing.exitCode, 1);
         QVERIFY2(missing.err.contains(QStringLiteral("missing parts 3, 5 of 5")), qPrintable(missing.err));
         QVERIFY(!QFile::exists(file(QStringLiteral("partial.json"))));
         // Refusals: not a split part, no report target, a report that is not one.
-        const Run whole = organ({QStringLiteral("measure"), QStringLiteral("--shard"), source,
-                                 QStringLiteral("--json"), file(QStringLiteral("x.json"))});
+        const CliRun whole = organ({QStringLiteral("measure"), QStringLiteral("--shard"), source,
+                                    QStringLiteral("--json"), file(QStringLiteral("x.json"))});
         QCOMPARE(whole.exitCode, 1);
         QVERIFY(whole.err.contains(QStringLiteral("not a part of a split model")));
         QCOMPARE(organ({QStringLiteral("measure"), QStringLiteral("--shard"), parts[1]}).exitCode, 2);
@@ -195,7 +179,7 @@ private slots:
                      .exitCode,
                  1);
         QVERIFY(writeAll(file(QStringLiteral("bad.json")), "{\"format\": \"organ-shard\"}"));
-        const Run bad =
+        const CliRun bad =
             organ({QStringLiteral("measure"), QStringLiteral("--merge"), file(QStringLiteral("bad.json"))});
         QCOMPARE(bad.exitCode, 1);
         QVERIFY(bad.err.contains(QStringLiteral("bad.json")));

@@ -63,41 +63,6 @@ class TestWindowExport : public QObject {
 
     QTemporaryDir m_dir;
 
-    // Right-click on the chart → "Save as PNG, SVG or PDF…" → the file dialog → the size
-    // dialog: the path a user takes, each step answered from the dialog's own event loop.
-    static void saveThroughMenu(QCustomPlot* plot, const QString& path, QSize size) {
-        ModalSteps steps;
-        steps
-            .then([](QWidget* active) {
-                return chooseMenuAction(active, QStringLiteral("Save as PNG, SVG or PDF"));
-            })
-            .then([path](QWidget* active) {
-                auto* dialog = qobject_cast<QFileDialog*>(active);
-                if (dialog == nullptr) {
-                    return false;
-                }
-                // As a user does: go to the folder, type the name.
-                dialog->setDirectory(QFileInfo(path).absolutePath());
-                dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"))
-                    ->setText(QFileInfo(path).fileName());
-                QMetaObject::invokeMethod(dialog, "accept");
-                return true;
-            })
-            .then([size](QWidget* active) {
-                if (active->objectName() != QStringLiteral("chartSizeDialog")) {
-                    return false;
-                }
-                active->findChild<QSpinBox*>(QStringLiteral("chartWidth"))->setValue(size.width());
-                active->findChild<QSpinBox*>(QStringLiteral("chartHeight"))->setValue(size.height());
-                qobject_cast<QDialog*>(active)->accept();
-                return true;
-            });
-        const QPoint at = plot->rect().center();
-        QContextMenuEvent event(QContextMenuEvent::Mouse, at, plot->mapToGlobal(at));
-        QApplication::sendEvent(plot, &event);
-        QTRY_VERIFY_WITH_TIMEOUT(steps.done(), 10000);
-    }
-
     // A written chart, opened again: the PNG at its size with more than a few colours, the
     // SVG parsed to its end with its title, the PDF's magic.
     static void checkChartFile(const QString& path, QSize size, const QString& title) {
@@ -176,7 +141,7 @@ private slots:
         for (const auto& [plot, title] : charts) {
             const QString path = folder + QStringLiteral("/chart-%1.").arg(k++) + format;
             const QSize size(640 + 10 * k, 420);
-            saveThroughMenu(plot, path, size);
+            saveChartThroughMenu(plot, path, size);
             checkChartFile(path, size, title);
             if (QTest::currentTestFailed()) {
                 return;

@@ -180,35 +180,7 @@ private slots:
 
         // A chart saved from its context menu.
         const QString png = m_dir.filePath(QStringLiteral("scale-law.png"));
-        ModalSteps steps;
-        steps
-            .then([](QWidget* active) {
-                return chooseMenuAction(active, QStringLiteral("Save as PNG, SVG or PDF"));
-            })
-            .then([png](QWidget* active) {
-                auto* dialog = qobject_cast<QFileDialog*>(active);
-                if (dialog == nullptr) {
-                    return false;
-                }
-                dialog->setDirectory(QFileInfo(png).absolutePath());
-                dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"))
-                    ->setText(QFileInfo(png).fileName());
-                QMetaObject::invokeMethod(dialog, "accept");
-                return true;
-            })
-            .then([](QWidget* active) {
-                if (active->objectName() != QStringLiteral("chartSizeDialog")) {
-                    return false;
-                }
-                active->findChild<QSpinBox*>(QStringLiteral("chartWidth"))->setValue(640);
-                active->findChild<QSpinBox*>(QStringLiteral("chartHeight"))->setValue(400);
-                qobject_cast<QDialog*>(active)->accept();
-                return true;
-            });
-        const QPoint at = scatter->rect().center();
-        QContextMenuEvent menuEvent(QContextMenuEvent::Mouse, at, scatter->mapToGlobal(at));
-        QApplication::sendEvent(scatter, &menuEvent);
-        QTRY_VERIFY_WITH_TIMEOUT(steps.done(), 10000);
+        saveChartThroughMenu(scatter, png, QSize(640, 400));
         QTRY_VERIFY(QFileInfo::exists(png));
         QCOMPARE(QImage(png).size(), QSize(640, 400));
     }

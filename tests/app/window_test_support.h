@@ -7,12 +7,17 @@
 
 #include <QAbstractButton>
 #include <QApplication>
+#include <QContextMenuEvent>
 #include <QCoreApplication>
 #include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
 #include <QPixmap>
 #include <QSettings>
+#include <QSpinBox>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -118,6 +123,41 @@ inline bool chooseMenuAction(QWidget* active, const QString& text) {
     QMetaObject::invokeMethod(
         menu, [menu] { QTest::keyClick(menu, Qt::Key_Return); }, Qt::QueuedConnection);
     return true;
+}
+
+// Right-click on the chart → "Save as PNG, SVG or PDF…" → the file dialog → the size dialog:
+// the path a user takes, each step answered from the dialog's own event loop.
+inline void saveChartThroughMenu(QCustomPlot* plot, const QString& path, QSize size) {
+    ModalSteps steps;
+    steps
+        .then([](QWidget* active) {
+            return chooseMenuAction(active, QStringLiteral("Save as PNG, SVG or PDF"));
+        })
+        .then([path](QWidget* active) {
+            auto* dialog = qobject_cast<QFileDialog*>(active);
+            if (dialog == nullptr) {
+                return false;
+            }
+            // As a user does: go to the folder, type the name.
+            dialog->setDirectory(QFileInfo(path).absolutePath());
+            dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"))
+                ->setText(QFileInfo(path).fileName());
+            QMetaObject::invokeMethod(dialog, "accept");
+            return true;
+        })
+        .then([size](QWidget* active) {
+            if (active->objectName() != QStringLiteral("chartSizeDialog")) {
+                return false;
+            }
+            active->findChild<QSpinBox*>(QStringLiteral("chartWidth"))->setValue(size.width());
+            active->findChild<QSpinBox*>(QStringLiteral("chartHeight"))->setValue(size.height());
+            qobject_cast<QDialog*>(active)->accept();
+            return true;
+        });
+    const QPoint at = plot->rect().center();
+    QContextMenuEvent event(QContextMenuEvent::Mouse, at, plot->mapToGlobal(at));
+    QApplication::sendEvent(plot, &event);
+    QTRY_VERIFY_WITH_TIMEOUT(steps.done(), 10000);
 }
 
 // Answers the next modal question box with `button` (from the event loop it opens).

@@ -126,6 +126,33 @@ float Noise::next() {
     return sum * (1.0f + 0.35f * sum * sum);
 }
 
+// A tensor whose data is never written: in a sparse file it stays a hole.
+static void addHoleTensor(GgufWriteSpec& spec, std::string name, TensorType type,
+                          const std::vector<std::uint64_t>& dims) {
+    TensorToWrite t;
+    t.name = std::move(name);
+    t.type = type;
+    t.nDims = static_cast<std::uint32_t>(dims.size());
+    std::copy(dims.begin(), dims.end(), t.ne.begin());
+    t.source.generate = [](std::uint64_t, std::span<std::byte>) {}; // never called
+    spec.tensors.push_back(std::move(t));
+}
+
+// `vocab` made-up BPE tokens and `merges` merges: a tokenizer as large as a real one.
+static void setMadeUpVocabulary(GgufWriteSpec& spec, std::size_t vocab, std::size_t mergeCount) {
+    std::vector<std::string> tokens(vocab);
+    for (std::size_t i = 0; i < vocab; ++i) {
+        tokens[i] = token(i);
+    }
+    std::vector<std::string> merges(mergeCount);
+    for (std::size_t i = 0; i < merges.size(); ++i) {
+        merges[i] = token(i % 5000) + " " + token(i / 5000);
+    }
+    spec.set("tokenizer.ggml.tokens", MetaValue::fromStrings(tokens));
+    spec.set("tokenizer.ggml.token_type", MetaValue::fromI32s(std::vector<std::int32_t>(vocab, 1)));
+    spec.set("tokenizer.ggml.merges", MetaValue::fromStrings(merges));
+}
+
 GgufWriteSpec seventyBLayout(std::uint64_t scale) {
     const std::uint64_t e = 8192 * scale;
     const std::uint64_t f = 28672;
@@ -146,28 +173,11 @@ GgufWriteSpec seventyBLayout(std::uint64_t scale) {
     spec.set("llama.attention.layer_norm_rms_epsilon", MetaValue::fromF32(1e-5f));
     spec.set("tokenizer.ggml.model", MetaValue::fromString("gpt2"));
     spec.set("tokenizer.ggml.pre", MetaValue::fromString("llama-bpe"));
-    std::vector<std::string> tokens(vocab);
-    std::vector<std::int32_t> types(vocab, 1);
-    for (std::size_t i = 0; i < vocab; ++i) {
-        tokens[i] = token(i);
-    }
-    std::vector<std::string> merges(280147);
-    for (std::size_t i = 0; i < merges.size(); ++i) {
-        merges[i] = token(i % 5000) + " " + token(i / 5000);
-    }
-    spec.set("tokenizer.ggml.tokens", MetaValue::fromStrings(tokens));
-    spec.set("tokenizer.ggml.token_type", MetaValue::fromI32s(types));
-    spec.set("tokenizer.ggml.merges", MetaValue::fromStrings(merges));
+    setMadeUpVocabulary(spec, vocab, 280147);
     spec.set("tokenizer.ggml.bos_token_id", MetaValue::fromU32(128000));
     spec.set("tokenizer.ggml.eos_token_id", MetaValue::fromU32(128009));
     auto tensor = [&](std::string name, TensorType type, std::vector<std::uint64_t> dims) {
-        TensorToWrite t;
-        t.name = std::move(name);
-        t.type = type;
-        t.nDims = static_cast<std::uint32_t>(dims.size());
-        std::copy(dims.begin(), dims.end(), t.ne.begin());
-        t.source.generate = [](std::uint64_t, std::span<std::byte>) {}; // never called: data stays a hole
-        spec.tensors.push_back(std::move(t));
+        addHoleTensor(spec, std::move(name), type, dims);
     };
     tensor("token_embd.weight", TensorType::Q4_K, {e, vocab});
     for (int b = 0; b < 80; ++b) {
@@ -221,25 +231,9 @@ GgufWriteSpec kimiK2Layout() {
     spec.set("deepseek2.attention.layer_norm_rms_epsilon", MetaValue::fromF32(1e-6f));
     spec.set("tokenizer.ggml.model", MetaValue::fromString("gpt2"));
     spec.set("tokenizer.ggml.pre", MetaValue::fromString("kimi-k2"));
-    std::vector<std::string> tokens(vocab);
-    for (std::size_t i = 0; i < vocab; ++i) {
-        tokens[i] = token(i);
-    }
-    std::vector<std::string> merges(163328);
-    for (std::size_t i = 0; i < merges.size(); ++i) {
-        merges[i] = token(i % 5000) + " " + token(i / 5000);
-    }
-    spec.set("tokenizer.ggml.tokens", MetaValue::fromStrings(tokens));
-    spec.set("tokenizer.ggml.token_type", MetaValue::fromI32s(std::vector<std::int32_t>(vocab, 1)));
-    spec.set("tokenizer.ggml.merges", MetaValue::fromStrings(merges));
+    setMadeUpVocabulary(spec, vocab, 163328);
     auto tensor = [&](std::string name, TensorType type, std::vector<std::uint64_t> dims) {
-        TensorToWrite t;
-        t.name = std::move(name);
-        t.type = type;
-        t.nDims = static_cast<std::uint32_t>(dims.size());
-        std::copy(dims.begin(), dims.end(), t.ne.begin());
-        t.source.generate = [](std::uint64_t, std::span<std::byte>) {}; // never called: data stays a hole
-        spec.tensors.push_back(std::move(t));
+        addHoleTensor(spec, std::move(name), type, dims);
     };
     tensor("token_embd.weight", TensorType::Q4_K, {e, vocab});
     for (int b = 0; b < 61; ++b) {
