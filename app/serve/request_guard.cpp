@@ -16,10 +16,30 @@ public:
     RequestGuard(QTcpSocket* socket, QObject* httpServer, qint64 maxBody)
         : QObject(socket), m_socket(socket), m_httpServer(httpServer), m_maxBody(maxBody) {
         connect(socket, &QTcpSocket::readyRead, this, &RequestGuard::inspect);
+        m_idle.setSingleShot(true);
+        m_idle.setInterval(kIdleSeconds * 1000);
+        connect(&m_idle, &QTimer::timeout, socket, &QTcpSocket::disconnectFromHost);
+        m_idle.start();
+    }
+
+    // Answers `status` with a JSON error and closes the connection.
+    void reject(int status, const QByteArray& reason, const QByteArray& message) {
+        m_rejected = true;
+        // Qt's server stops reading this connection: it never buffers what follows.
+        disconnect(m_socket, &QTcpSocket::readyRead, m_httpServer, nullptr);
+        const QByteArray body = errorBody(status, message);
+        m_socket->write("HTTP/1.1 " + QByteArray::number(status) + " " + reason +
+                        "\r\nContent-Type: application/json\r\nContent-Length: " +
+                        QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+        m_socket->readAll();
+        // Closing while the client still sends would reset the connection before it reads the
+        // answer: what it sends is dropped for a moment first.
+        QTimer::singleShot(2000, m_socket, [socket = m_socket] { socket->disconnectFromHost(); });
     }
 
 private:
     void inspect() {
+        m_idle.start();
         if (m_rejected) {
             m_socket->readAll(); // drained and dropped until the client has read the answer
             return;
@@ -82,26 +102,13 @@ private:
         }
     }
 
-    void reject(int status, const QByteArray& reason, const QByteArray& message) {
-        m_rejected = true;
-        // Qt's server stops reading this connection: it never buffers what follows.
-        disconnect(m_socket, &QTcpSocket::readyRead, m_httpServer, nullptr);
-        const QByteArray body = errorBody(status, message);
-        m_socket->write("HTTP/1.1 " + QByteArray::number(status) + " " + reason +
-                        "\r\nContent-Type: application/json\r\nContent-Length: " +
-                        QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
-        m_socket->readAll();
-        // Closing while the client still sends would reset the connection before it reads the
-        // answer: what it sends is dropped for a moment first.
-        QTimer::singleShot(2000, m_socket, [socket = m_socket] { socket->disconnectFromHost(); });
-    }
-
     QTcpSocket* m_socket;
     QObject* m_httpServer;
     qint64 m_maxBody;
     QByteArray m_header;
     qint64 m_bodyLeft = 0;
     bool m_rejected = false;
+    QTimer m_idle;
 };
 
 } // namespace
@@ -120,7 +127,16 @@ void GuardedTcpServer::incomingConnection(qintptr descriptor) {
         delete socket;
         return;
     }
-    new RequestGuard(socket, m_httpServer, m_maxBody); // connected before Qt's server, so it runs first
+    ++m_open;
+    connect(socket, &QObject::destroyed, this, [this] { --m_open; });
+    auto* guard =
+        new RequestGuard(socket, m_httpServer, m_maxBody); // connected before Qt's server: runs first
+    if (m_open > kMaxConnections) {
+        // Never handed to Qt's server: answered here, closed, deleted.
+        connect(socket, &QTcpSocket::disconnected, socket, &QObject::deleteLater);
+        guard->reject(503, "Service Unavailable", "too many open connections: try again later");
+        return;
+    }
     addPendingConnection(socket);
 }
 

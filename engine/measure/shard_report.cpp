@@ -54,7 +54,7 @@ JobResult measureShard(const std::string& path, const MeasureOptions& options, S
         throw FormatError(label + ": not a part of a split model (no split.count above 1): measure it whole");
     }
     const auto no = unsignedKey(*file, "split.no");
-    if (!no || *no >= *count || *count > 99999) {
+    if (!no || *no >= *count || *count > kMaxSplitParts) {
         throw FormatError(label + ": key 'split.no' is " +
                           (no ? std::to_string(*no) : std::string("missing")) + " in a set of " +
                           std::to_string(*count) + " parts");
@@ -155,7 +155,9 @@ ShardReport shardReportFromJson(const nlohmann::json& d) {
     } catch (const nlohmann::json::exception& error) {
         throw std::runtime_error(std::string("not a valid shard report: ") + error.what());
     }
-    if (r.count < 2 || r.part < 1 || r.part > r.count) {
+    // File names carry the count in five digits; a larger one is not a split set (and would size
+    // the merge's tables by a number from the file).
+    if (r.count < 2 || r.count > kMaxSplitParts || r.part < 1 || r.part > r.count) {
         throw std::runtime_error("part " + std::to_string(r.part) + " of " + std::to_string(r.count) +
                                  " is not a part of a split set");
     }

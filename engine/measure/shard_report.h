@@ -11,6 +11,8 @@
 namespace organ {
 
 inline constexpr int kShardReportVersion = 1;
+// The most parts a split set has: its file names count them in five digits.
+inline constexpr unsigned kMaxSplitParts = 99999;
 
 // The measurement of one file of a split model, made while the other files may be absent
 // (docs/scale.md): its identity in the set, its own header (so that the whole model can be

@@ -17,6 +17,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 using namespace organ;
@@ -397,6 +398,16 @@ private slots:
             answers += socket.readAll();
         }
         QVERIFY2(answers.startsWith("HTTP/1.1 413"), answers.constData());
+        // Connections are capped: one more than the cap is answered 503; closing some frees room.
+        std::vector<std::unique_ptr<QTcpSocket>> idle;
+        for (int i = 0; i < 256; ++i) {
+            idle.push_back(std::make_unique<QTcpSocket>());
+            idle.back()->connectToHost(QStringLiteral("127.0.0.1"), port);
+            QVERIFY(idle.back()->waitForConnected(5000));
+        }
+        QTRY_COMPARE(rawStatus(port, "GET /v1/health HTTP/1.1\r\n\r\n"), 503);
+        idle.clear();
+        QTRY_COMPARE(rawStatus(port, "GET /v1/health HTTP/1.1\r\n\r\n"), 200);
         // Unknown endpoints and methods.
         QCOMPARE(get(port, QStringLiteral("/v1/nothing")).status, 404);
         QCOMPARE(get(port, QStringLiteral("/v1/measure")).status, 405);

@@ -316,6 +316,9 @@ private slots:
         bad = shardReportToJson(reports[1]);
         bad["part"] = 3;
         QVERIFY_THROWS_EXCEPTION(std::runtime_error, shardReportFromJson(bad));
+        bad = shardReportToJson(reports[1]);
+        bad["count"] = 4000000000u; // would size the merge's tables
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, shardReportFromJson(bad));
 
         // A file that is not a split part is refused.
         QVERIFY_THROWS_EXCEPTION(std::exception, [&] {
