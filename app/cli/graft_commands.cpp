@@ -30,13 +30,20 @@ std::vector<std::string> inputsOf(const GraftPlan& plan) {
 
 // Checks the plan, prints the report, writes the chimera, then validates it. `inputs`: files
 // besides the plan's models that must not be written over (the plan file itself).
+// `json`: where to write graftOutcomeToJson, whatever the outcome.
 int runPlan(const GraftPlan& plan, const std::string& output, const std::string& command,
-            const AssemblyOptions& options, std::vector<std::string> inputs = {}) {
+            const AssemblyOptions& options, const std::optional<std::string>& json,
+            std::vector<std::string> inputs = {}) {
     std::optional<GraftModels> models;
     try {
         const std::vector<std::string> sources = inputsOf(plan);
         inputs.insert(inputs.end(), sources.begin(), sources.end());
         checkOutputTarget(output, inputs);
+        if (json) {
+            std::vector<std::string> taken = inputs;
+            taken.push_back(output);
+            checkOutputTarget(*json, taken);
+        }
     } catch (const std::exception& error) {
         std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
         return kExitInvalid;
@@ -61,6 +68,10 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
         },
         [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
     printer.finish();
+    if (json && !writeReport(command.c_str(), *json, dumpJson(graftOutcomeToJson(outcome, output), 2) + "\n",
+                             inputs)) {
+        return kExitInvalid;
+    }
     if (checkFailed) {
         std::cerr << "organ " << command << ": " << escapeText(fileLabel(output))
                   << " not written: the plan has errors\n";
@@ -116,7 +127,8 @@ TensorSelector selectorFrom(const Arguments& args) {
 int runGraft(const std::vector<std::string>& args) {
     const Arguments parsed(args, {"--keep-invalid"},
                            {"--base", "--donor", "--layers", "--system", "--role", "--tensor", "--map", "-o",
-                            "--output", "--save-plan", "--purify", "--keep", "--threshold", "--attenuation"});
+                            "--output", "--save-plan", "--purify", "--keep", "--threshold", "--attenuation",
+                            "--json"});
     const auto base = parsed.option("--base");
     const auto donor = parsed.option("--donor");
     const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
@@ -191,7 +203,7 @@ int runGraft(const std::vector<std::string>& args) {
     }
     AssemblyOptions options;
     options.keepInvalid = parsed.flag("--keep-invalid");
-    return runPlan(plan, *output, "graft", options);
+    return runPlan(plan, *output, "graft", options, parsed.option("--json"));
 }
 
 int runPlanCommand(const std::vector<std::string>& args) {
@@ -221,7 +233,7 @@ int runPlanCommand(const std::vector<std::string>& args) {
 }
 
 int runAssemble(const std::vector<std::string>& args) {
-    const Arguments parsed(args, {"--keep-invalid"}, {"--plan", "--organs", "-o", "--output"});
+    const Arguments parsed(args, {"--keep-invalid"}, {"--plan", "--organs", "-o", "--output", "--json"});
     const auto planPath = parsed.option("--plan");
     const auto organs = parsed.option("--organs");
     const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
@@ -247,7 +259,7 @@ int runAssemble(const std::vector<std::string>& args) {
     }
     AssemblyOptions options;
     options.keepInvalid = parsed.flag("--keep-invalid");
-    return runPlan(plan, target, "assemble", options, {*planPath});
+    return runPlan(plan, target, "assemble", options, parsed.option("--json"), {*planPath});
 }
 
 int runValidate(const std::vector<std::string>& args) {

@@ -48,17 +48,18 @@ usage:
       --token. Runs organ-serve, installed beside organ.
   organ graft --base A.gguf --donor B.gguf [--layers 5-20] [--system S] [--role R]...
               [--tensor NAME]... [--map I:J]... -o OUT.gguf [--save-plan PLAN.json]
-              [--keep-invalid]
+              [--keep-invalid] [--json F]
       Replaces the recipient's (A's) selected tensors by the donor's (B's): by layer
       range, system, role or name; --map I:J puts donor layer I into layer J. Checks
       first (including whether llama.cpp would load the result), converts dtypes
       where it can, writes, then validates the chimera; an invalid chimera is not kept.
       --keep-invalid  write and keep a chimera llama.cpp would refuse (exit status 1)
-  organ plan check PLAN.json
+  organ plan check PLAN.json [--json]
       The compatibility report of a graft plan (docs/graft-plan.md); nothing is written.
-  organ assemble --plan PLAN.json [-o OUT.gguf] [--keep-invalid]
-      Runs a graft plan.
-  organ extract MODEL -o DIR
+  organ assemble --plan PLAN.json [-o OUT.gguf] [--keep-invalid] [--json F]
+      Runs a graft plan. --json F: the outcome (findings, validation, purified
+      tensors) as JSON, as the HTTP API answers it.
+  organ extract MODEL -o DIR [--json F]
       Takes the model apart into an organ directory: one file per tensor in
       skeleton/ organs/ embed/ norm/ adapters/ other/, and manifest.json with every
       metadata key, the tensor order and each tensor's SHA-256 (docs/organ-directory.md).
@@ -67,12 +68,13 @@ usage:
       manifest: the original GGUF byte for byte.
   organ purify MODEL --method fft|haar [--keep F] [--threshold T] [--attenuation A]
                [--layers A-B] [--system S] [--role R]... [--tensor NAME]... -o OUT.gguf
+               [--json F]
       Purifies the selected tensors (all without a selection) as purify v1 says:
       fft keeps the strongest frequencies of each row (--keep, default 0.9 of the
       power), haar the wavelet details coherent across scales (--threshold 1,
       --attenuation 0); mean and spread restored. Reports θ before → after and the
       relative change per tensor.
-  organ validate FILE...
+  organ validate FILE... [--json]
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
       layout (docs/validation.md).

@@ -17,12 +17,16 @@ namespace organ::cli {
 // organ extract MODEL -o DIR: the model as an organ directory, with its measurement when the
 // cache holds one for the default parameters (nothing is measured here).
 int runExtract(const std::vector<std::string>& args) {
-    const Arguments parsed(args, {}, {"-o", "--output"});
+    const Arguments parsed(args, {}, {"-o", "--output", "--json"});
     const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
     if (parsed.positional().size() != 1 || !output) {
         throw UsageError{"extract needs one model and -o DIR"};
     }
     const std::string& path = parsed.positional().front();
+    const auto json = parsed.option("--json");
+    if (json && !reportTargetsOk("extract", parsed, {path, *output})) {
+        return kExitInvalid;
+    }
     MeasuredModel m;
     try {
         m.model = openModel(path);
@@ -46,6 +50,10 @@ int runExtract(const std::vector<std::string>& args) {
     }
     std::cout << escapeText(fileLabel(*output)) << ": " << m.model->tensors().size() << " tensors"
               << (measurement ? ", with their measurement" : "") << "\n";
+    if (json &&
+        !writeReport("extract", *json, dumpJson(extractionToJson(*m.model, *output), 2) + "\n", {path})) {
+        return kExitInvalid;
+    }
     return kExitOk;
 }
 
@@ -146,7 +154,7 @@ void printPurified(const std::vector<PurifiedTensor>& tensors, const PurifyParam
 int runPurify(const std::vector<std::string>& args) {
     const Arguments parsed(args, {},
                            {"--method", "--keep", "--threshold", "--attenuation", "--layers", "--system",
-                            "--role", "--tensor", "-o", "--output"});
+                            "--role", "--tensor", "-o", "--output", "--json"});
     const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
     const auto given = purifyParamsFrom(parsed, "--method");
     if (parsed.positional().size() != 1 || !output || !given) {
@@ -155,6 +163,10 @@ int runPurify(const std::vector<std::string>& args) {
     const PurifyParams params = *given;
     const TensorSelector selector = selectorFrom(parsed);
     const std::string& path = parsed.positional().front();
+    const auto json = parsed.option("--json");
+    if (json && !reportTargetsOk("purify", parsed, {path, *output})) {
+        return kExitInvalid;
+    }
     std::shared_ptr<const GgufModel> model;
     try {
         model = openModel(path);
@@ -169,6 +181,10 @@ int runPurify(const std::vector<std::string>& args) {
     printer.finish();
     for (const std::string& finding : outcome.findings) {
         std::cerr << "organ purify: note: " << escapeText(finding) << "\n";
+    }
+    if (json &&
+        !writeReport("purify", *json, dumpJson(purifyOutcomeToJson(outcome, *output), 2) + "\n", {path})) {
+        return kExitInvalid;
     }
     if (!outcome.written.isOk()) {
         std::cerr << "organ purify: " << escapeText(outcome.written.message) << "\n";

@@ -150,21 +150,6 @@ std::string queryPath(const QHttpServerRequest& request) {
     return query.queryItemValue(QStringLiteral("path"), QUrl::FullyDecoded).toStdString();
 }
 
-nlohmann::json purifiedToJson(const std::vector<PurifiedTensor>& tensors) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const PurifiedTensor& t : tensors) {
-        list.push_back(
-            {{"name", t.name},
-             {"from", tensorTypeName(t.from)},
-             {"to", tensorTypeName(t.to)},
-             {"theta_before", t.thetaBefore ? nlohmann::json(*t.thetaBefore) : nlohmann::json(nullptr)},
-             {"theta_after", t.thetaAfter ? nlohmann::json(*t.thetaAfter) : nlohmann::json(nullptr)},
-             {"relative_change", t.relativeChange},
-             {"kept_fraction", t.keptFraction}});
-    }
-    return list;
-}
-
 } // namespace
 
 bool sameToken(const QByteArray& given, const QByteArray& expected) {
@@ -443,11 +428,7 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         return startJob("assemble", [plan, models, output, options](ApiJob& job) -> nlohmann::json {
             const GraftOutcome outcome =
                 graftChimera(plan, *models, output, options, {}, job.progressFn(), &job.stop);
-            nlohmann::json result = {{"output", output},
-                                     {"written", outcome.written.isOk()},
-                                     {"check", findingsToJson(outcome.report.findings)},
-                                     {"validation", findingsToJson(outcome.validation)},
-                                     {"purified", purifiedToJson(outcome.purified)}};
+            const nlohmann::json result = graftOutcomeToJson(outcome, output);
             if (outcome.report.hasErrors()) {
                 throw JobFailure{"not written: the plan has errors", result};
             }
@@ -467,7 +448,7 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
             if (!done.isOk()) {
                 throw JobFailure{done.message, nullptr};
             }
-            return {{"output", output}, {"tensors", model->tensors().size()}};
+            return extractionToJson(*model, output);
         });
     }
     if (path == "/v1/purify") {
@@ -498,9 +479,7 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
             if (!outcome.written.isOk()) {
                 throw JobFailure{outcome.written.message, nullptr};
             }
-            return {{"output", output},
-                    {"purified", purifiedToJson(outcome.tensors)},
-                    {"notes", outcome.findings}};
+            return purifyOutcomeToJson(outcome, output);
         });
     }
     if (path == "/v1/jobs") {

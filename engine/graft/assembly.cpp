@@ -70,4 +70,12 @@ GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, cons
     return outcome;
 }
 
+nlohmann::json graftOutcomeToJson(const GraftOutcome& outcome, const std::string& output) {
+    return {{"output", output},
+            {"written", outcome.written.isOk()},
+            {"check", findingsToJson(outcome.report.findings)},
+            {"validation", findingsToJson(outcome.validation)},
+            {"purified", purifiedToJson(outcome.purified)}};
+}
+
 } // namespace organ

@@ -161,4 +161,28 @@ PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, 
     return outcome;
 }
 
+nlohmann::json purifiedToJson(const std::vector<PurifiedTensor>& tensors) {
+    auto optional = [](const std::optional<double>& v) {
+        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    };
+    nlohmann::json list = nlohmann::json::array();
+    for (const PurifiedTensor& t : tensors) {
+        list.push_back({{"name", t.name},
+                        {"from", tensorTypeName(t.from)},
+                        {"to", tensorTypeName(t.to)},
+                        {"theta_before", optional(t.thetaBefore)},
+                        {"theta_after", optional(t.thetaAfter)},
+                        {"relative_change", t.relativeChange},
+                        {"kept_fraction", t.keptFraction}});
+    }
+    return list;
+}
+
+nlohmann::json purifyOutcomeToJson(const PurifyOutcome& outcome, const std::string& output) {
+    return {{"output", output},
+            {"written", outcome.written.isOk()},
+            {"purified", purifiedToJson(outcome.tensors)},
+            {"notes", outcome.findings}};
+}
+
 } // namespace organ

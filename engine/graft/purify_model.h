@@ -5,6 +5,7 @@
 #include "graft/graft_plan.h"
 #include "purify/purification.h"
 #include "support/job.h"
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <mutex>
@@ -78,5 +79,11 @@ struct PurifyOutcome {
 PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, const PurifyParams& params,
                           const std::string& output, const ProgressFn& progress = {},
                           const StopToken* stop = nullptr);
+
+// θ before and after of each purified tensor, as `organ purify --json`, `organ assemble --json`
+// and the HTTP API report them.
+nlohmann::json purifiedToJson(const std::vector<PurifiedTensor>& tensors);
+// `organ purify --json`: the output, the purified tensors and the notes.
+nlohmann::json purifyOutcomeToJson(const PurifyOutcome& outcome, const std::string& output);
 
 } // namespace organ

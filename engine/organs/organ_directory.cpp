@@ -725,6 +725,10 @@ bool isOrganDirectoryTarget(const std::string& output) {
     return tail != ".gguf";
 }
 
+nlohmann::json extractionToJson(const GgufModel& model, const std::string& directory) {
+    return {{"output", directory}, {"tensors", model.tensors().size()}};
+}
+
 std::shared_ptr<const GgufModel> openModel(const std::string& path) {
     if (OrganDirectory::looksLikeOne(path)) {
         return OrganDirectory::open(path).model();

@@ -115,6 +115,9 @@ JobResult assembleOrgans(const OrganDirectory& directory, const std::string& out
 // case), which makes a GGUF file.
 bool isOrganDirectoryTarget(const std::string& output);
 
+// `organ extract --json`: the directory written and its tensor count.
+nlohmann::json extractionToJson(const GgufModel& model, const std::string& directory);
+
 // A GGUF file (any part of a split model opens the whole) or an organ directory.
 std::shared_ptr<const GgufModel> openModel(const std::string& path);
 

@@ -258,6 +258,38 @@ private slots:
                      .status,
                  400);
 
+        // The command line's --json of the same assembly, extraction and purification says the same
+        // (but for where it wrote).
+        auto sameButOutput = [](nlohmann::json a, nlohmann::json b) {
+            a.erase("output");
+            b.erase("output");
+            return a == b;
+        };
+        QVERIFY(writeAll(inRoot(QStringLiteral("plan.json")), QByteArray::fromStdString(plan.dump())));
+        const QString cliDoc = m_dir.filePath(QStringLiteral("cli-doc.json"));
+        auto cliReport = [&](QStringList args) {
+            QFile::remove(cliDoc);
+            QProcess process;
+            process.setWorkingDirectory(m_root);
+            process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                          args << QStringLiteral("--json") << cliDoc);
+            process.waitForFinished(120000);
+            return parsed(readAll(cliDoc));
+        };
+        QVERIFY(sameButOutput(
+            cliReport({QStringLiteral("assemble"), QStringLiteral("--plan"), QStringLiteral("plan.json"),
+                       QStringLiteral("-o"), QStringLiteral("out/cli-chimera.gguf")}),
+            assembled["result"]));
+        QVERIFY(sameButOutput(cliReport({QStringLiteral("extract"), QStringLiteral("out/chimera.gguf"),
+                                         QStringLiteral("-o"), QStringLiteral("out/cli-organs")}),
+                              extracted["result"]));
+        QVERIFY(sameButOutput(
+            cliReport({QStringLiteral("purify"), QStringLiteral("models/a.gguf"), QStringLiteral("--method"),
+                       QStringLiteral("fft"), QStringLiteral("--keep"), QStringLiteral("0.9"),
+                       QStringLiteral("--system"), QStringLiteral("organ"), QStringLiteral("-o"),
+                       QStringLiteral("out/cli-purified.gguf")}),
+            purified["result"]));
+
         // A fleet: ranked, fitted, the broken file listed.
         const Answer fleet = post(server.port(), QStringLiteral("/v1/fleet"), {{"paths", {"models/fleet"}}});
         QCOMPARE(fleet.status, 202);
