@@ -228,7 +228,10 @@ void FleetView::refreshScatter() {
     if (!x.isEmpty()) {
         const double lo = *std::min_element(x.begin(), x.end());
         const double hi = *std::max_element(x.begin(), x.end());
-        m_scatter->xAxis->setRange(lo / 2, hi * 2);
+        // Whole decades: the log axis then labels powers of ten only, never crowded sub-decades.
+        const double firstDecade = std::floor(std::log10(lo));
+        const double lastDecade = std::max(std::ceil(std::log10(hi)), firstDecade + 1);
+        m_scatter->xAxis->setRange(std::pow(10.0, firstDecade), std::pow(10.0, lastDecade));
         const double ylo = *std::min_element(y.begin(), y.end());
         const double yhi = *std::max_element(y.begin(), y.end());
         m_scatter->yAxis->setRange(std::max(0.0, ylo - 5), std::min(90.0, yhi + 5));
