@@ -194,10 +194,16 @@ void FleetView::refreshScatter() {
     for (int r = 0; r < m_proxy->rowCount(); ++r) {
         const std::size_t row = std::size_t(m_proxy->mapToSource(m_proxy->index(r, 0)).row());
         const FleetRow& f = m_report->rows[row];
-        if (!f.ok() || !f.thetaMean || f.parameters == 0) {
-            continue;
+        if (f.ok() && f.thetaMean && f.parameters != 0) {
+            m_shown.push_back(row);
         }
-        m_shown.push_back(row);
+    }
+    // In the graph's own order (by parameters), so that a point's index is its row's in m_shown.
+    std::stable_sort(m_shown.begin(), m_shown.end(), [this](std::size_t a, std::size_t b) {
+        return m_report->rows[a].parameters < m_report->rows[b].parameters;
+    });
+    for (std::size_t row : m_shown) {
+        const FleetRow& f = m_report->rows[row];
         visible.push_back(f);
         x << double(f.parameters);
         y << *f.thetaMean;
@@ -206,8 +212,8 @@ void FleetView::refreshScatter() {
             sy << *f.thetaMean;
         }
     }
-    m_points->setData(x, y);
-    m_selectedPoints->setData(sx, sy);
+    m_points->setData(x, y, true);
+    m_selectedPoints->setData(sx, sy, true);
     m_law = fitScaleLaw(visible);
     QString lawText;
     if (m_law.fitted) {
@@ -289,14 +295,13 @@ void FleetView::refreshBars() {
 int FleetView::nearestPoint(const QPoint& pixel) const {
     int best = -1;
     double bestDistance = 10.0 * 10.0;
-    const auto data = m_points->data();
-    for (int i = 0; i < data->size(); ++i) {
-        const auto it = data->at(i);
-        const double dx = m_scatter->xAxis->coordToPixel(it->key) - pixel.x();
-        const double dy = m_scatter->yAxis->coordToPixel(it->value) - pixel.y();
+    for (std::size_t i = 0; i < m_shown.size(); ++i) {
+        const FleetRow& f = m_report->rows[m_shown[i]];
+        const double dx = m_scatter->xAxis->coordToPixel(double(f.parameters)) - pixel.x();
+        const double dy = m_scatter->yAxis->coordToPixel(*f.thetaMean) - pixel.y();
         if (dx * dx + dy * dy <= bestDistance) {
             bestDistance = dx * dx + dy * dy;
-            best = i;
+            best = int(i);
         }
     }
     return best;
@@ -307,17 +312,10 @@ QString FleetView::pointLabelAt(const QPoint& pixel) const {
     if (point < 0) {
         return {};
     }
-    // The graph keeps its points sorted by parameters; find the row by value.
-    const auto it = m_points->data()->at(point);
-    for (std::size_t row : m_shown) {
-        const FleetRow& f = m_report->rows[row];
-        if (double(f.parameters) == it->key && *f.thetaMean == it->value) {
-            return tr("%1\n%2 parameters · θ mean %3°")
-                .arg(rowLabel(f), QString::fromStdString(humanCount(f.parameters)))
-                .arg(*f.thetaMean, 0, 'f', 2);
-        }
-    }
-    return {};
+    const FleetRow& f = m_report->rows[m_shown[std::size_t(point)]];
+    return tr("%1\n%2 parameters · θ mean %3°")
+        .arg(rowLabel(f), QString::fromStdString(humanCount(f.parameters)))
+        .arg(*f.thetaMean, 0, 'f', 2);
 }
 
 void FleetView::showTableMenu(const QPoint& at) {

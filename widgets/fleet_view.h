@@ -66,7 +66,7 @@ private:
     QCPGraph* m_fit = nullptr;
     QCPTextElement* m_scatterTitle = nullptr;
     QCPTextElement* m_systemsTitle = nullptr;
-    std::vector<std::size_t> m_shown;   // report rows with a point, in the graph's order
+    std::vector<std::size_t> m_shown;   // report rows with a point, by parameters: the graph's order
     std::vector<std::size_t> m_barRows; // report rows in the bars
     ScaleLaw m_law;
 };

@@ -189,16 +189,33 @@ private slots:
         widgets::FleetView* view = openFleet(m_fleet);
         QVERIFY(view != nullptr);
         QTableView* table = view->table();
-        // Double click: recipient.
+        // Double click on a point: its model as recipient (the points are in parameter order,
+        // the table in rank order).
+        settle(view->window());
+        const FleetReport* report = view->findChild<model::FleetTableModel*>()->report();
+        const auto eight = std::find_if(report->rows.begin(), report->rows.end(), [](const FleetRow& r) {
+            return r.path.ends_with("specimen-8-blocks.gguf");
+        });
+        QVERIFY(eight != report->rows.end());
+        QCustomPlot* scatter = view->scatterPlot();
+        const QPoint point(int(scatter->xAxis->coordToPixel(double(eight->parameters))),
+                           int(scatter->yAxis->coordToPixel(*eight->thetaMean)));
+        QVERIFY(view->pointLabelAt(point).contains(QStringLiteral("specimen-8-blocks.gguf")));
+        QTest::mouseDClick(scatter, Qt::LeftButton, {}, point);
+        QTRY_VERIFY(m_window->pane(app::MainWindow::Side::Recipient)->currentView() != nullptr);
+        QVERIFY(QString::fromStdString(
+                    m_window->pane(app::MainWindow::Side::Recipient)->currentView()->snapshot().model->path())
+                    .endsWith(QStringLiteral("specimen-8-blocks.gguf")));
+        // Double click on a row: recipient.
         const int wide = rowOfFile(view, QStringLiteral("wide.gguf"));
         QVERIFY(wide >= 0);
         const QRect cell = table->visualRect(table->model()->index(wide, model::FleetTableModel::Name));
         QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
         QTest::mouseDClick(table->viewport(), Qt::LeftButton, {}, cell.center());
-        QTRY_VERIFY(m_window->pane(app::MainWindow::Side::Recipient)->currentView() != nullptr);
-        QVERIFY(QString::fromStdString(
-                    m_window->pane(app::MainWindow::Side::Recipient)->currentView()->snapshot().model->path())
-                    .endsWith(QStringLiteral("wide.gguf")));
+        QTRY_VERIFY(
+            QString::fromStdString(
+                m_window->pane(app::MainWindow::Side::Recipient)->currentView()->snapshot().model->path())
+                .endsWith(QStringLiteral("wide.gguf")));
         // Context menu: donor (the split set opens whole).
         const int split = rowOfFile(view, QStringLiteral("split-00001-of-00003.gguf"));
         QVERIFY(split >= 0);
