@@ -10,28 +10,8 @@
 namespace organ::model {
 namespace {
 
-std::optional<double> systemTheta(const FleetRow& row, System system) {
-    for (const FleetSystem& s : row.systems) {
-        if (s.system == systemName(system)) {
-            return s.thetaMean;
-        }
-    }
-    return std::nullopt;
-}
-
 QString thetaText(const std::optional<double>& theta) {
     return theta ? QString::number(*theta, 'f', 2) + QStringLiteral("°") : QString();
-}
-
-QString dtypeText(const FleetRow& row) {
-    QStringList parts;
-    for (const auto& [type, parameters] : row.dtypes) {
-        const double share = row.parameters != 0 ? 100.0 * double(parameters) / double(row.parameters) : 0;
-        parts << QStringLiteral("%1 %2%")
-                     .arg(QString::fromStdString(type))
-                     .arg(share, 0, 'f', share < 10 ? 1 : 0);
-    }
-    return parts.join(QLatin1Char(' '));
 }
 
 } // namespace
@@ -122,11 +102,11 @@ QVariant FleetTableModel::data(const QModelIndex& index, int role) const {
     case OrganTheta:
     case NormTheta: {
         static constexpr System systems[] = {System::Embed, System::Skeleton, System::Organ, System::Norm};
-        const auto theta = systemTheta(row, systems[index.column() - EmbedTheta]);
+        const auto theta = row.systemTheta(systems[index.column() - EmbedTheta]);
         return sort ? optional(theta) : QVariant(thetaText(theta));
     }
     case Dtypes:
-        return dtypeText(row);
+        return QString::fromStdString(fleetDtypeText(row));
     case Error:
         return displayText(row.error);
     default:

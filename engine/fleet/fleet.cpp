@@ -24,12 +24,6 @@ constexpr const char* kFleetFormat = "organ-fleet";
 constexpr System kSystems[] = {System::Embed, System::Skeleton, System::Organ,
                                System::Norm,  System::Adapter,  System::Other};
 
-bool hasGgufExtension(const fs::path& path) {
-    std::string ext = path.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-    return ext == ".gguf";
-}
-
 void searchFolder(const fs::path& folder, const std::function<void(std::string)>& add) {
     std::error_code ec;
     fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec);
@@ -44,42 +38,14 @@ void searchFolder(const fs::path& folder, const std::function<void(std::string)>
                 add(entry.path().string());
                 it.disable_recursion_pending();
             }
-        } else if (entry.is_regular_file(typeError) && hasGgufExtension(entry.path())) {
+        } else if (entry.is_regular_file(typeError) && hasGgufExtension(entry.path().string())) {
             add(entry.path().string());
         }
     }
 }
 
-nlohmann::json optionalJson(const std::optional<double>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-std::optional<double> optionalFrom(const nlohmann::json& j, const char* key) {
-    const auto it = j.find(key);
-    return it == j.end() || it->is_null() ? std::nullopt : std::optional<double>(it->get<double>());
-}
-
 std::string thetaText(const std::optional<double>& theta, int digits = 2) {
     return theta ? fixedDecimals(*theta, digits) + "°" : std::string("—");
-}
-
-std::optional<double> systemTheta(const FleetRow& row, System system) {
-    for (const FleetSystem& s : row.systems) {
-        if (s.system == systemName(system)) {
-            return s.thetaMean;
-        }
-    }
-    return std::nullopt;
-}
-
-std::string dtypeText(const FleetRow& row) {
-    std::string out;
-    for (const auto& [type, parameters] : row.dtypes) {
-        const double share =
-            row.parameters != 0 ? 100.0 * static_cast<double>(parameters) / row.parameters : 0;
-        out += (out.empty() ? "" : " ") + type + " " + fixedDecimals(share, share < 10 ? 1 : 0) + "%";
-    }
-    return out;
 }
 
 // At most `width` bytes, cut at a character boundary and marked with "…".
@@ -122,6 +88,25 @@ std::vector<std::string> findFleetModels(const std::vector<std::string>& paths) 
         }
     }
     return {seen.begin(), seen.end()};
+}
+
+std::optional<double> FleetRow::systemTheta(System system) const {
+    for (const FleetSystem& s : systems) {
+        if (s.system == systemName(system)) {
+            return s.thetaMean;
+        }
+    }
+    return std::nullopt;
+}
+
+std::string fleetDtypeText(const FleetRow& row) {
+    std::string out;
+    for (const auto& [type, parameters] : row.dtypes) {
+        const double share =
+            row.parameters != 0 ? 100.0 * static_cast<double>(parameters) / row.parameters : 0;
+        out += (out.empty() ? "" : " ") + type + " " + fixedDecimals(share, share < 10 ? 1 : 0) + "%";
+    }
+    return out;
 }
 
 FleetRow fleetRowOf(const MeasuredModel& m) {
@@ -236,16 +221,17 @@ JobResult measureFleet(const std::vector<std::string>& paths, const FleetOptions
     std::size_t finished = 0;
     std::vector<std::string> warnings;
     std::atomic<std::size_t> next{0};
+    std::uint64_t permilleSum = 0; // of `permille`, kept as each entry changes (under `mutex`)
+    auto setPermille = [&](std::size_t index, std::uint64_t value) {
+        permilleSum += value - permille[index];
+        permille[index] = value;
+    };
     auto report = [&](std::size_t index, std::uint64_t value) {
         std::lock_guard lock(mutex);
-        permille[index] = value;
-        std::uint64_t sum = 0;
-        for (std::uint64_t p : permille) {
-            sum += p;
-        }
+        setPermille(index, value);
         const std::string stage = "measuring the fleet: " + std::to_string(finished) + " of " +
                                   std::to_string(count) + " models done";
-        throttle.report(sum, count * 1000, stage);
+        throttle.report(permilleSum, count * 1000, stage);
     };
     auto measureOne = [&](std::size_t index) -> std::optional<FleetRow> {
         const std::string& path = paths[index];
@@ -298,7 +284,7 @@ JobResult measureFleet(const std::vector<std::string>& paths, const FleetOptions
             }
             std::lock_guard lock(mutex);
             rows[i] = std::move(row);
-            permille[i] = 1000;
+            setPermille(i, 1000);
             ++finished;
             if (options.onModel) {
                 options.onModel(i, *rows[i]);
@@ -343,7 +329,7 @@ nlohmann::json fleetToJson(const FleetReport& report) {
                                {"tensors", s.tensors},
                                {"measured", s.measured},
                                {"parameters", s.parameters},
-                               {"theta_mean", optionalJson(s.thetaMean)}});
+                               {"theta_mean", optionalNumber(s.thetaMean)}});
         }
         models.push_back({{"path", row.path},
                           {"name", row.name},
@@ -354,8 +340,8 @@ nlohmann::json fleetToJson(const FleetReport& report) {
                           {"dtypes", std::move(dtypes)},
                           {"tensors", row.tensors},
                           {"measured", row.measured},
-                          {"theta_mean", optionalJson(row.thetaMean)},
-                          {"signal_mean", optionalJson(row.signalMean)},
+                          {"theta_mean", optionalNumber(row.thetaMean)},
+                          {"signal_mean", optionalNumber(row.signalMean)},
                           {"systems", std::move(systems)},
                           {"from_cache", row.fromCache}});
     }
@@ -413,13 +399,13 @@ FleetReport fleetFromJson(const nlohmann::json& document) {
                              [](const auto& a, const auto& b) { return a.second > b.second; });
             row.tensors = m.at("tensors").get<std::uint64_t>();
             row.measured = m.at("measured").get<std::uint64_t>();
-            row.thetaMean = optionalFrom(m, "theta_mean");
-            row.signalMean = optionalFrom(m, "signal_mean");
+            row.thetaMean = numberOrNothing(m, "theta_mean");
+            row.signalMean = numberOrNothing(m, "signal_mean");
             for (const auto& s : m.at("systems")) {
                 row.systems.push_back(
                     {s.at("system").get<std::string>(), s.at("tensors").get<std::uint64_t>(),
                      s.at("measured").get<std::uint64_t>(), s.at("parameters").get<std::uint64_t>(),
-                     optionalFrom(s, "theta_mean")});
+                     numberOrNothing(s, "theta_mean")});
             }
             row.fromCache = m.value("from_cache", false);
             if (row.thetaMean && !std::isfinite(*row.thetaMean)) {
@@ -504,9 +490,9 @@ std::string fleetText(const FleetReport& report) {
                 << padText(thetaText(row.thetaMean), 9, true)
                 << padText(row.signalMean ? fixedDecimals(*row.signalMean, 3) : "—", 8, true);
             for (System s : kSystems) {
-                out << padText(thetaText(systemTheta(row, s), 1), 10, true);
+                out << padText(thetaText(row.systemTheta(s), 1), 10, true);
             }
-            out << "  " << escapeText(dtypeText(row)) << "\n";
+            out << "  " << escapeText(fleetDtypeText(row)) << "\n";
         }
     }
     for (const FleetRow& row : report.rows) {
@@ -548,13 +534,13 @@ std::string fleetCsv(const FleetReport& report) {
             << ',' << csvQuoted(row.path) << ',' << csvQuoted(row.architecture) << ',';
         if (row.ok()) {
             out << row.parameters << ',' << row.fileSize << ',' << csvNumber(row.bitsPerWeight) << ','
-                << csvQuoted(dtypeText(row)) << ',' << row.tensors << ',' << row.measured << ','
+                << csvQuoted(fleetDtypeText(row)) << ',' << row.tensors << ',' << row.measured << ','
                 << csvNumber(row.thetaMean) << ',' << csvNumber(row.signalMean);
         } else {
             out << ",,,,,,,";
         }
         for (System s : kSystems) {
-            out << ',' << csvNumber(systemTheta(row, s));
+            out << ',' << csvNumber(row.systemTheta(s));
         }
         out << ',' << kZMeasureVersion << ',' << sample << ','
             << (row.ok() ? std::string() : csvQuoted(row.error)) << '\n';
@@ -585,7 +571,7 @@ std::string fleetMarkdown(const FleetReport& report) {
             << fixedDecimals(row.bitsPerWeight, 2) << " | " << thetaText(row.thetaMean) << " | "
             << (row.signalMean ? fixedDecimals(*row.signalMean, 3) : "—") << " |";
         for (System s : kSystems) {
-            out << " " << thetaText(systemTheta(row, s), 1) << " |";
+            out << " " << thetaText(row.systemTheta(s), 1) << " |";
         }
         out << "\n";
     }

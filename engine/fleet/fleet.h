@@ -49,9 +49,13 @@ struct FleetRow {
     bool fromCache = false;
 
     bool ok() const { return error.empty(); }
+    // θ mean of `system`, nothing when the model has none with a θ.
+    std::optional<double> systemTheta(System system) const;
 };
 
 FleetRow fleetRowOf(const MeasuredModel& m);
+// "Q4_K 71% Q6_K 18% F32 0.4%": the share of the parameters each dtype stores, most first.
+std::string fleetDtypeText(const FleetRow& row);
 
 // The least-squares line θ mean = slope · log10(parameters) + intercept over the models with a
 // θ and parameters. Not fitted (with the reason) below three models or when every model has

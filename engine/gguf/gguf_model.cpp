@@ -3,6 +3,7 @@
 #include "support/errors.h"
 #include "support/text_format.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <regex>
 
@@ -48,6 +49,15 @@ std::string splitPartPath(const std::string& prefix, unsigned part, unsigned cou
     char suffix[32];
     std::snprintf(suffix, sizeof suffix, "-%05u-of-%05u.gguf", part, count);
     return prefix + suffix;
+}
+
+bool hasGgufExtension(std::string_view path) {
+    if (path.size() < 5) {
+        return false;
+    }
+    std::string tail(path.substr(path.size() - 5));
+    std::transform(tail.begin(), tail.end(), tail.begin(), [](unsigned char c) { return std::tolower(c); });
+    return tail == ".gguf";
 }
 
 std::shared_ptr<const GgufModel> GgufModel::open(const std::string& path) {

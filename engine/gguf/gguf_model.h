@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -79,5 +80,7 @@ struct SplitName {
 };
 bool parseSplitName(const std::string& path, SplitName& out);
 std::string splitPartPath(const std::string& prefix, unsigned part, unsigned count);
+// Whether a file name ends in ".gguf", in any case.
+bool hasGgufExtension(std::string_view path);
 
 } // namespace organ

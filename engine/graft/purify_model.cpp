@@ -1,6 +1,7 @@
 #include "graft/purify_model.h"
 
 #include "anatomy/anatomy.h"
+#include "measure/measure_report.h"
 #include "measure/zmeasure.h"
 #include "organs/organ_directory.h"
 #include "quant/dequant.h"
@@ -162,16 +163,13 @@ PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, 
 }
 
 nlohmann::json purifiedToJson(const std::vector<PurifiedTensor>& tensors) {
-    auto optional = [](const std::optional<double>& v) {
-        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-    };
     nlohmann::json list = nlohmann::json::array();
     for (const PurifiedTensor& t : tensors) {
         list.push_back({{"name", t.name},
                         {"from", tensorTypeName(t.from)},
                         {"to", tensorTypeName(t.to)},
-                        {"theta_before", optional(t.thetaBefore)},
-                        {"theta_after", optional(t.thetaAfter)},
+                        {"theta_before", optionalNumber(t.thetaBefore)},
+                        {"theta_after", optionalNumber(t.thetaAfter)},
                         {"relative_change", t.relativeChange},
                         {"kept_fraction", t.keptFraction}});
     }

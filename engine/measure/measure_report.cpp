@@ -12,15 +12,6 @@
 namespace organ {
 namespace {
 
-nlohmann::json optionalNumber(const std::optional<double>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-std::optional<double> numberOrNothing(const nlohmann::json& j, const char* key) {
-    const auto it = j.find(key);
-    return it == j.end() || it->is_null() ? std::nullopt : std::optional<double>(it->get<double>());
-}
-
 std::string fixed(const std::optional<double>& v, int digits) {
     return v ? fixedDecimals(*v, digits) : "—";
 }
@@ -99,6 +90,15 @@ std::string markdownText(const std::string& raw) {
         out += c;
     }
     return out;
+}
+
+nlohmann::json optionalNumber(const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::optional<double> numberOrNothing(const nlohmann::json& j, const char* key) {
+    const auto it = j.find(key);
+    return it == j.end() || it->is_null() ? std::nullopt : std::optional<double>(it->get<double>());
 }
 
 nlohmann::json sampleJson(const ZParams& p) {

@@ -39,6 +39,10 @@ std::string csvQuoted(const std::string& raw);
 // A number in a CSV field: 10 significant digits, empty when there is none.
 std::string csvNumber(const std::optional<double>& v);
 
+// An optional number in a report: the number, or null; and back (absent or null: nothing).
+nlohmann::json optionalNumber(const std::optional<double>& v);
+std::optional<double> numberOrNothing(const nlohmann::json& j, const char* key);
+
 // The sample as reports write it: a number, or "all".
 nlohmann::json sampleJson(const ZParams& params);
 // The opening of organ's JSON reports ("format", "version", "z_measure", "parameters.sample"),

@@ -720,9 +720,7 @@ JobResult assembleOrgans(const OrganDirectory& directory, const std::string& out
 }
 
 bool isOrganDirectoryTarget(const std::string& output) {
-    std::string tail = output.size() >= 5 ? output.substr(output.size() - 5) : output;
-    std::transform(tail.begin(), tail.end(), tail.begin(), [](unsigned char c) { return std::tolower(c); });
-    return tail != ".gguf";
+    return !hasGgufExtension(output);
 }
 
 nlohmann::json extractionToJson(const GgufModel& model, const std::string& directory) {
