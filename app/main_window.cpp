@@ -92,7 +92,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) {
         resize(1200, 800);
     }
-    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    if (!restoreState(settings.value(QStringLiteral("window/state")).toByteArray())) {
+        // The models get the height; the plan's dock starts at a few rows of operations.
+        resizeDocks({m_surgery->planDock()}, {200}, Qt::Vertical);
+    }
     updatePaneSizes();
     updateTitle();
 }

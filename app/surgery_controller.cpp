@@ -11,12 +11,14 @@
 #include "open_offer.h"
 #include "plan_autosave.h"
 #include "support/text_format.h"
+#include "write_folder.h"
 
 #include <QAction>
 #include <QComboBox>
 #include <QDateTime>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
@@ -69,10 +71,17 @@ SurgeryController::SurgeryController(QMainWindow* window, widgets::ModelPane* re
     });
     connect(m_document, &model::GraftDocument::changed, this, &SurgeryController::updatePreview);
     m_autosave = new PlanAutosave(m_document, this);
-    connect(m_document->undoStack(), &QUndoStack::indexChanged, this, [this] {
-        if (!m_document->lastDropMessage().isEmpty()) {
-            m_window->statusBar()->showMessage(m_document->lastDropMessage(), 8000);
+    // Each step says what it did; an undo or redo replaces what the edit said.
+    connect(m_document->undoStack(), &QUndoStack::indexChanged, this, [this](int index) {
+        const QUndoStack* stack = m_document->undoStack();
+        QString message = m_document->takeEditMessage();
+        if (message.isEmpty() && index < m_undoIndex && index < stack->count()) {
+            message = tr("Undone: %1").arg(stack->text(index));
+        } else if (message.isEmpty() && index > m_undoIndex) {
+            message = tr("Redone: %1").arg(stack->text(index - 1));
         }
+        m_undoIndex = index;
+        m_window->statusBar()->showMessage(message, 8000);
     });
     connectAssembly();
     connect(m_engine->worker(), &MeasureAndAssembleWorker::purifyPreviewReady, this,
@@ -487,16 +496,23 @@ void SurgeryController::savePlanDialog() {
     if (m_document->isEmpty()) {
         return;
     }
-    const QString suggested =
-        m_document->fileName().isEmpty()
-            ? QFileInfo(m_document->base()).completeBaseName() + QStringLiteral("-plan.json")
-            : m_document->fileName();
+    const QFileInfo base(m_document->base());
+    const QString suggested = m_document->fileName().isEmpty()
+                                  ? widgets::proposedWriteFolder(base.absolutePath()) + u'/' +
+                                        base.completeBaseName() + QStringLiteral("-plan.json")
+                                  : m_document->fileName();
     const QString path =
         QFileDialog::getSaveFileName(m_window, tr("Save graft plan"), suggested, tr("Graft plans (*.json)"));
     QString error;
-    if (!path.isEmpty() && !savePlan(path, &error)) {
-        m_host.showError(tr("Cannot save the plan"), error);
+    if (path.isEmpty()) {
+        return;
     }
+    if (!savePlan(path, &error)) {
+        m_host.showError(tr("Cannot save the plan"), error);
+        return;
+    }
+    widgets::rememberWriteFolder(path);
+    m_window->statusBar()->showMessage(tr("Saved the plan as %1").arg(QDir::toNativeSeparators(path)), 10000);
 }
 
 void SurgeryController::assembleDialog() {
@@ -514,8 +530,9 @@ void SurgeryController::assembleDialog() {
     name->setToolTip(tr("The chimera's general.name: how tools and the workbench call it"));
     name->setMinimumWidth(420);
     const QFileInfo base(m_document->base());
-    auto* path = new QLineEdit(
-        base.absolutePath() + u'/' + base.completeBaseName() + QStringLiteral("-chimera.gguf"), &dialog);
+    auto* path = new QLineEdit(widgets::proposedWriteFolder(base.absolutePath()) + u'/' +
+                                   base.completeBaseName() + QStringLiteral("-chimera.gguf"),
+                               &dialog);
     path->setObjectName(QStringLiteral("chimeraPath"));
     auto* browse = new QPushButton(tr("Browse…"), &dialog);
     connect(browse, &QPushButton::clicked, &dialog, [&dialog, path] {
@@ -532,16 +549,31 @@ void SurgeryController::assembleDialog() {
     form->addRow(tr("File"), file);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
     buttons->button(QDialogButtonBox::Ok)->setText(tr("Assemble"));
-    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    // An existing file is replaced only when the user says so, as Save asks (Browse… asks too).
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, [&dialog, path] {
+        const QString output = path->text().trimmed();
+        if (output.isEmpty()) {
+            return;
+        }
+        if (QFileInfo::exists(output) &&
+            QMessageBox::question(&dialog, tr("Replace the file?"),
+                                  tr("%1 exists already. Replace it with the chimera?").arg(output),
+                                  QMessageBox::Yes | QMessageBox::No, QMessageBox::No) != QMessageBox::Yes) {
+            return;
+        }
+        dialog.accept();
+    });
     connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
     form->addRow(buttons);
-    if (dialog.exec() != QDialog::Accepted || path->text().trimmed().isEmpty()) {
+    if (dialog.exec() != QDialog::Accepted) {
         return;
     }
     m_document->setChimeraName(name->text().trimmed());
     QString error;
     if (!startAssembly(path->text().trimmed(), &error)) {
         m_host.showError(tr("Cannot assemble the chimera"), error);
+    } else {
+        widgets::rememberWriteFolder(path->text().trimmed());
     }
 }
 

@@ -52,6 +52,7 @@ public:
 
     model::GraftDocument* document() const { return m_document; }
     widgets::GraftPlanPanel* panel() const { return m_planPanel; }
+    QDockWidget* planDock() const { return m_planDock; }
     PlanAutosave* autosave() const { return m_autosave; }
     QProgressDialog* assemblyDialog() const { return m_assemblyDialog; }
     widgets::ModelView* findView(const QString& path) const;
@@ -117,6 +118,7 @@ private:
     std::vector<std::uint64_t> m_assemblyEnds;             // cumulative bytes at the end of each tensor
     QHash<QString, std::optional<double>> m_purifiedTheta; // preview key → θ after purification
     QSet<QString> m_purifyPending;                         // asked of the engine thread
+    int m_undoIndex = 0;                                   // the undo stack's index shown last
 };
 
 } // namespace organ::app

@@ -12,6 +12,7 @@
 #include <QFileInfo>
 #include <QMainWindow>
 #include <QStatusBar>
+#include <set>
 
 namespace organ::app {
 namespace {
@@ -35,16 +36,32 @@ VitalsController::VitalsController(QMainWindow* window, widgets::ModelPane* reci
         }
         QString error;
         if (!checkChimera(&error)) {
-            m_surgery->panel()->setChimeraVitals(error.toHtmlEscaped());
+            m_surgery->panel()->setChimeraVitals(error.toHtmlEscaped(), m_surgery->document()->revision());
         }
     });
     connectEngine();
+    connect(m_surgery->document(), &model::GraftDocument::changed, this,
+            &VitalsController::updatePlannedChimera);
+    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
+        connect(pane, &widgets::ModelPane::viewsChanged, this, &VitalsController::updatePlannedChimera);
+    }
+}
+
+void VitalsController::updatePlannedChimera() {
+    const model::GraftDocument* document = m_surgery->document();
+    const bool current = m_chimera && m_chimeraRevision == document->revision();
+    for (widgets::ModelView* view : m_recipient->views()) {
+        const bool planned = !document->isEmpty() &&
+                             document->base() == QString::fromStdString(view->snapshot().model->path());
+        view->vitalsPage()->setPlannedChimera(planned, planned && current ? m_chimera : nullptr);
+    }
 }
 
 void VitalsController::attach(widgets::ModelView* view) {
     widgets::VitalsPage* page = view->vitalsPage();
     connect(page, &widgets::VitalsPage::takeRequested, this, [this, view] { takeVitals(view); });
     connect(page, &widgets::VitalsPage::cancelRequested, m_engine, &EngineThread::cancelVitals);
+    updatePlannedChimera();
     connect(page, &widgets::VitalsPage::removeLayersRequested, this,
             [this, view](std::uint32_t first, std::uint32_t count) {
                 const QString path = QString::fromStdString(view->snapshot().model->path());
@@ -64,9 +81,11 @@ void VitalsController::takeVitals(widgets::ModelView* view) {
     const auto& self = view->snapshot().model;
     auto job = std::make_shared<VitalsJob>(VitalsJob{ModelWeights::ofModel(self), {}, {}, {}});
     job->stop = std::make_shared<StopToken>();
+    // Each other model once, though it may be open in both panes or in two tabs.
+    std::set<std::string> compared{self->path()};
     for (widgets::ModelView* other : m_recipient->views() + m_donor->views()) {
         const auto& model = other->snapshot().model;
-        if (model->path() != self->path() && vocabularyOf(*model) == vocabularyOf(*self)) {
+        if (vocabularyOf(*model) == vocabularyOf(*self) && compared.insert(model->path()).second) {
             job->parents.push_back(ModelWeights::ofModel(model));
         }
     }
@@ -103,6 +122,7 @@ bool VitalsController::checkChimera(QString* error) {
             tr("Checking the chimera: running it and its %1…")
                 .arg(model::countOf(qint64(job->parents.size()), tr("parent"), tr("parents"))));
         m_check = m_engine->vitals(std::move(job));
+        m_checkRevision = document->revision();
         return true;
     } catch (const std::exception& e) {
         *error = model::displayText(e.what());
@@ -125,6 +145,9 @@ void VitalsController::connectEngine() {
                 view->setVitalsReport(std::move(report));
             } else if (g == m_check) {
                 m_check = 0;
+                m_chimera = report;
+                m_chimeraRevision = m_checkRevision;
+                updatePlannedChimera();
                 // "perplexity 2279.968 → 4.416 · KL to the recipient 0.0400 …": the recipient's (the first
                 // parent) then the chimera's, and the divergence from each parent.
                 const auto& parents = report->parents;
@@ -140,10 +163,8 @@ void VitalsController::connectEngine() {
                                      model::finiteNumber(p.divergence.meanKl, 4),
                                      model::finiteNumber(100 * p.divergence.topAgreement, 1));
                 }
-                html += tr("<br><i>%1</i>▸%2")
-                            .arg(model::displayText(report->prompt).toHtmlEscaped(),
-                                 model::displayText(report->continuation).toHtmlEscaped());
-                m_surgery->panel()->setChimeraVitals(html);
+                html += model::sampleHtml(report->prompt, report->continuation);
+                m_surgery->panel()->setChimeraVitals(html, m_checkRevision);
             }
         });
     auto ended = [this](quint64 g, const QString& message) {
@@ -151,7 +172,7 @@ void VitalsController::connectEngine() {
             view->vitalsPage()->setFailed(message);
         } else if (g == m_check) {
             m_check = 0;
-            m_surgery->panel()->setChimeraVitals(message.toHtmlEscaped());
+            m_surgery->panel()->setChimeraVitals(message.toHtmlEscaped(), m_checkRevision);
         }
     };
     connect(worker, &VitalsWorker::failed, this, ended);

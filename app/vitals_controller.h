@@ -38,6 +38,9 @@ public:
 
 private:
     void connectEngine();
+    // Tells each recipient's page whether a plan changes it and, once checked, the planned
+    // chimera's vital signs: its removal suggestions come from them.
+    void updatePlannedChimera();
 
     QMainWindow* m_window;
     widgets::ModelPane* m_recipient;
@@ -46,6 +49,9 @@ private:
     SurgeryController* m_surgery;
     QMap<quint64, QPointer<widgets::ModelView>> m_pages; // generation → the view whose page asked
     quint64 m_check = 0;                                 // the Check chimera run, 0: none
+    quint64 m_checkRevision = 0;                         // the plan's revision it runs
+    std::shared_ptr<const VitalsReport> m_chimera;       // the last check's result, of
+    quint64 m_chimeraRevision = 0;                       // this revision of the plan
 };
 
 } // namespace organ::app

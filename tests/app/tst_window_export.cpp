@@ -155,6 +155,87 @@ private slots:
         QCOMPARE(QDir(folder).entryList({QStringLiteral("*.partial*")}).size(), 0);
     }
 
+    // What only the screen shows stays off the file: the clicked cell's red outline and the
+    // selection's. The size dialog starts at the size chosen last, and the status bar says where
+    // the chart went.
+    void exportsLeaveScreenMarks() {
+        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthyPath);
+        app::MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        QCOMPARE(window.openFiles({healthyPath}, app::MainWindow::Side::Donor), 1);
+        QVERIFY(waitForWorker(finished, 1, 20000));
+        widgets::ModelView* view = window.pane(app::MainWindow::Side::Donor)->currentView();
+        view->showPage(widgets::ModelView::Page::Heatmap);
+        widgets::ThetaHeatmap* heatmap = view->heatmap();
+        settle(&window);
+        QTest::mouseClick(heatmap->plot(), Qt::LeftButton, {},
+                          heatmap->pixelOfTensor(tensorOf(view, "blk.2.ffn_up.weight")));
+        QTest::mouseClick(heatmap->plot(), Qt::LeftButton, Qt::ControlModifier,
+                          heatmap->pixelOfTensor(tensorOf(view, "blk.3.ffn_up.weight")));
+        QCOMPARE(heatmap->selectedTensors().size(), std::size_t(2));
+        view->selectTensor(tensorOf(view, "blk.0.attn_q.weight")); // the current tensor: outlined red
+        const QColor selection = heatmap->palette().color(QPalette::Highlight);
+        auto marked = [&](const QImage& image) {
+            int red = 0;
+            int selected = 0;
+            for (int y = 0; y < image.height(); ++y) {
+                for (int x = 0; x < image.width(); ++x) {
+                    const QColor c = image.pixelColor(x, y);
+                    red += c.red() > 200 && c.green() < 60 && c.blue() < 60;
+                    selected += c == selection;
+                }
+            }
+            return std::pair(red, selected);
+        };
+        // On the screen, both marks show.
+        const auto shown = marked(heatmap->plot()->toPixmap(640, 420, 1.0).toImage());
+        QVERIFY2(shown.first > 20 && shown.second > 20,
+                 qPrintable(QStringLiteral("%1 %2").arg(shown.first).arg(shown.second)));
+        const QString path = m_dir.filePath(QStringLiteral("marks.png"));
+        saveChartThroughMenu(heatmap->plot(), path, QSize(640, 420));
+        const auto saved = marked(QImage(path));
+        QCOMPARE(saved, std::pair(0, 0));
+        QVERIFY2(window.statusBar()->currentMessage().contains(path),
+                 qPrintable(window.statusBar()->currentMessage()));
+        // Still on the screen after the export.
+        QCOMPARE(marked(heatmap->plot()->toPixmap(640, 420, 1.0).toImage()), shown);
+
+        // The next chart's size dialog starts at 640 × 420.
+        QSize offered;
+        ModalSteps steps;
+        steps
+            .then([](QWidget* active) {
+                return chooseMenuAction(active, QStringLiteral("Save as PNG, SVG or PDF"));
+            })
+            .then([&](QWidget* active) {
+                auto* dialog = qobject_cast<QFileDialog*>(active);
+                if (dialog == nullptr) {
+                    return false;
+                }
+                dialog->selectFile(m_dir.filePath(QStringLiteral("second.png")));
+                QMetaObject::invokeMethod(dialog, "accept", Qt::QueuedConnection);
+                return true;
+            })
+            .then([&](QWidget* active) {
+                if (active->objectName() != QStringLiteral("chartSizeDialog")) {
+                    return false;
+                }
+                offered = QSize(active->findChild<QSpinBox*>(QStringLiteral("chartWidth"))->value(),
+                                active->findChild<QSpinBox*>(QStringLiteral("chartHeight"))->value());
+                qobject_cast<QDialog*>(active)->reject();
+                return true;
+            });
+        QCustomPlot* other = view->systemCharts()->layerPlot();
+        const QPoint at = other->rect().center();
+        QContextMenuEvent menu(QContextMenuEvent::Mouse, at, other->mapToGlobal(at));
+        QApplication::sendEvent(other, &menu);
+        QTRY_VERIFY_WITH_TIMEOUT(steps.done(), 10000);
+        QCOMPARE(offered, QSize(640, 420));
+    }
+
     // Charts save as PNG, SVG and PDF at the size asked for; the measurement as JSON, CSV
     // and Markdown.
     void exports() {

@@ -23,6 +23,7 @@
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
@@ -183,6 +184,17 @@ private slots:
         saveChartThroughMenu(scatter, png, QSize(640, 400));
         QTRY_VERIFY(QFileInfo::exists(png));
         QCOMPARE(QImage(png).size(), QSize(640, 400));
+        // The file says what the window shows: the scale law's equation and the filter.
+        view->findChild<QLineEdit*>()->setText(QStringLiteral("specimen"));
+        const QString svg = m_dir.filePath(QStringLiteral("scale-law.svg"));
+        saveChartThroughMenu(scatter, svg, QSize(640, 400));
+        const QString drawn = QString::fromUtf8(readAll(svg));
+        QVERIFY2(drawn.contains(QStringLiteral("θ = ")) && drawn.contains(QStringLiteral("r² ")) &&
+                     drawn.contains(QStringLiteral("(filter “specimen”)")),
+                 qPrintable(drawn.left(2000)));
+        QVERIFY2(window->findChild<QStatusBar*>()->currentMessage().contains(QStringLiteral("scale-law.svg")),
+                 qPrintable(window->findChild<QStatusBar*>()->currentMessage()));
+        view->findChild<QLineEdit*>()->clear();
     }
 
     void rowsOpenIntoThePanes() {

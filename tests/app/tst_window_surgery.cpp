@@ -25,10 +25,13 @@
 #include "vitals_page.h"
 #include "window_test_support.h"
 #include "worker_wait.h"
+#include "write_folder.h"
 #include <QApplication>
 #include <QCheckBox>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDragEnterEvent>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMenu>
@@ -231,6 +234,21 @@ private slots:
         QVERIFY(!panel->vitalsLabel()->isVisible());
     }
 
+    // A model open in both panes (or in two tabs) is compared with once.
+    void comparesEachModelOnce() {
+        app::MainWindow& window = *m_window;
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        QCOMPARE(window.openFiles({m_healthyPath}), 1);
+        QCOMPARE(window.openFiles({m_healthyPath}, app::MainWindow::Side::Donor), 1);
+        QVERIFY(waitForWorker(finished, 2, 20000));
+        window.pane(app::MainWindow::Side::Recipient)->tabs()->setCurrentWidget(m_recipient);
+        QSignalSpy ready(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        m_recipient->showPage(widgets::ModelView::Page::Vitals);
+        QTest::mouseClick(m_recipient->vitalsPage()->takeButton(), Qt::LeftButton);
+        QVERIFY(waitForWorker(ready, 1, 30000));
+        QCOMPARE(m_recipient->vitalsPage()->report()->parents.size(), std::size_t(1));
+    }
+
     // The recipient's views take drops, the donor's drag; swapping the panes swaps the roles.
     void roles() {
         app::MainWindow& window = *m_window;
@@ -306,6 +324,36 @@ private slots:
         from->toggleSelected(tensorOf(donor, "blk.0.ffn_up.weight"));
         from->toggleSelected(tensorOf(donor, "blk.4.ffn_up.weight"));
         QVERIFY(from->selectedTensors().empty());
+        // A click, then Ctrl+clicks: the first cell clicked is part of what drags (it was left out),
+        // and the pointer says how many tensors go.
+        QTest::mouseClick(from->plot(), Qt::LeftButton, {},
+                          from->pixelOfTensor(tensorOf(donor, "blk.0.ffn_gate.weight")));
+        for (const char* name : {"blk.0.ffn_up.weight", "blk.0.ffn_down.weight"}) {
+            QTest::mouseClick(from->plot(), Qt::LeftButton, Qt::ControlModifier,
+                              from->pixelOfTensor(tensorOf(donor, name)));
+        }
+        QCOMPARE(from->selectedTensors().size(), std::size_t(3));
+        // The press that starts the drag keeps the selection whole.
+        const QPoint gate = from->pixelOfTensor(tensorOf(donor, "blk.0.ffn_gate.weight"));
+        QTest::mousePress(from->plot(), Qt::LeftButton, {}, gate);
+        QCOMPARE(from->selectedTensors().size(), std::size_t(3));
+        const auto three = from->dragAtPixel(gate);
+        QCOMPARE(three->tensors.size(), std::size_t(3));
+        QCOMPARE(from->dragText(*three), QStringLiteral("3 tensors"));
+        std::unique_ptr<QMimeData> threeDrag(model::encodeTensorDrag(*three));
+        const QPoint layer1Label(int(to->plot()->xAxis->coordToPixel(2)), cells.bottom() + 8);
+        QVERIFY(to->canDropAt(threeDrag.get(), layer1Label, &message));
+        QCOMPARE(message, QStringLiteral("Maps layer 0 → 1: 3 tensors"));
+        // Released where it was pressed (a click, no drag): the selection narrows to that cell.
+        QTest::mouseRelease(from->plot(), Qt::LeftButton, {}, gate);
+        QCOMPARE(from->selectedTensors(), std::set<int>{tensorOf(donor, "blk.0.ffn_gate.weight")});
+        // A plain click on another cell starts a new selection.
+        QTest::mouseClick(from->plot(), Qt::LeftButton, {},
+                          from->pixelOfTensor(tensorOf(donor, "blk.2.ffn_up.weight")));
+        QCOMPARE(from->selectedTensors(), std::set<int>{tensorOf(donor, "blk.2.ffn_up.weight")});
+        QCOMPARE(
+            from->dragText(*from->dragAtPixel(from->pixelOfTensor(tensorOf(donor, "blk.2.ffn_up.weight")))),
+            QStringLiteral("blk.2.ffn_up.weight"));
         // Undo both with the keyboard (Ctrl+Z), redo one (Ctrl+Shift+Z), undo it again.
         QVERIFY(QTest::qWaitForWindowActive(&window));
         QTest::keyClick(&window, Qt::Key_Z, Qt::ControlModifier);
@@ -756,6 +804,190 @@ private slots:
         QVERIFY(chimera != nullptr && !chimera->isRecipient());
         QTRY_VERIFY_WITH_TIMEOUT(chimera->measurement() != nullptr, 20000);
         QCOMPARE(chimera->heatmap()->thetaAt(3, 8), donor->heatmap()->thetaAt(3, 8));
+    }
+
+    // The plan's file, as the dock's header names it: saved (at once, not at the next edit); a
+    // cleared plan is a new, unsaved one (Undo brings the old one back with its file); each step
+    // says what it did in the status bar, and Undo replaces what the edit said.
+    void planFileAndStatus() {
+        app::MainWindow& window = *m_window;
+        model::GraftDocument* plan = m_plan;
+        QLabel* header = window.surgery()->panel()->summaryLabel();
+        healInTheTree();
+        QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("Replaces 9 tensors")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        plan->undoStack()->undo();
+        QVERIFY2(window.statusBar()->currentMessage().startsWith(QStringLiteral("Undone: graft")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        plan->undoStack()->redo();
+        QVERIFY2(window.statusBar()->currentMessage().startsWith(QStringLiteral("Redone: graft")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        QVERIFY(header->text().contains(QStringLiteral("unsaved plan")));
+        const QString planPath = m_dir.filePath(QStringLiteral("file-handling-plan.json"));
+        QString error;
+        QVERIFY2(window.surgery()->savePlan(planPath, &error), qPrintable(error));
+        QVERIFY2(header->text().contains(QStringLiteral("file-handling-plan.json")) &&
+                     !header->text().contains(QStringLiteral("unsaved")) &&
+                     !header->text().contains(QStringLiteral("modified")),
+                 qPrintable(header->text()));
+        // Saved again under its name (the stack is clean already): still named.
+        QVERIFY2(window.surgery()->savePlan(planPath, &error), qPrintable(error));
+        QVERIFY(header->text().contains(QStringLiteral("file-handling-plan.json")));
+
+        window.surgery()->panel()->findChild<QToolButton*>(QStringLiteral("plan-clear"))->click();
+        QVERIFY(plan->isEmpty());
+        QVERIFY(plan->fileName().isEmpty());
+        healInTheTree();
+        QVERIFY2(header->text().contains(QStringLiteral("unsaved plan")), qPrintable(header->text()));
+        plan->undoStack()->undo();
+        plan->undoStack()->undo(); // the Clear
+        QCOMPARE(plan->fileName(), planPath);
+        QVERIFY(!plan->isModified());
+        QVERIFY2(header->text().contains(QStringLiteral("file-handling-plan.json")),
+                 qPrintable(header->text()));
+    }
+
+    // Assemble chimera…: the folder proposed is the one written to last; an existing file is
+    // replaced only when the user says yes.
+    void assembleAsksBeforeReplacing() {
+        app::MainWindow& window = *m_window;
+        healInTheTree();
+        const QString folder = m_dir.filePath(QStringLiteral("written-last"));
+        QVERIFY(QDir().mkpath(folder));
+        const QString output = folder + QStringLiteral("/existing.gguf");
+        {
+            QFile existing(output);
+            QVERIFY(existing.open(QIODevice::WriteOnly));
+            existing.write("not a chimera");
+        }
+        widgets::rememberWriteFolder(output);
+        QString proposed;
+        QString question;
+        QSignalSpy ended(window.surgery(), &app::SurgeryController::assemblyEnded);
+        // The dialog, the output typed and Assemble clicked; then the question, answered.
+        auto assembleInto = [&](ModalSteps& steps, QMessageBox::StandardButton answer) {
+            steps
+                .then([&](QWidget* active) {
+                    if (active->objectName() != QStringLiteral("assembleDialog")) {
+                        return false;
+                    }
+                    auto* path = active->findChild<QLineEdit*>(QStringLiteral("chimeraPath"));
+                    proposed = path->text();
+                    path->setText(output);
+                    QPushButton* ok = active->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+                    QMetaObject::invokeMethod(ok, "click", Qt::QueuedConnection);
+                    return true;
+                })
+                .then([&, answer](QWidget* active) {
+                    auto* box = qobject_cast<QMessageBox*>(active);
+                    if (box == nullptr) {
+                        return false;
+                    }
+                    question = box->text();
+                    QMetaObject::invokeMethod(box->button(answer), "click", Qt::QueuedConnection);
+                    return true;
+                });
+        };
+        ModalSteps steps;
+        assembleInto(steps, QMessageBox::No);
+        steps.then([&](QWidget* active) {
+            if (active->objectName() != QStringLiteral("assembleDialog")) {
+                return false;
+            }
+            // Still open after No: the user may choose another name, or Cancel.
+            QMetaObject::invokeMethod(
+                active->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Cancel), "click",
+                Qt::QueuedConnection);
+            return true;
+        });
+        window.surgery()->assembleDialog();
+        QVERIFY(steps.done());
+        QVERIFY2(proposed.startsWith(folder + u'/'), qPrintable(proposed));
+        QVERIFY2(question.contains(QStringLiteral("existing.gguf exists already")), qPrintable(question));
+        QVERIFY(window.surgery()->assemblyDialog() == nullptr);
+        QCOMPARE(readAll(output), QByteArray("not a chimera"));
+
+        ModalSteps yes;
+        assembleInto(yes, QMessageBox::Yes);
+        window.surgery()->assembleDialog();
+        QVERIFY(yes.done());
+        QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
+        QCOMPARE(ended.at(0).at(0).toBool(), true);
+        QVERIFY(GgufModel::open(output.toStdString())->tensors().size() > 0);
+        QTRY_VERIFY(window.findChild<QMessageBox*>(QStringLiteral("assemblyResult")) != nullptr);
+        window.findChild<QMessageBox*>(QStringLiteral("assemblyResult"))->close();
+    }
+
+    // With a plan on another recipient, Purify… and the layer operations are offered disabled
+    // with the reason, before any dialog; with a plan on this recipient, the layers to remove are
+    // suggested from the planned chimera (Check chimera), not from the recipient's own vital signs.
+    void refusalsAndPlannedSuggestions() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        model::GraftDocument* plan = m_plan;
+        healInTheTree();
+        // A second recipient: the plan grafts into the first.
+        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        QCOMPARE(window.openFiles({m_healthyPath}), 1);
+        QVERIFY(waitForWorker(finished, 1, 20000));
+        widgets::ModelView* other = window.currentView();
+        QVERIFY(other != recipient);
+        other->showPage(widgets::ModelView::Page::Anatomy);
+        QStringList disabled;
+        QString tip;
+        ModalSteps steps;
+        steps.then([&](QWidget* active) {
+            auto* menu = qobject_cast<QMenu*>(active);
+            if (menu == nullptr) {
+                return false;
+            }
+            for (QAction* action : menu->actions()) {
+                if (!action->isEnabled() && !action->text().isEmpty()) {
+                    disabled << action->text();
+                    tip = action->toolTip();
+                }
+            }
+            menu->close();
+            return true;
+        });
+        QTreeView* tree = other->anatomyView();
+        const QModelIndex layer = other->anatomyProxy()->mapFromSource(
+            layerNode(other, QStringLiteral("organ"), QStringLiteral("layer 1")));
+        tree->scrollTo(layer);
+        emit tree->customContextMenuRequested(tree->visualRect(layer).center());
+        QVERIFY(steps.done());
+        QVERIFY2(disabled.size() == 4 && disabled.last().startsWith(QStringLiteral("Purify 3 tensors")),
+                 qPrintable(disabled.join(u'|')));
+        QVERIFY2(tip.contains(QStringLiteral("The plan grafts into stories260K-damaged-f32.gguf")),
+                 qPrintable(tip));
+        QCOMPARE(plan->plan().operations.size(), std::size_t(1));
+
+        // The recipient's page waits for the planned chimera's check, then suggests from it.
+        window.pane(app::MainWindow::Side::Recipient)->tabs()->setCurrentWidget(recipient);
+        widgets::VitalsPage* page = recipient->vitalsPage();
+        QSignalSpy ready(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        recipient->showPage(widgets::ModelView::Page::Vitals);
+        QTest::mouseClick(page->takeButton(), Qt::LeftButton);
+        QVERIFY(waitForWorker(ready, 1, 60000));
+        QVERIFY(!page->suggestButton()->isEnabled());
+        auto* suggestion = page->findChild<QLabel*>(QStringLiteral("removalSuggestion"));
+        QVERIFY2(suggestion->text().contains(QStringLiteral("Check chimera")),
+                 qPrintable(suggestion->text()));
+        window.surgery()->panel()->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"))->click();
+        QVERIFY(waitForWorker(ready, 2, 60000));
+        QVERIFY(page->suggestButton()->isEnabled());
+        QVERIFY(window.surgery()->panel()->vitalsLabel()->isVisible());
+        QVERIFY2(suggestion->text().contains(QStringLiteral("in the planned chimera: layer 2 ")),
+                 qPrintable(suggestion->text()));
+        // The damaged recipient's own least-needed layer is another (its sick layers change little).
+        QCOMPARE(page->report()->importance.cheapest.front().first, 4u);
+        const auto before = plan->plan().operations.size();
+        QTest::mouseClick(page->suggestButton(), Qt::LeftButton);
+        QCOMPARE(plan->plan().operations.size(), before + 1);
+        QCOMPARE(plan->plan().operations.back().kind, GraftOperation::Kind::RemoveLayer);
+        QCOMPARE(plan->plan().operations.back().toLayer, 2u);
+        // An edit makes the check stale: the suggestion waits for a new one.
+        QVERIFY(!page->suggestButton()->isEnabled());
     }
 
     void cancelAssembly() {
