@@ -7,12 +7,14 @@
 #include "model_view.h"
 #include "open_offer.h"
 #include "support/text_format.h"
+#include "write_folder.h"
 
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMainWindow>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPointer>
 #include <QProgressDialog>
 #include <QPushButton>
 #include <QSettings>
@@ -68,31 +70,38 @@ void OrgansController::openDirectoryDialog(Side side) {
     }
 }
 
+// The model is the one focused when the menu was chosen, named in the dialog: the focus moves
+// while the dialog is open, so it is not looked up again afterwards.
 void OrgansController::extractDialog() {
-    const widgets::ModelView* view = m_host.currentView();
+    const QPointer<widgets::ModelView> view = m_host.currentView();
     if (view == nullptr) {
         m_host.showError(tr("Nothing to extract"), tr("Open a model first."));
         return;
     }
     const QFileInfo source(QString::fromStdString(view->snapshot().model->path()));
-    QFileDialog dialog(m_window, tr("Extract to a new organ directory"));
+    QFileDialog dialog(m_window, tr("Extract %1 to a new organ directory").arg(source.fileName()));
     dialog.setObjectName(QStringLiteral("extractDialog"));
     dialog.setAcceptMode(QFileDialog::AcceptSave);
     dialog.setFileMode(QFileDialog::AnyFile);
     dialog.setOption(QFileDialog::DontConfirmOverwrite); // an existing target is refused, never replaced
-    dialog.setDirectory(source.absolutePath());
+    dialog.setLabelText(QFileDialog::Accept, tr("Extract"));
+    dialog.setLabelText(QFileDialog::FileName, tr("Directory for %1:").arg(source.fileName()));
+    dialog.setDirectory(widgets::proposedWriteFolder(source.absolutePath()));
     dialog.selectFile(source.completeBaseName() + QStringLiteral("-organs"));
     if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty()) {
         return;
     }
     QString error;
-    if (!startExtraction(dialog.selectedFiles().front(), &error)) {
+    if (view == nullptr) {
+        m_host.showError(tr("Cannot extract the model"),
+                         tr("%1 was closed meanwhile").arg(source.fileName()));
+    } else if (!startExtraction(view, dialog.selectedFiles().front(), &error)) {
         m_host.showError(tr("Cannot extract the model"), error);
     }
 }
 
-bool OrgansController::startExtraction(const QString& directory, QString* error) {
-    widgets::ModelView* view = m_host.currentView();
+bool OrgansController::startExtraction(const widgets::ModelView* view, const QString& directory,
+                                       QString* error) {
     if (view == nullptr) {
         *error = tr("No model is open");
         return false;
@@ -108,6 +117,7 @@ bool OrgansController::startExtraction(const QString& directory, QString* error)
     auto job = std::make_shared<ExtractionJob>();
     job->snapshot = view->snapshotPointer();
     job->directory = QFileInfo(directory).absoluteFilePath().toStdString();
+    widgets::rememberWriteFolder(directory);
     if (const ModelMeasurement* measured = view->measurement()) {
         job->measurement =
             measurementToJson(MeasuredModel{job->snapshot->model, job->snapshot->anatomy, *measured, {}});

@@ -34,9 +34,9 @@ public:
     OrgansController(QMainWindow* window, EngineThread* engine, Host host);
 
     void populateMenu(QMenu* file);
-    // Extracts the current model into `directory` (which must not exist); false and `error` when
-    // it cannot start.
-    bool startExtraction(const QString& directory, QString* error);
+    // Extracts `view`'s model into `directory` (which must not exist); false and `error` when it
+    // cannot start.
+    bool startExtraction(const widgets::ModelView* view, const QString& directory, QString* error);
     QProgressDialog* extractionDialog() const { return m_dialog; }
 
 signals:

@@ -17,6 +17,7 @@
 #include "theta_heatmap.h"
 #include "window_test_support.h"
 #include "worker_wait.h"
+#include "write_folder.h"
 
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -24,6 +25,7 @@
 #include <QDragEnterEvent>
 #include <QLabel>
 #include <QMenu>
+#include <QMenuBar>
 #include <QMimeData>
 #include <QProgressDialog>
 #include <QPushButton>
@@ -34,6 +36,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <qcustomplot.h>
 
 using namespace organ;
@@ -132,7 +136,7 @@ private slots:
         const QString target = m_dir.filePath(QStringLiteral("extracted"));
         QSignalSpy ended(organs, &app::OrgansController::extractionEnded);
         QString error;
-        QVERIFY2(organs->startExtraction(target, &error), qPrintable(error));
+        QVERIFY2(organs->startExtraction(m_window->currentView(), target, &error), qPrintable(error));
         QVERIFY(organs->extractionDialog() != nullptr);
         QVERIFY(ended.wait(20000));
         QCOMPARE(ended.front().at(0).toBool(), true);
@@ -144,7 +148,7 @@ private slots:
         box->findChild<QPushButton*>(QStringLiteral("openOrgansDonor"))->click();
         QCOMPARE(m_window->pane(app::MainWindow::Side::Donor)->tabs()->count(), 2);
 
-        QVERIFY(!organs->startExtraction(target, &error));
+        QVERIFY(!organs->startExtraction(m_window->currentView(), target, &error));
         QVERIFY2(error.contains(QStringLiteral("exists already")), qPrintable(error));
 
         // Cancel while the engine thread is held busy: nothing is written, not even a partial.
@@ -153,7 +157,7 @@ private slots:
         QMetaObject::invokeMethod(m_window->engine()->worker(), [&hold] { hold.acquire(); });
         QSignalSpy cancelledSpy(m_window->engine()->worker(),
                                 &app::MeasureAndAssembleWorker::extractionCancelled);
-        QVERIFY(organs->startExtraction(cancelled, &error));
+        QVERIFY(organs->startExtraction(m_window->currentView(), cancelled, &error));
         QPushButton* cancel = organs->extractionDialog()->findChild<QPushButton*>();
         QVERIFY(cancel != nullptr);
         cancel->click();
@@ -161,6 +165,68 @@ private slots:
         QVERIFY(waitForWorker(cancelledSpy, 1, 20000));
         QVERIFY(!QFileInfo::exists(cancelled));
         QVERIFY(QDir(m_dir.path()).entryList({QStringLiteral("never*")}, QDir::AllEntries).isEmpty());
+    }
+
+    // File → Extract to organ directory… with a row of the donor's tree clicked: the dialog names
+    // the donor, proposes the folder written to last, and the directory holds the donor — not the
+    // recipient, which the focus falls back to while the dialog closes.
+    void extractTheFocusedDonor() {
+        const QString damaged = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthy);
+        m_window = std::make_unique<app::MainWindow>();
+        m_window->resize(1280, 800);
+        m_window->show();
+        QVERIFY(QTest::qWaitForWindowActive(m_window.get()));
+        QSignalSpy finished(m_window->engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        QCOMPARE(m_window->openFiles({damaged}), 1);
+        QCOMPARE(m_window->openFiles({healthy}, app::MainWindow::Side::Donor), 1);
+        QVERIFY(waitForWorker(finished, 2, 20000));
+        const QString written = m_dir.filePath(QStringLiteral("written-before/x.json"));
+        QVERIFY(QDir().mkpath(QFileInfo(written).absolutePath()));
+        widgets::rememberWriteFolder(written);
+
+        widgets::ModelView* donor = m_window->pane(app::MainWindow::Side::Donor)->currentView();
+        QTreeView* tree = donor->anatomyView();
+        const QModelIndex row = tree->model()->index(0, 0);
+        QTest::mouseClick(tree->viewport(), Qt::LeftButton, {}, tree->visualRect(row).center());
+        QVERIFY(donor->isAncestorOf(QApplication::focusWidget()));
+
+        const QString target = m_dir.filePath(QStringLiteral("donor-organs"));
+        QString title;
+        QString proposed;
+        ModalSteps steps;
+        steps.then([&](QWidget* active) {
+            auto* dialog = qobject_cast<QFileDialog*>(active);
+            if (dialog == nullptr || dialog->objectName() != QStringLiteral("extractDialog")) {
+                return false;
+            }
+            title = dialog->windowTitle();
+            proposed = dialog->directory().absolutePath();
+            dialog->selectFile(target);
+            QMetaObject::invokeMethod(dialog, "accept", Qt::QueuedConnection);
+            return true;
+        });
+        QSignalSpy ended(m_window->organs(), &app::OrgansController::extractionEnded);
+        QAction* extract = nullptr;
+        for (QAction* action : m_window->menuBar()->actions().front()->menu()->actions()) {
+            if (action->text().startsWith(QStringLiteral("E&xtract to organ directory"))) {
+                extract = action;
+            }
+        }
+        QVERIFY(extract != nullptr);
+        extract->trigger();
+        QVERIFY(steps.done());
+        QVERIFY2(title.contains(QStringLiteral("stories260K-f32.gguf")), qPrintable(title));
+        QCOMPARE(proposed, QFileInfo(written).absolutePath());
+        QVERIFY(ended.wait(20000));
+        QCOMPARE(ended.front().at(0).toBool(), true);
+        std::ifstream manifest(QString(target + QStringLiteral("/manifest.json")).toStdString());
+        const auto json = nlohmann::json::parse(manifest);
+        QCOMPARE(json.at("source").at("file").get<std::string>(), std::string("stories260K-f32.gguf"));
+        if (QMessageBox* box = visibleMessageBox()) {
+            box->close();
+        }
     }
 
     // Purify… from the recipient's tree: the dialog's method and parameters become a purify
