@@ -278,6 +278,9 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 return JobResult::failed(*refusal);
             }
         }
+        if (stop != nullptr && !stop->beginCommit()) {
+            return JobResult::cancelled();
+        }
         out.commit();
         throttle.report(total, total, "done", true);
         return result;

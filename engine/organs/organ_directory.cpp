@@ -335,6 +335,9 @@ JobResult writeOrganDirectory(const GgufWriteSpec& spec, const RootedPath& direc
         const UniqueFd manifestFd = out.create(kOrganManifest);
         writeAll(manifestFd.get(), text.data(), text.size(), name + "/manifest.json");
         syncFd(manifestFd.get(), name + "/manifest.json");
+        if (stop != nullptr && !stop->beginCommit()) {
+            return JobResult::cancelled();
+        }
         out.commit();
         return JobResult::ok();
     } catch (const std::exception& e) {

@@ -1,6 +1,6 @@
 // Paths followed beneath a folder's descriptor (support/rooted_files.h) and the writers that
 // create files through descriptors (support/safe_files.h): links, "..", absolute paths and folders
-// swapped under a writer never lead it elsewhere.
+// swapped under a writer never lead it elsewhere; a stop and a commit never both happen.
 #include "fixtures.h"
 #include "hostile_models.h"
 
@@ -220,6 +220,26 @@ private slots:
         QVERIFY(QDir().rename(folder, m_dir.filePath(QStringLiteral("moved"))));
         QVERIFY(QFile::link(m_dir.filePath(QStringLiteral("moved")), folder));
         QVERIFY_THROWS_EXCEPTION(FormatError, OrganDirectory::open(RootedPath(root, "organs")));
+    }
+
+    // A stop and a commit: whichever comes first wins, and the other is refused.
+    void stopOrCommit() {
+        StopToken stopped;
+        QVERIFY(stopped.requestStop());
+        QVERIFY(stopped.requestStop());
+        QVERIFY(!stopped.beginCommit());
+        QVERIFY(stopped.stopRequested());
+        StopToken committed;
+        QVERIFY(committed.beginCommit());
+        QVERIFY(committed.beginCommit());
+        QVERIFY(!committed.requestStop());
+        QVERIFY(!committed.stopRequested());
+        // A writer whose stop came first leaves nothing.
+        StopToken stop;
+        stop.requestStop();
+        QCOMPARE(writeGguf(at("never.gguf"), hostileModelSpec(2), {}, &stop).status,
+                 JobResult::Status::Cancelled);
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(at("never.gguf"))));
     }
 };
 
