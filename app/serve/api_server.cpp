@@ -255,31 +255,21 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         }
     };
     auto openInside = [&](const std::string& given) {
-        const std::string resolved = m_paths.input(given);
-        std::shared_ptr<const GgufModel> model;
+        const RootedPath path = m_paths.input(given);
         try {
-            model = openModel(resolved);
+            return openModel(path);
         } catch (const std::exception& error) {
             throw ApiError{422, error.what()};
         }
-        for (const auto& file : model->files()) {
-            if (!file->path().empty() && file->path().front() == '/' && !m_paths.contains(file->path())) {
-                throw ApiError{403, "'" + given + "' reads a file outside the served folder"};
-            }
-        }
-        return model;
     };
     auto planFrom = [&](const nlohmann::json& body) {
         GraftPlan plan;
-        std::vector<std::string> inputs;
         try {
             if (body.contains("plan") == body.contains("plan_path")) {
                 throw ApiError{400, "give the plan inline as 'plan' or as a file as 'plan_path'"};
             }
             if (body.contains("plan_path")) {
-                const std::string file = m_paths.input(stringField(body, "plan_path"));
-                plan = loadGraftPlan(file);
-                inputs.push_back(file);
+                plan = loadGraftPlan(m_paths.input(stringField(body, "plan_path")));
             } else {
                 plan = graftPlanFromJson(body.at("plan"), "the request's plan");
             }
@@ -288,19 +278,17 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         } catch (const std::exception& error) {
             throw ApiError{422, error.what()};
         }
-        plan.base = m_paths.input(plan.base);
+        plan.base = m_paths.input(plan.base).path;
         for (auto& [id, donor] : plan.donors) {
-            donor = m_paths.input(donor);
+            donor = m_paths.input(donor).path;
         }
         return plan;
     };
-    auto checkModelsInside = [&](const GraftModels& models) {
-        for (const std::string& id : models.ids()) {
-            for (const auto& file : models.find(id)->files()) {
-                if (!file->path().empty() && file->path().front() == '/' && !m_paths.contains(file->path())) {
-                    throw ApiError{403, "the plan reads a file outside the served folder"};
-                }
-            }
+    auto openPlanModels = [&](const GraftPlan& plan) {
+        try {
+            return GraftModels::open(plan, m_paths.root());
+        } catch (const std::exception& error) {
+            throw ApiError{422, error.what()};
         }
     };
 
@@ -335,16 +323,13 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
     if (path == "/v1/plan/check") {
         only(Method::Post, "POST");
         const nlohmann::json body = bodyObject(request, {"plan", "plan_path"});
-        GraftPlan plan = planFrom(body);
+        const GraftPlan plan = planFrom(body);
+        const GraftModels models = openPlanModels(plan);
         try {
-            const GraftModels models = GraftModels::open(plan);
-            checkModelsInside(models);
             const CompatibilityReport report = checkGraft(plan, models);
             nlohmann::json document = findingsToJson(report.findings);
             document["plan"] = body.contains("plan_path") ? body.at("plan_path") : nlohmann::json("inline");
             return {200, std::move(document), {}};
-        } catch (const ApiError&) {
-            throw;
         } catch (const std::exception& error) {
             throw ApiError{422, error.what()};
         }
@@ -381,26 +366,17 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
             if (!item.is_string()) {
                 throw ApiError{400, "'paths' is a list of strings"};
             }
-            roots.push_back(m_paths.input(item.get<std::string>()));
+            roots.push_back(m_paths.input(item.get<std::string>()).path);
         }
-        const RootedPaths paths = m_paths;
-        return startJob("fleet", [roots, params, paths](ApiJob& job) -> nlohmann::json {
+        return startJob("fleet", [roots, params, root = m_paths.root()](ApiJob& job) -> nlohmann::json {
             const MeasurementCache cache;
             FleetOptions options;
             options.params = params;
             options.cache = &cache;
-            options.admit = [&paths](const GgufModel& model) -> std::string {
-                for (const auto& file : model.files()) {
-                    if (!file->path().empty() && file->path().front() == '/' &&
-                        !paths.contains(file->path())) {
-                        return file->path() + ": outside the served folder";
-                    }
-                }
-                return {};
-            };
+            options.root = root;
             FleetReport report;
             const JobResult result =
-                measureFleet(findFleetModels(roots), options, report, job.progressFn(), &job.stop);
+                measureFleet(findFleetModels(roots, root), options, report, job.progressFn(), &job.stop);
             if (!result.isOk()) {
                 throw JobFailure{result.message, nullptr};
             }
@@ -410,25 +386,19 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
     if (path == "/v1/assemble") {
         only(Method::Post, "POST");
         const nlohmann::json body = bodyObject(request, {"plan", "plan_path", "output", "keep_invalid"});
-        GraftPlan plan = planFrom(body);
+        const GraftPlan plan = planFrom(body);
         const std::string given = body.contains("output") ? stringField(body, "output") : plan.output;
         if (given.empty()) {
             throw ApiError{400, "the plan names no output: give 'output'"};
         }
-        const std::string output = m_paths.output(given);
+        const RootedPath output = m_paths.output(given);
         AssemblyOptions options;
         options.keepInvalid = body.value("keep_invalid", false);
-        std::shared_ptr<GraftModels> models;
-        try {
-            models = std::make_shared<GraftModels>(GraftModels::open(plan));
-        } catch (const std::exception& error) {
-            throw ApiError{422, error.what()};
-        }
-        checkModelsInside(*models);
+        auto models = std::make_shared<GraftModels>(openPlanModels(plan));
         return startJob("assemble", [plan, models, output, options](ApiJob& job) -> nlohmann::json {
             const GraftOutcome outcome =
                 graftChimera(plan, *models, output, options, {}, job.progressFn(), &job.stop);
-            const nlohmann::json result = graftOutcomeToJson(outcome, output);
+            const nlohmann::json result = graftOutcomeToJson(outcome, output.path);
             if (outcome.report.hasErrors()) {
                 throw JobFailure{"not written: the plan has errors", result};
             }
@@ -442,13 +412,13 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         only(Method::Post, "POST");
         const nlohmann::json body = bodyObject(request, {"path", "output"});
         auto model = openInside(stringField(body, "path"));
-        const std::string output = m_paths.output(stringField(body, "output"));
+        const RootedPath output = m_paths.output(stringField(body, "output"));
         return startJob("extract", [model, output](ApiJob& job) -> nlohmann::json {
             const JobResult done = extractOrgans(*model, output, nullptr, job.progressFn(), &job.stop);
             if (!done.isOk()) {
                 throw JobFailure{done.message, nullptr};
             }
-            return extractionToJson(*model, output);
+            return extractionToJson(*model, output.path);
         });
     }
     if (path == "/v1/purify") {
@@ -456,7 +426,7 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         nlohmann::json body = bodyObject(request, {"path", "output", "method", "keep", "threshold",
                                                    "attenuation", "layers", "system", "roles", "tensors"});
         auto model = openInside(stringField(body, "path"));
-        const std::string output = m_paths.output(stringField(body, "output"));
+        const RootedPath output = m_paths.output(stringField(body, "output"));
         // The purification is read as a plan's purify operation: one grammar, one set of checks.
         nlohmann::json operation = body;
         operation.erase("path");
@@ -479,7 +449,7 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
             if (!outcome.written.isOk()) {
                 throw JobFailure{outcome.written.message, nullptr};
             }
-            return purifyOutcomeToJson(outcome, output);
+            return purifyOutcomeToJson(outcome, output.path);
         });
     }
     if (path == "/v1/jobs") {

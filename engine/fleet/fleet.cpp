@@ -273,11 +273,6 @@ JobResult measureFleet(const std::vector<std::string>& paths, const FleetOptions
         MeasuredModel m;
         try {
             m.model = openModel({options.root, path});
-            if (options.admit) {
-                if (std::string refused = options.admit(*m.model); !refused.empty()) {
-                    return failedRow(path, refused);
-                }
-            }
             m.anatomy = analyzeAnatomy(*m.model);
         } catch (const std::bad_alloc&) {
             return failedRow(path, fileLabel(path) + ": out of memory while opening");

@@ -86,8 +86,6 @@ struct FleetOptions {
     ZParams params;
     unsigned threads = 0; // 0: one per core; shared between models measured at once
     const MeasurementCache* cache = nullptr;
-    // Says why an opened model must not be measured ("" to measure it): its row gets that error.
-    std::function<std::string(const GgufModel& model)> admit;
     // Where the paths are opened beneath (none: as the process opens them).
     std::shared_ptr<const FileRoot> root;
     // Called as each model is done (from the workers, one call at a time).

@@ -1,22 +1,16 @@
 // organ serve, as a client sees it: a real server process on loopback and a real HTTP client
 // (Qt's QNetworkAccessManager, and raw sockets for what a client library would not send).
+#include "api_client.h"
 #include "fixtures.h"
 #include "shared_models.h"
 
 #include "anatomy/specimen.h"
 
 #include <QDir>
-#include <QEventLoop>
 #include <QFile>
-#include <QNetworkAccessManager>
-#include <QNetworkReply>
-#include <QNetworkRequest>
 #include <QProcess>
-#include <QRegularExpression>
 #include <QTcpSocket>
 #include <QTemporaryDir>
-#include <QTest>
-#include <QTimer>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -28,118 +22,6 @@ using namespace organ::testing;
 
 namespace {
 
-struct Answer {
-    int status = 0;
-    nlohmann::json body;
-    QByteArray raw;
-    QByteArray authenticate;
-};
-
-nlohmann::json parsed(const QByteArray& bytes) {
-    return nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size(), nullptr, false);
-}
-
-// A server process on a free loopback port.
-class Server {
-public:
-    Server(const QString& root, QStringList extra = {}) {
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("ORGAN_CACHE_DIR"), root + QStringLiteral("/.cache"));
-        env.remove(QStringLiteral("ORGAN_SERVE_TOKEN"));
-        m_process.setProcessEnvironment(env);
-        m_process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
-                        QStringList{QStringLiteral("serve"), QStringLiteral("--listen"),
-                                    QStringLiteral("127.0.0.1:0"), QStringLiteral("--root"), root} +
-                            extra);
-        if (!m_process.waitForStarted(10000)) {
-            return;
-        }
-        QByteArray out;
-        for (int i = 0; i < 100 && !out.contains('\n'); ++i) {
-            m_process.waitForReadyRead(100);
-            out += m_process.readAllStandardOutput();
-        }
-        const auto match = QRegularExpression(QStringLiteral(":(\\d+)/v1/")).match(QString::fromUtf8(out));
-        m_port = match.hasMatch() ? match.captured(1).toUShort() : 0;
-    }
-    ~Server() {
-        m_process.terminate();
-        m_process.waitForFinished(5000);
-    }
-    quint16 port() const { return m_port; }
-
-private:
-    QProcess m_process;
-    quint16 m_port = 0;
-};
-
-Answer request(quint16 port, const QByteArray& method, const QString& pathAndQuery,
-               const QByteArray& body = {}, const QByteArray& token = {}) {
-    QNetworkAccessManager manager;
-    QNetworkRequest req(QUrl(QStringLiteral("http://127.0.0.1:%1%2").arg(port).arg(pathAndQuery)));
-    req.setHeader(QNetworkRequest::ContentTypeHeader, QStringLiteral("application/json"));
-    if (!token.isEmpty()) {
-        req.setRawHeader("Authorization", "Bearer " + token);
-    }
-    QNetworkReply* reply = manager.sendCustomRequest(req, method, body);
-    QEventLoop loop;
-    QObject::connect(reply, &QNetworkReply::finished, &loop, &QEventLoop::quit);
-    QTimer::singleShot(60000, &loop, &QEventLoop::quit);
-    loop.exec();
-    Answer a;
-    a.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-    a.raw = reply->readAll();
-    a.body = parsed(a.raw);
-    a.authenticate = reply->rawHeader("WWW-Authenticate");
-    reply->deleteLater();
-    return a;
-}
-
-Answer get(quint16 port, const QString& path, const QByteArray& token = {}) {
-    return request(port, "GET", path, {}, token);
-}
-Answer post(quint16 port, const QString& path, const nlohmann::json& body) {
-    return request(port, "POST", path, QByteArray::fromStdString(body.dump()));
-}
-
-// Bytes as they are sent, and the status line of the answer.
-int rawStatus(quint16 port, const QByteArray& bytes, QByteArray* answer = nullptr) {
-    QTcpSocket socket;
-    socket.connectToHost(QStringLiteral("127.0.0.1"), port);
-    if (!socket.waitForConnected(5000)) {
-        return -1;
-    }
-    socket.write(bytes);
-    socket.waitForBytesWritten(5000);
-    QByteArray got;
-    for (int i = 0; i < 100 && !got.contains("\r\n\r\n"); ++i) {
-        socket.waitForReadyRead(100);
-        got += socket.readAll();
-    }
-    for (int i = 0; i < 10; ++i) {
-        socket.waitForReadyRead(50);
-        got += socket.readAll();
-    }
-    if (answer != nullptr) {
-        *answer = got;
-    }
-    const auto match = QRegularExpression(QStringLiteral("^HTTP/1.1 (\\d+)")).match(QString::fromLatin1(got));
-    return match.hasMatch() ? match.captured(1).toInt() : 0;
-}
-
-// Polls a job until it has ended.
-nlohmann::json waitForJob(quint16 port, const nlohmann::json& started) {
-    const QString href = QString::fromStdString(started.value("href", std::string()));
-    for (int i = 0; i < 600; ++i) {
-        const Answer a = get(port, href);
-        if (a.status != 200 || a.body.value("state", "") != "running") {
-            return a.body;
-        }
-        QTest::qWait(50);
-    }
-    return {};
-}
-
 nlohmann::json cliJson(const QStringList& args) {
     QProcess process;
     process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")), args);
@@ -149,22 +31,16 @@ nlohmann::json cliJson(const QStringList& args) {
 
 } // namespace
 
-class TestApi : public QObject {
+class TestApi : public ServedRootTest {
     Q_OBJECT
 
-    QTemporaryDir m_dir;
     QTemporaryDir m_outside;
-    QString m_root;
-
-    QString inRoot(const QString& name) const { return m_root + QLatin1Char('/') + name; }
 
 private slots:
     void initTestCase() {
         QVERIFY2(!qgetenv("ORGAN_CLI").isEmpty(), "ORGAN_CLI is not set");
-        m_root = m_dir.filePath(QStringLiteral("root"));
+        QVERIFY(makeRoot());
         QVERIFY(QDir().mkpath(m_root + QStringLiteral("/models/fleet")));
-        QVERIFY(QDir().mkpath(m_root + QStringLiteral("/out")));
-        QVERIFY(writeSpecimen(inRoot(QStringLiteral("models/a.gguf")).toStdString(), 1).isOk());
         QVERIFY(writeSpecimen(inRoot(QStringLiteral("models/b.gguf")).toStdString(), 2).isOk());
         SpecimenShape shape;
         for (std::uint32_t blocks : {2u, 4u, 6u}) {
@@ -338,6 +214,15 @@ private slots:
             QVERIFY2(a.status == 403, attempt);
             QVERIFY2(a.body["error"]["message"].is_string(), attempt);
         }
+        // A link is not followed even when it leads to a file inside: it could be swapped for
+        // another while it is followed.
+        QVERIFY(QFile::link(inRoot(QStringLiteral("models/a.gguf")),
+                            inRoot(QStringLiteral("models/alias.gguf"))));
+        const Answer alias = get(port, QStringLiteral("/v1/inspect?path=models/alias.gguf"));
+        QCOMPARE(alias.status, 403);
+        QVERIFY2(alias.body["error"]["message"].get<std::string>().find("symbolic link") != std::string::npos,
+                 alias.raw.constData());
+        QVERIFY(QFile::remove(inRoot(QStringLiteral("models/alias.gguf"))));
         // The same root by its absolute path is fine.
         QCOMPARE(
             get(port, QStringLiteral("/v1/inspect?path=") + inRoot(QStringLiteral("models/a.gguf"))).status,
@@ -452,12 +337,8 @@ private slots:
 
     void capsAndCancelsJobs() {
         // A model large enough that measuring every value takes a while.
-        SpecimenShape shape;
-        shape.blocks = 8;
-        shape.embedding = 384;
-        shape.feedForward = 1024;
-        shape.vocabulary = 2048;
-        QVERIFY(writeSpecimen(inRoot(QStringLiteral("models/big.gguf")).toStdString(), 9, shape).isOk());
+        QVERIFY(
+            writeSpecimen(inRoot(QStringLiteral("models/big.gguf")).toStdString(), 9, slowShape()).isOk());
         Server server(m_root, {QStringLiteral("--max-jobs"), QStringLiteral("1")});
         QVERIFY(server.port() != 0);
         const quint16 port = server.port();
