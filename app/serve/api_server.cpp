@@ -391,42 +391,49 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         if (given.empty()) {
             throw ApiError{400, "the plan names no output: give 'output'"};
         }
-        const RootedPath output = m_paths.output(given);
+        const OutputTarget output = m_paths.output(given);
         AssemblyOptions options;
         options.keepInvalid = body.value("keep_invalid", false);
         auto models = std::make_shared<GraftModels>(openPlanModels(plan));
-        return startJob("assemble", [plan, models, output, options](ApiJob& job) -> nlohmann::json {
-            const GraftOutcome outcome =
-                graftChimera(plan, *models, output, options, {}, job.progressFn(), &job.stop);
-            const nlohmann::json result = graftOutcomeToJson(outcome, output.path);
-            if (outcome.report.hasErrors()) {
-                throw JobFailure{"not written: the plan has errors", result};
-            }
-            if (!outcome.written.isOk()) {
-                throw JobFailure{outcome.written.message, result};
-            }
-            return result;
-        });
+        return startJob(
+            "assemble",
+            [plan, models, output, options](ApiJob& job) -> nlohmann::json {
+                const GraftOutcome outcome =
+                    graftChimera(plan, *models, output.path, options, {}, job.progressFn(), &job.stop);
+                const nlohmann::json result = graftOutcomeToJson(outcome, output.path.path);
+                if (outcome.report.hasErrors()) {
+                    throw JobFailure{"not written: the plan has errors", result};
+                }
+                if (!outcome.written.isOk()) {
+                    throw JobFailure{outcome.written.message, result};
+                }
+                return result;
+            },
+            output.claim);
     }
     if (path == "/v1/extract") {
         only(Method::Post, "POST");
         const nlohmann::json body = bodyObject(request, {"path", "output"});
         auto model = openInside(stringField(body, "path"));
-        const RootedPath output = m_paths.output(stringField(body, "output"));
-        return startJob("extract", [model, output](ApiJob& job) -> nlohmann::json {
-            const JobResult done = extractOrgans(*model, output, nullptr, job.progressFn(), &job.stop);
-            if (!done.isOk()) {
-                throw JobFailure{done.message, nullptr};
-            }
-            return extractionToJson(*model, output.path);
-        });
+        const OutputTarget output = m_paths.output(stringField(body, "output"));
+        return startJob(
+            "extract",
+            [model, output](ApiJob& job) -> nlohmann::json {
+                const JobResult done =
+                    extractOrgans(*model, output.path, nullptr, job.progressFn(), &job.stop);
+                if (!done.isOk()) {
+                    throw JobFailure{done.message, nullptr};
+                }
+                return extractionToJson(*model, output.path.path);
+            },
+            output.claim);
     }
     if (path == "/v1/purify") {
         only(Method::Post, "POST");
         nlohmann::json body = bodyObject(request, {"path", "output", "method", "keep", "threshold",
                                                    "attenuation", "layers", "system", "roles", "tensors"});
         auto model = openInside(stringField(body, "path"));
-        const RootedPath output = m_paths.output(stringField(body, "output"));
+        const OutputTarget output = m_paths.output(stringField(body, "output"));
         // The purification is read as a plan's purify operation: one grammar, one set of checks.
         nlohmann::json operation = body;
         operation.erase("path");
@@ -443,14 +450,17 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         } catch (const std::exception& error) {
             throw ApiError{400, error.what()};
         }
-        return startJob("purify", [model, output, parsed](ApiJob& job) -> nlohmann::json {
-            const PurifyOutcome outcome =
-                purifyModel(*model, parsed.select, parsed.purify, output, job.progressFn(), &job.stop);
-            if (!outcome.written.isOk()) {
-                throw JobFailure{outcome.written.message, nullptr};
-            }
-            return purifyOutcomeToJson(outcome, output.path);
-        });
+        return startJob(
+            "purify",
+            [model, output, parsed](ApiJob& job) -> nlohmann::json {
+                const PurifyOutcome outcome = purifyModel(*model, parsed.select, parsed.purify, output.path,
+                                                          job.progressFn(), &job.stop);
+                if (!outcome.written.isOk()) {
+                    throw JobFailure{outcome.written.message, nullptr};
+                }
+                return purifyOutcomeToJson(outcome, output.path.path);
+            },
+            output.claim);
     }
     if (path == "/v1/jobs") {
         only(Method::Get, "GET");
@@ -503,7 +513,8 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
     throw ApiError{404, "no endpoint " + path + " (see docs/http-api.md)"};
 }
 
-ApiServer::Reply ApiServer::startJob(const std::string& kind, std::function<nlohmann::json(ApiJob&)> work) {
+ApiServer::Reply ApiServer::startJob(const std::string& kind, std::function<nlohmann::json(ApiJob&)> work,
+                                     const std::string& claim) {
     std::shared_ptr<ApiJob> job;
     {
         std::lock_guard lock(m_jobsMutex);
@@ -519,11 +530,20 @@ ApiServer::Reply ApiServer::startJob(const std::string& kind, std::function<nloh
                                     "wait for one to end or cancel one"};
         }
         job = std::make_shared<ApiJob>();
-        job->id = m_nextJob++;
+        job->id = m_nextJob;
+        if (!claim.empty()) {
+            std::lock_guard claimsLock(m_claimsMutex);
+            if (const auto it = m_claims.find(claim); it != m_claims.end()) {
+                throw ApiError{409, "job " + std::to_string(it->second) +
+                                        " is writing that output; one job writes a name at a time"};
+            }
+            m_claims.emplace(claim, job->id);
+        }
+        ++m_nextJob;
         job->kind = kind;
         m_jobs.emplace(job->id, job);
     }
-    job->thread = std::thread([job, work = std::move(work)] {
+    job->thread = std::thread([this, job, claim, work = std::move(work)] {
         nlohmann::json result;
         std::string error;
         std::string state = "done";
@@ -543,6 +563,11 @@ ApiServer::Reply ApiServer::startJob(const std::string& kind, std::function<nloh
         if (job->stop.stopRequested() && state != "done") {
             state = "cancelled";
             error = "cancelled";
+        }
+        if (!claim.empty()) {
+            // Let go before the job is seen to end: whoever sees it end may write that name.
+            std::lock_guard claimsLock(m_claimsMutex);
+            m_claims.erase(claim);
         }
         std::lock_guard lock(job->mutex);
         job->state = state;

@@ -75,7 +75,7 @@ RootedPath RootedPaths::input(std::string_view path) const {
     return relative == "." ? RootedPath(m_root, m_root->path()) : m_root->file(relative);
 }
 
-RootedPath RootedPaths::output(std::string_view path) const {
+OutputTarget RootedPaths::output(std::string_view path) const {
     const std::string relative = checked(path);
     const std::string name = fileLabel(relative);
     if (path.back() == '/' || relative == "." || name == ".") {
@@ -93,7 +93,10 @@ RootedPath RootedPaths::output(std::string_view path) const {
     if (::fstatat(folder->descriptor(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         throw ApiError{409, "'" + std::string(path) + "' exists: the API never writes over a file"};
     }
-    return folder->file(name);
+    if (::fstat(folder->descriptor(), &st) != 0) {
+        throw ApiError{500, "the folder of '" + std::string(path) + "': " + std::strerror(errno)};
+    }
+    return {folder->file(name), std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + "/" + name};
 }
 
 } // namespace organ::api

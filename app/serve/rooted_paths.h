@@ -14,6 +14,12 @@ struct ApiError {
     std::string message;
 };
 
+// A new name in a folder of the root, the folder held open (see RootedPaths::output).
+struct OutputTarget {
+    RootedPath path;   // beneath the folder's descriptor; path.path is its absolute name
+    std::string claim; // the folder (device and inode) and the name: one job writes it at a time
+};
+
 // Every path a client names is followed beneath the served root by its descriptor (FileRoot):
 // relative to it, or absolute and inside it; no ".." component, no NUL, and no symbolic link at
 // any component, inside the root or out (a link can be swapped for another while it is
@@ -30,9 +36,8 @@ public:
     // (absent). Opening it may still fail (it may change meanwhile), never outside the root.
     RootedPath input(std::string_view path) const;
     // A new name: 400, 403, 404 (its folder is absent), 409 (it exists). The folder is opened
-    // here, once: whatever is renamed afterwards, the output is written into that folder (the
-    // path is beneath the folder's descriptor; its text is the output's absolute name).
-    RootedPath output(std::string_view path) const;
+    // here, once: whatever is renamed afterwards, the output is written into that folder.
+    OutputTarget output(std::string_view path) const;
 
 private:
     std::string checked(std::string_view path) const; // the lexical checks: the path beneath the root

@@ -1,5 +1,5 @@
-// organ serve against clients that race it: folders swapped for links while requests follow
-// them. Each case runs for a bounded time and then checks what was left on disk and
+// organ serve against clients that race it: folders swapped for links while requests follow them,
+// two jobs for one output. Each case runs for a bounded time and then checks what was left on disk and
 // what was answered.
 #include "api_client.h"
 #include "fixtures.h"
@@ -254,6 +254,38 @@ private slots:
             problems << QStringLiteral("the server died");
         }
         QVERIFY2(problems.isEmpty(), qPrintable(problems.join(u'\n')));
+    }
+
+    // Two jobs for one output: the second is refused while the first writes, and never do both
+    // report a written file.
+    void oneJobWritesAName() {
+        QVERIFY(
+            writeSpecimen(inRoot(QStringLiteral("models/slow.gguf")).toStdString(), 9, slowShape()).isOk());
+        Server server(m_root, {QStringLiteral("--max-jobs"), QStringLiteral("4")});
+        QVERIFY(server.port() != 0);
+        for (int trial = 0; trial < 5; ++trial) {
+            const std::string output = "out/same-" + std::to_string(trial) + ".gguf";
+            const Answer purify = post(server.port(), QStringLiteral("/v1/purify"),
+                                       {{"path", "models/slow.gguf"},
+                                        {"output", output},
+                                        {"method", "fft"},
+                                        {"keep", 0.5},
+                                        {"system", "organ"}});
+            QCOMPARE(purify.status, 202);
+            const Answer assemble = post(server.port(), QStringLiteral("/v1/assemble"),
+                                         {{"plan", replacePlan("models/a.gguf")}, {"output", output}});
+            const nlohmann::json first = waitForJob(server.port(), purify.body);
+            const nlohmann::json second =
+                assemble.status == 202 ? waitForJob(server.port(), assemble.body) : nlohmann::json();
+            const bool bothWritten = stateOf(first) == "done" && stateOf(second) == "done";
+            QVERIFY2(!bothWritten, (first.dump() + "\n" + second.dump()).c_str());
+            QCOMPARE(assemble.status, 409);
+            QVERIFY2(assemble.body["error"]["message"].get<std::string>().find("is writing that output") !=
+                         std::string::npos,
+                     assemble.raw.constData());
+            QVERIFY2(stateOf(first) == "done", first.dump().c_str());
+        }
+        QFile::remove(inRoot(QStringLiteral("models/slow.gguf")));
     }
 };
 
