@@ -401,9 +401,8 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
                 const GraftOutcome outcome =
                     graftChimera(plan, *models, output.path, options, {}, job.progressFn(), &job.stop);
                 const nlohmann::json result = graftOutcomeToJson(outcome, output.path.path);
-                if (outcome.report.hasErrors()) {
-                    throw JobFailure{"not written: the plan has errors", result};
-                }
+                // Kept invalid on request, an assembly with errors is still written: the job is
+                // done, and its result names the errors.
                 if (!outcome.written.isOk()) {
                     throw JobFailure{outcome.written.message, result};
                 }
@@ -498,12 +497,16 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         }
         if (method == Method::Delete) {
             {
+                // Under the job's lock, as its thread decides how it ended: a job that is not
+                // past its point of no return is then sure to end cancelled.
                 std::lock_guard lock(job->mutex);
                 if (job->state != "running") {
                     throw ApiError{409, "job " + idText + " has already ended (" + job->state + ")"};
                 }
+                if (!job->stop.requestStop()) {
+                    throw ApiError{409, "job " + idText + " is finishing: its output is already in place"};
+                }
             }
-            job->stop.requestStop();
             return {202, jobJson(*job), {}};
         }
         Reply reply{
@@ -560,16 +563,19 @@ ApiServer::Reply ApiServer::startJob(const std::string& kind, std::function<nloh
             state = "failed";
             error = e.what();
         }
-        if (job->stop.stopRequested() && state != "done") {
-            state = "cancelled";
-            error = "cancelled";
-        }
         if (!claim.empty()) {
             // Let go before the job is seen to end: whoever sees it end may write that name.
             std::lock_guard claimsLock(m_claimsMutex);
             m_claims.erase(claim);
         }
         std::lock_guard lock(job->mutex);
+        // Done, it passes its point of no return here if its writer has not (a measurement); a
+        // stop that came first, or any stop of a job that did not finish, makes it cancelled.
+        if (state == "done" ? !job->stop.beginCommit() : job->stop.stopRequested()) {
+            state = "cancelled";
+            error = "cancelled";
+            result = nullptr;
+        }
         job->state = state;
         job->error = error;
         job->result = std::move(result);

@@ -335,6 +335,36 @@ private slots:
         QCOMPARE(get(port, QStringLiteral("/v1/health")).status, 200);
     }
 
+    // An assembly llama.cpp would refuse is not written, and the job fails; asked to keep it, the
+    // job writes it and is done, its result naming the errors (never "not written" beside
+    // "written": true).
+    void keptInvalidAssemblyIsDone() {
+        Server server(m_root);
+        QVERIFY(server.port() != 0);
+        const nlohmann::json plan = {
+            {"format", "organ-graft-plan"},
+            {"version", 1},
+            {"base", "models/a.gguf"},
+            {"operations",
+             {{{"op", "set_metadata"}, {"key", "llama.block_count"}, {"type", "u64"}, {"value", 4}}}}};
+        const Answer refused = post(server.port(), QStringLiteral("/v1/assemble"),
+                                    {{"plan", plan}, {"output", "out/invalid.gguf"}});
+        QCOMPARE(refused.status, 202);
+        const nlohmann::json failed = waitForJob(server.port(), refused.body);
+        JCOMPARE(failed["state"], "failed");
+        JCOMPARE(failed["result"]["written"], false);
+        QVERIFY(!QFile::exists(inRoot(QStringLiteral("out/invalid.gguf"))));
+        const Answer kept = post(server.port(), QStringLiteral("/v1/assemble"),
+                                 {{"plan", plan}, {"output", "out/invalid.gguf"}, {"keep_invalid", true}});
+        QCOMPARE(kept.status, 202);
+        const nlohmann::json done = waitForJob(server.port(), kept.body);
+        JCOMPARE(done["state"], "done");
+        QVERIFY2(!done.contains("error"), done.dump().c_str());
+        JCOMPARE(done["result"]["written"], true);
+        QVERIFY(done["result"]["check"]["errors"].get<int>() > 0);
+        QVERIFY(QFile::exists(inRoot(QStringLiteral("out/invalid.gguf"))));
+    }
+
     void capsAndCancelsJobs() {
         // A model large enough that measuring every value takes a while.
         QVERIFY(

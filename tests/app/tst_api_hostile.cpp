@@ -1,6 +1,6 @@
 // organ serve against clients that race it: folders swapped for links while requests follow them,
-// two jobs for one output. Each case runs for a bounded time and then checks what was left on disk and
-// what was answered.
+// two jobs for one output, a cancel at the moment a job ends. Each case runs for a bounded time and then
+// checks what was left on disk and what was answered.
 #include "api_client.h"
 #include "fixtures.h"
 
@@ -286,6 +286,41 @@ private slots:
             QVERIFY2(stateOf(first) == "done", first.dump().c_str());
         }
         QFile::remove(inRoot(QStringLiteral("models/slow.gguf")));
+    }
+
+    // A cancel answered 202 means the job ends cancelled and leaves nothing; one that comes too
+    // late is answered 409, and the job's output stands.
+    void cancelAnsweredMeansCancelled() {
+        Server server(m_root, {QStringLiteral("--max-jobs"), QStringLiteral("4")});
+        QVERIFY(server.port() != 0);
+        int cancelled = 0;
+        int tooLate = 0;
+        for (int trial = 0; trial < 80; ++trial) {
+            const bool organs = trial % 2 == 0;
+            const std::string output = "out/cancel-" + std::to_string(trial) + (organs ? "" : ".gguf");
+            const Answer started = organs
+                                       ? post(server.port(), QStringLiteral("/v1/extract"),
+                                              {{"path", "models/a.gguf"}, {"output", output}})
+                                       : post(server.port(), QStringLiteral("/v1/assemble"),
+                                              {{"plan", replacePlan("models/a.gguf")}, {"output", output}});
+            QCOMPARE(started.status, 202);
+            const Answer cancel = request(server.port(), "DELETE",
+                                          QString::fromStdString(started.body["href"].get<std::string>()));
+            const nlohmann::json ended = waitForJob(server.port(), started.body);
+            const bool exists = QFileInfo::exists(inRoot(QString::fromStdString(output)));
+            if (cancel.status == 202) {
+                ++cancelled;
+                QVERIFY2(stateOf(ended) == "cancelled", (output + ": " + ended.dump()).c_str());
+                QVERIFY2(!exists, output.c_str());
+            } else {
+                ++tooLate;
+                QCOMPARE(cancel.status, 409);
+                QVERIFY2(stateOf(ended) == "done", (output + ": " + ended.dump()).c_str());
+                QVERIFY2(exists, output.c_str());
+            }
+        }
+        std::printf("cancel at once: %d cancelled, %d too late\n", cancelled, tooLate);
+        QVERIFY(partialsUnder(m_root).isEmpty());
     }
 };
 
