@@ -185,6 +185,9 @@ ApiServer::~ApiServer() {
 
 bool ApiServer::listenOn(const QHostAddress& address, quint16 port, QString* error) {
     m_tcp = new GuardedTcpServer(this, m_config.maxBody, this);
+    // Connections refused by a cap reconnect at once: with Qt's 50 the kernel's queue of those
+    // not yet accepted overflows, and a dropped connection costs any client a second.
+    m_tcp->setListenBacklogSize(1024);
     if (!m_tcp->listen(address, port)) {
         *error = m_tcp->errorString();
         return false;

@@ -1,6 +1,7 @@
 // organ serve against clients that race it: folders swapped for links while requests follow them,
-// two jobs for one output, a cancel at the moment a job ends. Each case runs for a bounded time and then
-// checks what was left on disk and what was answered.
+// two jobs for one output, a cancel at the moment a job ends, and clients that hold connections
+// by sending slowly. Each case runs for a bounded time and then checks what was left on disk and
+// what was answered.
 #include "api_client.h"
 #include "fixtures.h"
 
@@ -18,9 +19,12 @@
 #include <QTest>
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <fcntl.h>
 #include <map>
+#include <mutex>
+#include <poll.h>
 #include <sys/stat.h>
 #include <thread>
 
@@ -321,6 +325,94 @@ private slots:
         }
         std::printf("cancel at once: %d cancelled, %d too late\n", cancelled, tooLate);
         QVERIFY(partialsUnder(m_root).isEmpty());
+    }
+
+    // 256 connections from one address, each sending a byte of its headers every second, do not
+    // keep another client out: at most 32 are let in, and each is answered 408 once its headers
+    // are 10 s late, however steadily the bytes come; the others are answered 503 at once. A
+    // client from another address is answered all along.
+    void slowClientsCannotStarveOthers() {
+        Server server(m_root);
+        QVERIFY(server.port() != 0);
+        const quint16 port = server.port();
+        constexpr int kSlow = 256;
+        std::vector<int> statuses(kSlow, 0);
+        std::vector<int> probes;
+        std::atomic<bool> connected{false};
+        std::atomic<bool> attackOver{false};
+        std::mutex mutex;
+        std::condition_variable changed;
+        {
+            Running attacker([&](const std::atomic<bool>& stop) {
+                std::vector<pollfd> fds;
+                int open = 0;
+                for (int i = 0; i < kSlow; ++i) {
+                    fds.push_back({connectFrom("127.0.0.2", port), POLLIN, 0});
+                    open += fds.back().fd >= 0 ? 1 : 0;
+                }
+                connected = true;
+                changed.notify_all();
+                const std::string header = "GET /v1/health HTTP/1.1\r\nX-Slow: " + std::string(64, 'a');
+                std::vector<std::string> answers(kSlow);
+                const QDeadlineTimer limit(25000);
+                QDeadlineTimer nextByte(0);
+                for (int sent = 0; open > 0 && !limit.hasExpired() && !stop;) {
+                    ::poll(fds.data(), fds.size(), 100);
+                    for (int i = 0; i < kSlow; ++i) {
+                        if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+                            continue;
+                        }
+                        char buffer[4096];
+                        const ssize_t n = ::recv(fds[i].fd, buffer, sizeof buffer, 0);
+                        if (n > 0) {
+                            answers[i].append(buffer, std::size_t(n));
+                            continue;
+                        }
+                        statuses[i] = statusOf(answers[i]);
+                        ::close(fds[i].fd);
+                        fds[i].fd = -1;
+                        --open;
+                    }
+                    if (nextByte.hasExpired() && std::size_t(sent) < header.size()) {
+                        for (const pollfd& p : fds) {
+                            if (p.fd >= 0) {
+                                ::send(p.fd, header.data() + sent, 1, MSG_NOSIGNAL);
+                            }
+                        }
+                        ++sent;
+                        nextByte.setRemainingTime(1000);
+                    }
+                }
+                for (const pollfd& p : fds) {
+                    if (p.fd >= 0) {
+                        ::close(p.fd);
+                    }
+                }
+                attackOver = true;
+                changed.notify_all();
+            });
+            std::unique_lock lock(mutex);
+            changed.wait(lock, [&] { return connected.load(); });
+            // Health probes from another address, every tenth of a second while the attack lasts.
+            while (
+                !changed.wait_for(lock, std::chrono::milliseconds(100), [&] { return attackOver.load(); })) {
+                lock.unlock();
+                probes.push_back(statusOf(roundTrip(
+                    port, "GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "127.0.0.1")));
+                lock.lock();
+            }
+        }
+        const auto count = [&](int status) { return std::count(statuses.begin(), statuses.end(), status); };
+        std::printf(
+            "slow clients: %ld answered 503 at once, %ld answered 408, %ld never answered; %zu probes, "
+            "%ld answered 200\n",
+            long(count(503)), long(count(408)), long(count(0)), probes.size(),
+            long(std::count(probes.begin(), probes.end(), 200)));
+        QVERIFY(!probes.empty());
+        QCOMPARE(std::count(probes.begin(), probes.end(), 200), std::ptrdiff_t(probes.size()));
+        QCOMPARE(count(408) + count(503), std::ptrdiff_t(kSlow));
+        QVERIFY(count(408) >= 1 && count(408) <= 32);
+        QCOMPARE(get(port, QStringLiteral("/v1/health")).status, 200);
     }
 };
 
