@@ -126,6 +126,17 @@ std::string stringField(const nlohmann::json& body, const char* key, bool requir
     return it->get<std::string>();
 }
 
+bool booleanField(const nlohmann::json& body, const char* key) {
+    const auto it = body.find(key);
+    if (it == body.end()) {
+        return false;
+    }
+    if (!it->is_boolean()) {
+        throw ApiError{400, std::string("the field '") + key + "' must be true or false"};
+    }
+    return it->get<bool>();
+}
+
 ZParams sampleField(const nlohmann::json& body) {
     ZParams params;
     const auto it = body.find("sample");
@@ -396,7 +407,7 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         }
         const OutputTarget output = m_paths.output(given);
         AssemblyOptions options;
-        options.keepInvalid = body.value("keep_invalid", false);
+        options.keepInvalid = booleanField(body, "keep_invalid");
         auto models = std::make_shared<GraftModels>(openPlanModels(plan));
         return startJob(
             "assemble",

@@ -273,6 +273,16 @@ private slots:
         QCOMPARE(body(R"({"path": "models/a.gguf", "extra": 1})").status, 400);
         QCOMPARE(body(R"({"path": 5})").status, 400);
         QCOMPARE(body(R"({"path": "models/a.gguf", "sample": -3})").status, 400);
+        // A field of the wrong type is the client's mistake (400), never the server's (500).
+        for (const char* keep : {"null", "\"yes\"", "1", "[]"}) {
+            const Answer wrong = request(
+                port, "POST", QStringLiteral("/v1/assemble"),
+                QByteArray(
+                    R"({"plan": {"format": "organ-graft-plan", "version": 1, "base": "models/a.gguf", )"
+                    R"("operations": []}, "output": "out/k.gguf", "keep_invalid": )") +
+                    keep + "}");
+            QVERIFY2(wrong.status == 400, wrong.raw.constData());
+        }
         QCOMPARE(body(QByteArray(70, '[') + QByteArray(70, ']')).status, 400);
         const Answer big = body("{\"path\": \"" + QByteArray(5000, 'a') + "\"}");
         QCOMPARE(big.status, 413);
