@@ -126,6 +126,17 @@ std::string stringField(const nlohmann::json& body, const char* key, bool requir
     return it->get<std::string>();
 }
 
+bool booleanField(const nlohmann::json& body, const char* key) {
+    const auto it = body.find(key);
+    if (it == body.end()) {
+        return false;
+    }
+    if (!it->is_boolean()) {
+        throw ApiError{400, std::string("the field '") + key + "' must be true or false"};
+    }
+    return it->get<bool>();
+}
+
 ZParams sampleField(const nlohmann::json& body) {
     ZParams params;
     const auto it = body.find("sample");
@@ -185,6 +196,9 @@ ApiServer::~ApiServer() {
 
 bool ApiServer::listenOn(const QHostAddress& address, quint16 port, QString* error) {
     m_tcp = new GuardedTcpServer(this, m_config.maxBody, this);
+    // Connections refused by a cap reconnect at once: with Qt's 50 the kernel's queue of those
+    // not yet accepted overflows, and a dropped connection costs any client a second.
+    m_tcp->setListenBacklogSize(1024);
     if (!m_tcp->listen(address, port)) {
         *error = m_tcp->errorString();
         return false;
@@ -255,31 +269,21 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         }
     };
     auto openInside = [&](const std::string& given) {
-        const std::string resolved = m_paths.input(given);
-        std::shared_ptr<const GgufModel> model;
+        const RootedPath path = m_paths.input(given);
         try {
-            model = openModel(resolved);
+            return openModel(path);
         } catch (const std::exception& error) {
             throw ApiError{422, error.what()};
         }
-        for (const auto& file : model->files()) {
-            if (!file->path().empty() && file->path().front() == '/' && !m_paths.contains(file->path())) {
-                throw ApiError{403, "'" + given + "' reads a file outside the served folder"};
-            }
-        }
-        return model;
     };
     auto planFrom = [&](const nlohmann::json& body) {
         GraftPlan plan;
-        std::vector<std::string> inputs;
         try {
             if (body.contains("plan") == body.contains("plan_path")) {
                 throw ApiError{400, "give the plan inline as 'plan' or as a file as 'plan_path'"};
             }
             if (body.contains("plan_path")) {
-                const std::string file = m_paths.input(stringField(body, "plan_path"));
-                plan = loadGraftPlan(file);
-                inputs.push_back(file);
+                plan = loadGraftPlan(m_paths.input(stringField(body, "plan_path")));
             } else {
                 plan = graftPlanFromJson(body.at("plan"), "the request's plan");
             }
@@ -288,19 +292,17 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         } catch (const std::exception& error) {
             throw ApiError{422, error.what()};
         }
-        plan.base = m_paths.input(plan.base);
+        plan.base = m_paths.input(plan.base).path;
         for (auto& [id, donor] : plan.donors) {
-            donor = m_paths.input(donor);
+            donor = m_paths.input(donor).path;
         }
         return plan;
     };
-    auto checkModelsInside = [&](const GraftModels& models) {
-        for (const std::string& id : models.ids()) {
-            for (const auto& file : models.find(id)->files()) {
-                if (!file->path().empty() && file->path().front() == '/' && !m_paths.contains(file->path())) {
-                    throw ApiError{403, "the plan reads a file outside the served folder"};
-                }
-            }
+    auto openPlanModels = [&](const GraftPlan& plan) {
+        try {
+            return GraftModels::open(plan, m_paths.root());
+        } catch (const std::exception& error) {
+            throw ApiError{422, error.what()};
         }
     };
 
@@ -335,16 +337,13 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
     if (path == "/v1/plan/check") {
         only(Method::Post, "POST");
         const nlohmann::json body = bodyObject(request, {"plan", "plan_path"});
-        GraftPlan plan = planFrom(body);
+        const GraftPlan plan = planFrom(body);
+        const GraftModels models = openPlanModels(plan);
         try {
-            const GraftModels models = GraftModels::open(plan);
-            checkModelsInside(models);
             const CompatibilityReport report = checkGraft(plan, models);
             nlohmann::json document = findingsToJson(report.findings);
             document["plan"] = body.contains("plan_path") ? body.at("plan_path") : nlohmann::json("inline");
             return {200, std::move(document), {}};
-        } catch (const ApiError&) {
-            throw;
         } catch (const std::exception& error) {
             throw ApiError{422, error.what()};
         }
@@ -381,26 +380,17 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
             if (!item.is_string()) {
                 throw ApiError{400, "'paths' is a list of strings"};
             }
-            roots.push_back(m_paths.input(item.get<std::string>()));
+            roots.push_back(m_paths.input(item.get<std::string>()).path);
         }
-        const RootedPaths paths = m_paths;
-        return startJob("fleet", [roots, params, paths](ApiJob& job) -> nlohmann::json {
+        return startJob("fleet", [roots, params, root = m_paths.root()](ApiJob& job) -> nlohmann::json {
             const MeasurementCache cache;
             FleetOptions options;
             options.params = params;
             options.cache = &cache;
-            options.admit = [&paths](const GgufModel& model) -> std::string {
-                for (const auto& file : model.files()) {
-                    if (!file->path().empty() && file->path().front() == '/' &&
-                        !paths.contains(file->path())) {
-                        return file->path() + ": outside the served folder";
-                    }
-                }
-                return {};
-            };
+            options.root = root;
             FleetReport report;
             const JobResult result =
-                measureFleet(findFleetModels(roots), options, report, job.progressFn(), &job.stop);
+                measureFleet(findFleetModels(roots, root), options, report, job.progressFn(), &job.stop);
             if (!result.isOk()) {
                 throw JobFailure{result.message, nullptr};
             }
@@ -410,53 +400,53 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
     if (path == "/v1/assemble") {
         only(Method::Post, "POST");
         const nlohmann::json body = bodyObject(request, {"plan", "plan_path", "output", "keep_invalid"});
-        GraftPlan plan = planFrom(body);
+        const GraftPlan plan = planFrom(body);
         const std::string given = body.contains("output") ? stringField(body, "output") : plan.output;
         if (given.empty()) {
             throw ApiError{400, "the plan names no output: give 'output'"};
         }
-        const std::string output = m_paths.output(given);
+        const OutputTarget output = m_paths.output(given);
         AssemblyOptions options;
-        options.keepInvalid = body.value("keep_invalid", false);
-        std::shared_ptr<GraftModels> models;
-        try {
-            models = std::make_shared<GraftModels>(GraftModels::open(plan));
-        } catch (const std::exception& error) {
-            throw ApiError{422, error.what()};
-        }
-        checkModelsInside(*models);
-        return startJob("assemble", [plan, models, output, options](ApiJob& job) -> nlohmann::json {
-            const GraftOutcome outcome =
-                graftChimera(plan, *models, output, options, {}, job.progressFn(), &job.stop);
-            const nlohmann::json result = graftOutcomeToJson(outcome, output);
-            if (outcome.report.hasErrors()) {
-                throw JobFailure{"not written: the plan has errors", result};
-            }
-            if (!outcome.written.isOk()) {
-                throw JobFailure{outcome.written.message, result};
-            }
-            return result;
-        });
+        options.keepInvalid = booleanField(body, "keep_invalid");
+        auto models = std::make_shared<GraftModels>(openPlanModels(plan));
+        return startJob(
+            "assemble",
+            [plan, models, output, options](ApiJob& job) -> nlohmann::json {
+                const GraftOutcome outcome =
+                    graftChimera(plan, *models, output.path, options, {}, job.progressFn(), &job.stop);
+                const nlohmann::json result = graftOutcomeToJson(outcome, output.path.path);
+                // Kept invalid on request, an assembly with errors is still written: the job is
+                // done, and its result names the errors.
+                if (!outcome.written.isOk()) {
+                    throw JobFailure{outcome.written.message, result};
+                }
+                return result;
+            },
+            output.claim);
     }
     if (path == "/v1/extract") {
         only(Method::Post, "POST");
         const nlohmann::json body = bodyObject(request, {"path", "output"});
         auto model = openInside(stringField(body, "path"));
-        const std::string output = m_paths.output(stringField(body, "output"));
-        return startJob("extract", [model, output](ApiJob& job) -> nlohmann::json {
-            const JobResult done = extractOrgans(*model, output, nullptr, job.progressFn(), &job.stop);
-            if (!done.isOk()) {
-                throw JobFailure{done.message, nullptr};
-            }
-            return extractionToJson(*model, output);
-        });
+        const OutputTarget output = m_paths.output(stringField(body, "output"));
+        return startJob(
+            "extract",
+            [model, output](ApiJob& job) -> nlohmann::json {
+                const JobResult done =
+                    extractOrgans(*model, output.path, nullptr, job.progressFn(), &job.stop);
+                if (!done.isOk()) {
+                    throw JobFailure{done.message, nullptr};
+                }
+                return extractionToJson(*model, output.path.path);
+            },
+            output.claim);
     }
     if (path == "/v1/purify") {
         only(Method::Post, "POST");
         nlohmann::json body = bodyObject(request, {"path", "output", "method", "keep", "threshold",
                                                    "attenuation", "layers", "system", "roles", "tensors"});
         auto model = openInside(stringField(body, "path"));
-        const std::string output = m_paths.output(stringField(body, "output"));
+        const OutputTarget output = m_paths.output(stringField(body, "output"));
         // The purification is read as a plan's purify operation: one grammar, one set of checks.
         nlohmann::json operation = body;
         operation.erase("path");
@@ -473,14 +463,17 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         } catch (const std::exception& error) {
             throw ApiError{400, error.what()};
         }
-        return startJob("purify", [model, output, parsed](ApiJob& job) -> nlohmann::json {
-            const PurifyOutcome outcome =
-                purifyModel(*model, parsed.select, parsed.purify, output, job.progressFn(), &job.stop);
-            if (!outcome.written.isOk()) {
-                throw JobFailure{outcome.written.message, nullptr};
-            }
-            return purifyOutcomeToJson(outcome, output);
-        });
+        return startJob(
+            "purify",
+            [model, output, parsed](ApiJob& job) -> nlohmann::json {
+                const PurifyOutcome outcome = purifyModel(*model, parsed.select, parsed.purify, output.path,
+                                                          job.progressFn(), &job.stop);
+                if (!outcome.written.isOk()) {
+                    throw JobFailure{outcome.written.message, nullptr};
+                }
+                return purifyOutcomeToJson(outcome, output.path.path);
+            },
+            output.claim);
     }
     if (path == "/v1/jobs") {
         only(Method::Get, "GET");
@@ -518,12 +511,16 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         }
         if (method == Method::Delete) {
             {
+                // Under the job's lock, as its thread decides how it ended: a job that is not
+                // past its point of no return is then sure to end cancelled.
                 std::lock_guard lock(job->mutex);
                 if (job->state != "running") {
                     throw ApiError{409, "job " + idText + " has already ended (" + job->state + ")"};
                 }
+                if (!job->stop.requestStop()) {
+                    throw ApiError{409, "job " + idText + " is finishing: its output is already in place"};
+                }
             }
-            job->stop.requestStop();
             return {202, jobJson(*job), {}};
         }
         Reply reply{
@@ -533,7 +530,8 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
     throw ApiError{404, "no endpoint " + path + " (see docs/http-api.md)"};
 }
 
-ApiServer::Reply ApiServer::startJob(const std::string& kind, std::function<nlohmann::json(ApiJob&)> work) {
+ApiServer::Reply ApiServer::startJob(const std::string& kind, std::function<nlohmann::json(ApiJob&)> work,
+                                     const std::string& claim) {
     std::shared_ptr<ApiJob> job;
     {
         std::lock_guard lock(m_jobsMutex);
@@ -549,11 +547,20 @@ ApiServer::Reply ApiServer::startJob(const std::string& kind, std::function<nloh
                                     "wait for one to end or cancel one"};
         }
         job = std::make_shared<ApiJob>();
-        job->id = m_nextJob++;
+        job->id = m_nextJob;
+        if (!claim.empty()) {
+            std::lock_guard claimsLock(m_claimsMutex);
+            if (const auto it = m_claims.find(claim); it != m_claims.end()) {
+                throw ApiError{409, "job " + std::to_string(it->second) +
+                                        " is writing that output; one job writes a name at a time"};
+            }
+            m_claims.emplace(claim, job->id);
+        }
+        ++m_nextJob;
         job->kind = kind;
         m_jobs.emplace(job->id, job);
     }
-    job->thread = std::thread([job, work = std::move(work)] {
+    job->thread = std::thread([this, job, claim, work = std::move(work)] {
         nlohmann::json result;
         std::string error;
         std::string state = "done";
@@ -570,11 +577,19 @@ ApiServer::Reply ApiServer::startJob(const std::string& kind, std::function<nloh
             state = "failed";
             error = e.what();
         }
-        if (job->stop.stopRequested() && state != "done") {
-            state = "cancelled";
-            error = "cancelled";
+        if (!claim.empty()) {
+            // Let go before the job is seen to end: whoever sees it end may write that name.
+            std::lock_guard claimsLock(m_claimsMutex);
+            m_claims.erase(claim);
         }
         std::lock_guard lock(job->mutex);
+        // Done, it passes its point of no return here if its writer has not (a measurement); a
+        // stop that came first, or any stop of a job that did not finish, makes it cancelled.
+        if (state == "done" ? !job->stop.beginCommit() : job->stop.stopRequested()) {
+            state = "cancelled";
+            error = "cancelled";
+            result = nullptr;
+        }
         job->state = state;
         job->error = error;
         job->result = std::move(result);

@@ -55,7 +55,10 @@ private:
         QByteArray allow; // for 405
     };
     Reply dispatch(const QHttpServerRequest& request);
-    Reply startJob(const std::string& kind, std::function<nlohmann::json(ApiJob&)> work);
+    // Starts `work` on a thread of its own. A job that writes names its output's `claim`: while it
+    // runs, another job for the same output is refused (409).
+    Reply startJob(const std::string& kind, std::function<nlohmann::json(ApiJob&)> work,
+                   const std::string& claim = {});
     nlohmann::json jobJson(const ApiJob& job) const;
     void pruneFinished();
 
@@ -65,6 +68,10 @@ private:
     std::mutex m_jobsMutex;
     std::map<std::uint64_t, std::shared_ptr<ApiJob>> m_jobs;
     std::uint64_t m_nextJob = 1;
+    // Outputs being written, by claim (OutputTarget), and the job writing each. Its own mutex: a
+    // job thread lets go of its claim while the destructor may hold m_jobsMutex to join it.
+    std::mutex m_claimsMutex;
+    std::map<std::string, std::uint64_t> m_claims;
 };
 
 // Whether `given` equals `expected`, in time that does not depend on where they differ.

@@ -54,10 +54,12 @@ GgufLayout layoutGguf(const GgufWriteSpec& spec, const std::string& label);
 // or not regular files. On cancel or failure no file is left behind and a file already at
 // `path` is untouched. Warnings (partials of killed runs removed) are in the result.
 // Runs on the calling thread.
-// `accept`, when given, is asked about the verified partial file (its path) before it is
-// renamed into place; a message refuses it (the write fails with that message).
-using AcceptWritten = std::function<std::optional<std::string>(const std::string& partial)>;
-JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress = {},
+// `accept`, when given, is asked about the verified partial file (reached through its folder's
+// descriptor) before it is renamed into place; a message refuses it (the write fails with that
+// message). The rename is the job's commit (StopToken::beginCommit): a stop requested before it
+// cancels the write, one requested after it is refused.
+using AcceptWritten = std::function<std::optional<std::string>(const RootedPath& partial)>;
+JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const ProgressFn& progress = {},
                     const StopToken* stop = nullptr, const AcceptWritten& accept = {});
 
 } // namespace organ

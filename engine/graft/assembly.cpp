@@ -10,19 +10,19 @@
 namespace organ {
 
 JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, const CompatibilityReport& report,
-                          const std::string& output, const AssemblyOptions& options,
+                          const RootedPath& output, const AssemblyOptions& options,
                           const ProgressFn& progress, const StopToken* stop) {
     const auto blocking =
         std::count_if(report.findings.begin(), report.findings.end(), [&](const Finding& f) {
             return f.severity == Finding::Severity::Error && !(options.keepInvalid && f.fromValidation);
         });
     if (blocking != 0) {
-        return JobResult::failed(fileLabel(output) + ": not written: the plan has " +
+        return JobResult::failed(fileLabel(output.path) + ": not written: the plan has " +
                                  std::to_string(blocking) + " error(s)");
     }
     const GgufWriteSpec spec =
         chimeraSpec(plan, models, report.layout, ChimeraSources::Writer, options.purifyLog);
-    if (isOrganDirectoryTarget(output)) {
+    if (isOrganDirectoryTarget(output.path)) {
         // What llama.cpp would say of the chimera was checked from its spec, with the plan.
         OrganSource source;
         source.made = "graft";
@@ -30,7 +30,7 @@ JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, cons
     }
     // Validated as llama.cpp would load it before it replaces anything: an invalid chimera is
     // never left on disk unless asked for.
-    const auto accept = [&](const std::string& written) -> std::optional<std::string> {
+    const auto accept = [&](const RootedPath& written) -> std::optional<std::string> {
         const auto findings = validateModel(*GgufModel::open(written));
         std::vector<std::string> errors;
         for (const Finding& f : findings) {
@@ -41,19 +41,19 @@ JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, cons
         if (errors.empty() || options.keepInvalid) {
             return std::nullopt;
         }
-        return fileLabel(output) + ": not written: it would not load (" + std::to_string(errors.size()) +
+        return fileLabel(output.path) + ": not written: it would not load (" + std::to_string(errors.size()) +
                " validation error(s), the first: " + errors.front() + "); --keep-invalid keeps such a file";
     };
     return writeGguf(output, spec, progress, stop, accept);
 }
 
-GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const std::string& output,
+GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const RootedPath& output,
                           const AssemblyOptions& options,
                           const std::function<void(const CompatibilityReport&)>& checked,
                           const ProgressFn& progress, const StopToken* stop) {
     GraftOutcome outcome;
     GraftPlan withOutput = plan;
-    withOutput.output = output;
+    withOutput.output = output.path;
     outcome.report = checkGraft(withOutput, models);
     if (checked) {
         checked(outcome.report);

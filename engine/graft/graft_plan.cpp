@@ -492,8 +492,9 @@ nlohmann::json graftPlanToJson(const GraftPlan& plan) {
     return out;
 }
 
-GraftPlan loadGraftPlan(const std::string& path) {
-    const std::string text = readSmallFile(path, kMaxPlanBytes);
+GraftPlan loadGraftPlan(const RootedPath& rooted) {
+    const std::string& path = rooted.path;
+    const std::string text = readSmallFile(rooted, kMaxPlanBytes);
     nlohmann::json json;
     try {
         json = nlohmann::json::parse(text);

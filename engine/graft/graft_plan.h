@@ -3,6 +3,7 @@
 #include "anatomy/anatomy.h"
 #include "gguf/meta_value.h"
 #include "purify/purification.h"
+#include "support/rooted_files.h"
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -80,7 +81,7 @@ GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label
 nlohmann::json graftPlanToJson(const GraftPlan& plan);
 // A plan file is small: larger ones are refused before they are parsed.
 inline constexpr std::uint64_t kMaxPlanBytes = 16u << 20;
-GraftPlan loadGraftPlan(const std::string& path); // resolves paths relative to the plan's folder
+GraftPlan loadGraftPlan(const RootedPath& path); // resolves paths relative to the plan's folder
 // Through SafeOutput: never over one of the plan's models. Paths are stored relative to the
 // plan's folder when the model lies in it or below, absolute otherwise.
 void saveGraftPlan(const GraftPlan& plan, const std::string& path);

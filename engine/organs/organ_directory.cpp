@@ -14,16 +14,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <filesystem>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
 namespace organ {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -34,25 +30,6 @@ constexpr int kVersion = 1;
 std::string label(const std::string& directory) {
     return fileLabel(directory);
 }
-
-// A file descriptor closed on every path out.
-class Fd {
-public:
-    explicit Fd(int fd) : m_fd(fd) {}
-    ~Fd() {
-        if (m_fd >= 0) {
-            ::close(m_fd);
-        }
-    }
-    Fd(Fd&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    Fd& operator=(Fd&&) = delete;
-    int get() const { return m_fd; }
-
-private:
-    int m_fd;
-};
 
 void writeAll(int fd, const void* data, std::size_t size, const std::string& what) {
     const auto* p = static_cast<const char*>(data);
@@ -72,13 +49,6 @@ void writeAll(int fd, const void* data, std::size_t size, const std::string& wha
 void syncFd(int fd, const std::string& what) {
     if (::fsync(fd) != 0) {
         throw IoError(what + ": cannot sync: " + std::strerror(errno));
-    }
-}
-
-// The folder's new names made durable; a failure is an error here, unlike in SafeOutput.
-void syncFolderOrThrow(const std::string& folder) {
-    if (!syncFolder(folder)) {
-        throw IoError(label(folder) + ": cannot sync the folder: " + std::strerror(errno));
     }
 }
 
@@ -130,11 +100,6 @@ bool safeRelativePath(const std::string& path) {
         start = end + 1;
     }
     return true;
-}
-
-std::string partialName(const std::string& directory) {
-    static std::atomic<unsigned> counter{0};
-    return directory + ".partial-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
 // Copies `size` bytes at `offset` of `in` to the end of `out`: in the kernel when it can,
@@ -230,22 +195,6 @@ bool sameTensorFile(const TensorSource& source, const std::string& header) {
            std::equal(header.begin(), header.end(), reinterpret_cast<const char*>(all.data()));
 }
 
-// A new name for an existing file: a hard link, else a reflink (a copy sharing its blocks); false
-// when the file system offers neither (another device, no permission) and the bytes must be copied.
-bool linkOrClone(const MappedFile& from, const std::string& target) {
-    if (::link(from.path().c_str(), target.c_str()) == 0) {
-        return true;
-    }
-    Fd out(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (out.get() >= 0 && ::ioctl(out.get(), FICLONE, from.descriptor()) == 0) {
-        return true;
-    }
-    if (out.get() >= 0) {
-        ::unlink(target.c_str());
-    }
-    return false;
-}
-
 // The SHA-256 of a span of a mapped file, read with pread through a small buffer so that memory
 // stays flat (reading the mapping would make every page resident); of the bytes when not a file.
 // `stop`, when set, ends it early (the digest is then of a part).
@@ -271,24 +220,13 @@ std::string digestOf(const TensorSource& source, std::vector<std::byte>& buffer,
 
 } // namespace
 
-JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& directory,
+JobResult writeOrganDirectory(const GgufWriteSpec& spec, const RootedPath& directory,
                               const OrganSource& source, const nlohmann::json* measurement,
                               const ProgressFn& progress, const StopToken* stop) {
-    const std::string name = label(directory);
-    std::error_code ec;
-    if (fs::exists(fs::symlink_status(directory, ec))) {
-        return JobResult::failed(name + ": already exists; organs are written into a new directory");
-    }
-    const fs::path parent = fs::absolute(directory).parent_path();
-    if (!fs::is_directory(parent, ec)) {
-        return JobResult::failed(name + ": its folder " + escapeText(parent.string()) + " does not exist");
-    }
-    const std::string partial = partialName(fs::absolute(directory).lexically_normal().string());
-    if (::mkdir(partial.c_str(), 0755) != 0) {
-        return JobResult::failed(name + ": cannot create " + escapeText(partial) + ": " +
-                                 std::strerror(errno));
-    }
+    const std::string name = label(directory.path);
     try {
+        // Whatever goes wrong from here, the destructor removes the partial directory.
+        SafeFolderOutput out(directory);
         std::uint32_t alignment = kGgufDefaultAlignment;
         nlohmann::ordered_json metadata = nlohmann::ordered_json::array();
         for (const auto& [key, value] : spec.metadata) {
@@ -311,26 +249,20 @@ JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& dire
         std::vector<std::byte> buffer;
         for (const TensorToWrite& t : spec.tensors) {
             if (stop != nullptr && stop->stopRequested()) {
-                fs::remove_all(partial, ec);
                 return JobResult::cancelled();
             }
             const std::uint64_t bytes = tensorByteSize(t.type, t.ne, t.nDims);
             const TensorAnatomy anatomy = classifyTensor(t.name);
             const std::string folder = organFolder(anatomy.system);
-            fs::create_directories(fs::path(partial) / folder);
             const std::string file = folder + "/" + organFileName(t.name, taken);
             const std::string what = name + "/" + file;
-            const std::string target = (fs::path(partial) / file).string();
             const std::string header = tensorHeader(t.name, t.nDims, t.ne, t.type);
             std::string sha256;
-            if (sameTensorFile(t.source, header) && linkOrClone(*t.source.mapping, target)) {
+            if (sameTensorFile(t.source, header) && out.link(*t.source.mapping, file)) {
                 sha256 = digestOf(t.source, buffer);
             } else {
-                Fd out(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-                if (out.get() < 0) {
-                    throw IoError(name + ": cannot create " + file + ": " + std::strerror(errno));
-                }
-                writeAll(out.get(), header.data(), header.size(), what);
+                const UniqueFd fd = out.create(file);
+                writeAll(fd.get(), header.data(), header.size(), what);
                 if (t.source.generate) {
                     Sha256 sha;
                     for (std::uint64_t at = 0; at < bytes; at += kChunk) {
@@ -339,7 +271,7 @@ JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& dire
                         }
                         buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, bytes - at)));
                         t.source.generate(at, buffer);
-                        writeAll(out.get(), buffer.data(), buffer.size(), what);
+                        writeAll(fd.get(), buffer.data(), buffer.size(), what);
                         sha.update(buffer);
                     }
                     sha256 = sha.finishHex();
@@ -354,13 +286,12 @@ JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& dire
                         t.source.mapping ? static_cast<std::uint64_t>(t.source.bytes.data() -
                                                                       t.source.mapping->bytes().data())
                                          : 0;
-                    copyData(in, offset, out.get(), t.source.bytes, what, stop);
+                    copyData(in, offset, fd.get(), t.source.bytes, what, stop);
                     sha256 = digestOf(t.source, buffer);
                 }
-                syncFd(out.get(), what);
+                syncFd(fd.get(), what);
             }
             if (stop != nullptr && stop->stopRequested()) {
-                fs::remove_all(partial, ec);
                 return JobResult::cancelled();
             }
             nlohmann::ordered_json shape = nlohmann::ordered_json::array();
@@ -401,26 +332,15 @@ JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& dire
             manifest["measurement"] = *measurement;
         }
         const std::string text = manifest.dump(1) + "\n";
-        const std::string manifestPath = (fs::path(partial) / kOrganManifest).string();
-        Fd out(::open(manifestPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-        if (out.get() < 0) {
-            throw IoError(name + ": cannot create the manifest: " + std::strerror(errno));
+        const UniqueFd manifestFd = out.create(kOrganManifest);
+        writeAll(manifestFd.get(), text.data(), text.size(), name + "/manifest.json");
+        syncFd(manifestFd.get(), name + "/manifest.json");
+        if (stop != nullptr && !stop->beginCommit()) {
+            return JobResult::cancelled();
         }
-        writeAll(out.get(), text.data(), text.size(), name + "/manifest.json");
-        syncFd(out.get(), name + "/manifest.json");
-        for (const auto& folder : fs::directory_iterator(partial)) {
-            if (folder.is_directory()) {
-                syncFolderOrThrow(folder.path().string());
-            }
-        }
-        syncFolderOrThrow(partial);
-        if (::rename(partial.c_str(), fs::absolute(directory).c_str()) != 0) {
-            throw IoError(name + ": cannot move the finished directory into place: " + std::strerror(errno));
-        }
-        syncFolderOrThrow(parent.string());
+        out.commit();
         return JobResult::ok();
     } catch (const std::exception& e) {
-        fs::remove_all(partial, ec);
         return JobResult::failed(e.what());
     }
 }
@@ -441,7 +361,7 @@ GgufWriteSpec specFromModel(const GgufModel& model) {
     return spec;
 }
 
-JobResult extractOrgans(const GgufModel& model, const std::string& directory,
+JobResult extractOrgans(const GgufModel& model, const RootedPath& directory,
                         const nlohmann::json* measurement, const ProgressFn& progress,
                         const StopToken* stop) {
     OrganSource source;
@@ -453,28 +373,26 @@ JobResult extractOrgans(const GgufModel& model, const std::string& directory,
     return writeOrganDirectory(specFromModel(model), directory, source, measurement, progress, stop);
 }
 
-bool OrganDirectory::looksLikeOne(const std::string& path) {
-    std::error_code ec;
-    return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / kOrganManifest, ec);
+bool OrganDirectory::looksLikeOne(const RootedPath& path) {
+    const UniqueFd folder(path.tryOpen(O_PATH | O_DIRECTORY));
+    struct stat st {};
+    return folder.valid() &&
+           ::fstatat(folder.get(), kOrganManifest, &st, path.root ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+           S_ISREG(st.st_mode);
 }
 
-std::string OrganDirectory::filePath(const OrganTensor& tensor) const {
-    return (fs::path(m_path) / tensor.file).string();
-}
-
-OrganDirectory OrganDirectory::open(const std::string& directory) {
-    const std::string name = label(directory);
-    std::error_code ec;
-    if (!fs::is_directory(directory, ec)) {
-        throw IoError(name + ": not a directory");
-    }
-    const std::string manifestPath = (fs::path(directory) / kOrganManifest).string();
-    if (!fs::is_regular_file(fs::symlink_status(manifestPath, ec))) {
+OrganDirectory OrganDirectory::open(const RootedPath& directory) {
+    const std::string name = label(directory.path);
+    // Every file below is reached through the directory's descriptor, never through a link.
+    const std::shared_ptr<const FileRoot> folder = directory.openFolder();
+    struct stat st {};
+    if (::fstatat(folder->descriptor(), kOrganManifest, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode)) {
         throw FormatError(name + ": no manifest.json (not an organ directory, or an unfinished one)");
     }
     nlohmann::json manifest;
     try {
-        manifest = nlohmann::json::parse(readSmallFile(manifestPath, 1u << 30));
+        manifest = nlohmann::json::parse(readSmallFile(folder->file(kOrganManifest), 1u << 30));
     } catch (const nlohmann::json::exception& e) {
         throw FormatError(name + "/manifest.json: not JSON: " + e.what());
     }
@@ -487,7 +405,8 @@ OrganDirectory OrganDirectory::open(const std::string& directory) {
                   " is not supported (only 1)");
     }
     OrganDirectory out;
-    out.m_path = directory;
+    out.m_path = directory.path;
+    out.m_folder = folder;
     if (manifest.contains("source") && manifest["source"].is_object()) {
         out.m_ggufVersion = manifest["source"].value("gguf_version", 3u);
     }
@@ -596,12 +515,11 @@ OrganDirectory OrganDirectory::open(const std::string& directory) {
         names.push_back(t.name);
         files.push_back(t.file);
         // The file itself: regular (never followed through a link), of the right size.
-        const std::string path = (fs::path(directory) / t.file).string();
-        struct stat st {};
-        if (::lstat(path.c_str(), &st) != 0) {
+        const UniqueFd file(folder->file(t.file).tryOpen(O_PATH));
+        if (!file.valid() && errno != ELOOP) {
             throw FormatError(name + ": " + t.file + " is missing");
         }
-        if (!S_ISREG(st.st_mode)) {
+        if (!file.valid() || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
             throw FormatError(name + ": " + t.file + " is not a regular file");
         }
         if (static_cast<std::uint64_t>(st.st_size) != t.headerBytes() + t.bytes) {
@@ -630,7 +548,7 @@ std::shared_ptr<const GgufModel> OrganDirectory::model() const {
     GgufWriteSpec spec;
     spec.metadata = m_metadata;
     for (const OrganTensor& t : m_tensors) {
-        auto mapping = MappedFile::open(filePath(t));
+        auto mapping = MappedFile::open(m_folder->file(t.file));
         const std::string header = tensorHeader(t.name, t.nDims, t.ne, t.type);
         const auto bytes = mapping->bytes();
         if (bytes.size() != t.headerBytes() + t.bytes) {
@@ -704,7 +622,7 @@ private:
 
 } // namespace
 
-JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output,
+JobResult assembleOrgans(const OrganDirectory& directory, const RootedPath& output,
                          const ProgressFn& progress, const StopToken* stop) {
     try {
         const auto model = directory.model();
@@ -713,7 +631,7 @@ JobResult assembleOrgans(const OrganDirectory& directory, const std::string& out
         BackgroundCheck check(directory, *model);
         return writeGguf(
             output, spec, progress, stop,
-            [&check](const std::string&) -> std::optional<std::string> { return check.finish(); });
+            [&check](const RootedPath&) -> std::optional<std::string> { return check.finish(); });
     } catch (const std::exception& e) {
         return JobResult::failed(e.what());
     }
@@ -727,7 +645,7 @@ nlohmann::json extractionToJson(const GgufModel& model, const std::string& direc
     return {{"output", directory}, {"tensors", model.tensors().size()}};
 }
 
-std::shared_ptr<const GgufModel> openModel(const std::string& path) {
+std::shared_ptr<const GgufModel> openModel(const RootedPath& path) {
     if (OrganDirectory::looksLikeOne(path)) {
         return OrganDirectory::open(path).model();
     }

@@ -31,40 +31,35 @@ const std::byte kEmpty[1] = {};
 
 } // namespace
 
-std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
+std::shared_ptr<const MappedFile> MappedFile::open(const RootedPath& rooted) {
+    const std::string& path = rooted.path;
     // Without blocking: opening a FIFO for reading would otherwise wait for a writer forever.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        throw IoError(fileLabel(path) + ": cannot open: " + std::strerror(errno));
-    }
+    UniqueFd fd = rooted.open(O_RDONLY | O_NONBLOCK);
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        throw IoError(fileLabel(path) + ": cannot read its size: " + std::strerror(err));
+    if (::fstat(fd.get(), &st) != 0) {
+        throw IoError(fileLabel(path) + ": cannot read its size: " + std::strerror(errno));
     }
     if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
         throw IoError(fileLabel(path) + ": is not a regular file");
     }
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK); // reads of a regular file
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK); // reads of a regular file
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    const std::byte* bytes = kEmpty;
+    if (size != 0) {
+        void* data = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_SHARED, fd.get(), 0);
+        if (data == MAP_FAILED) {
+            throw IoError(fileLabel(path) + ": cannot map " + groupDigits(size) +
+                          " bytes: " + std::strerror(errno));
+        }
+        bytes = static_cast<const std::byte*>(data);
+    }
+    // Made once the mapping exists: its destructor unmaps and unregisters.
     std::shared_ptr<MappedFile> file(new MappedFile);
     file->m_path = path;
-    file->m_size = static_cast<std::uint64_t>(st.st_size);
+    file->m_size = size;
+    file->m_data = bytes;
     file->m_identity = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
-    if (file->m_size == 0) {
-        file->m_data = kEmpty;
-    } else {
-        void* data = ::mmap(nullptr, static_cast<std::size_t>(file->m_size), PROT_READ, MAP_SHARED, fd, 0);
-        if (data == MAP_FAILED) {
-            const int err = errno;
-            ::close(fd);
-            throw IoError(fileLabel(path) + ": cannot map " + groupDigits(file->m_size) +
-                          " bytes: " + std::strerror(err));
-        }
-        file->m_data = static_cast<const std::byte*>(data);
-    }
-    file->m_fd = fd;
+    file->m_fd = fd.release();
     {
         std::lock_guard lock(registryMutex());
         registry().push_back(file->m_identity);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "support/rooted_files.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,7 +23,8 @@ struct FileIdentity {
 // registered, and isOpenAsInput() reports it.
 class MappedFile {
 public:
-    static std::shared_ptr<const MappedFile> open(const std::string& path);
+    // Opened beneath the path's root when it has one (support/rooted_files.h).
+    static std::shared_ptr<const MappedFile> open(const RootedPath& path);
     // A copy of `bytes` in memory standing in for a file named `label`: no file, no identity
     // (never an input), exactly bytes.size() bytes (so that a sanitizer sees any read past
     // them). For fuzzing the reader and for tests.

@@ -6,42 +6,36 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <functional>
+#include <linux/fs.h>
 #include <random>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace organ {
 namespace {
 
-std::string folderOf(const std::string& path) {
-    const auto slash = path.find_last_of('/');
-    if (slash == std::string::npos) {
-        return ".";
-    }
-    return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::string baseOf(const std::string& path) {
-    const auto slash = path.find_last_of('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // A partial of `target` is "<target>.partial.<pid>.<random>".
 std::string partialPrefix(const std::string& target) {
-    return baseOf(target) + ".partial.";
+    return fileLabel(target) + ".partial.";
 }
 
 // Partials whose process is gone: a run that was killed. A live process's partials, and
 // anything that does not look like ours, are left alone.
-std::vector<std::string> removeStalePartials(const std::string& target) {
+std::vector<std::string> removeStalePartials(const FileRoot& folder, const std::string& target) {
     std::vector<std::string> warnings;
-    const std::string folder = folderOf(target);
     const std::string prefix = partialPrefix(target);
-    DIR* dir = ::opendir(folder.c_str());
+    const int listed = folder.openFile(".", O_RDONLY | O_DIRECTORY);
+    DIR* dir = listed >= 0 ? ::fdopendir(listed) : nullptr;
     if (dir == nullptr) {
+        if (listed >= 0) {
+            ::close(listed);
+        }
         return warnings;
     }
     while (const dirent* entry = ::readdir(dir)) {
@@ -58,11 +52,11 @@ std::vector<std::string> removeStalePartials(const std::string& target) {
         if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) {
             continue;
         }
-        const std::string path = folder + "/" + name;
         struct stat st {};
-        if (::lstat(path.c_str(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
-            ::unlink(path.c_str()) == 0) {
-            warnings.push_back(fileLabel(path) + ": removed a partial file left by an earlier run (process " +
+        if (::fstatat(folder.descriptor(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
+            ::unlinkat(folder.descriptor(), name.c_str(), 0) == 0) {
+            warnings.push_back(fileLabel(name) + ": removed a partial file left by an earlier run (process " +
                                std::to_string(pid) + ") that did not finish");
         }
     }
@@ -70,23 +64,38 @@ std::vector<std::string> removeStalePartials(const std::string& target) {
     return warnings;
 }
 
-} // namespace
+// The folder `target` goes into, opened (beneath the target's root when it has one).
+std::shared_ptr<const FileRoot> openFolderOf(const RootedPath& target) {
+    const std::string folder = folderOf(target.path);
+    try {
+        return target.at(folder).openFolder();
+    } catch (const IoError&) {
+        struct stat st {};
+        if (!target.root && (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+            throw IoError(fileLabel(target.path) + ": the folder " + folder + " does not exist");
+        }
+        throw;
+    }
+}
 
-void checkOutputTarget(const std::string& target, const std::vector<std::string>& inputs) {
-    const std::string label = fileLabel(target);
-    if (target.empty() || target.back() == '/') {
-        throw IoError((target.empty() ? std::string("(empty path)") : label) + ": not a file name to write");
+// The target's folder, opened, after the checks of checkOutputTarget.
+std::shared_ptr<const FileRoot> openTargetFolder(const RootedPath& target,
+                                                 const std::vector<std::string>& inputs) {
+    const std::string label = fileLabel(target.path);
+    if (target.path.empty() || target.path.back() == '/') {
+        throw IoError((target.path.empty() ? std::string("(empty path)") : label) +
+                      ": not a file name to write");
     }
-    const std::string folder = folderOf(target);
+    const std::shared_ptr<const FileRoot> folder = openFolderOf(target);
+    if (::faccessat(folder->descriptor(), ".", W_OK, 0) != 0) {
+        throw IoError(label + ": cannot write in the folder " + folderOf(target.path) + ": " +
+                      std::strerror(errno));
+    }
+    // Beneath a root a link at the target is never followed (it is an existing name, refused at
+    // the rename); elsewhere the file it leads to is what the user named.
     struct stat st {};
-    if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        throw IoError(label + ": the folder " + folder + " does not exist");
-    }
-    if (::access(folder.c_str(), W_OK) != 0) {
-        throw IoError(label + ": cannot write in the folder " + folder + ": " + std::strerror(errno));
-    }
-    if (::stat(target.c_str(), &st) != 0) {
-        return; // a new file
+    if (::fstatat(folder->descriptor(), label.c_str(), &st, target.root ? AT_SYMLINK_NOFOLLOW : 0) != 0) {
+        return folder; // a new file
     }
     if (!S_ISREG(st.st_mode)) {
         throw IoError(label + ": " + (S_ISDIR(st.st_mode) ? "is a folder" : "is not a regular file") +
@@ -101,28 +110,95 @@ void checkOutputTarget(const std::string& target, const std::vector<std::string>
     if (isInput) {
         throw IoError(label + ": refusing to write over a file that is also an input");
     }
+    return folder;
 }
 
-SafeOutput::SafeOutput(std::string target, const std::vector<std::string>& inputs)
-    : m_target(std::move(target)) {
-    checkOutputTarget(m_target, inputs);
-    m_warnings = removeStalePartials(m_target);
+// A name of this process for a partial beside `target`, created by `make` (false with errno
+// EEXIST: taken, another is tried).
+std::string newPartialName(const std::string& label, const std::string& stem,
+                           const std::function<bool(const std::string&)>& make) {
     std::random_device random;
-    for (int attempt = 0; attempt < 8 && m_fd < 0; ++attempt) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
         char suffix[16];
         std::snprintf(suffix, sizeof suffix, "%06x", random() & 0xFFFFFFu);
-        m_partial =
-            folderOf(m_target) + "/" + partialPrefix(m_target) + std::to_string(::getpid()) + "." + suffix;
-        // O_EXCL with O_CREAT never follows a link: a planted link is an existing name, refused.
-        m_fd = ::open(m_partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (m_fd < 0 && errno != EEXIST) {
-            throw IoError(fileLabel(m_target) + ": cannot create " + fileLabel(m_partial) + ": " +
-                          std::strerror(errno));
+        const std::string name = stem + std::to_string(::getpid()) + "." + suffix;
+        if (make(name)) {
+            return name;
+        }
+        if (errno != EEXIST) {
+            throw IoError(label + ": cannot create " + name + ": " + std::strerror(errno));
         }
     }
-    if (m_fd < 0) {
-        throw IoError(fileLabel(m_target) + ": cannot create a partial file beside it");
+    throw IoError(label + ": cannot create a partial beside it");
+}
+
+// The rename that puts a finished partial in place; beneath a root (or for a folder) never over
+// an existing name.
+void renameIntoPlace(const FileRoot& folder, const std::string& partial, const std::string& name,
+                     bool replace) {
+    if (::renameat2(folder.descriptor(), partial.c_str(), folder.descriptor(), name.c_str(),
+                    replace ? 0 : RENAME_NOREPLACE) != 0) {
+        throw IoError(name + (errno == EEXIST ? std::string(": appeared while this was written, and is left "
+                                                            "as it is; nothing was written")
+                                              : ": cannot rename the partial into place: " +
+                                                    std::string(std::strerror(errno))));
     }
+}
+
+// Removes what `folder` holds, links never followed (the partial folder of a writer).
+void removeContents(int folder) {
+    const int listed = ::openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* dir = listed >= 0 ? ::fdopendir(listed) : nullptr;
+    if (dir == nullptr) {
+        if (listed >= 0) {
+            ::close(listed);
+        }
+        return;
+    }
+    std::vector<std::string> names;
+    while (const dirent* entry = ::readdir(dir)) {
+        const std::string name = entry->d_name;
+        if (name != "." && name != "..") {
+            names.push_back(name);
+        }
+    }
+    ::closedir(dir);
+    for (const std::string& name : names) {
+        if (::unlinkat(folder, name.c_str(), 0) == 0 || (errno != EISDIR && errno != EPERM)) {
+            continue;
+        }
+        const UniqueFd inner(::openat(folder, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (inner.valid()) {
+            removeContents(inner.get());
+        }
+        ::unlinkat(folder, name.c_str(), AT_REMOVEDIR);
+    }
+}
+
+void syncOrThrow(int fd, const std::string& what) {
+    if (::fsync(fd) != 0) {
+        throw IoError(what + ": fsync failed: " + std::strerror(errno));
+    }
+}
+
+} // namespace
+
+void checkOutputTarget(const RootedPath& target, const std::vector<std::string>& inputs) {
+    openTargetFolder(target, inputs);
+}
+
+SafeOutput::SafeOutput(const RootedPath& target, const std::vector<std::string>& inputs)
+    : m_target(target.path), m_folder(openTargetFolder(target, inputs)), m_replace(!target.root),
+      m_partial(target) {
+    m_warnings = removeStalePartials(*m_folder, m_target);
+    const int folder = m_folder->descriptor();
+    m_partialName =
+        newPartialName(fileLabel(m_target), partialPrefix(m_target), [&](const std::string& name) {
+            // O_EXCL with O_CREAT never follows a link: a planted link is an existing name, refused.
+            m_fd = ::openat(folder, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+            return m_fd >= 0;
+        });
+    m_partial = m_folder->file(m_partialName);
 }
 
 SafeOutput::~SafeOutput() {
@@ -130,7 +206,7 @@ SafeOutput::~SafeOutput() {
         ::close(m_fd);
     }
     if (!m_committed) {
-        ::unlink(m_partial.c_str());
+        ::unlinkat(m_folder->descriptor(), m_partialName.c_str(), 0);
     }
 }
 
@@ -168,15 +244,111 @@ void SafeOutput::finish() {
 
 void SafeOutput::commit() {
     finish();
-    if (::rename(m_partial.c_str(), m_target.c_str()) != 0) {
-        throw IoError(fileLabel(m_target) +
-                      ": cannot rename the partial file into place: " + std::strerror(errno));
-    }
+    renameIntoPlace(*m_folder, m_partialName, fileLabel(m_target), m_replace);
     m_committed = true;
-    syncFolder(folderOf(m_target));
+    ::fsync(m_folder->descriptor());
 }
 
-void writeFileSafely(const std::string& target, std::string_view content,
+SafeFolderOutput::SafeFolderOutput(const RootedPath& target) : m_target(target.path) {
+    const std::string label = fileLabel(target.path);
+    m_parent = openFolderOf(target);
+    struct stat st {};
+    if (label.empty() || label == "." || label == ".." ||
+        ::fstatat(m_parent->descriptor(), label.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        throw IoError(label + ": already exists; a folder is only ever written under a new name");
+    }
+    const int parent = m_parent->descriptor();
+    m_partialName = newPartialName(label, label + ".partial-", [&](const std::string& name) {
+        return ::mkdirat(parent, name.c_str(), 0755) == 0;
+    });
+    UniqueFd partial(
+        ::openat(parent, m_partialName.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!partial.valid()) {
+        const int error = errno;
+        ::unlinkat(parent, m_partialName.c_str(), AT_REMOVEDIR);
+        throw IoError(label + ": cannot open " + m_partialName + ": " + std::strerror(error));
+    }
+    m_folders.emplace_back("", std::move(partial));
+}
+
+SafeFolderOutput::~SafeFolderOutput() {
+    if (!m_committed) {
+        removeContents(m_folders.front().second.get());
+        ::unlinkat(m_parent->descriptor(), m_partialName.c_str(), AT_REMOVEDIR);
+    }
+}
+
+int SafeFolderOutput::folderFor(const std::string& relative, std::string& name) {
+    const auto slash = relative.find_last_of('/');
+    name = slash == std::string::npos ? relative : relative.substr(slash + 1);
+    const std::string folder = slash == std::string::npos ? std::string() : relative.substr(0, slash);
+    for (const auto& [made, fd] : m_folders) {
+        if (made == folder) {
+            return fd.get();
+        }
+    }
+    std::string inner;
+    const int outer = folderFor(folder, inner);
+    if (::mkdirat(outer, inner.c_str(), 0755) != 0 && errno != EEXIST) {
+        throw IoError(fileLabel(m_target) + ": cannot create " + folder + ": " + std::strerror(errno));
+    }
+    UniqueFd fd(::openat(outer, inner.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) {
+        throw IoError(fileLabel(m_target) + ": cannot open " + folder + ": " + std::strerror(errno));
+    }
+    m_folders.emplace_back(folder, std::move(fd));
+    return m_folders.back().second.get();
+}
+
+UniqueFd SafeFolderOutput::create(const std::string& relative) {
+    std::string name;
+    const int folder = folderFor(relative, name);
+    UniqueFd fd(::openat(folder, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd.valid()) {
+        throw IoError(fileLabel(m_target) + ": cannot create " + relative + ": " + std::strerror(errno));
+    }
+    return fd;
+}
+
+bool SafeFolderOutput::link(const MappedFile& from, const std::string& relative) {
+    if (from.descriptor() < 0) {
+        return false;
+    }
+    std::string name;
+    const int folder = folderFor(relative, name);
+    // A hard link can only be made by name, and a name can lead elsewhere by the time it is
+    // followed: the new entry is kept only when it is the very file that was opened.
+    if (::linkat(AT_FDCWD, from.path().c_str(), folder, name.c_str(), 0) == 0) {
+        struct stat st {};
+        if (::fstatat(folder, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            FileIdentity{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)} ==
+                from.identity()) {
+            return true;
+        }
+        ::unlinkat(folder, name.c_str(), 0);
+    }
+    UniqueFd out(::openat(folder, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (out.valid() && ::ioctl(out.get(), FICLONE, from.descriptor()) == 0) {
+        return true;
+    }
+    if (out.valid()) {
+        ::unlinkat(folder, name.c_str(), 0);
+    }
+    return false;
+}
+
+void SafeFolderOutput::commit() {
+    const std::string label = fileLabel(m_target);
+    // Inner folders first, the partial folder itself last: every name it holds is durable.
+    for (auto it = m_folders.rbegin(); it != m_folders.rend(); ++it) {
+        syncOrThrow(it->second.get(), label + "/" + it->first);
+    }
+    renameIntoPlace(*m_parent, m_partialName, label, false);
+    m_committed = true;
+    syncOrThrow(m_parent->descriptor(), label + ": its folder");
+}
+
+void writeFileSafely(const RootedPath& target, std::string_view content,
                      const std::vector<std::string>& inputs, std::vector<std::string>* warnings) {
     SafeOutput out(target, inputs);
     if (warnings != nullptr) {
@@ -186,49 +358,32 @@ void writeFileSafely(const std::string& target, std::string_view content,
     out.commit();
 }
 
-std::string readSmallFile(const std::string& path, std::uint64_t maxBytes) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        throw IoError(fileLabel(path) + ": cannot open: " + std::strerror(errno));
-    }
+std::string readSmallFile(const RootedPath& rooted, std::uint64_t maxBytes) {
+    const std::string& path = rooted.path;
+    const UniqueFd fd = rooted.open(O_RDONLY | O_NONBLOCK);
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
         throw IoError(fileLabel(path) + ": is not a regular file");
     }
     if (static_cast<std::uint64_t>(st.st_size) > maxBytes) {
-        ::close(fd);
         throw IoError(fileLabel(path) + ": " + groupDigits(static_cast<std::uint64_t>(st.st_size)) +
                       " bytes, more than the " + groupDigits(maxBytes) + " such a file may have");
     }
     std::string content(static_cast<std::size_t>(st.st_size), '\0');
     std::size_t done = 0;
     while (done < content.size()) {
-        const ssize_t n = ::read(fd, content.data() + done, content.size() - done);
+        const ssize_t n = ::read(fd.get(), content.data() + done, content.size() - done);
         if (n < 0 && errno == EINTR) {
             continue;
         }
         if (n <= 0) {
-            const int err = errno;
-            ::close(fd);
             throw IoError(
                 fileLabel(path) + ": read failed: " +
-                (n == 0 ? std::string("the file shrank while read") : std::string(std::strerror(err))));
+                (n == 0 ? std::string("the file shrank while read") : std::string(std::strerror(errno))));
         }
         done += static_cast<std::size_t>(n);
     }
-    ::close(fd);
     return content;
-}
-
-bool syncFolder(const std::string& folder) {
-    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        return false;
-    }
-    const bool synced = ::fsync(fd) == 0;
-    ::close(fd);
-    return synced;
 }
 
 } // namespace organ
