@@ -421,8 +421,17 @@ private slots:
         const QString href = QString::fromStdString(first.body["href"].get<std::string>());
         const Answer cancel = request(port, "DELETE", href);
         QCOMPARE(cancel.status, 202);
+        // Running, it is now stopping; had it not started, it would have ended at once.
+        QVERIFY2(cancel.body["state"] == "cancelling" || cancel.body["state"] == "cancelled",
+                 cancel.raw.constData());
         const nlohmann::json ended = waitForJob(port, first.body);
         JCOMPARE(ended["state"], "cancelled");
+        QVERIFY(!ended.contains("result"));
+        // The list is the queue's: the job's state, as the job's own page says it.
+        const Answer list = get(port, QStringLiteral("/v1/jobs"));
+        QCOMPARE(list.status, 200);
+        JCOMPARE(list.body["jobs"][0]["state"], "cancelled");
+        JCOMPARE(list.body["running"], 0);
         QCOMPARE(request(port, "DELETE", href).status, 409);
         // The slot is free again; two clients at once are both answered.
         const Answer third = post(port, QStringLiteral("/v1/measure"), {{"path", "models/a.gguf"}});

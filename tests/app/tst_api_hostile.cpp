@@ -195,7 +195,8 @@ private slots:
                 }
                 for (auto it = running.begin(); it != running.end();) {
                     const Answer polled = get(port, QString::fromStdString(jobs[*it].started["href"]));
-                    if (stateOf(polled.body) != "running") {
+                    const std::string state = stateOf(polled.body);
+                    if (state != "queued" && state != "running" && state != "cancelling") {
                         jobs[*it].ended = polled.body;
                         it = running.erase(it);
                     } else {
