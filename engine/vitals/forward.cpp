@@ -329,6 +329,14 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     if (hidden != nullptr) {
         hidden->clear();
     }
+    // weight · input, the input shown to the observer first.
+    auto product = [&](const std::string& weight, std::uint64_t rows, std::uint64_t columns,
+                       const Eigen::MatrixXf& input) {
+        if (m_observer) {
+            m_observer(weight, input);
+        }
+        return t.multiply(weight, rows, columns, input);
+    };
     // y += bias, when the layer has that bias (qwen2's attention).
     auto addBias = [&](Eigen::MatrixXf& y, const std::string& name) {
         if (t.m_weights.tensor(name) != nullptr) {
@@ -348,15 +356,15 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         Eigen::MatrixXf k;
         Eigen::MatrixXf v;
         if (shape.fusedQkv) {
-            Eigen::MatrixXf qkv = t.multiply(name("attn_qkv.weight"), qDim + 2 * kv, e, h);
+            Eigen::MatrixXf qkv = product(name("attn_qkv.weight"), qDim + 2 * kv, e, h);
             addBias(qkv, name("attn_qkv.bias"));
             q = qkv.topRows(qDim);
             k = qkv.middleRows(qDim, kv);
             v = qkv.bottomRows(kv);
         } else {
-            q = t.multiply(name("attn_q.weight"), qDim, e, h);
-            k = t.multiply(name("attn_k.weight"), kv, e, h);
-            v = t.multiply(name("attn_v.weight"), kv, e, h);
+            q = product(name("attn_q.weight"), qDim, e, h);
+            k = product(name("attn_k.weight"), kv, e, h);
+            v = product(name("attn_v.weight"), kv, e, h);
             addBias(q, name("attn_q.bias"));
             addBias(k, name("attn_k.bias"));
             addBias(v, name("attn_v.bias"));
@@ -410,7 +418,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             }
             attended.middleRows(qRow, shape.headSize) = vh * scores;
         }
-        Eigen::MatrixXf attention = t.multiply(name("attn_output.weight"), e, qDim, attended);
+        Eigen::MatrixXf attention = product(name("attn_output.weight"), e, qDim, attended);
         addBias(attention, name("attn_output.bias"));
         if (shape.postNorms) {
             attention = t.rmsNorm(attention, t.vector(name("post_attention_norm.weight"), e));
@@ -425,17 +433,17 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         Eigen::MatrixXf gate;
         Eigen::MatrixXf upped;
         if (shape.fusedGateUp) {
-            const Eigen::MatrixXf both = t.multiply(name("ffn_up.weight"), 2 * ff, e, f);
+            const Eigen::MatrixXf both = product(name("ffn_up.weight"), 2 * ff, e, f);
             gate = both.topRows(static_cast<Eigen::Index>(ff));
             upped = both.bottomRows(static_cast<Eigen::Index>(ff));
         } else if (t.m_weights.tensor(name("ffn_gate.weight")) != nullptr) {
-            gate = t.multiply(name("ffn_gate.weight"), ff, e, f);
-            upped = t.multiply(name("ffn_up.weight"), ff, e, f);
+            gate = product(name("ffn_gate.weight"), ff, e, f);
+            upped = product(name("ffn_up.weight"), ff, e, f);
             addBias(gate, name("ffn_gate.bias"));
             addBias(upped, name("ffn_up.bias"));
         } else {
             // No gate (gpt2): the activation of the up projection itself.
-            gate = t.multiply(name("ffn_up.weight"), ff, e, f);
+            gate = product(name("ffn_up.weight"), ff, e, f);
             addBias(gate, name("ffn_up.bias"));
             upped = Eigen::MatrixXf::Ones(gate.rows(), gate.cols());
         }
@@ -448,7 +456,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         } else {
             activated = gate.array() / (1.0f + (-gate.array()).exp());
         }
-        Eigen::MatrixXf ffn = t.multiply(name("ffn_down.weight"), e, ff, activated.cwiseProduct(upped));
+        Eigen::MatrixXf ffn = product(name("ffn_down.weight"), e, ff, activated.cwiseProduct(upped));
         addBias(ffn, name("ffn_down.bias"));
         if (shape.postNorms) {
             ffn = t.rmsNorm(ffn, t.vector(name("post_ffw_norm.weight"), e));
@@ -464,7 +472,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     const Eigen::MatrixXf out = t.norm(x, "output_norm");
     const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";
     // The output projection a slice of the vocabulary at a time, on every thread.
-    Eigen::MatrixXf logits = t.multiply(head, shape.vocabulary, e, out);
+    Eigen::MatrixXf logits = product(head, shape.vocabulary, e, out);
     if (shape.finalSoftcap > 0) {
         logits = (logits.array() / shape.finalSoftcap).tanh() * shape.finalSoftcap;
     }

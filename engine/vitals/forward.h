@@ -6,6 +6,7 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -113,8 +114,15 @@ public:
                         std::vector<Eigen::MatrixXf>* hidden = nullptr);
     std::size_t position() const { return m_position; }
 
+    // Called before each product of a weight with activations, on the thread that runs, with the
+    // weight's name and the activations it meets (its columns × tokens): what llama-imatrix
+    // collects.
+    using ActivationObserver = std::function<void(const std::string& weight, const Eigen::MatrixXf& input)>;
+    void observeActivations(ActivationObserver observer) { m_observer = std::move(observer); }
+
 private:
     const Transformer& m_transformer;
+    ActivationObserver m_observer;
     std::vector<Eigen::MatrixXf> m_keys;   // per layer: key values × positions (after RoPE)
     std::vector<Eigen::MatrixXf> m_values; // per layer: values × positions
     std::size_t m_position = 0;
