@@ -2,6 +2,7 @@
 
 #include "gguf/tensor_name.h"
 #include "quant/dequant.h"
+#include "quant/kquant_dot.h"
 #include "quant/quant_dot.h"
 #include "support/errors.h"
 #include "support/text_format.h"
@@ -135,11 +136,15 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
                                       const Eigen::MatrixXf& x) const {
     const ModelWeights::Tensor& tensor = checkedTensor(name, rows, columns);
     Eigen::MatrixXf y(static_cast<Eigen::Index>(rows), x.cols());
-    // Quantized weights with a quantized product (Q8_0) meet 8-bit activations, as in
-    // llama.cpp; the others are decoded to F32 a slice at a time and multiplied by Eigen.
+    // Quantized weights with a quantized product meet 8-bit activations, as in llama.cpp: Q8_0
+    // and IQ4_NL in blocks of 32, the K-quants and IQ4_XS in super-blocks of 256; the others are
+    // decoded to F32 a slice at a time and multiplied by Eigen.
     std::optional<QuantizedActivations> quantized;
+    std::optional<Q8KActivations> superBlocks;
     if (hasQuantizedProduct(tensor.type)) {
         quantized.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
+    } else if (hasQ8KProduct(tensor.type)) {
+        superBlocks.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
     }
     // F16 weights meet activations rounded to F16, as llama.cpp converts them.
     Eigen::MatrixXf halved;
@@ -159,10 +164,15 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
             for (std::uint64_t s = next++; s < slices; s = next++) {
                 const std::uint64_t first = s * kSlice;
                 const std::uint64_t count = std::min(kSlice, rows - first);
-                if (quantized) {
+                if (quantized || superBlocks) {
                     const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
-                    quantizedProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *quantized,
-                                     y.data() + first, static_cast<std::size_t>(rows));
+                    if (quantized) {
+                        quantizedProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count),
+                                         *quantized, y.data() + first, static_cast<std::size_t>(rows));
+                    } else {
+                        q8KProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *superBlocks,
+                                   y.data() + first, static_cast<std::size_t>(rows));
+                    }
                     continue;
                 }
                 y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =
