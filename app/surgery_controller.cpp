@@ -3,7 +3,7 @@
 #include "surgery_controller.h"
 
 #include "assembly_controller.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
 #include "job_tracker.h"

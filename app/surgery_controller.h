@@ -1,6 +1,6 @@
 #pragma once
 
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "window_host.h"
 
 #include <QHash>

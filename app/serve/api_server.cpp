@@ -7,7 +7,7 @@
 #include "fleet/fleet.h"
 #include "graft/assembly.h"
 #include "graft/graft_check.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "measure/measure_cache.h"
 #include "organs/organ_directory.h"
 #include "support/sha256.h"

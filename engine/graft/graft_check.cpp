@@ -6,7 +6,7 @@
 
 #include "anatomy/model_validation.h"
 #include "graft/layer_metadata.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "organs/organ_directory.h"
 #include "quant/quantize.h"
 #include "support/text_format.h"

@@ -5,7 +5,7 @@
 #include "anatomy_filter_proxy.h"
 #include "assembly_controller.h"
 #include "demo_models.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "graft_document.h"
 #include "job_ends.h"
 #include "job_status.h"
