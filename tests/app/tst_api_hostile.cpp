@@ -5,7 +5,7 @@
 #include "api_client.h"
 #include "fixtures.h"
 
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "gguf/gguf_model.h"
 #include "organs/organ_directory.h"
 

@@ -2,7 +2,7 @@
 // (progress, Cancel) and opens a fleet window: the table sorts and filters, the scatter chart
 // draws θ against parameters on a log axis with the scale law and names each point on hover,
 // the bars show the selected models' systems, rows open into the panes, charts export.
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "fixtures.h"
 #include "fleet_controller.h"
 #include "fleet_table_model.h"

@@ -6,7 +6,7 @@
 #include "fixtures.h"
 #include "loopback_client.h"
 
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 
 #include <QDir>
 #include <QEventLoop>
