@@ -27,10 +27,6 @@ inline float sign(std::uint8_t signs, int j) {
     return 1.0f - 2.0f * static_cast<float>((signs >> j) & 1);
 }
 
-// The 16 non-linear levels of IQ4_NL and IQ4_XS.
-constexpr std::int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                        1,    13,   25,  38,  53,  69,  89,  113};
-
 constexpr float kIq1Delta = 0.125f;
 
 // IQ2_XXS: half d, then per 32 elements two u32: four 8-bit grid indices, then four
@@ -202,8 +198,8 @@ void decodeIQ4_NL(const std::byte* src, std::size_t blocks, float* out) {
         const float d = loadHalf(src);
         const std::uint8_t* q = bytes(src + 2);
         for (int j = 0; j < 16; ++j) {
-            out[j] = d * kIq4Levels[q[j] & 0xF];
-            out[j + 16] = d * kIq4Levels[q[j] >> 4];
+            out[j] = d * iq::kIq4Levels[q[j] & 0xF];
+            out[j + 16] = d * iq::kIq4Levels[q[j] >> 4];
         }
     }
 }
@@ -220,8 +216,8 @@ void decodeIQ4_XS(const std::byte* src, std::size_t blocks, float* out) {
                 ((scalesLow[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scalesHigh >> (2 * ib)) & 3) << 4);
             const float dl = d * static_cast<float>(ls - 32);
             for (int j = 0; j < 16; ++j) {
-                out[j] = dl * kIq4Levels[q[j] & 0xF];
-                out[j + 16] = dl * kIq4Levels[q[j] >> 4];
+                out[j] = dl * iq::kIq4Levels[q[j] & 0xF];
+                out[j + 16] = dl * iq::kIq4Levels[q[j] >> 4];
             }
         }
     }
