@@ -50,6 +50,7 @@ int runAssemble(const std::vector<std::string>& args);
 int runAssembleOrgans(const std::string& directory, const std::string& output);
 int runExtract(const std::vector<std::string>& args);
 int runPurify(const std::vector<std::string>& args);
+int runQuantize(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
 int runFleet(const std::vector<std::string>& args);

@@ -74,6 +74,19 @@ usage:
       power), haar the wavelet details coherent across scales (--threshold 1,
       --attenuation 0); mean and spread restored. Reports θ before → after and the
       relative change per tensor.
+  organ quantize MODEL --type TYPE -o OUT.gguf [--imatrix F] [--tensor-type REGEX=TYPE]...
+                 [--output-tensor-type T] [--token-embedding-type T] [--pure]
+                 [--leave-output-tensor] [--threads N] [--json F]
+      Quantizes as llama-quantize does, to the same bytes (docs/quantization.md):
+      TYPE is Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, Q8_0,
+      Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, F16, BF16 or F32, with llama-quantize's
+      mixing rules (which tensors get more bits). A quantized input is quantized
+      again, with a note (llama-quantize's --allow-requantize).
+      --imatrix F   an importance matrix (llama-imatrix's GGUF format)
+      --tensor-type REGEX=TYPE  the type of the tensors whose name matches (repeatable)
+      --output-tensor-type T, --token-embedding-type T  those tensors' types
+      --pure        every quantizable tensor in TYPE, no mix
+      --leave-output-tensor  output.weight as it is
   organ validate FILE... [--json]
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
@@ -107,6 +120,7 @@ int main(int argc, char** argv) {
         {"plan", runPlanCommand},  {"assemble", runAssemble}, {"validate", runValidate},
         {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
         {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
+        {"quantize", runQuantize},
     };
     if (argc < 2) {
         std::cerr << kUsage;

@@ -166,24 +166,17 @@ void quantizeRowWeighted(TensorType type, const float* x, std::size_t n, const f
 using BlockEncoder = void (*)(const float* x, const float* importance, std::byte* out);
 
 BlockEncoder blockEncoder(TensorType type) {
-    switch (type) {
-    case TensorType::Q2_K:
-        return detail::encodeQ2_K;
-    case TensorType::Q3_K:
-        return detail::encodeQ3_K;
-    case TensorType::Q4_K:
-        return detail::encodeQ4_K;
-    case TensorType::Q5_K:
-        return detail::encodeQ5_K;
-    case TensorType::Q6_K:
-        return detail::encodeQ6_K;
-    case TensorType::IQ4_NL:
-        return detail::encodeIQ4_NL;
-    case TensorType::IQ4_XS:
-        return detail::encodeIQ4_XS;
-    default:
-        return nullptr;
+    constexpr std::pair<TensorType, BlockEncoder> kEncoders[] = {
+        {TensorType::Q2_K, detail::encodeQ2_K},    {TensorType::Q3_K, detail::encodeQ3_K},
+        {TensorType::Q4_K, detail::encodeQ4_K},    {TensorType::Q5_K, detail::encodeQ5_K},
+        {TensorType::Q6_K, detail::encodeQ6_K},    {TensorType::IQ4_NL, detail::encodeIQ4_NL},
+        {TensorType::IQ4_XS, detail::encodeIQ4_XS}};
+    for (const auto& [t, encode] : kEncoders) {
+        if (t == type) {
+            return encode;
+        }
     }
+    return nullptr;
 }
 
 } // namespace

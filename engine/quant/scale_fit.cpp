@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 // Every expression keeps ggml's operand order and float types (a product of a float and an int
 // level converts the level first): that is what makes the bytes agree.
@@ -13,10 +14,11 @@ int clampLevel(int l, int lo, int hi) {
     return std::max(lo, std::min(hi, l));
 }
 
-// The value of largest magnitude, with its sign, and that magnitude.
-void signedMax(int n, const float* x, float& max, float& amax) {
-    max = 0;
-    amax = 0;
+// The value of largest magnitude, with its sign; nullopt (and L all 0) when every value is
+// below kGroupMaxEps in magnitude, a block ggml writes as zeros.
+std::optional<float> signedMaxOrZero(int n, const float* x, std::int8_t* L) {
+    float max = 0;
+    float amax = 0;
     for (int i = 0; i < n; ++i) {
         const float ax = std::fabs(x[i]);
         if (ax > amax) {
@@ -24,6 +26,11 @@ void signedMax(int n, const float* x, float& max, float& amax) {
             max = x[i];
         }
     }
+    if (amax < kGroupMaxEps) {
+        std::fill(L, L + n, std::int8_t(0));
+        return std::nullopt;
+    }
+    return max;
 }
 
 // Moves one level at a time while that raises (Σ w·x·l)² / Σ w·l², at most five passes over the
@@ -64,13 +71,11 @@ void refineLevels(int n, const float* x, const float* weights, Level* L, float& 
 } // namespace
 
 float fitSymmetric(int n, int nmax, const float* x, std::int8_t* L, const float* weights) {
-    float max = 0;
-    float amax = 0;
-    signedMax(n, x, max, amax);
-    if (amax < kGroupMaxEps) {
-        std::fill(L, L + n, std::int8_t(0));
+    const std::optional<float> signedMax = signedMaxOrZero(n, x, L);
+    if (!signedMax) {
         return 0.0f;
     }
+    const float max = *signedMax;
     const auto weightOf = [&](int i) { return weights != nullptr ? weights[i] : x[i] * x[i]; };
     float iscale = static_cast<float>(-nmax) / max;
     float sumlx = 0;
@@ -110,13 +115,11 @@ float fitSymmetric(int n, int nmax, const float* x, std::int8_t* L, const float*
 }
 
 float fitSymmetricRefined(int n, int nmax, const float* x, std::int8_t* L) {
-    float max = 0;
-    float amax = 0;
-    signedMax(n, x, max, amax);
-    if (amax < kGroupMaxEps) {
-        std::fill(L, L + n, std::int8_t(0));
+    const std::optional<float> signedMax = signedMaxOrZero(n, x, L);
+    if (!signedMax) {
         return 0.0f;
     }
+    const float max = *signedMax;
     const float iscale = static_cast<float>(-nmax) / max;
     float sumlx = 0;
     float suml2 = 0;

@@ -540,6 +540,56 @@ private slots:
         QVERIFY(readAll(healthy).startsWith("GGUF"));
     }
 
+    // organ quantize: llama-quantize's file types and options, its bytes, refusals.
+    void quantize() {
+        const QString base = sharedModel(QStringLiteral("family/family-base-f16.gguf"));
+        const QString reference = sharedModel(QStringLiteral("family/family-base-q4_k_m.gguf"));
+        ORGAN_REQUIRE_SHARED(base);
+        ORGAN_REQUIRE_SHARED(reference);
+        const QString out = m_dir.filePath(QStringLiteral("q4km.gguf"));
+        const QString json = m_dir.filePath(QStringLiteral("q4km.json"));
+        const Run run =
+            runOrgan({QStringLiteral("quantize"), base, QStringLiteral("--type"), QStringLiteral("q4_k_m"),
+                      QStringLiteral("-o"), out, QStringLiteral("--json"), json});
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY2(run.out.contains(QStringLiteral("to Q4_K_M")) &&
+                     run.out.contains(QStringLiteral("44 of 57 tensors")),
+                 qPrintable(run.out));
+        QVERIFY(readAll(out) == readAll(reference));
+        const QJsonObject report = QJsonDocument::fromJson(readAll(json)).object();
+        QCOMPARE(report[QStringLiteral("file_type")].toString(), QStringLiteral("Q4_K_M"));
+        QCOMPARE(report[QStringLiteral("tensors")].toArray().size(), 57);
+
+        const Run requantized =
+            runOrgan({QStringLiteral("quantize"), reference, QStringLiteral("--type"), QStringLiteral("Q8_0"),
+                      QStringLiteral("-o"), m_dir.filePath(QStringLiteral("q8.gguf"))});
+        QCOMPARE(requantized.exitCode, 0);
+        QVERIFY2(requantized.err.contains(QStringLiteral("quantized already and quantized again")),
+                 qPrintable(requantized.err));
+
+        const auto refused = [&](const QStringList& options, const QString& message, int code) {
+            const Run r = runOrgan(QStringList{QStringLiteral("quantize"), base} + options);
+            QVERIFY2(r.exitCode == code && r.err.contains(message),
+                     qPrintable(options.join(u' ') + u'\n' + r.err));
+        };
+        const QString x = m_dir.filePath(QStringLiteral("x.gguf"));
+        refused({QStringLiteral("--type"), QStringLiteral("Q4_K_X"), QStringLiteral("-o"), x},
+                QStringLiteral("--type must be one of Q2_K"), 2);
+        refused({QStringLiteral("--type"), QStringLiteral("Q4_K_M"), QStringLiteral("--tensor-type"),
+                 QStringLiteral("attn_v"), QStringLiteral("-o"), x},
+                QStringLiteral("REGEX=TYPE"), 2);
+        refused({QStringLiteral("--type"), QStringLiteral("Q4_K_M"), QStringLiteral("--output-tensor-type"),
+                 QStringLiteral("iq1_s"), QStringLiteral("-o"), x},
+                QStringLiteral("does not write IQ1_S"), 2);
+        refused({QStringLiteral("--type"), QStringLiteral("Q4_K_M"), QStringLiteral("--imatrix"),
+                 m_dir.filePath(QStringLiteral("absent.imatrix")), QStringLiteral("-o"), x},
+                QStringLiteral("absent.imatrix"), 1);
+        refused({QStringLiteral("--type"), QStringLiteral("Q4_K_M"), QStringLiteral("-o"), base},
+                QStringLiteral("organ quantize"), 1);
+        QVERIFY(!QFile::exists(x));
+        QVERIFY(readAll(base).startsWith("GGUF"));
+    }
+
     void specimen() {
         const QString out = m_dir.filePath(QStringLiteral("s.gguf"));
         const Run run =
