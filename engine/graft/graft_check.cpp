@@ -403,7 +403,7 @@ private:
                 add(Finding::Severity::Error, slot.operation,
                     name + ": " + slot.model + " has it as " + std::string(tensorTypeName(source->type)) +
                         ", the base as " + std::string(tensorTypeName(out.targetType)) +
-                        "; the engine converts only to F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1",
+                        "; the engine converts only to " + writableTypesText(),
                     {name});
             }
         }

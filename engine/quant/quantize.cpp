@@ -205,6 +205,20 @@ bool canQuantizeTo(TensorType type) {
     }
 }
 
+std::string writableTypesText() {
+    std::vector<std::string_view> names;
+    for (const auto& traits : allTensorTypes()) {
+        if (canQuantizeTo(traits.type)) {
+            names.push_back(tensorTypeName(traits.type));
+        }
+    }
+    std::string text;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        text += std::string(i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+    }
+    return text;
+}
+
 bool takesImportance(TensorType type) {
     return canQuantizeTo(type) && traitsOf(type).quantized && type != TensorType::Q8_0;
 }

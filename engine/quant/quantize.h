@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace organ {
 
@@ -11,6 +12,8 @@ namespace organ {
 // conversion gives the bytes llama.cpp would): F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS.
 bool canQuantizeTo(TensorType type);
+// Those types' names for a message: "F32, F16, …, IQ4_NL and IQ4_XS".
+std::string writableTypesText();
 
 // Whether llama-quantize writes `type` differently when given an importance matrix (all the
 // block types above but Q8_0).

@@ -117,10 +117,8 @@ std::optional<std::string> quantizeRecipeProblem(const QuantizeRecipe& recipe) {
         if (canQuantizeTo(t)) {
             return std::nullopt;
         }
-        return what + ": the engine does not write " + std::string(tensorTypeName(t)) +
-               " (it writes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, "
-               "IQ4_NL "
-               "and IQ4_XS)";
+        return what + ": the engine does not write " + std::string(tensorTypeName(t)) + " (it writes " +
+               writableTypesText() + ")";
     };
     if (static_cast<std::size_t>(recipe.fileType) >= std::size(kFileTypes)) {
         return std::string("unknown file type");
