@@ -1,9 +1,12 @@
 // K-quant and IQ4 writers: the F16 tensors of the family base quantized with the engine's writers
 // give, byte for byte, what llama-quantize wrote into family-base-q4_k_m.gguf (Q4_K and Q6_K
-// without an importance matrix); the multi-threaded writer gives the bytes of one thread; what
+// without an importance matrix), and every tensor of the fixtures in tests/data/quantize
+// (llama-quantize --pure, Q2_K … IQ4_XS on the family models and wide-f32, with and without the
+// family's importance matrix); the multi-threaded writer gives the bytes of one thread; what
 // is written decodes to values near the originals.
 #include "gguf/gguf_file.h"
 #include "quant/dequant.h"
+#include "quant/importance_matrix.h"
 #include "quant/quantize.h"
 #include "quantize_fixtures.h"
 #include "shared_models.h"
@@ -20,6 +23,30 @@ std::vector<float> valuesOf(const GgufFile& file, const TensorInfo& t) {
     std::vector<float> values(static_cast<std::size_t>(t.elements));
     dequantizeRange(t.type, file.tensorData(t), 0, values.size(), values.data());
     return values;
+}
+
+// The synthetic importance matrix quantize_fixtures.py gives models without one of their own:
+// column j of every matrix but the token embedding weighs 0.25 + (37·j mod 101) / 16.
+ImportanceMatrix syntheticImportance(const GgufFile& model) {
+    ImportanceMatrix matrix;
+    for (const TensorInfo& t : model.tensors()) {
+        if (t.ne[1] <= 1 || t.name == "token_embd.weight") {
+            continue;
+        }
+        std::vector<float> weights(static_cast<std::size_t>(t.ne[0]));
+        for (std::size_t j = 0; j < weights.size(); ++j) {
+            weights[j] = 0.25f + static_cast<float>((37 * j) % 101) / 16.0f;
+        }
+        matrix.weights.emplace(t.name, std::move(weights));
+    }
+    return matrix;
+}
+
+QString modelOfFixture(const QString& fixture) {
+    const QString stem = fixture.section(QLatin1Char('.'), 0, 0);
+    return sharedModel(
+        (stem.startsWith(QStringLiteral("wide")) ? QStringLiteral("quant/") : QStringLiteral("family/")) +
+        stem + QStringLiteral(".gguf"));
 }
 
 } // namespace
@@ -61,6 +88,57 @@ private slots:
             qInfo("%s: %llu blocks identical", tensorTypeName(type).data(),
                   static_cast<unsigned long long>(count));
         }
+    }
+
+    // Every fixture of tests/data/quantize made with --pure: llama-quantize's bytes for each tensor
+    // it quantized, from F32/F16, with the family's importance matrix (.imatrix) or the synthetic
+    // one (.synthetic) where the name says so.
+    void matchesLlamaQuantize_data() {
+        QTest::addColumn<QString>("fixture");
+        const QStringList names = quantizeFixtureNames(QString());
+        QVERIFY2(!names.isEmpty(), "no fixtures in tests/data/quantize");
+        for (const QString& name : names) {
+            if (!name.contains(QStringLiteral(".mix-"))) {
+                QTest::newRow(qPrintable(name)) << name;
+            }
+        }
+    }
+
+    void matchesLlamaQuantize() {
+        QFETCH(QString, fixture);
+        const auto expected = readQuantizeFixture(fixture);
+        QVERIFY(expected && !expected->tensors.empty());
+        const QString modelPath = modelOfFixture(fixture);
+        ORGAN_REQUIRE_SHARED(modelPath);
+        std::optional<ImportanceMatrix> matrix;
+        if (fixture.endsWith(QStringLiteral(".imatrix"))) {
+            const QString imatrix = sharedReference(QStringLiteral("family/family-base-imatrix.gguf"));
+            ORGAN_REQUIRE_SHARED(imatrix);
+            matrix = readImportanceMatrix(imatrix.toStdString());
+        }
+        const auto source = GgufFile::open(modelPath.toStdString());
+        if (fixture.endsWith(QStringLiteral(".synthetic"))) {
+            matrix = syntheticImportance(*source);
+        }
+        std::uint64_t blocks = 0;
+        for (const ExpectedTensor& e : expected->tensors) {
+            const TensorInfo* t = source->findTensor(e.name);
+            QVERIFY2(t != nullptr, e.name.c_str());
+            QVERIFY(t->type == TensorType::F32 || t->type == TensorType::F16);
+            const std::vector<float> values = valuesOf(*source, *t);
+            // llama-quantize quantizes a tensor the matrix has no weights for without any.
+            const std::vector<float>* weights = matrix ? matrix->weightsFor(e.name) : nullptr;
+            std::vector<std::byte> ours(static_cast<std::size_t>(storedBytes(e.type, t->elements)));
+            QCOMPARE(ours.size() / traitsOf(e.type).bytesPerBlock, std::size_t(e.blocks));
+            quantizeRows(e.type, values.data(), values.size() / t->ne[0], t->ne[0],
+                         weights != nullptr ? weights->data() : nullptr, ours.data());
+            if (Sha256::hex(ours) != e.sha256) {
+                QFAIL(qPrintable(quantizeMismatch(fixture, e, ours)));
+            }
+            blocks += e.blocks;
+        }
+        qInfo("%s: %zu tensors, %llu blocks identical", qPrintable(fixture), expected->tensors.size(),
+              static_cast<unsigned long long>(blocks));
     }
 
     // Rows split across threads give the bytes of one thread, with and without importance.

@@ -1,13 +1,16 @@
 // organ quantize's engine: llama-quantize's choice of a type per tensor (its mixing rules, on a
 // 32-layer llama shape worked out by hand from llama-quant.cpp), and whole models written as it
-// writes them: the family base to Q4_K_M gives family-base-q4_k_m.gguf byte for byte; a
-// quantized input is quantized again with a note; a cancelled job leaves nothing.
+// writes them: the family base to Q4_K_M gives family-base-q4_k_m.gguf byte for byte, and to
+// Q4_K_M, Q3_K_M, Q5_K_S, Q6_K and IQ4_XS, with and without its importance matrix, the types and
+// bytes llama-quantize gave every tensor (tests/data/quantize); a quantized input is quantized
+// again with a note; a cancelled job leaves nothing.
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_model.h"
 #include "quant/dequant.h"
 #include "quant/quant_mix.h"
 #include "quant/quantize.h"
 #include "quant/quantize_model.h"
+#include "quantize_fixtures.h"
 #include "shared_models.h"
 #include "support/errors.h"
 
@@ -60,6 +63,38 @@ std::map<std::string, TensorType> typesOf(const std::vector<MixTensor>& tensors,
 // third from layer 6.
 bool moreBits(int layer) {
     return layer < 4 || layer >= 28 || (layer - 4) % 3 == 2;
+}
+
+// The shapes of quantize_fixtures.py's RULE_SHAPES: embedding 256, FFN 512, vocabulary 512, head
+// size 32; `experts` stacked in ffn_*_exps with a router when not 0.
+std::vector<MixTensor> ruleShape(int layers, std::uint64_t kvHeads, std::uint64_t experts) {
+    const std::uint64_t e = 256;
+    const std::uint64_t f = 512;
+    const std::uint64_t kv = 32 * kvHeads;
+    std::vector<MixTensor> out = {{"token_embd.weight", TensorType::F16, {e, 512, 1, 1}},
+                                  {"output_norm.weight", TensorType::F32, {e, 1, 1, 1}},
+                                  {"output.weight", TensorType::F16, {e, 512, 1, 1}}};
+    for (int i = 0; i < layers; ++i) {
+        const std::string p = "blk." + std::to_string(i) + ".";
+        const std::vector<MixTensor> layer = {{p + "attn_norm.weight", TensorType::F32, {e, 1, 1, 1}},
+                                              {p + "attn_q.weight", TensorType::F16, {e, e, 1, 1}},
+                                              {p + "attn_k.weight", TensorType::F16, {e, kv, 1, 1}},
+                                              {p + "attn_v.weight", TensorType::F16, {e, kv, 1, 1}},
+                                              {p + "attn_output.weight", TensorType::F16, {e, e, 1, 1}},
+                                              {p + "ffn_norm.weight", TensorType::F32, {e, 1, 1, 1}}};
+        out.insert(out.end(), layer.begin(), layer.end());
+        if (experts != 0) {
+            out.push_back({p + "ffn_gate_inp.weight", TensorType::F16, {e, experts, 1, 1}});
+            out.push_back({p + "ffn_gate_exps.weight", TensorType::F16, {e, f, experts, 1}});
+            out.push_back({p + "ffn_up_exps.weight", TensorType::F16, {e, f, experts, 1}});
+            out.push_back({p + "ffn_down_exps.weight", TensorType::F16, {f, e, experts, 1}});
+        } else {
+            out.push_back({p + "ffn_gate.weight", TensorType::F16, {e, f, 1, 1}});
+            out.push_back({p + "ffn_up.weight", TensorType::F16, {e, f, 1, 1}});
+            out.push_back({p + "ffn_down.weight", TensorType::F16, {f, e, 1, 1}});
+        }
+    }
+    return out;
 }
 
 QString modelPath(const char* name) {
@@ -137,7 +172,7 @@ private slots:
             default:
                 break;
             }
-            const auto where = [&](const char* what) {
+            const auto where = [&](const char* what) -> QString {
                 return QString::fromStdString(p) + QLatin1String(what);
             };
             QVERIFY2(types.at(p + "attn_v.weight") == v, qPrintable(where("attn_v")));
@@ -285,6 +320,105 @@ private slots:
             converted += t.converted ? 1 : 0;
         }
         QCOMPARE(converted, std::size_t(44));
+    }
+
+    // The file types of tests/data/quantize/family-base-f16.mix-*: llama-quantize's type and bytes
+    // for every tensor of the family base, with and without its importance matrix.
+    void mixMatchesLlamaQuantize_data() {
+        QTest::addColumn<QString>("fixture");
+        const QStringList names = quantizeFixtureNames(QStringLiteral("family-base-f16.mix-"));
+        QVERIFY2(names.size() == 10, "the mix fixtures of tests/data/quantize are missing");
+        for (const QString& name : names) {
+            QTest::newRow(qPrintable(name)) << name;
+        }
+    }
+
+    void mixMatchesLlamaQuantize() {
+        QFETCH(QString, fixture);
+        const auto expected = readQuantizeFixture(fixture);
+        QVERIFY(expected.has_value());
+        const QString imatrixPath = sharedReference(QStringLiteral("family/family-base-imatrix.gguf"));
+        ORGAN_REQUIRE_SHARED(modelPath("family-base-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(imatrixPath);
+        const auto model = GgufModel::open(modelPath("family-base-f16.gguf").toStdString());
+        QuantizeRecipe recipe;
+        recipe.fileType = *quantFileTypeFromName(
+            fixture.section(QStringLiteral("mix-"), 1).section(u'.', 0, 0).toStdString());
+        std::optional<ImportanceMatrix> matrix;
+        if (fixture.endsWith(QStringLiteral(".imatrix"))) {
+            recipe.imatrix = imatrixPath.toStdString();
+            matrix = readImportanceMatrix(recipe.imatrix);
+        }
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("mix.gguf"));
+        const QuantizeOutcome outcome =
+            quantizeModel(*model, recipe, matrix ? &*matrix : nullptr, out.toStdString());
+        QVERIFY2(outcome.written.isOk(), outcome.written.message.c_str());
+        const auto written = GgufFile::open(out.toStdString());
+        QCOMPARE(written->tensors().size(), expected->tensors.size());
+        std::map<TensorType, std::uint64_t> blocks;
+        for (std::size_t i = 0; i < expected->tensors.size(); ++i) {
+            const ExpectedTensor& e = expected->tensors[i];
+            const TensorInfo& t = written->tensors()[i];
+            QCOMPARE(t.name, e.name); // llama-quantize's order
+            QVERIFY2(t.type == e.type, qPrintable(QString::fromStdString(e.name) + QStringLiteral(": ") +
+                                                  QString::fromUtf8(tensorTypeName(t.type).data())));
+            const auto bytes = written->tensorData(t);
+            if (Sha256::hex(bytes) != e.sha256) {
+                QFAIL(qPrintable(quantizeMismatch(fixture, e, bytes)));
+            }
+            blocks[t.type] += e.blocks;
+        }
+        QString summary;
+        for (const auto& [type, count] : blocks) {
+            summary +=
+                QStringLiteral(" %1 %2").arg(QString::fromUtf8(tensorTypeName(type).data())).arg(count);
+        }
+        qInfo("%s: every tensor identical (blocks:%s)", qPrintable(fixture), qPrintable(summary));
+    }
+
+    // The rules the family does not reach, against llama-quantize itself: the type it gave every
+    // tensor of a 32-layer llama with 4 heads per key-value head and of a 4-layer llama with 8
+    // experts, for 16 file types, with and without an importance matrix (tests/data/quantize/rules-*).
+    void rulesMatchLlamaQuantize_data() {
+        QTest::addColumn<QString>("fixture");
+        const QStringList files =
+            QDir(quantizeFixtureDir()).entryList({QStringLiteral("rules-*.types")}, QDir::Files);
+        QVERIFY2(files.size() == 64, "the rules fixtures of tests/data/quantize are missing");
+        for (const QString& file : files) {
+            QTest::newRow(qPrintable(file)) << file.chopped(6);
+        }
+    }
+
+    void rulesMatchLlamaQuantize() {
+        QFETCH(QString, fixture);
+        QFile file(quantizeFixtureDir() + u'/' + fixture + QStringLiteral(".types"));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        std::vector<std::pair<std::string, TensorType>> expected;
+        for (const QByteArray& line : file.readAll().split('\n')) {
+            const QList<QByteArray> fields = line.split('\t');
+            if (!line.startsWith('#') && fields.size() == 2) {
+                expected.emplace_back(fields[0].toStdString(), *tensorTypeFromName(fields[1].toStdString()));
+            }
+        }
+        const bool moe = fixture.startsWith(QStringLiteral("rules-moe8"));
+        const std::vector<MixTensor> tensors = moe ? ruleShape(4, 8, 8) : ruleShape(32, 2, 0);
+        const MixModel model{"llama", moe ? 4u : 32u, 8, moe ? 8u : 2u, moe ? 8u : 0u};
+        QuantizeRecipe recipe;
+        recipe.fileType = *quantFileTypeFromName(fixture.section(u'.', 1, 1).toStdString());
+        const std::vector<TensorChoice> choices =
+            chooseTensorTypes(model, tensors, recipe, fixture.endsWith(QStringLiteral(".synthetic")));
+        const std::vector<std::size_t> order = llamaTensorOrder(tensors);
+        QCOMPARE(order.size(), expected.size());
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            const MixTensor& t = tensors[order[i]];
+            QCOMPARE(t.name, expected[i].first);
+            QVERIFY2(choices[order[i]].type == expected[i].second,
+                     qPrintable(QString::fromStdString(t.name) + QStringLiteral(": ours ") +
+                                QString::fromUtf8(tensorTypeName(choices[order[i]].type).data()) +
+                                QStringLiteral(", llama-quantize's ") +
+                                QString::fromUtf8(tensorTypeName(expected[i].second).data())));
+        }
     }
 
     // A quantized input is decoded and quantized again, with a note saying so.

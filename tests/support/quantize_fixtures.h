@@ -90,6 +90,10 @@ inline QString blockMismatch(std::span<const std::byte> ours, std::span<const st
             ++differing;
         }
     }
+    if (differing == 0) {
+        return QStringLiteral(
+            "no block differs from the output at hand: it is not the one the fixture was made from");
+    }
     return QStringLiteral("first at block %1, %2 of %3 blocks differ")
         .arg(first)
         .arg(differing)
