@@ -60,7 +60,8 @@ void MeasureAndAssembleWorker::assemble(quint64 generation, std::shared_ptr<cons
         return;
     }
     try {
-        const GraftModels models = GraftModels::fromModels(job->models);
+        GraftModels models = GraftModels::fromModels(job->models);
+        models.loadImportance(job->plan);
         const GraftOutcome outcome = graftChimera(
             job->plan, models, job->output, {}, {},
             [&](const Progress& p) {

@@ -111,7 +111,8 @@ bool VitalsController::checkChimera(QString* error) {
         return false;
     }
     try {
-        const GraftModels graftModels = GraftModels::fromModels(*models);
+        GraftModels graftModels = GraftModels::fromModels(*models);
+        graftModels.loadImportance(document->plan());
         auto job = std::make_shared<VitalsJob>(
             VitalsJob{ModelWeights::ofPlan(document->plan(), graftModels, document->report()), {}, {}, {}});
         job->stop = std::make_shared<StopToken>();

@@ -1,5 +1,7 @@
 #include "graft_document.h"
 
+#include "support/text_format.h"
+
 #include <QCoreApplication>
 #include <QFileInfo>
 #include <QUndoCommand>
@@ -483,7 +485,8 @@ void GraftDocument::markSaved() {
 GraftDocument::OperationSummary GraftDocument::summary(int operation) const {
     OperationSummary s;
     for (const ChimeraTensor& t : m_report.layout.tensors) {
-        if ((t.operation == operation && t.model != "base") || (t.purify && t.purifyOperation == operation)) {
+        if ((t.operation == operation && t.model != "base") || (t.purify && t.purifyOperation == operation) ||
+            (t.quantizeOperation == operation && operation >= 0)) {
             ++s.tensors;
             if (const TensorInfo* info = source(t).tensor) {
                 s.bytes += info->bytes;
@@ -543,6 +546,11 @@ QString GraftDocument::describe(const GraftOperation& o) const {
         return tr("purify %1 (%2, %3)")
             .arg(o.select.names.empty() ? tr("a selection") : selectionText(o.select.names),
                  q(purifyMethodName(o.purify.method)), q(purifyParamsText(o.purify)));
+    case Kind::Quantize:
+        return o.quantize.imatrix.empty()
+                   ? tr("quantize to %1").arg(q(std::string(quantFileTypeName(o.quantize.fileType))))
+                   : tr("quantize to %1 with the importance matrix %2")
+                         .arg(q(std::string(quantFileTypeName(o.quantize.fileType))), q(fileLabel(o.quantize.imatrix)));
     }
     return {};
 }

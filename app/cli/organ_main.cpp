@@ -48,12 +48,13 @@ usage:
       --token. Runs organ-serve, installed beside organ.
   organ graft --base A.gguf --donor B.gguf [--layers 5-20] [--system S] [--role R]...
               [--tensor NAME]... [--map I:J]... -o OUT.gguf [--save-plan PLAN.json]
-              [--keep-invalid] [--json F]
+              [--quantize TYPE [--imatrix F]] [--keep-invalid] [--json F]
       Replaces the recipient's (A's) selected tensors by the donor's (B's): by layer
       range, system, role or name; --map I:J puts donor layer I into layer J. Checks
       first (including whether llama.cpp would load the result), converts dtypes
       where it can, writes, then validates the chimera; an invalid chimera is not kept.
       --keep-invalid  write and keep a chimera llama.cpp would refuse (exit status 1)
+      --quantize TYPE  quantize the chimera as organ quantize does (a plan's quantize)
   organ plan check PLAN.json [--json]
       The compatibility report of a graft plan (docs/graft-plan.md); nothing is written.
   organ assemble --plan PLAN.json [-o OUT.gguf] [--keep-invalid] [--json F]

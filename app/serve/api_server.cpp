@@ -10,6 +10,7 @@
 #include "graft/purify_model.h"
 #include "measure/measure_cache.h"
 #include "organs/organ_directory.h"
+#include "quant/quantize_model.h"
 #include "support/sha256.h"
 #include "support/text_safety.h"
 
@@ -296,6 +297,11 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         for (auto& [id, donor] : plan.donors) {
             donor = m_paths.input(donor).path;
         }
+        for (auto& o : plan.operations) {
+            if (!o.quantize.imatrix.empty()) {
+                o.quantize.imatrix = m_paths.input(o.quantize.imatrix).path;
+            }
+        }
         return plan;
     };
     auto openPlanModels = [&](const GraftPlan& plan) {
@@ -472,6 +478,50 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
                     throw JobFailure{outcome.written.message, nullptr};
                 }
                 return purifyOutcomeToJson(outcome, output.path.path);
+            },
+            output.claim);
+    }
+    if (path == "/v1/quantize") {
+        only(Method::Post, "POST");
+        nlohmann::json body = bodyObject(request, {"path", "output", "type", "imatrix", "tensor_types",
+                                                   "output_tensor_type", "token_embedding_type", "pure",
+                                                   "leave_output_tensor"});
+        auto model = openInside(stringField(body, "path"));
+        const OutputTarget output = m_paths.output(stringField(body, "output"));
+        // The recipe is read as a plan's quantize operation: one grammar, one set of checks.
+        nlohmann::json operation = body;
+        operation.erase("path");
+        operation.erase("output");
+        operation["op"] = "quantize";
+        QuantizeRecipe recipe;
+        try {
+            recipe = graftPlanFromJson({{"format", "organ-graft-plan"},
+                                        {"version", kGraftPlanVersion},
+                                        {"base", "model.gguf"},
+                                        {"operations", nlohmann::json::array({operation})}},
+                                       "the request")
+                         .operations.front()
+                         .quantize;
+        } catch (const std::exception& error) {
+            throw ApiError{400, error.what()};
+        }
+        std::shared_ptr<const ImportanceMatrix> importance;
+        if (!recipe.imatrix.empty()) {
+            try {
+                importance = std::make_shared<const ImportanceMatrix>(readImportanceMatrix(m_paths.input(recipe.imatrix)));
+            } catch (const std::exception& error) {
+                throw ApiError{422, error.what()};
+            }
+        }
+        return startJob(
+            "quantize",
+            [model, output, recipe, importance](ApiJob& job) -> nlohmann::json {
+                const QuantizeOutcome outcome =
+                    quantizeModel(*model, recipe, importance.get(), output.path, job.progressFn(), &job.stop);
+                if (!outcome.written.isOk()) {
+                    throw JobFailure{outcome.written.message, nullptr};
+                }
+                return quantizeOutcomeToJson(outcome, recipe, output.path.path);
             },
             output.claim);
     }

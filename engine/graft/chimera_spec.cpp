@@ -1,6 +1,10 @@
 #include "graft/chimera_spec.h"
 
+#include "graft/quantize_chimera.h"
 #include "quant/dequant.h"
+#include "quant/quant_mix.h"
+#include "quant/quantize_model.h"
+#include "quant/quantized_source.h"
 #include "quant/quantize.h"
 #include "support/sha256.h"
 #include "support/text_safety.h"
@@ -95,9 +99,11 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
             // Not to be written: only its shape and type are read.
         } else if (t.purify) {
             w.source = purifiedSource(model, source, t.name, t.targetType, *t.purify,
-                                      sources == ChimeraSources::Writer, log);
+                                      sources == ChimeraSources::Writer, log, chimeraTensorWeights(layout, models, t));
         } else if (t.converted) {
-            w.source = conversionSource(model, source, t.targetType);
+            std::vector<float> weights = chimeraTensorWeights(layout, models, t);
+            w.source = weights.empty() ? conversionSource(model, source, t.targetType)
+                                       : quantizedSource(model, source, t.targetType, std::move(weights));
         } else {
             w.source.bytes = model.tensorData(source);
             w.source.mapping = model.tensorMapping(source);
@@ -106,6 +112,19 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
     }
     if (!purified.empty() && layout.purify) {
         setPurifyMetadata(spec, *layout.purify, purified);
+    }
+    if (layout.quantize) {
+        setQuantizeMetadata(spec, *layout.quantize, models.importance());
+        // In the order organ quantize (and llama-quantize) writes a model's tensors.
+        std::vector<MixTensor> names;
+        for (const TensorToWrite& w : spec.tensors) {
+            names.push_back({w.name, w.type, w.ne});
+        }
+        std::vector<TensorToWrite> ordered;
+        for (const std::size_t i : llamaTensorOrder(names)) {
+            ordered.push_back(std::move(spec.tensors[i]));
+        }
+        spec.tensors = std::move(ordered);
     }
     return spec;
 }

@@ -55,6 +55,14 @@ void recordImportance(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const I
 
 } // namespace
 
+void setQuantizeMetadata(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const ImportanceMatrix* importance) {
+    setLast(spec, "general.quantization_version", MetaValue::fromU32(kQuantizationVersion));
+    setLast(spec, "general.file_type", MetaValue::fromU32(llamaFileTypeNumber(recipe.fileType)));
+    if (importance != nullptr) {
+        recordImportance(spec, recipe, *importance);
+    }
+}
+
 QuantizePlan planQuantization(const GgufModel& model, const QuantizeRecipe& recipe,
                               const ImportanceMatrix* importance, unsigned threads) {
     std::vector<MixTensor> mix;
@@ -69,11 +77,7 @@ QuantizePlan planQuantization(const GgufModel& model, const QuantizeRecipe& reci
             plan.spec.metadata.emplace_back(entry.key, entry.value);
         }
     }
-    setLast(plan.spec, "general.quantization_version", MetaValue::fromU32(kQuantizationVersion));
-    setLast(plan.spec, "general.file_type", MetaValue::fromU32(llamaFileTypeNumber(recipe.fileType)));
-    if (importance != nullptr) {
-        recordImportance(plan.spec, recipe, *importance);
-    }
+    setQuantizeMetadata(plan.spec, recipe, importance);
     std::size_t requantized = 0;
     for (std::size_t i : llamaTensorOrder(mix)) {
         const TensorInfo& t = model.tensors()[i];

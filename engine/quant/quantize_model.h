@@ -37,6 +37,11 @@ struct QuantizePlan {
 QuantizePlan planQuantization(const GgufModel& model, const QuantizeRecipe& recipe,
                               const ImportanceMatrix* importance, unsigned threads = 0);
 
+// The keys llama-quantize records in what it writes: general.quantization_version and
+// general.file_type moved to the end, and with `importance` quantize.imatrix.* (the file as the
+// recipe names it, the first dataset, the entries, the chunks).
+void setQuantizeMetadata(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const ImportanceMatrix* importance);
+
 struct QuantizeOutcome {
     JobResult written;
     std::vector<QuantizedTensor> tensors;

@@ -101,6 +101,9 @@ TensorToWrite randomTensor(const std::string& name, TensorType type, std::uint64
                 quantizeBlocks(TensorType::Q8_0, values.data(), 1, block.data());
             } else if (type == TensorType::Q4_K) {
                 quantizeQ4_K(values.data(), block.data());
+            } else if (type == TensorType::F16) {
+                const std::uint16_t half = floatToHalf(values[0]);
+                std::memcpy(block.data(), &half, 2);
             } else {
                 std::memcpy(block.data(), values.data(), 4);
             }
@@ -324,12 +327,12 @@ static TensorToWrite llama3RopeFactors() {
     return t;
 }
 
-GgufWriteSpec llama1bShape(TensorType type) {
+GgufWriteSpec llama1bShape(TensorType type, std::uint32_t blocks) {
     GgufWriteSpec spec;
     spec.set("general.architecture", MetaValue::fromString("llama"));
     spec.set("general.name",
              MetaValue::fromString(std::string("bench-1b-") + std::string(tensorTypeName(type))));
-    spec.set("llama.block_count", MetaValue::fromU32(16));
+    spec.set("llama.block_count", MetaValue::fromU32(blocks));
     spec.set("llama.embedding_length", MetaValue::fromU32(2048));
     spec.set("llama.feed_forward_length", MetaValue::fromU32(8192));
     spec.set("llama.attention.head_count", MetaValue::fromU32(32));
@@ -365,7 +368,7 @@ GgufWriteSpec llama1bShape(TensorType type) {
     std::uint64_t seed = 1;
     spec.tensors.push_back(randomTensor("token_embd.weight", type, 2048, 128256, seed++));
     spec.tensors.push_back(llama3RopeFactors());
-    for (int b = 0; b < 16; ++b) {
+    for (std::uint32_t b = 0; b < blocks; ++b) {
         const std::string blk = "blk." + std::to_string(b) + ".";
         spec.tensors.push_back(randomTensor(blk + "attn_norm.weight", TensorType::F32, 2048, 1, seed++));
         spec.tensors.push_back(randomTensor(blk + "attn_q.weight", type, 2048, 2048, seed++));

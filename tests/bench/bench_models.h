@@ -36,7 +36,8 @@ std::vector<GgufWriteSpec> splitSpec(const GgufWriteSpec& spec, unsigned parts);
 // Writes the header for real and leaves the tensor data a hole; returns the file size.
 std::uint64_t writeSparse(const std::string& path, const GgufWriteSpec& spec);
 
-// 16 blocks, embedding 2048, FFN 8192, vocabulary 128 256; matrices in `type` (Q8_0 or Q4_K).
-GgufWriteSpec llama1bShape(TensorType type);
+// 16 blocks (or `blocks`), embedding 2048, FFN 8192, vocabulary 128 256; matrices in `type`
+// (F16, Q8_0 or Q4_K).
+GgufWriteSpec llama1bShape(TensorType type, std::uint32_t blocks = 16);
 
 } // namespace organ::bench
