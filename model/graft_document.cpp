@@ -550,7 +550,8 @@ QString GraftDocument::describe(const GraftOperation& o) const {
         return o.quantize.imatrix.empty()
                    ? tr("quantize to %1").arg(q(std::string(quantFileTypeName(o.quantize.fileType))))
                    : tr("quantize to %1 with the importance matrix %2")
-                         .arg(q(std::string(quantFileTypeName(o.quantize.fileType))), q(fileLabel(o.quantize.imatrix)));
+                         .arg(q(std::string(quantFileTypeName(o.quantize.fileType))),
+                              q(fileLabel(o.quantize.imatrix)));
     }
     return {};
 }

@@ -53,6 +53,7 @@ int runPurify(const std::vector<std::string>& args);
 int runQuantize(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
+int runImatrix(const std::vector<std::string>& args);
 int runFleet(const std::vector<std::string>& args);
 int runServe(const std::vector<std::string>& args);
 

@@ -190,8 +190,8 @@ int runGraft(const std::vector<std::string>& args) {
         q.kind = GraftOperation::Kind::Quantize;
         const auto fileType = quantFileTypeFromName(*type);
         if (!fileType) {
-            throw UsageError{"--quantize needs a file type of organ quantize (Q4_K_M, Q6_K, IQ4_XS…), not '" + *type +
-                             "'"};
+            throw UsageError{"--quantize needs a file type of organ quantize (Q4_K_M, Q6_K, IQ4_XS…), not '" +
+                             *type + "'"};
         }
         q.quantize.fileType = *fileType;
         q.quantize.imatrix = parsed.option("--imatrix").value_or("");

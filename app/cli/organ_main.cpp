@@ -54,7 +54,8 @@ usage:
       first (including whether llama.cpp would load the result), converts dtypes
       where it can, writes, then validates the chimera; an invalid chimera is not kept.
       --keep-invalid  write and keep a chimera llama.cpp would refuse (exit status 1)
-      --quantize TYPE  quantize the chimera as organ quantize does (a plan's quantize)
+      --quantize TYPE  quantize the chimera as organ quantize does (a plan's quantize),
+                       with --imatrix F's importance matrix when given
   organ plan check PLAN.json [--json]
       The compatibility report of a graft plan (docs/graft-plan.md); nothing is written.
   organ assemble --plan PLAN.json [-o OUT.gguf] [--keep-invalid] [--json F]
@@ -83,7 +84,7 @@ usage:
       Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, F16, BF16 or F32, with llama-quantize's
       mixing rules (which tensors get more bits). A quantized input is quantized
       again, with a note (llama-quantize's --allow-requantize).
-      --imatrix F   an importance matrix (llama-imatrix's GGUF format)
+      --imatrix F   an importance matrix (llama-imatrix's GGUF format or legacy .dat)
       --tensor-type REGEX=TYPE  the type of the tensors whose name matches (repeatable)
       --output-tensor-type T, --token-embedding-type T  those tensors' types
       --pure        every quantizable tensor in TYPE, no mix
@@ -104,6 +105,12 @@ usage:
       --prompt TEXT  the start of the continuation (default "Once upon a time")
       --tokens N     tokens to continue (default 32; 0: none)
       --json F       everything as JSON (docs/vitals-json.md)
+  organ imatrix MODEL --text FILE [--chunk N] -o OUT.gguf [--json F]
+      The importance matrix llama-imatrix computes (-f FILE -c N): the text cut into
+      chunks of N tokens (default 512), each run through the model, and every layer
+      weight's input squared and summed. Written in the GGUF imatrix format that
+      llama-quantize --imatrix reads (docs/imatrix.md). Ctrl-C cancels: nothing written.
+      --json F       the run (chunks, tokens, weights, perplexity) as JSON
   organ specimen OUT.gguf [--seed N]
       Writes a small llama model with structured weights and a tokenizer.
   organ help
@@ -121,7 +128,7 @@ int main(int argc, char** argv) {
         {"plan", runPlanCommand},  {"assemble", runAssemble}, {"validate", runValidate},
         {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
         {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
-        {"quantize", runQuantize},
+        {"imatrix", runImatrix},   {"quantize", runQuantize},
     };
     if (argc < 2) {
         std::cerr << kUsage;

@@ -77,11 +77,11 @@ int runQuantize(const std::vector<std::string>& args) {
         return kExitInvalid;
     }
     std::shared_ptr<const GgufModel> model;
-    std::unique_ptr<ImportanceMatrix> importance;
+    std::unique_ptr<ImatrixData> importance;
     try {
         model = openModel(path);
         if (!recipe.imatrix.empty()) {
-            importance = std::make_unique<ImportanceMatrix>(readImportanceMatrix(recipe.imatrix));
+            importance = std::make_unique<ImatrixData>(readImatrix(recipe.imatrix));
         }
     } catch (const std::exception& error) {
         std::cerr << "organ quantize: " << escapeText(error.what()) << "\n";

@@ -3,7 +3,7 @@
 #include "gguf/gguf_writer.h"
 #include "graft/chimera_spec.h"
 #include "graft/graft_check.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "support/job.h"
 
 #include <functional>

@@ -3,9 +3,9 @@
 #include "graft/quantize_chimera.h"
 #include "quant/dequant.h"
 #include "quant/quant_mix.h"
+#include "quant/quantize.h"
 #include "quant/quantize_model.h"
 #include "quant/quantized_source.h"
-#include "quant/quantize.h"
 #include "support/sha256.h"
 #include "support/text_safety.h"
 
@@ -99,7 +99,8 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
             // Not to be written: only its shape and type are read.
         } else if (t.purify) {
             w.source = purifiedSource(model, source, t.name, t.targetType, *t.purify,
-                                      sources == ChimeraSources::Writer, log, chimeraTensorWeights(layout, models, t));
+                                      sources == ChimeraSources::Writer, log,
+                                      chimeraTensorWeights(layout, models, t));
         } else if (t.converted) {
             std::vector<float> weights = chimeraTensorWeights(layout, models, t);
             w.source = weights.empty() ? conversionSource(model, source, t.targetType)

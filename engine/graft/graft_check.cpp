@@ -6,9 +6,9 @@
 
 #include "anatomy/model_validation.h"
 #include "graft/layer_metadata.h"
-#include "graft/purify_model.h"
 #include "graft/quantize_chimera.h"
 #include "organs/organ_directory.h"
+#include "purify/purify_model.h"
 #include "quant/quantize.h"
 #include "support/text_format.h"
 
@@ -180,8 +180,8 @@ private:
         case Kind::Quantize:
             if (m_quantizeOperation >= 0) {
                 add(Finding::Severity::Error, index,
-                    "quantize: a plan quantizes the chimera once (operation " + std::to_string(m_quantizeOperation + 1) +
-                        " does)");
+                    "quantize: a plan quantizes the chimera once (operation " +
+                        std::to_string(m_quantizeOperation + 1) + " does)");
                 return;
             }
             m_quantizeOperation = index;
@@ -580,7 +580,7 @@ void GraftModels::loadImportance(const GraftPlan& plan, const std::shared_ptr<co
     const GraftOperation* quantize = plan.quantizeOperation();
     m_importance.reset();
     if (quantize != nullptr && !quantize->quantize.imatrix.empty()) {
-        m_importance = std::make_shared<const ImportanceMatrix>(readImportanceMatrix({root, quantize->quantize.imatrix}));
+        m_importance = std::make_shared<const ImatrixData>(readImatrix({root, quantize->quantize.imatrix}));
     }
 }
 

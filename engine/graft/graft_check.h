@@ -3,7 +3,7 @@
 #include "anatomy/anatomy.h"
 #include "gguf/gguf_model.h"
 #include "graft/graft_plan.h"
-#include "quant/importance_matrix.h"
+#include "quant/imatrix_file.h"
 #include "support/finding.h"
 
 #include <memory>
@@ -27,7 +27,7 @@ public:
     // Throws FormatError or IoError naming the file.
     void loadImportance(const GraftPlan& plan, const std::shared_ptr<const FileRoot>& root = {});
     // The matrix read, or null.
-    const ImportanceMatrix* importance() const { return m_importance.get(); }
+    const ImatrixData* importance() const { return m_importance.get(); }
 
     const GgufModel& base() const { return *m_models.front().second; }
     const GgufModel* find(const std::string& id) const;
@@ -35,7 +35,7 @@ public:
 
 private:
     NamedModels m_models;
-    std::shared_ptr<const ImportanceMatrix> m_importance;
+    std::shared_ptr<const ImatrixData> m_importance;
 };
 
 // One tensor of the chimera: where its bytes come from and what type they are written as.
@@ -60,7 +60,7 @@ struct ChimeraLayout {
     std::vector<std::string> removeMetadata;
     std::uint64_t tensorsFromDonors = 0;
     std::uint64_t bytesFromDonors = 0;
-    std::optional<PurifyParams> purify; // the plan's purification (one for every purify operation)
+    std::optional<PurifyParams> purify;     // the plan's purification (one for every purify operation)
     std::optional<QuantizeRecipe> quantize; // the plan's quantize operation, applied to the whole
 };
 

@@ -374,26 +374,6 @@ GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, con
 
 } // namespace
 
-bool TensorSelector::isEmpty() const {
-    return names.empty() && !system && roles.empty() && !firstLayer;
-}
-
-bool TensorSelector::matches(const std::string& name, const TensorAnatomy& anatomy) const {
-    if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
-        return false;
-    }
-    if (system && anatomy.system != *system) {
-        return false;
-    }
-    if (!roles.empty() && std::find(roles.begin(), roles.end(), anatomy.role) == roles.end()) {
-        return false;
-    }
-    if (firstLayer && (!anatomy.layer || *anatomy.layer < *firstLayer || *anatomy.layer > *lastLayer)) {
-        return false;
-    }
-    return true;
-}
-
 const std::string* GraftPlan::donorPath(const std::string& id) const {
     for (const auto& [donorId, path] : donors) {
         if (donorId == id) {
@@ -431,8 +411,9 @@ std::string GraftPlan::ensureDonor(const std::string& path) {
 }
 
 const GraftOperation* GraftPlan::quantizeOperation() const {
-    const auto it = std::find_if(operations.begin(), operations.end(),
-                                 [](const GraftOperation& o) { return o.kind == GraftOperation::Kind::Quantize; });
+    const auto it = std::find_if(operations.begin(), operations.end(), [](const GraftOperation& o) {
+        return o.kind == GraftOperation::Kind::Quantize;
+    });
     return it != operations.end() ? &*it : nullptr;
 }
 

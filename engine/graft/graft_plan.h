@@ -1,6 +1,7 @@
 #pragma once
 
 #include "anatomy/anatomy.h"
+#include "anatomy/tensor_selector.h"
 #include "gguf/meta_value.h"
 #include "purify/purification.h"
 #include "quant/quantize_recipe.h"
@@ -21,17 +22,6 @@ inline constexpr std::size_t kMaxStackRuns = 1024;
 inline constexpr std::uint32_t kMaxChimeraLayers = 4096;
 // Every key a chimera gets about where it came from starts with this.
 inline constexpr const char* kProvenancePrefix = "organ.graft.";
-
-// Which tensors an operation touches: every condition that is set must hold.
-struct TensorSelector {
-    std::vector<std::string> names; // exact tensor names
-    std::optional<System> system;
-    std::vector<std::string> roles;
-    std::optional<std::uint32_t> firstLayer; // inclusive layer range; tensors outside layers
-    std::optional<std::uint32_t> lastLayer;  // never match a range
-    bool matches(const std::string& name, const TensorAnatomy& anatomy) const;
-    bool isEmpty() const;
-};
 
 // A run of consecutive layers of one model, for stacking ("passthrough" merges).
 struct LayerRange {

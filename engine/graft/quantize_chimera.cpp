@@ -32,8 +32,8 @@ MixModel mixModelOfChimera(const ChimeraLayout& layout, const GgufModel& base) {
 
 } // namespace
 
-std::vector<Finding> quantizeLayout(ChimeraLayout& layout, const QuantizeRecipe& recipe, const GraftModels& models,
-                                    int operation) {
+std::vector<Finding> quantizeLayout(ChimeraLayout& layout, const QuantizeRecipe& recipe,
+                                    const GraftModels& models, int operation) {
     std::vector<MixTensor> tensors;
     for (const ChimeraTensor& t : layout.tensors) {
         tensors.push_back({t.name, t.targetType, sourceOf(models, t).ne});
@@ -44,7 +44,8 @@ std::vector<Finding> quantizeLayout(ChimeraLayout& layout, const QuantizeRecipe&
         choices = chooseTensorTypes(mixModelOfChimera(layout, models.base()), tensors, recipe,
                                     !recipe.imatrix.empty());
     } catch (const FormatError& error) {
-        findings.push_back({Finding::Severity::Error, std::string("quantize: ") + error.what(), {}, operation});
+        findings.push_back(
+            {Finding::Severity::Error, std::string("quantize: ") + error.what(), {}, operation});
         return findings;
     }
     layout.quantize = recipe;
@@ -53,7 +54,8 @@ std::vector<Finding> quantizeLayout(ChimeraLayout& layout, const QuantizeRecipe&
         ChimeraTensor& t = layout.tensors[i];
         const TensorInfo& source = sourceOf(models, t);
         if (!choices[i].note.empty()) {
-            findings.push_back({Finding::Severity::Warning, "quantize: " + choices[i].note, {t.name}, operation});
+            findings.push_back(
+                {Finding::Severity::Warning, "quantize: " + choices[i].note, {t.name}, operation});
         }
         if (choices[i].type == t.targetType) {
             continue;
@@ -64,12 +66,12 @@ std::vector<Finding> quantizeLayout(ChimeraLayout& layout, const QuantizeRecipe&
         if (t.converted && traitsOf(source.type).quantized) {
             requantized.push_back(t.name);
         }
-        const ImportanceMatrix* matrix = models.importance();
-        const std::vector<float>* weights = matrix != nullptr ? matrix->weightsFor(t.name) : nullptr;
+        const ImatrixData* matrix = models.importance();
+        const ImatrixEntry* entry = matrix != nullptr ? matrix->find(t.name) : nullptr;
         const bool embedding = t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight";
-        if (weights != nullptr && weights->size() != source.ne[0] * source.ne[2] && !embedding) {
+        if (entry != nullptr && entry->sums.size() != source.ne[0] * source.ne[2] && !embedding) {
             findings.push_back({Finding::Severity::Error,
-                                "quantize: the importance matrix has " + std::to_string(weights->size()) +
+                                "quantize: the importance matrix has " + std::to_string(entry->sums.size()) +
                                     " weights for " + t.name + ", which has " +
                                     std::to_string(source.ne[0] * source.ne[2]) + " columns",
                                 {t.name},
@@ -88,16 +90,16 @@ std::vector<Finding> quantizeLayout(ChimeraLayout& layout, const QuantizeRecipe&
 
 std::vector<float> chimeraTensorWeights(const ChimeraLayout& layout, const GraftModels& models,
                                         const ChimeraTensor& tensor) {
-    const ImportanceMatrix* matrix = models.importance();
+    const ImatrixData* matrix = models.importance();
     if (!layout.quantize || matrix == nullptr || !takesImportance(tensor.targetType)) {
         return {};
     }
-    const std::vector<float>* weights = matrix->weightsFor(tensor.name);
+    const ImatrixEntry* entry = matrix->find(tensor.name);
     const TensorInfo& source = sourceOf(models, tensor);
-    if (weights == nullptr || weights->size() != source.ne[0] * source.ne[2]) {
+    if (entry == nullptr || entry->sums.size() != source.ne[0] * source.ne[2]) {
         return {};
     }
-    return *weights;
+    return entry->means();
 }
 
 } // namespace organ

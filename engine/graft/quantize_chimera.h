@@ -13,8 +13,8 @@ namespace organ {
 // tensor whose bytes are not already of that type is converted. With an importance matrix at hand
 // (GraftModels::importance), a tensor whose weights do not fit it is an error, as in
 // llama-quantize. Returns what to tell: fallbacks, requantized tensors, `operation` named.
-std::vector<Finding> quantizeLayout(ChimeraLayout& layout, const QuantizeRecipe& recipe, const GraftModels& models,
-                                    int operation);
+std::vector<Finding> quantizeLayout(ChimeraLayout& layout, const QuantizeRecipe& recipe,
+                                    const GraftModels& models, int operation);
 
 // The importance weights of a chimera tensor (ne[0] per expert) when the layout is quantized with
 // a matrix that has fitting ones, else empty: what llama-quantize would weigh it by.

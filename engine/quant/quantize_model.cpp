@@ -16,21 +16,21 @@ constexpr std::size_t kMaxRecordedString = 127;
 // The importance weights of one tensor as llama-quantize takes them: none when the matrix lacks
 // the tensor (a note), an error when their count does not fit it (token_embd excepted: its
 // weights are never right, and are dropped).
-std::vector<float> weightsOf(const ImportanceMatrix& matrix, const TensorInfo& t,
+std::vector<float> weightsOf(const ImatrixData& matrix, const std::string& file, const TensorInfo& t,
                              std::vector<std::string>& notes) {
-    const std::vector<float>* weights = matrix.weightsFor(t.name);
-    if (weights == nullptr) {
+    const ImatrixEntry* entry = matrix.find(t.name);
+    if (entry == nullptr) {
         notes.push_back(t.name + ": the importance matrix has no weights for it; quantized without");
         return {};
     }
-    if (weights->size() == t.ne[0] * t.ne[2]) {
-        return *weights;
+    if (entry->sums.size() == t.ne[0] * t.ne[2]) {
+        return entry->means();
     }
     if (t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight") {
         return {};
     }
-    throw FormatError(fileLabel(matrix.path) + ": " + std::to_string(weights->size()) + " weights for " +
-                      t.name + ", which has " + std::to_string(t.ne[0] * t.ne[2]) + " columns");
+    throw FormatError(fileLabel(file) + ": " + std::to_string(entry->sums.size()) + " weights for " + t.name +
+                      ", which has " + std::to_string(t.ne[0] * t.ne[2]) + " columns");
 }
 
 // As ggml's gguf_set_val_*: a key set again moves to the end.
@@ -39,7 +39,7 @@ void setLast(GgufWriteSpec& spec, const std::string& key, MetaValue value) {
     spec.metadata.emplace_back(key, std::move(value));
 }
 
-void recordImportance(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const ImportanceMatrix& matrix) {
+void recordImportance(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const ImatrixData& matrix) {
     setLast(spec, "quantize.imatrix.file",
             MetaValue::fromString(recipe.imatrix.substr(0, kMaxRecordedString)));
     if (!matrix.datasets.empty()) {
@@ -47,7 +47,7 @@ void recordImportance(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const I
                 MetaValue::fromString(matrix.datasets.front().substr(0, kMaxRecordedString)));
     }
     setLast(spec, "quantize.imatrix.entries_count",
-            MetaValue::fromU32(static_cast<std::uint32_t>(matrix.weights.size())));
+            MetaValue::fromU32(static_cast<std::uint32_t>(matrix.entries.size())));
     if (matrix.chunkCount > 0) {
         setLast(spec, "quantize.imatrix.chunks_count", MetaValue::fromU32(matrix.chunkCount));
     }
@@ -55,7 +55,7 @@ void recordImportance(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const I
 
 } // namespace
 
-void setQuantizeMetadata(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const ImportanceMatrix* importance) {
+void setQuantizeMetadata(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const ImatrixData* importance) {
     setLast(spec, "general.quantization_version", MetaValue::fromU32(kQuantizationVersion));
     setLast(spec, "general.file_type", MetaValue::fromU32(llamaFileTypeNumber(recipe.fileType)));
     if (importance != nullptr) {
@@ -64,7 +64,7 @@ void setQuantizeMetadata(GgufWriteSpec& spec, const QuantizeRecipe& recipe, cons
 }
 
 QuantizePlan planQuantization(const GgufModel& model, const QuantizeRecipe& recipe,
-                              const ImportanceMatrix* importance, unsigned threads) {
+                              const ImatrixData* importance, unsigned threads) {
     std::vector<MixTensor> mix;
     for (const TensorInfo& t : model.tensors()) {
         mix.push_back({t.name, t.type, t.ne});
@@ -90,7 +90,7 @@ QuantizePlan planQuantization(const GgufModel& model, const QuantizeRecipe& reci
         if (choice.convert) {
             std::vector<float> weights;
             if (importance != nullptr) {
-                weights = weightsOf(*importance, t, plan.notes);
+                weights = weightsOf(*importance, recipe.imatrix, t, plan.notes);
             }
             report.weighted = !weights.empty() && takesImportance(choice.type);
             if (!report.weighted) {
@@ -115,7 +115,7 @@ QuantizePlan planQuantization(const GgufModel& model, const QuantizeRecipe& reci
 }
 
 QuantizeOutcome quantizeModel(const GgufModel& model, const QuantizeRecipe& recipe,
-                              const ImportanceMatrix* importance, const RootedPath& output,
+                              const ImatrixData* importance, const RootedPath& output,
                               const ProgressFn& progress, const StopToken* stop, unsigned threads) {
     QuantizeOutcome outcome;
     try {

@@ -2,7 +2,7 @@
 
 #include "gguf/gguf_model.h"
 #include "gguf/gguf_writer.h"
-#include "quant/importance_matrix.h"
+#include "quant/imatrix_file.h"
 #include "quant/quant_mix.h"
 #include "support/job.h"
 
@@ -35,12 +35,12 @@ struct QuantizePlan {
 // sources that encode with `importance` when given. Throws FormatError when llama-quantize would
 // refuse: a recipe problem, a matrix whose weights do not fit a tensor.
 QuantizePlan planQuantization(const GgufModel& model, const QuantizeRecipe& recipe,
-                              const ImportanceMatrix* importance, unsigned threads = 0);
+                              const ImatrixData* importance, unsigned threads = 0);
 
 // The keys llama-quantize records in what it writes: general.quantization_version and
 // general.file_type moved to the end, and with `importance` quantize.imatrix.* (the file as the
 // recipe names it, the first dataset, the entries, the chunks).
-void setQuantizeMetadata(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const ImportanceMatrix* importance);
+void setQuantizeMetadata(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const ImatrixData* importance);
 
 struct QuantizeOutcome {
     JobResult written;
@@ -53,7 +53,7 @@ struct QuantizeOutcome {
 // A quantized input is decoded and quantized again (llama-quantize's --allow-requantize), with a
 // note. `threads`: for encoding (0: one per core).
 QuantizeOutcome quantizeModel(const GgufModel& model, const QuantizeRecipe& recipe,
-                              const ImportanceMatrix* importance, const RootedPath& output,
+                              const ImatrixData* importance, const RootedPath& output,
                               const ProgressFn& progress = {}, const StopToken* stop = nullptr,
                               unsigned threads = 0);
 

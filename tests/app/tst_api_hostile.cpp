@@ -5,7 +5,7 @@
 #include "api_client.h"
 #include "fixtures.h"
 
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "gguf/gguf_model.h"
 #include "organs/organ_directory.h"
 
@@ -195,7 +195,8 @@ private slots:
                 }
                 for (auto it = running.begin(); it != running.end();) {
                     const Answer polled = get(port, QString::fromStdString(jobs[*it].started["href"]));
-                    if (stateOf(polled.body) != "running") {
+                    const std::string state = stateOf(polled.body);
+                    if (state != "queued" && state != "running" && state != "cancelling") {
                         jobs[*it].ended = polled.body;
                         it = running.erase(it);
                     } else {

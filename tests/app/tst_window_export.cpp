@@ -4,10 +4,10 @@
 #include "anatomy_tree_model.h"
 #include "chart_export.h"
 #include "demo_models.h"
-#include "engine_thread.h"
 #include "fixtures.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
+#include "job_ends.h"
 #include "main_window.h"
 #include "model_pane.h"
 #include "model_roles.h"
@@ -114,15 +114,15 @@ private slots:
         app::MainWindow window;
         window.resize(1400, 850);
         window.show();
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
-        QSignalSpy portraits(window.engine()->portraits(), &app::PortraitWorker::portraitReady);
+        JobEnds finished(window.jobs(), "measure");
+        JobEnds portraits(window.jobs(), "portrait");
         QCOMPARE(window.openFiles({healthyPath}), 1);
         QCOMPARE(window.openFiles({damagedPath}, app::MainWindow::Side::Donor), 1);
-        QVERIFY(waitForWorker(finished, 2, 20000));
+        QVERIFY(waitForJobs(finished, 2, 20000));
         widgets::ModelView* view = window.currentView();
         QTRY_VERIFY(view->hasComparison());
         view->selectTensor(tensorOf(view, "blk.1.ffn_up.weight"));
-        QVERIFY(waitForWorker(portraits, 1, 20000));
+        QVERIFY(waitForJobs(portraits, 1, 20000));
         const std::pair<QCustomPlot*, QString> charts[] = {
             {view->heatmap()->plot(), QStringLiteral("stories260K-f32 — θ per layer and role")},
             {view->comparison()->plot(), QStringLiteral("Δθ stories260K-damaged-f32 − stories260K-f32")},
@@ -164,9 +164,9 @@ private slots:
         app::MainWindow window;
         window.resize(1280, 800);
         window.show();
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         QCOMPARE(window.openFiles({healthyPath}, app::MainWindow::Side::Donor), 1);
-        QVERIFY(waitForWorker(finished, 1, 20000));
+        QVERIFY(waitForJobs(finished, 1, 20000));
         widgets::ModelView* view = window.pane(app::MainWindow::Side::Donor)->currentView();
         view->showPage(widgets::ModelView::Page::Heatmap);
         widgets::ThetaHeatmap* heatmap = view->heatmap();
@@ -245,11 +245,11 @@ private slots:
         window.resize(1100, 700);
         window.show();
         QString error;
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         QCOMPARE(window.openFiles({path}), 1);
         QVERIFY(!window.exportMeasurement(m_dir.filePath(QStringLiteral("early.json")),
                                           &error)); // not measured yet
-        QVERIFY(waitForWorker(finished, 1, 20000));
+        QVERIFY(waitForJobs(finished, 1, 20000));
         QCustomPlot* plot = window.currentView()->heatmap()->plot();
 
         const QString png = m_dir.filePath(QStringLiteral("map.png"));

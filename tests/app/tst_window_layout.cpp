@@ -2,11 +2,11 @@
 // every label, button, chart title, legend and named axis can be read — on both panes, before
 // and after vital signs (with five models to compare), with a plan and its check, and in the
 // fleet window.
-#include "engine_thread.h"
 #include "fleet_controller.h"
 #include "fleet_view.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
+#include "job_ends.h"
 #include "layout_audit.h"
 #include "main_window.h"
 #include "model_pane.h"
@@ -72,10 +72,10 @@ class TestWindowLayout : public QObject {
     }
 
     static void takeVitals(app::MainWindow& window, widgets::ModelView* view) {
-        QSignalSpy ready(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        JobEnds ready(window.jobs(), "vitals");
         view->showPage(widgets::ModelView::Page::Vitals);
         QTest::mouseClick(view->vitalsPage()->takeButton(), Qt::LeftButton);
-        QVERIFY(waitForWorker(ready, 1, 60000));
+        QVERIFY(waitForJobs(ready, 1, 60000));
     }
 
 private slots:
@@ -90,10 +90,10 @@ private slots:
         window.resize(kLaptop);
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
-        QSignalSpy measured(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds measured(window.jobs(), "measure");
         QCOMPARE(window.openFiles({damaged}), 1);
         QCOMPARE(window.openFiles({healthy}, app::MainWindow::Side::Donor), 1);
-        QVERIFY(waitForWorker(measured, 2, 30000));
+        QVERIFY(waitForJobs(measured, 2, 30000));
         checkEveryPage(window, QStringLiteral("measured"));
         if (QTest::currentTestFailed()) {
             return;
@@ -117,7 +117,7 @@ private slots:
             more << sharedModel(QString::fromUtf8(name));
         }
         QCOMPARE(window.openFiles(more, app::MainWindow::Side::Donor), 4);
-        QVERIFY(waitForWorker(measured, 6, 60000));
+        QVERIFY(waitForJobs(measured, 6, 60000));
         widgets::ModelView* recipient = window.currentView();
         takeVitals(window, recipient);
         if (QTest::currentTestFailed()) {
@@ -147,9 +147,9 @@ private slots:
         settleAsShown();
         const int rowsBeforeCheck = operations->viewport()->height();
         QVERIFY(rowsBeforeCheck >= 3 * operations->rowHeight(0));
-        QSignalSpy checked(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        JobEnds checked(window.jobs(), "vitals");
         window.surgery()->panel()->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"))->click();
-        QVERIFY(waitForWorker(checked, 1, 60000));
+        QVERIFY(waitForJobs(checked, 1, 60000));
         checkEveryPage(window, QStringLiteral("a checked plan"));
         if (QTest::currentTestFailed()) {
             return;

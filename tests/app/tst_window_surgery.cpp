@@ -2,14 +2,16 @@
 // plans on disk, assembly on the engine thread and the guard rails.
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
+#include "assembly_controller.h"
 #include "chart_export.h"
 #include "demo_models.h"
 #include "display_names.h"
-#include "engine_thread.h"
 #include "fixtures.h"
 #include "graft_document.h"
 #include "graft_plan_model.h"
 #include "graft_plan_panel.h"
+#include "job_ends.h"
+#include "job_status.h"
 #include "layer_importance_chart.h"
 #include "main_window.h"
 #include "model_pane.h"
@@ -111,10 +113,10 @@ private slots:
         m_window = std::make_unique<app::MainWindow>();
         m_window->resize(1500, 950);
         m_window->show();
-        QSignalSpy finished(m_window->engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(m_window->jobs(), "measure");
         QCOMPARE(m_window->openFiles({m_damagedPath}), 1);
         QCOMPARE(m_window->openFiles({m_healthyPath}, app::MainWindow::Side::Donor), 1);
-        QVERIFY(waitForWorker(finished, 2, 20000));
+        QVERIFY(waitForJobs(finished, 2, 20000));
         m_recipient = m_window->currentView();
         m_donor = m_window->pane(app::MainWindow::Side::Donor)->currentView();
         m_plan = m_window->surgery()->document();
@@ -138,23 +140,23 @@ private slots:
         QVERIFY(!page->chart()->isVisible());
         QVERIFY(!page->suggestButton()->isEnabled());
         // Cancel: the engine thread is held busy, the run is asked for, then cancelled.
-        QSemaphore hold;
-        QMetaObject::invokeMethod(window.engine()->worker(), [&hold] { hold.acquire(); });
-        QSignalSpy cancelled(window.engine()->vitalsWorker(), &app::VitalsWorker::cancelled);
+        WorkerHold hold(window.jobs());
+        JobEnds cancelled(window.jobs(), "vitals");
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
         QVERIFY(page->isRunning());
         QCOMPARE(page->takeButton()->text(), QStringLiteral("Cancel"));
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
         hold.release();
-        QVERIFY(waitForWorker(cancelled, 1, 30000));
+        QVERIFY(waitForJobs(cancelled, 1, 30000));
+        QCOMPARE(cancelled.count(JobState::Cancelled), 1);
         QVERIFY(!page->isRunning());
         QVERIFY(page->report() == nullptr);
         QCOMPARE(page->takeButton()->text(), QStringLiteral("Take vital signs"));
 
-        QSignalSpy ready(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        JobEnds ready(window.jobs(), "vitals");
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
         QVERIFY(page->isRunning());
-        QVERIFY(waitForWorker(ready, 1, 30000));
+        QVERIFY(waitForJobs(ready, 1, 30000));
         QVERIFY(!page->isRunning());
         const VitalsReport* report = page->report();
         QVERIFY(report != nullptr);
@@ -202,21 +204,21 @@ private slots:
         auto* check = panel->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"));
         QVERIFY(check != nullptr && check->isEnabled());
         // Its Cancel, while the engine thread is held busy.
-        QSemaphore busy;
-        QMetaObject::invokeMethod(window.engine()->worker(), [&busy] { busy.acquire(); });
-        QSignalSpy checkCancelled(window.engine()->vitalsWorker(), &app::VitalsWorker::cancelled);
+        WorkerHold busy(window.jobs());
+        JobEnds checkCancelled(window.jobs(), "vitals");
         check->click();
         QVERIFY(panel->isChecking());
         QCOMPARE(check->text(), QStringLiteral("Cancel check"));
         check->click();
         busy.release();
-        QVERIFY(waitForWorker(checkCancelled, 1, 30000));
+        QVERIFY(waitForJobs(checkCancelled, 1, 30000));
+        QCOMPARE(checkCancelled.count(JobState::Cancelled), 1);
         QVERIFY(!panel->isChecking());
         QCOMPARE(panel->vitalsLabel()->text(), QStringLiteral("Cancelled."));
         QCOMPARE(check->text(), QStringLiteral("Check chimera"));
-        QSignalSpy checked(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        JobEnds checked(window.jobs(), "vitals");
         check->click();
-        QVERIFY(waitForWorker(checked, 1, 30000));
+        QVERIFY(waitForJobs(checked, 1, 30000));
         const QString text = panel->vitalsLabel()->text();
         QVERIFY2(text.contains(QStringLiteral("Chimera (planned):</b> perplexity ")) &&
                      text.contains(QStringLiteral("→")) &&
@@ -237,15 +239,15 @@ private slots:
     // A model open in both panes (or in two tabs) is compared with once.
     void comparesEachModelOnce() {
         app::MainWindow& window = *m_window;
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         QCOMPARE(window.openFiles({m_healthyPath}), 1);
         QCOMPARE(window.openFiles({m_healthyPath}, app::MainWindow::Side::Donor), 1);
-        QVERIFY(waitForWorker(finished, 2, 20000));
+        QVERIFY(waitForJobs(finished, 2, 20000));
         window.pane(app::MainWindow::Side::Recipient)->tabs()->setCurrentWidget(m_recipient);
-        QSignalSpy ready(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        JobEnds ready(window.jobs(), "vitals");
         m_recipient->showPage(widgets::ModelView::Page::Vitals);
         QTest::mouseClick(m_recipient->vitalsPage()->takeButton(), Qt::LeftButton);
-        QVERIFY(waitForWorker(ready, 1, 30000));
+        QVERIFY(waitForJobs(ready, 1, 30000));
         QCOMPARE(m_recipient->vitalsPage()->report()->parents.size(), std::size_t(1));
     }
 
@@ -606,9 +608,9 @@ private slots:
         app::MainWindow& window = *m_window;
         const QString path = m_dir.filePath(QStringLiteral("per-layer.gguf"));
         QVERIFY(writeFixture(path, perLayerLlama(1)));
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         QCOMPARE(window.openFiles({path}), 1);
-        QVERIFY(waitForWorker(finished, 1, 20000));
+        QVERIFY(waitForJobs(finished, 1, 20000));
         widgets::ModelView* recipient = window.currentView();
         QCOMPARE(QString::fromStdString(recipient->snapshot().model->path()), path);
         recipient->showPage(widgets::ModelView::Page::Anatomy);
@@ -738,7 +740,7 @@ private slots:
         // chimera" unless the user types another) and where to write it; the engine thread
         // assembles while the window answers.
         const QString output = m_dir.filePath(QStringLiteral("healed.gguf"));
-        QSignalSpy ended(window.surgery(), &app::SurgeryController::assemblyEnded);
+        QSignalSpy ended(window.surgery()->assembly(), &app::AssemblyController::ended);
         QString suggested;
         ModalSteps steps;
         steps.then([&](QWidget* active) {
@@ -753,16 +755,18 @@ private slots:
             qobject_cast<QDialog*>(active)->accept();
             return true;
         });
-        window.surgery()->assembleDialog();
+        window.surgery()->assembly()->assembleDialog();
         QVERIFY(steps.done());
         QCOMPARE(suggested, QStringLiteral("stories260K-damaged-f32 + stories260K-f32 chimera"));
         QCOMPARE(plan->chimeraName(), QStringLiteral("Healed stories"));
         QVERIFY(plan->isModified()); // the name is part of the plan
-        QVERIFY(window.surgery()->assemblyDialog() != nullptr &&
-                window.surgery()->assemblyDialog()->isVisible());
+        // Its progress is the status bar's while it runs.
+        QVERIFY(window.surgery()->assembly()->isRunning());
+        QVERIFY(window.jobStatus()->isVisible());
+        QCOMPARE(window.jobStatus()->shownJob(), window.surgery()->assembly()->job());
         QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
         QCOMPARE(ended.at(0).at(0).toBool(), true);
-        QVERIFY(window.surgery()->assemblyDialog() == nullptr);
+        QVERIFY(!window.surgery()->assembly()->isRunning());
         // The bytes, as the engine test checks them: the 9 organs are the healthy model's,
         // every other tensor the damaged one's.
         const auto healed = GgufModel::open(output.toStdString());
@@ -863,7 +867,7 @@ private slots:
         widgets::rememberWriteFolder(output);
         QString proposed;
         QString question;
-        QSignalSpy ended(window.surgery(), &app::SurgeryController::assemblyEnded);
+        QSignalSpy ended(window.surgery()->assembly(), &app::AssemblyController::ended);
         // The dialog, the output typed and Assemble clicked; then the question, answered.
         auto assembleInto = [&](ModalSteps& steps, QMessageBox::StandardButton answer) {
             steps
@@ -900,16 +904,16 @@ private slots:
                 Qt::QueuedConnection);
             return true;
         });
-        window.surgery()->assembleDialog();
+        window.surgery()->assembly()->assembleDialog();
         QVERIFY(steps.done());
         QVERIFY2(proposed.startsWith(folder + u'/'), qPrintable(proposed));
         QVERIFY2(question.contains(QStringLiteral("existing.gguf exists already")), qPrintable(question));
-        QVERIFY(window.surgery()->assemblyDialog() == nullptr);
+        QVERIFY(!window.surgery()->assembly()->isRunning());
         QCOMPARE(readAll(output), QByteArray("not a chimera"));
 
         ModalSteps yes;
         assembleInto(yes, QMessageBox::Yes);
-        window.surgery()->assembleDialog();
+        window.surgery()->assembly()->assembleDialog();
         QVERIFY(yes.done());
         QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
         QCOMPARE(ended.at(0).at(0).toBool(), true);
@@ -927,9 +931,9 @@ private slots:
         model::GraftDocument* plan = m_plan;
         healInTheTree();
         // A second recipient: the plan grafts into the first.
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         QCOMPARE(window.openFiles({m_healthyPath}), 1);
-        QVERIFY(waitForWorker(finished, 1, 20000));
+        QVERIFY(waitForJobs(finished, 1, 20000));
         widgets::ModelView* other = window.currentView();
         QVERIFY(other != recipient);
         other->showPage(widgets::ModelView::Page::Anatomy);
@@ -965,16 +969,16 @@ private slots:
         // The recipient's page waits for the planned chimera's check, then suggests from it.
         window.pane(app::MainWindow::Side::Recipient)->tabs()->setCurrentWidget(recipient);
         widgets::VitalsPage* page = recipient->vitalsPage();
-        QSignalSpy ready(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        JobEnds ready(window.jobs(), "vitals");
         recipient->showPage(widgets::ModelView::Page::Vitals);
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
-        QVERIFY(waitForWorker(ready, 1, 60000));
+        QVERIFY(waitForJobs(ready, 1, 60000));
         QVERIFY(!page->suggestButton()->isEnabled());
         auto* suggestion = page->findChild<QLabel*>(QStringLiteral("removalSuggestion"));
         QVERIFY2(suggestion->text().contains(QStringLiteral("Check chimera")),
                  qPrintable(suggestion->text()));
         window.surgery()->panel()->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"))->click();
-        QVERIFY(waitForWorker(ready, 2, 60000));
+        QVERIFY(waitForJobs(ready, 2, 60000));
         QVERIFY(page->suggestButton()->isEnabled());
         QVERIFY(window.surgery()->panel()->vitalsLabel()->isVisible());
         QVERIFY2(suggestion->text().contains(QStringLiteral("in the planned chimera: layer 2 ")),
@@ -994,15 +998,16 @@ private slots:
         app::MainWindow& window = *m_window;
         healInTheTree();
         QString error;
-        // Cancel: with the engine thread busy, the assembly is cancelled from its dialog
+        // Cancel: with the engine's worker busy, the assembly is cancelled from the status bar
         // before it writes: a clear message and no file.
-        QSemaphore hold;
-        QMetaObject::invokeMethod(window.engine()->worker(), [&hold] { hold.acquire(); });
+        WorkerHold hold(window.jobs());
         const QString cancelled = m_dir.filePath(QStringLiteral("cancelled.gguf"));
-        QSignalSpy ended2(window.surgery(), &app::SurgeryController::assemblyEnded);
-        QVERIFY2(window.surgery()->startAssembly(cancelled, &error), qPrintable(error));
-        QVERIFY(!window.surgery()->startAssembly(cancelled, &error));           // one at a time
-        window.surgery()->assemblyDialog()->findChild<QPushButton*>()->click(); // its Cancel button
+        QSignalSpy ended2(window.surgery()->assembly(), &app::AssemblyController::ended);
+        QVERIFY2(window.surgery()->assembly()->start(cancelled, &error), qPrintable(error));
+        QVERIFY(!window.surgery()->assembly()->start(cancelled, &error)); // one at a time
+        QVERIFY2(window.jobStatus()->text().startsWith(QStringLiteral("Assembling cancelled.gguf")),
+                 qPrintable(window.jobStatus()->text()));
+        window.jobStatus()->findChild<QPushButton*>()->click(); // the status bar's Cancel
         hold.release();
         QTRY_COMPARE_WITH_TIMEOUT(ended2.count(), 1, 20000);
         QCOMPARE(ended2.at(0).at(0).toBool(), false);

@@ -9,7 +9,7 @@
 //   bench_quantize [--blocks N] [--types Q4_K,IQ4_XS,...] [--llama-quantize PATH]
 #include "bench_models.h"
 #include "gguf/gguf_model.h"
-#include "quant/importance_matrix.h"
+#include "quant/imatrix_file.h"
 #include "quant/quantize.h"
 #include "quant/quantize_model.h"
 
@@ -18,7 +18,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <list>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -71,38 +70,25 @@ std::optional<Options> parse(int argc, char** argv) {
 }
 
 // An importance matrix in llama-imatrix's format for every matrix of the model: random positive
-// means over 100 tokens.
-void writeImatrix(const GgufModel& model, const std::string& path) {
-    auto owned = std::make_shared<std::list<std::vector<float>>>();
-    GgufWriteSpec spec;
-    spec.set("general.type", MetaValue::fromString("imatrix"));
-    spec.set("imatrix.datasets", MetaValue::fromStrings({"bench.txt"}));
-    spec.set("imatrix.chunk_count", MetaValue::fromU32(1));
-    spec.set("imatrix.chunk_size", MetaValue::fromU32(100));
+// sums over 100 tokens.
+void writeBenchImatrix(const GgufModel& model, const std::string& path) {
+    ImatrixData data;
+    data.datasets = {"bench.txt"};
+    data.chunkCount = 1;
+    data.chunkSize = 100;
     Noise noise(5);
     for (const TensorInfo& t : model.tensors()) {
         if (t.nDims < 2) {
             continue;
         }
-        std::vector<float> sums(static_cast<std::size_t>(t.ne[0]));
-        for (float& s : sums) {
+        ImatrixEntry& entry = data.entries[t.name];
+        entry.sums.resize(static_cast<std::size_t>(t.ne[0]));
+        for (float& s : entry.sums) {
             s = 100.0f * (0.1f + noise.next() * noise.next());
         }
-        for (const auto& [suffix, values] : {std::pair{std::string(".in_sum2"), sums},
-                                             std::pair{std::string(".counts"), std::vector<float>{100}}}) {
-            owned->push_back(values);
-            TensorToWrite w;
-            w.name = t.name + suffix;
-            w.type = TensorType::F32;
-            w.nDims = 2;
-            w.ne = {values.size(), 1, 1, 1};
-            w.source.bytes = std::as_bytes(std::span(owned->back()));
-            w.source.owner = owned;
-            spec.tensors.push_back(std::move(w));
-        }
+        entry.counts = {100.0f};
     }
-    const JobResult written = writeGguf(path, spec);
-    if (!written.isOk()) {
+    if (const JobResult written = writeImatrix(RootedPath(path), data); !written.isOk()) {
         throw std::runtime_error(written.message);
     }
 }
@@ -190,8 +176,8 @@ int main(int argc, char** argv) {
         return 1;
     }
     const auto model = GgufModel::open(modelPath);
-    writeImatrix(*model, imatrixPath);
-    const ImportanceMatrix matrix = readImportanceMatrix(imatrixPath);
+    writeBenchImatrix(*model, imatrixPath);
+    const ImatrixData matrix = readImatrix(imatrixPath);
     std::printf("whole runs, M values quantized per second:\n%-7s %-8s %7s %12s %12s %7s\n", "type",
                 "imatrix", "threads", "organ", "llama", "ratio");
     for (const QuantFileType type : o.types) {

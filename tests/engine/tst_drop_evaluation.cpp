@@ -1,6 +1,6 @@
 // The Qt-free core of the window's drops: what a drop adds, narrows or refuses, as data.
 // Models are specimens written by the test (one quantized to Q4_K_M): no shared files needed.
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "graft/drop_evaluation.h"
 #include "quant/quantize_model.h"
 

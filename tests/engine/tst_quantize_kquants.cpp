@@ -6,7 +6,7 @@
 // is written decodes to values near the originals.
 #include "gguf/gguf_file.h"
 #include "quant/dequant.h"
-#include "quant/importance_matrix.h"
+#include "quant/imatrix_file.h"
 #include "quant/quantize.h"
 #include "quantize_fixtures.h"
 #include "shared_models.h"
@@ -27,8 +27,8 @@ std::vector<float> valuesOf(const GgufFile& file, const TensorInfo& t) {
 
 // The synthetic importance matrix quantize_fixtures.py gives models without one of their own:
 // column j of every matrix but the token embedding weighs 0.25 + (37·j mod 101) / 16.
-ImportanceMatrix syntheticImportance(const GgufFile& model) {
-    ImportanceMatrix matrix;
+ImatrixData syntheticImportance(const GgufFile& model) {
+    ImatrixData matrix;
     for (const TensorInfo& t : model.tensors()) {
         if (t.ne[1] <= 1 || t.name == "token_embd.weight") {
             continue;
@@ -37,7 +37,7 @@ ImportanceMatrix syntheticImportance(const GgufFile& model) {
         for (std::size_t j = 0; j < weights.size(); ++j) {
             weights[j] = 0.25f + static_cast<float>((37 * j) % 101) / 16.0f;
         }
-        matrix.weights.emplace(t.name, std::move(weights));
+        matrix.entries.emplace(t.name, ImatrixEntry{std::move(weights), {1.0f}});
     }
     return matrix;
 }
@@ -110,11 +110,11 @@ private slots:
         QVERIFY(expected && !expected->tensors.empty());
         const QString modelPath = modelOfFixture(fixture);
         ORGAN_REQUIRE_SHARED(modelPath);
-        std::optional<ImportanceMatrix> matrix;
+        std::optional<ImatrixData> matrix;
         if (fixture.endsWith(QStringLiteral(".imatrix"))) {
             const QString imatrix = sharedReference(QStringLiteral("family/family-base-imatrix.gguf"));
             ORGAN_REQUIRE_SHARED(imatrix);
-            matrix = readImportanceMatrix(imatrix.toStdString());
+            matrix = readImatrix(imatrix.toStdString());
         }
         const auto source = GgufFile::open(modelPath.toStdString());
         if (fixture.endsWith(QStringLiteral(".synthetic"))) {
@@ -127,11 +127,12 @@ private slots:
             QVERIFY(t->type == TensorType::F32 || t->type == TensorType::F16);
             const std::vector<float> values = valuesOf(*source, *t);
             // llama-quantize quantizes a tensor the matrix has no weights for without any.
-            const std::vector<float>* weights = matrix ? matrix->weightsFor(e.name) : nullptr;
+            const ImatrixEntry* entry = matrix ? matrix->find(e.name) : nullptr;
+            const std::vector<float> weights = entry != nullptr ? entry->means() : std::vector<float>{};
             std::vector<std::byte> ours(static_cast<std::size_t>(storedBytes(e.type, t->elements)));
             QCOMPARE(ours.size() / traitsOf(e.type).bytesPerBlock, std::size_t(e.blocks));
             quantizeRows(e.type, values.data(), values.size() / t->ne[0], t->ne[0],
-                         weights != nullptr ? weights->data() : nullptr, ours.data());
+                         weights.empty() ? nullptr : weights.data(), ours.data());
             if (Sha256::hex(ours) != e.sha256) {
                 QFAIL(qPrintable(quantizeMismatch(fixture, e, ours)));
             }

@@ -344,10 +344,10 @@ private slots:
         QuantizeRecipe recipe;
         recipe.fileType = *quantFileTypeFromName(
             fixture.section(QStringLiteral("mix-"), 1).section(u'.', 0, 0).toStdString());
-        std::optional<ImportanceMatrix> matrix;
+        std::optional<ImatrixData> matrix;
         if (fixture.endsWith(QStringLiteral(".imatrix"))) {
             recipe.imatrix = imatrixPath.toStdString();
-            matrix = readImportanceMatrix(recipe.imatrix);
+            matrix = readImatrix(recipe.imatrix);
         }
         QTemporaryDir dir;
         const QString out = dir.filePath(QStringLiteral("mix.gguf"));

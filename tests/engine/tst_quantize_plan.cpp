@@ -97,8 +97,8 @@ private slots:
             ORGAN_REQUIRE_SHARED(family(f));
         }
         ORGAN_REQUIRE_SHARED(familyImatrix());
-        GraftPlan plan = replacePlan(family("family-base-f16.gguf"), family("family-farm-f16.gguf"),
-                                     organsOfLayers(1, 3));
+        GraftPlan plan =
+            replacePlan(family("family-base-f16.gguf"), family("family-farm-f16.gguf"), organsOfLayers(1, 3));
         GraftOperation purification;
         purification.kind = GraftOperation::Kind::Purify;
         purification.select.names = {"blk.4.attn_q.weight"};
@@ -118,9 +118,10 @@ private slots:
         QuantizeRecipe recipe;
         recipe.fileType = QuantFileType::Q3_K_M;
         recipe.imatrix = familyImatrix().toStdString();
-        const ImportanceMatrix matrix = readImportanceMatrix(recipe.imatrix);
+        const ImatrixData matrix = readImatrix(recipe.imatrix);
         const QString expected = path(QStringLiteral("expected-q3_k_m.gguf"));
-        QVERIFY(quantizeModel(*GgufModel::open(unquantized.toStdString()), recipe, &matrix, expected.toStdString())
+        QVERIFY(quantizeModel(*GgufModel::open(unquantized.toStdString()), recipe, &matrix,
+                              expected.toStdString())
                     .written.isOk());
         const auto chimera = GgufModel::open(out.toStdString());
         compareTensors(*chimera, *GgufModel::open(expected.toStdString()), "blk.4.attn_q.weight");
@@ -135,24 +136,23 @@ private slots:
         const Purified purified = purify(values, q.ne[0], purification.purify);
         std::vector<std::byte> bytes(static_cast<std::size_t>(storedBytes(TensorType::Q3_K, q.elements)));
         quantizeRows(TensorType::Q3_K, purified.values.data(), q.ne[1], q.ne[0],
-                     matrix.weightsFor(q.name)->data(), bytes.data());
+                     matrix.find(q.name)->means().data(), bytes.data());
         QVERIFY(std::ranges::equal(chimera->tensorData(*chimera->findTensor(q.name)), bytes));
     }
 
     void planJsonKeepsIt() {
-        const nlohmann::json json = {
-            {"format", "organ-graft-plan"},
-            {"version", 1},
-            {"base", "base.gguf"},
-            {"operations",
-             {{{"op", "quantize"},
-               {"type", "q4_k_s"},
-               {"imatrix", "m.imatrix.gguf"},
-               {"tensor_types", {"ffn_down=q6_k", "attn_v=Q8_0"}},
-               {"output_tensor_type", "q8_0"},
-               {"token_embedding_type", "bf16"},
-               {"pure", true},
-               {"leave_output_tensor", true}}}}};
+        const nlohmann::json json = {{"format", "organ-graft-plan"},
+                                     {"version", 1},
+                                     {"base", "base.gguf"},
+                                     {"operations",
+                                      {{{"op", "quantize"},
+                                        {"type", "q4_k_s"},
+                                        {"imatrix", "m.imatrix.gguf"},
+                                        {"tensor_types", {"ffn_down=q6_k", "attn_v=Q8_0"}},
+                                        {"output_tensor_type", "q8_0"},
+                                        {"token_embedding_type", "bf16"},
+                                        {"pure", true},
+                                        {"leave_output_tensor", true}}}}};
         const GraftPlan plan = graftPlanFromJson(json, "plan.json");
         const QuantizeRecipe& r = plan.operations.front().quantize;
         QCOMPARE(r.fileType, QuantFileType::Q4_K_S);
@@ -183,11 +183,14 @@ private slots:
         QTest::addColumn<QString>("message");
         QTest::newRow("type") << QStringLiteral(R"({"op": "quantize", "type": "Q4_K_X"})")
                               << QStringLiteral("not a file type organ quantize writes");
-        QTest::newRow("no type") << QStringLiteral(R"({"op": "quantize"})") << QStringLiteral("lacks \"type\"");
-        QTest::newRow("tensor type") << QStringLiteral(R"({"op": "quantize", "type": "Q4_K_M", "tensor_types": ["x"]})")
+        QTest::newRow("no type") << QStringLiteral(R"({"op": "quantize"})")
+                                 << QStringLiteral("lacks \"type\"");
+        QTest::newRow("tensor type") << QStringLiteral(
+                                            R"({"op": "quantize", "type": "Q4_K_M", "tensor_types": ["x"]})")
                                      << QStringLiteral("REGEX=TYPE");
-        QTest::newRow("unwritten") << QStringLiteral(R"({"op": "quantize", "type": "Q4_K_M", "output_tensor_type": "iq2_xxs"})")
-                                   << QStringLiteral("does not write IQ2_XXS");
+        QTest::newRow("unwritten")
+            << QStringLiteral(R"({"op": "quantize", "type": "Q4_K_M", "output_tensor_type": "iq2_xxs"})")
+            << QStringLiteral("does not write IQ2_XXS");
         QTest::newRow("pure") << QStringLiteral(R"({"op": "quantize", "type": "Q4_K_M", "pure": 1})")
                               << QStringLiteral("\"pure\" must be true or false");
         QTest::newRow("unknown") << QStringLiteral(R"({"op": "quantize", "type": "Q4_K_M", "imatrx": "m"})")
@@ -197,10 +200,11 @@ private slots:
     void refusals() {
         QFETCH(QString, operation);
         QFETCH(QString, message);
-        const nlohmann::json json = {{"format", "organ-graft-plan"},
-                                     {"version", 1},
-                                     {"base", "base.gguf"},
-                                     {"operations", nlohmann::json::array({nlohmann::json::parse(operation.toStdString())})}};
+        const nlohmann::json json = {
+            {"format", "organ-graft-plan"},
+            {"version", 1},
+            {"base", "base.gguf"},
+            {"operations", nlohmann::json::array({nlohmann::json::parse(operation.toStdString())})}};
         try {
             graftPlanFromJson(json, "plan.json");
             QFAIL("accepted");
@@ -216,7 +220,8 @@ private slots:
         plan.operations = {quantizeOperation(QuantFileType::Q4_K_M), quantizeOperation(QuantFileType::Q6_K)};
         const CompatibilityReport report = checkGraft(plan, GraftModels::open(plan));
         QVERIFY(report.hasErrors());
-        QVERIFY2(findingsOf(report).contains(QStringLiteral("a plan quantizes the chimera once (operation 1 does)")),
+        QVERIFY2(findingsOf(report).contains(
+                     QStringLiteral("a plan quantizes the chimera once (operation 1 does)")),
                  qPrintable(findingsOf(report)));
     }
 };

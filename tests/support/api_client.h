@@ -6,7 +6,7 @@
 #include "fixtures.h"
 #include "loopback_client.h"
 
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 
 #include <QDir>
 #include <QEventLoop>
@@ -155,7 +155,8 @@ inline nlohmann::json waitForJob(quint16 port, const nlohmann::json& started) {
     const QString href = QString::fromStdString(started.value("href", std::string()));
     for (int i = 0; i < 600; ++i) {
         const Answer a = get(port, href);
-        if (a.status != 200 || a.body.value("state", "") != "running") {
+        const std::string state = a.body.value("state", "");
+        if (a.status != 200 || (state != "queued" && state != "running" && state != "cancelling")) {
             return a.body;
         }
         QTest::qWait(50);

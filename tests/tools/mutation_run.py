@@ -405,7 +405,7 @@ def http_main(args):
         deadline = time.monotonic() + args.timeout
         while time.monotonic() < deadline:
             polled, state = api_request(server, "GET", href, timeout=args.timeout)
-            if polled != 200 or not isinstance(state, dict) or state.get("state") != "running":
+            if polled != 200 or not isinstance(state, dict) or state.get("state") not in ("queued", "running", "cancelling"):
                 return state.get("state") if isinstance(state, dict) else polled
             time.sleep(0.01)
         return None

@@ -1,8 +1,8 @@
 #pragma once
 
+#include "anatomy/tensor_selector.h"
 #include "gguf/gguf_model.h"
 #include "gguf/gguf_writer.h"
-#include "graft/graft_plan.h"
 #include "purify/purification.h"
 #include "support/job.h"
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 
 #include "anatomy/anatomy.h"
 #include "measure/measure_report.h"
