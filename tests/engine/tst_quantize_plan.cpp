@@ -20,14 +20,6 @@ using namespace organ::testing;
 
 namespace {
 
-QString family(const char* name) {
-    return sharedModel(QStringLiteral("family/") + QLatin1String(name));
-}
-
-QString familyImatrix() {
-    return sharedReference(QStringLiteral("family/family-base-imatrix.gguf"));
-}
-
 GraftOperation quantizeOperation(QuantFileType type, const QString& imatrix = {}) {
     GraftOperation o;
     o.kind = GraftOperation::Kind::Quantize;
@@ -68,10 +60,10 @@ class TestQuantizePlan : public QObject {
 private slots:
     // A plan that only quantizes: llama-quantize's Q4_K_M of the family base, tensor for tensor.
     void quantizesTheChimera() {
-        ORGAN_REQUIRE_SHARED(family("family-base-f16.gguf"));
-        ORGAN_REQUIRE_SHARED(family("family-base-q4_k_m.gguf"));
+        ORGAN_REQUIRE_SHARED(familyModel("family-base-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(familyModel("family-base-q4_k_m.gguf"));
         GraftPlan plan;
-        plan.base = family("family-base-f16.gguf").toStdString();
+        plan.base = familyModel("family-base-f16.gguf").toStdString();
         plan.operations.push_back(quantizeOperation(QuantFileType::Q4_K_M));
         const GraftModels models = GraftModels::open(plan);
         const CompatibilityReport report = checkGraft(plan, models);
@@ -82,7 +74,7 @@ private slots:
         const JobResult written = assembleChimera(plan, models, report, out.toStdString());
         QVERIFY2(written.isOk(), written.message.c_str());
         const auto chimera = GgufModel::open(out.toStdString());
-        const auto reference = GgufModel::open(family("family-base-q4_k_m.gguf").toStdString());
+        const auto reference = GgufModel::open(familyModel("family-base-q4_k_m.gguf").toStdString());
         compareTensors(*chimera, *reference);
         QCOMPARE(chimera->find("general.file_type")->asUInt().value_or(0), std::uint64_t(15));
         QCOMPARE(chimera->find("general.quantization_version")->asUInt().value_or(0), std::uint64_t(2));
@@ -94,11 +86,11 @@ private slots:
     // weights) where the unquantized chimera rounded them to F16 first.
     void graftThenQuantizeIsOrganQuantize() {
         for (const char* f : {"family-base-f16.gguf", "family-farm-f16.gguf"}) {
-            ORGAN_REQUIRE_SHARED(family(f));
+            ORGAN_REQUIRE_SHARED(familyModel(f));
         }
         ORGAN_REQUIRE_SHARED(familyImatrix());
-        GraftPlan plan =
-            replacePlan(family("family-base-f16.gguf"), family("family-farm-f16.gguf"), organsOfLayers(1, 3));
+        GraftPlan plan = replacePlan(familyModel("family-base-f16.gguf"), familyModel("family-farm-f16.gguf"),
+                                     organsOfLayers(1, 3));
         GraftOperation purification;
         purification.kind = GraftOperation::Kind::Purify;
         purification.select.names = {"blk.4.attn_q.weight"};
@@ -129,7 +121,7 @@ private slots:
                  std::string("texts/general.txt"));
         QVERIFY(chimera->find("organ.purify.tensors") != nullptr);
 
-        const auto base = GgufModel::open(family("family-base-f16.gguf").toStdString());
+        const auto base = GgufModel::open(familyModel("family-base-f16.gguf").toStdString());
         const TensorInfo& q = *base->findTensor("blk.4.attn_q.weight");
         std::vector<float> values(static_cast<std::size_t>(q.elements));
         dequantizeRange(q.type, base->tensorData(q), 0, values.size(), values.data());
@@ -214,9 +206,9 @@ private slots:
     }
 
     void onlyOneQuantize() {
-        ORGAN_REQUIRE_SHARED(family("family-base-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(familyModel("family-base-f16.gguf"));
         GraftPlan plan;
-        plan.base = family("family-base-f16.gguf").toStdString();
+        plan.base = familyModel("family-base-f16.gguf").toStdString();
         plan.operations = {quantizeOperation(QuantFileType::Q4_K_M), quantizeOperation(QuantFileType::Q6_K)};
         const CompatibilityReport report = checkGraft(plan, GraftModels::open(plan));
         QVERIFY(report.hasErrors());
