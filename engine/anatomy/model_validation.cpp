@@ -239,6 +239,30 @@ private:
             (tokens == nullptr || !tokens->isArray() || tokens->elementType() != ValueType::String)) {
             error("keys",
                   "the key tokenizer.ggml.tokens (an array of strings) is missing (llama.cpp requires it)");
+            return;
+        }
+        if (tokens != nullptr && tokens->isArray()) {
+            checkTokenArray("tokenizer.ggml.scores", ValueType::F32, tokens->arraySize());
+            checkTokenArray("tokenizer.ggml.token_type", ValueType::I32, tokens->arraySize());
+        }
+    }
+
+    // llama.cpp reads the scores and token types as raw arrays of f32 and i32 indexed by token:
+    // an array of strings fails its assertion, any other type is read as those bytes, and a
+    // shorter array is read past its end.
+    void checkTokenArray(const std::string& name, ValueType element, std::uint64_t vocab) {
+        const MetaValue* value = m_model.find(name);
+        if (value == nullptr) {
+            return;
+        }
+        if (!value->isArray() || value->elementType() != element) {
+            error("keys", "the key " + name + " is " +
+                              (value->isArray() ? "an array of " + typeName(value->elementType())
+                                                : typeName(value->type())) +
+                              "; llama.cpp reads an array of " + typeName(element) + ", one per token");
+        } else if (value->arraySize() < vocab) {
+            error("keys", "the key " + name + " has " + std::to_string(value->arraySize()) + " entries for " +
+                              std::to_string(vocab) + " tokens; llama.cpp reads one per token, past its end");
         }
     }
 
