@@ -200,6 +200,7 @@ int runPurify(const std::vector<std::string>& args) {
     try {
         VitalsRequest request;
         request.continuation = 0;
+        request.layerImportance = false;
         const auto before = takeVitals(ModelWeights::ofModel(model), {}, request);
         const auto after = takeVitals(ModelWeights::ofModel(openModel(*output)), {}, request);
         if (before && after) {

@@ -54,6 +54,14 @@ ModelWeights ModelWeights::ofPlan(const GraftPlan& plan, const GraftModels& mode
     return w;
 }
 
+std::uint64_t ModelWeights::tensorBytes() const {
+    std::uint64_t total = 0;
+    for (const auto& [name, e] : m_tensors) {
+        total += storedBytes(e.info.type, e.info.elements);
+    }
+    return total;
+}
+
 const MetaValue* ModelWeights::find(std::string_view key) const {
     for (const auto& [k, v] : m_metadata) {
         if (k == key) {

@@ -36,6 +36,8 @@ public:
         std::string shapeText() const;
     };
     const Tensor* tensor(std::string_view name) const;
+    // The bytes of every tensor as stored.
+    std::uint64_t tensorBytes() const;
     // Rows first … first + count − 1 (a row: ne[0] elements) as F32, so that an embedding or
     // an output projection never has to be in F32 whole.
     void dequantizeRows(std::string_view name, std::uint64_t first, std::uint64_t count, float* out) const;
