@@ -3,6 +3,7 @@
 #include "support/digest.h"
 #include "support/errors.h"
 #include "support/safe_files.h"
+#include "support/sha256.h"
 #include "support/text_format.h"
 
 #include <algorithm>
@@ -214,6 +215,23 @@ GgufWriteSpec specFromFile(const GgufFile& file) {
             {info.name, info.type, info.nDims, info.ne, {file.tensorData(info), {}, file.mapping(), {}}});
     }
     return spec;
+}
+
+std::string sha256Of(const TensorSource& source, const std::atomic<bool>* stop) {
+    Sha256 sha;
+    const auto data = source.bytes;
+    if (!source.mapping) {
+        sha.update(data);
+        return sha.finishHex();
+    }
+    const auto base = static_cast<std::uint64_t>(data.data() - source.mapping->bytes().data());
+    std::vector<std::byte> buffer;
+    for (std::uint64_t at = 0; at < data.size() && !(stop != nullptr && *stop); at += kChunk) {
+        buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, data.size() - at)));
+        source.mapping->read(base + at, buffer);
+        sha.update(buffer);
+    }
+    return sha.finishHex();
 }
 
 JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress,

@@ -3,6 +3,7 @@
 #include "gguf/gguf_file.h"
 #include "support/job.h"
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <span>
@@ -20,6 +21,11 @@ struct TensorSource {
     std::shared_ptr<const MappedFile> mapping; // set when `bytes` lies in this mapping
     std::shared_ptr<const void> owner;         // keeps a buffer behind `bytes` alive
 };
+
+// The SHA-256 of a source's `bytes`, read through its mapping with pread a few MiB at a time
+// (memory stays flat, nothing is left resident). Not for generated sources. `stop`, when set,
+// ends it early (the digest is then of a part).
+std::string sha256Of(const TensorSource& source, const std::atomic<bool>* stop = nullptr);
 
 struct TensorToWrite {
     std::string name;

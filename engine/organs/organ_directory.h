@@ -19,6 +19,10 @@ namespace organ {
 // [name_len:u32][name][n_dims:u32][ne:u64 × n_dims][dtype:u32][data], little-endian, the data
 // exactly as in the GGUF.
 inline constexpr const char* kOrganManifest = "manifest.json";
+inline constexpr const char* kOrganFormat = "organ-directory";
+inline constexpr int kOrganFormatVersion = 1;
+// Bytes read, copied or hashed at a time.
+inline constexpr std::size_t kOrganChunk = 4u << 20;
 
 struct OrganTensor {
     std::string name;
@@ -34,6 +38,10 @@ struct OrganTensor {
     // Where the data starts in the tensor file: after the header.
     std::uint64_t headerBytes() const;
 };
+
+// The header a tensor file begins with: [name_len][name][n_dims][ne × n_dims][dtype].
+std::string tensorFileHeader(const std::string& name, std::uint32_t nDims,
+                             const std::array<std::uint64_t, kGgufMaxDims>& ne, TensorType type);
 
 // The folder of a system and the file name of a tensor ("blk.0.ffn_gate.weight" →
 // "blk_0_ffn_gate.bin"): letters, digits, '_' and '-' only, unique within the directory even on
