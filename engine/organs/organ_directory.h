@@ -24,6 +24,12 @@ inline constexpr int kOrganFormatVersion = 1;
 // Bytes read, copied or hashed at a time.
 inline constexpr std::size_t kOrganChunk = 4u << 20;
 
+// The largest manifest read, and the most JSON values (numbers, strings, …) it may hold: its
+// parsed form costs some 16 bytes a value, so these bound what opening a directory takes
+// (a vocabulary of 262 144 tokens with scores, types and merges is about a million values).
+inline constexpr std::uint64_t kMaxManifestBytes = 64u << 20;
+inline constexpr std::uint64_t kMaxManifestValues = 4u << 20;
+
 struct OrganTensor {
     std::string name;
     std::string file; // relative to the directory, "organs/blk_0_ffn_gate.bin"

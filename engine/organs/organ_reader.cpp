@@ -2,10 +2,10 @@
 
 #include "organs/manifest_values.h"
 
+#include "support/bounded_json.h"
 #include "support/errors.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
-#include "support/text_safety.h"
 
 #include <algorithm>
 #include <cctype>
@@ -75,7 +75,7 @@ std::vector<std::pair<std::string, MetaValue>> readMetadata(const nlohmann::json
         if (!key) {
             throw FormatError(where + ": \"key\" must be a string");
         }
-        metadata.emplace_back(*key, metaValueFromManifest(e, where + " (" + escapeText(*key) + ")"));
+        metadata.emplace_back(*key, metaValueFromManifest(e, where + " (" + *key + ")"));
     }
     return metadata;
 }
@@ -101,12 +101,11 @@ OrganTensor readTensor(const nlohmann::json& e, const std::string& where) {
     t.name = *tensorName;
     t.file = e["file"].get<std::string>();
     if (!safeRelativePath(t.file)) {
-        throw FormatError(where + ": file '" + escapeText(t.file) +
-                          "' is not a plain path inside the directory");
+        throw FormatError(where + ": file '" + t.file + "' is not a plain path inside the directory");
     }
     const auto type = tensorTypeFromName(e["dtype"].get<std::string>());
     if (!type) {
-        throw FormatError(where + ": unknown dtype '" + escapeText(e["dtype"].get<std::string>()) + "'");
+        throw FormatError(where + ": unknown dtype '" + e["dtype"].get<std::string>() + "'");
     }
     t.type = *type;
     const auto& shape = e["shape"];
@@ -189,12 +188,11 @@ OrganDirectory OrganDirectory::open(const std::string& directory) {
     if (!fs::is_regular_file(fs::symlink_status(manifestPath, ec))) {
         throw FormatError(name + ": no manifest.json (not an organ directory, or an unfinished one)");
     }
-    nlohmann::json manifest;
-    try {
-        manifest = nlohmann::json::parse(readSmallFile(manifestPath, 1u << 30));
-    } catch (const nlohmann::json::exception& e) {
-        throw FormatError(name + "/manifest.json: not JSON: " + e.what());
-    }
+    // Its values counted as they are read: past kMaxManifestValues it is refused before its
+    // parsed form outgrows what opening a directory may cost.
+    const nlohmann::json manifest =
+        parseBoundedJson(readSmallFile(manifestPath, kMaxManifestBytes), kMaxManifestValues,
+                         name + "/manifest.json", "an organ directory");
     OrganDirectory out;
     out.m_path = directory;
     auto bad = [&](const std::string& what) { return FormatError(name + "/manifest.json: " + what); };
@@ -205,8 +203,10 @@ OrganDirectory OrganDirectory::open(const std::string& directory) {
         throw bad("version " + manifest.value("version", nlohmann::json()).dump() +
                   " is not supported (only 1)");
     }
-    if (manifest.contains("source") && manifest["source"].is_object()) {
-        out.m_ggufVersion = manifest["source"].value("gguf_version", 3u);
+    if (manifest.contains("source") && manifest["source"].is_object() &&
+        manifest["source"].contains("gguf_version") &&
+        manifest["source"]["gguf_version"].is_number_unsigned()) {
+        out.m_ggufVersion = manifest["source"]["gguf_version"].get<std::uint32_t>();
     }
     out.m_metadata = readMetadata(manifest, name);
     if (!manifest.contains("tensors") || !manifest["tensors"].is_array()) {
@@ -218,7 +218,7 @@ OrganDirectory OrganDirectory::open(const std::string& directory) {
         const std::string where = name + "/manifest.json: tensors[" + std::to_string(i) + "]";
         OrganTensor t = readTensor(manifest["tensors"][i], where);
         if (!names.insert(t.name).second) {
-            throw FormatError(where + ": the tensor " + escapeText(t.name) + " is listed twice");
+            throw FormatError(where + ": the tensor " + t.name + " is listed twice");
         }
         if (!files.insert(t.file).second) {
             throw FormatError(where + ": the file " + t.file + " is listed twice");
@@ -268,8 +268,8 @@ std::shared_ptr<const GgufModel> OrganDirectory::model() const {
         std::string found(header.size(), '\0');
         mapping->read(0, std::as_writable_bytes(std::span(found.data(), found.size())));
         if (found != header) {
-            throw FormatError(name + ": " + t.file + ": its header does not match the manifest's " +
-                              escapeText(t.name) + " (name, shape or dtype)");
+            throw FormatError(name + ": " + t.file + ": its header does not match the manifest's " + t.name +
+                              " (name, shape or dtype)");
         }
         TensorToWrite w{t.name, t.type, t.nDims, t.ne, {}};
         w.source.bytes = bytes.subspan(static_cast<std::size_t>(t.headerBytes()));

@@ -2,6 +2,7 @@
 
 #include "organs/manifest_values.h"
 
+#include "support/bounded_json.h"
 #include "support/errors.h"
 #include "support/safe_files.h"
 #include "support/sha256.h"
@@ -269,7 +270,18 @@ bool writeOrgans(const GgufWriteSpec& spec, const std::string& partial, const st
     if (measurement != nullptr) {
         manifest["measurement"] = *measurement;
     }
+    // Never a directory that cannot be opened again.
+    if (const std::uint64_t values = jsonValueCount(manifest); values > kMaxManifestValues) {
+        throw FormatError(name + ": its manifest would hold " + groupDigits(values) +
+                          " values, more than the " + groupDigits(kMaxManifestValues) +
+                          " an organ directory holds");
+    }
     const std::string text = manifest.dump(1) + "\n";
+    if (text.size() > kMaxManifestBytes) {
+        throw FormatError(name + ": its manifest would be " + groupDigits(text.size()) +
+                          " bytes, more than the " + groupDigits(kMaxManifestBytes) +
+                          " an organ directory holds");
+    }
     const std::string manifestPath = (fs::path(partial) / kOrganManifest).string();
     const Fd out(::open(manifestPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (out.get() < 0) {
@@ -342,12 +354,11 @@ JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& dire
     }
     const fs::path parent = fs::absolute(directory).parent_path();
     if (!fs::is_directory(parent, ec)) {
-        return JobResult::failed(name + ": its folder " + escapeText(parent.string()) + " does not exist");
+        return JobResult::failed(name + ": its folder " + parent.string() + " does not exist");
     }
     const std::string partial = partialName(fs::absolute(directory).lexically_normal().string());
     if (::mkdir(partial.c_str(), 0755) != 0) {
-        return JobResult::failed(name + ": cannot create " + escapeText(partial) + ": " +
-                                 std::strerror(errno));
+        return JobResult::failed(name + ": cannot create " + partial + ": " + std::strerror(errno));
     }
     try {
         if (!writeOrgans(spec, partial, name, source, measurement, progress, stop)) {

@@ -1,6 +1,7 @@
 #include "fixtures.h"
 
 #include "gguf/gguf_model.h"
+#include "organs/organ_directory.h"
 
 #include <QFile>
 #include <QTest>
@@ -29,6 +30,14 @@ TensorToWrite patternTensor(const std::string& name, TensorType type, std::vecto
     t.source.bytes = *buffer;
     t.source.owner = buffer;
     return t;
+}
+
+bool extractFixture(const QString& model, const QString& directory) {
+    const JobResult result = extractOrgans(*GgufModel::open(model.toStdString()), directory.toStdString());
+    if (!result.isOk()) {
+        qWarning("fixture %s: %s", qPrintable(directory), result.message.c_str());
+    }
+    return result.isOk();
 }
 
 bool writeFixture(const QString& path, const GgufWriteSpec& spec) {

@@ -35,6 +35,9 @@ TensorSelector organsOfLayers(std::uint32_t first, std::uint32_t last);
 // split.count and split.tensors.count, the tensors are spread in order. Returns the parts' paths.
 QStringList writeSplitFixture(const QString& source, const QString& prefix, unsigned parts);
 
+// `model` taken apart into the organ directory `directory`; false (said) when it cannot be.
+bool extractFixture(const QString& model, const QString& directory);
+
 QByteArray readAll(const QString& path);
 bool writeAll(const QString& path, const QByteArray& bytes);
 
