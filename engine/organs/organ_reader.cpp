@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unordered_set>
@@ -150,6 +149,17 @@ OrganTensor readTensor(const nlohmann::json& e, const std::string& where) {
     return t;
 }
 
+// The tensor file of `t`, opened beneath the directory (no link followed), of the right size.
+FileDescriptor openTensorFile(const OpenFolder& folder, const OrganTensor& t) {
+    FileDescriptor fd = folder.openFile(t.file);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != t.headerBytes() + t.bytes) {
+        throw FormatError(folder.label(t.file) + " is " + std::to_string(st.st_size) + " bytes, expected " +
+                          std::to_string(t.headerBytes() + t.bytes));
+    }
+    return fd;
+}
+
 } // namespace
 
 std::uint64_t OrganTensor::headerBytes() const {
@@ -174,27 +184,23 @@ bool OrganDirectory::looksLikeOne(const std::string& path) {
     return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / kOrganManifest, ec);
 }
 
-std::string OrganDirectory::filePath(const OrganTensor& tensor) const {
-    return (fs::path(m_path) / tensor.file).string();
-}
-
 OrganDirectory OrganDirectory::open(const std::string& directory) {
     const std::string name = fileLabel(directory);
-    std::error_code ec;
-    if (!fs::is_directory(directory, ec)) {
-        throw IoError(name + ": not a directory");
-    }
-    const std::string manifestPath = (fs::path(directory) / kOrganManifest).string();
-    if (!fs::is_regular_file(fs::symlink_status(manifestPath, ec))) {
+    OrganDirectory out;
+    out.m_path = directory;
+    out.m_folder = OpenFolder::open(directory);
+    std::string text;
+    try {
+        text =
+            readSmallFile(out.m_folder->openFile(kOrganManifest), name + "/manifest.json", kMaxManifestBytes);
+    } catch (const FormatError&) {
         throw FormatError(name + ": no manifest.json (not an organ directory, or an unfinished one)");
     }
     // Its values counted as they are read: past kMaxManifestValues it is refused before its
     // parsed form outgrows what opening a directory may cost.
     const nlohmann::json manifest =
-        parseBoundedJson(readSmallFile(manifestPath, kMaxManifestBytes), kMaxManifestValues,
-                         name + "/manifest.json", "an organ directory");
-    OrganDirectory out;
-    out.m_path = directory;
+        parseBoundedJson(text, kMaxManifestValues, name + "/manifest.json", "an organ directory");
+    text = {};
     auto bad = [&](const std::string& what) { return FormatError(name + "/manifest.json: " + what); };
     if (!manifest.is_object() || manifest.value("format", std::string()) != kOrganFormat) {
         throw bad("\"format\" is not \"organ-directory\"");
@@ -223,19 +229,7 @@ OrganDirectory OrganDirectory::open(const std::string& directory) {
         if (!files.insert(t.file).second) {
             throw FormatError(where + ": the file " + t.file + " is listed twice");
         }
-        // The file itself: regular (never followed through a link), of the right size.
-        const std::string path = (fs::path(directory) / t.file).string();
-        struct stat st {};
-        if (::lstat(path.c_str(), &st) != 0) {
-            throw FormatError(name + ": " + t.file + " is missing");
-        }
-        if (!S_ISREG(st.st_mode)) {
-            throw FormatError(name + ": " + t.file + " is not a regular file");
-        }
-        if (static_cast<std::uint64_t>(st.st_size) != t.headerBytes() + t.bytes) {
-            throw FormatError(name + ": " + t.file + " is " + std::to_string(st.st_size) +
-                              " bytes, expected " + std::to_string(t.headerBytes() + t.bytes));
-        }
+        openTensorFile(*out.m_folder, t);
         out.m_tensors.push_back(std::move(t));
     }
     if (manifest.contains("measurement")) {
@@ -245,38 +239,25 @@ OrganDirectory OrganDirectory::open(const std::string& directory) {
 }
 
 std::shared_ptr<const GgufModel> OrganDirectory::model() const {
-    const std::string name = fileLabel(m_path);
-    // One descriptor per tensor file stays open with its mapping: a large model's directory needs
-    // more than the usual soft limit of 1024.
-    struct rlimit limit {};
-    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-        limit.rlim_cur < m_tensors.size() + 256) {
-        limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, m_tensors.size() + 256);
-        ::setrlimit(RLIMIT_NOFILE, &limit);
-    }
     std::vector<GgufModel::TensorFile> files;
     GgufWriteSpec spec;
     spec.metadata = m_metadata;
     for (const OrganTensor& t : m_tensors) {
-        auto mapping = MappedFile::open(filePath(t));
+        FileDescriptor fd = openTensorFile(*m_folder, t);
         const std::string header = tensorFileHeader(t.name, t.nDims, t.ne, t.type);
-        const auto bytes = mapping->bytes();
-        if (bytes.size() != t.headerBytes() + t.bytes) {
-            throw FormatError(name + ": " + t.file + " is " + std::to_string(bytes.size()) +
-                              " bytes, expected " + std::to_string(t.headerBytes() + t.bytes));
-        }
         std::string found(header.size(), '\0');
-        mapping->read(0, std::as_writable_bytes(std::span(found.data(), found.size())));
-        if (found != header) {
-            throw FormatError(name + ": " + t.file + ": its header does not match the manifest's " + t.name +
-                              " (name, shape or dtype)");
+        if (::pread(fd.get(), found.data(), found.size(), 0) != static_cast<ssize_t>(found.size()) ||
+            found != header) {
+            throw FormatError(m_folder->label(t.file) + ": its header does not match the manifest's " +
+                              t.name + " (name, shape or dtype)");
         }
+        auto mapping = MappedFile::mapBeneath(std::move(fd), m_folder, t.file);
         TensorToWrite w{t.name, t.type, t.nDims, t.ne, {}};
-        w.source.bytes = bytes.subspan(static_cast<std::size_t>(t.headerBytes()));
+        w.source.bytes = mapping->bytes().subspan(static_cast<std::size_t>(t.headerBytes()));
         spec.tensors.push_back(std::move(w));
         files.push_back({std::move(mapping), t.headerBytes()});
     }
-    const GgufLayout layout = layoutGguf(spec, name);
+    const GgufLayout layout = layoutGguf(spec, fileLabel(m_path));
     return GgufModel::fromTensorFiles(GgufFile::fromHeader(m_path, layout.header, layout.fileSize),
                                       std::move(files));
 }

@@ -26,25 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A file descriptor closed on every path out.
-class Fd {
-public:
-    explicit Fd(int fd) : m_fd(fd) {}
-    ~Fd() {
-        if (m_fd >= 0) {
-            ::close(m_fd);
-        }
-    }
-    Fd(Fd&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    Fd& operator=(Fd&&) = delete;
-    int get() const { return m_fd; }
-
-private:
-    int m_fd;
-};
-
 void writeAll(int fd, const void* data, std::size_t size, const std::string& what) {
     const auto* p = static_cast<const char*>(data);
     while (size > 0) {
@@ -90,7 +71,7 @@ std::string partialName(const std::string& directory) {
 // Where a tensor's file comes from when its bytes are a whole tensor file already (an organ
 // directory's, with the same header): that file, to be linked rather than copied.
 bool sameTensorFile(const TensorSource& source, const std::string& header) {
-    if (!source.mapping || source.generate || source.mapping->descriptor() < 0) {
+    if (!source.mapping || source.generate || source.mapping->isBuffer()) {
         return false;
     }
     const auto all = source.mapping->bytes();
@@ -101,15 +82,18 @@ bool sameTensorFile(const TensorSource& source, const std::string& header) {
 
 // A new name for an existing file: a hard link, else a reflink (a copy sharing its blocks); false
 // when the file system offers neither (another device, no permission) and the bytes must be copied.
+// The file is the one mapped, reached through its descriptor, never by its name again.
 bool linkOrClone(const MappedFile& from, const std::string& target) {
-    if (::link(from.path().c_str(), target.c_str()) == 0) {
+    const FileDescriptor in = from.openDescriptor();
+    const std::string self = "/proc/self/fd/" + std::to_string(in.get());
+    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, target.c_str(), AT_SYMLINK_FOLLOW) == 0) {
         return true;
     }
-    Fd out(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (out.get() >= 0 && ::ioctl(out.get(), FICLONE, from.descriptor()) == 0) {
+    FileDescriptor out(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (out.isOpen() && ::ioctl(out.get(), FICLONE, in.get()) == 0) {
         return true;
     }
-    if (out.get() >= 0) {
+    if (out.isOpen()) {
         ::unlink(target.c_str());
     }
     return false;
@@ -120,10 +104,10 @@ bool linkOrClone(const MappedFile& from, const std::string& target) {
 void copyData(const TensorSource& source, int out, std::vector<std::byte>& buffer, const std::string& what,
               const StopToken* stop) {
     const auto data = source.bytes;
-    const int in = source.mapping ? source.mapping->descriptor() : -1;
+    const FileDescriptor in = source.mapping ? source.mapping->openDescriptor() : FileDescriptor();
     const std::uint64_t base =
         source.mapping ? static_cast<std::uint64_t>(data.data() - source.mapping->bytes().data()) : 0;
-    bool kernel = in >= 0;
+    bool kernel = in.isOpen();
     for (std::uint64_t done = 0; done < data.size();) {
         if (stop != nullptr && stop->stopRequested()) {
             return;
@@ -131,7 +115,7 @@ void copyData(const TensorSource& source, int out, std::vector<std::byte>& buffe
         const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kOrganChunk, data.size() - done));
         if (kernel) {
             loff_t from = static_cast<loff_t>(base + done);
-            const ssize_t copied = ::copy_file_range(in, &from, out, nullptr, n, 0);
+            const ssize_t copied = ::copy_file_range(in.get(), &from, out, nullptr, n, 0);
             if (copied > 0) {
                 done += static_cast<std::uint64_t>(copied);
                 continue;
@@ -162,8 +146,9 @@ std::string writeTensorFile(const TensorToWrite& t, const std::string& target, c
     if (sameTensorFile(t.source, header) && linkOrClone(*t.source.mapping, target)) {
         return sha256Of(t.source);
     }
-    const Fd out(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (out.get() < 0) {
+    const FileDescriptor out(
+        ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!out.isOpen()) {
         throw IoError(what + ": cannot create: " + std::strerror(errno));
     }
     writeAll(out.get(), header.data(), header.size(), what);
@@ -283,8 +268,9 @@ bool writeOrgans(const GgufWriteSpec& spec, const std::string& partial, const st
                           " an organ directory holds");
     }
     const std::string manifestPath = (fs::path(partial) / kOrganManifest).string();
-    const Fd out(::open(manifestPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (out.get() < 0) {
+    const FileDescriptor out(
+        ::open(manifestPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!out.isOpen()) {
         throw IoError(name + ": cannot create the manifest: " + std::strerror(errno));
     }
     writeAll(out.get(), text.data(), text.size(), name + "/manifest.json");

@@ -1,6 +1,7 @@
 #include "support/mapped_file.h"
 
 #include "support/errors.h"
+#include "support/open_folder.h"
 #include "support/text_format.h"
 
 #include <algorithm>
@@ -29,47 +30,88 @@ std::vector<FileIdentity>& registry() {
 // An empty file cannot be mapped; it still needs a valid pointer for an empty span.
 const std::byte kEmpty[1] = {};
 
+void registerInput(const FileIdentity& identity) {
+    std::lock_guard lock(registryMutex());
+    registry().push_back(identity);
+}
+
+void unregisterInput(const FileIdentity& identity) {
+    std::lock_guard lock(registryMutex());
+    auto& open = registry();
+    if (auto it = std::find(open.begin(), open.end(), identity); it != open.end()) {
+        open.erase(it);
+    }
+}
+
 } // namespace
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
     // Without blocking: opening a FIFO for reading would otherwise wait for a writer forever.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
+    FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.isOpen()) {
         throw IoError(fileLabel(path) + ": cannot open: " + std::strerror(errno));
     }
+    auto file = map(fd, path);
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK); // reads of a regular file
+    file->m_fd = fd.release();
+    return file;
+}
+
+std::shared_ptr<const MappedFile> MappedFile::mapBeneath(FileDescriptor fd,
+                                                         std::shared_ptr<const OpenFolder> folder,
+                                                         const std::string& relative) {
+    auto file = map(fd, folder->path() + "/" + relative);
+    file->m_folder = std::move(folder);
+    file->m_relative = relative;
+    return file; // `fd` closes here: the mapping stays
+}
+
+std::shared_ptr<MappedFile> MappedFile::map(FileDescriptor& fd, const std::string& path) {
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        throw IoError(fileLabel(path) + ": cannot read its size: " + std::strerror(err));
+    if (::fstat(fd.get(), &st) != 0) {
+        throw IoError(fileLabel(path) + ": cannot read its size: " + std::strerror(errno));
     }
     if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
         throw IoError(fileLabel(path) + ": is not a regular file");
     }
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK); // reads of a regular file
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    const std::byte* data = kEmpty;
+    if (size != 0) {
+        void* mapped = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_SHARED, fd.get(), 0);
+        if (mapped == MAP_FAILED) {
+            throw IoError(fileLabel(path) + ": cannot map " + groupDigits(size) +
+                          " bytes: " + std::strerror(errno));
+        }
+        data = static_cast<const std::byte*>(mapped);
+    }
+    // Only a whole mapping is a MappedFile: its destructor unmaps and unregisters exactly it.
     std::shared_ptr<MappedFile> file(new MappedFile);
     file->m_path = path;
-    file->m_size = static_cast<std::uint64_t>(st.st_size);
+    file->m_size = size;
+    file->m_data = data;
     file->m_identity = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
-    if (file->m_size == 0) {
-        file->m_data = kEmpty;
-    } else {
-        void* data = ::mmap(nullptr, static_cast<std::size_t>(file->m_size), PROT_READ, MAP_SHARED, fd, 0);
-        if (data == MAP_FAILED) {
-            const int err = errno;
-            ::close(fd);
-            throw IoError(fileLabel(path) + ": cannot map " + groupDigits(file->m_size) +
-                          " bytes: " + std::strerror(err));
-        }
-        file->m_data = static_cast<const std::byte*>(data);
-    }
-    file->m_fd = fd;
-    {
-        std::lock_guard lock(registryMutex());
-        registry().push_back(file->m_identity);
-    }
+    registerInput(file->m_identity);
     return file;
+}
+
+FileDescriptor MappedFile::openDescriptor() const {
+    if (m_buffer) {
+        return FileDescriptor();
+    }
+    if (m_fd >= 0) {
+        FileDescriptor fd(::fcntl(m_fd, F_DUPFD_CLOEXEC, 0));
+        if (!fd.isOpen()) {
+            throw IoError(fileLabel(m_path) + ": cannot open it again: " + std::strerror(errno));
+        }
+        return fd;
+    }
+    FileDescriptor fd = m_folder->openFile(m_relative);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || FileIdentity{static_cast<std::uint64_t>(st.st_dev),
+                                                    static_cast<std::uint64_t>(st.st_ino)} != m_identity) {
+        throw IoError(m_folder->label(m_relative) + ": was replaced by another file while it was read");
+    }
+    return fd;
 }
 
 std::shared_ptr<const MappedFile> MappedFile::fromBuffer(std::string label,
@@ -97,11 +139,7 @@ MappedFile::~MappedFile() {
     if (m_size != 0) {
         ::munmap(const_cast<std::byte*>(m_data), static_cast<std::size_t>(m_size));
     }
-    std::lock_guard lock(registryMutex());
-    auto& open = registry();
-    if (auto it = std::find(open.begin(), open.end(), m_identity); it != open.end()) {
-        open.erase(it);
-    }
+    unregisterInput(m_identity);
 }
 
 void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
@@ -122,7 +160,7 @@ void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
 }
 
 void MappedFile::read(std::uint64_t offset, std::span<std::byte> out) const {
-    if (m_fd < 0) {
+    if (m_buffer) {
         if (offset > m_size || out.size() > m_size - offset) {
             throw IoError(fileLabel(m_path) + ": read failed at byte " + groupDigits(offset) +
                           ": unexpected end of file");
@@ -130,8 +168,11 @@ void MappedFile::read(std::uint64_t offset, std::span<std::byte> out) const {
         std::copy_n(m_data + offset, out.size(), out.begin());
         return;
     }
+    // A file mapped beneath a folder keeps no descriptor: one is opened for this read.
+    const FileDescriptor reopened = m_fd >= 0 ? FileDescriptor() : openDescriptor();
+    const int fd = m_fd >= 0 ? m_fd : reopened.get();
     while (!out.empty()) {
-        const ssize_t n = ::pread(m_fd, out.data(), out.size(), static_cast<off_t>(offset));
+        const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
         if (n <= 0) {
             if (n < 0 && errno == EINTR) {
                 continue;

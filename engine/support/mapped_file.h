@@ -1,5 +1,7 @@
 #pragma once
 
+#include "support/file_descriptor.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -7,6 +9,8 @@
 #include <string>
 
 namespace organ {
+
+class OpenFolder;
 
 // Identity of a file on disk (device and inode), so that the writer can refuse to
 // overwrite a file that is open as an input, whatever path or hard link names it.
@@ -22,6 +26,11 @@ struct FileIdentity {
 class MappedFile {
 public:
     static std::shared_ptr<const MappedFile> open(const std::string& path);
+    // The regular file `fd` is open on, `relative` beneath `folder` (OpenFolder::openFile), mapped;
+    // the descriptor is closed at once, so that a model of 36 000 tensor files keeps none of
+    // them open. Reads open it again beneath the folder, checked to be the same file.
+    static std::shared_ptr<const MappedFile>
+    mapBeneath(FileDescriptor fd, std::shared_ptr<const OpenFolder> folder, const std::string& relative);
     // A copy of `bytes` in memory standing in for a file named `label`: no file, no identity
     // (never an input), exactly bytes.size() bytes (so that a sanitizer sees any read past
     // them). For fuzzing the reader and for tests.
@@ -34,8 +43,11 @@ public:
     std::uint64_t size() const { return m_size; }
     std::span<const std::byte> bytes() const { return {m_data, static_cast<std::size_t>(m_size)}; }
     FileIdentity identity() const { return m_identity; }
-    // The open descriptor behind the mapping (for copy_file_range and link), -1 for a buffer.
-    int descriptor() const { return m_fd; }
+    // A descriptor of the file for the caller (copy_file_range, FICLONE, linkat): the mapping's
+    // own duplicated, or the file opened again beneath its folder and checked to be the same
+    // file. Not open for a buffer. Throws IoError when the file is gone or was replaced.
+    FileDescriptor openDescriptor() const;
+    bool isBuffer() const { return m_buffer != nullptr; }
 
     // Tells the kernel that a range will not be needed soon, so that streaming a
     // 100 GB model through the writer keeps the resident set small.
@@ -49,12 +61,15 @@ public:
 
 private:
     MappedFile() = default;
+    static std::shared_ptr<MappedFile> map(FileDescriptor& fd, const std::string& path);
     std::string m_path;
     const std::byte* m_data = nullptr;
     std::uint64_t m_size = 0;
     FileIdentity m_identity;
     int m_fd = -1;
-    std::unique_ptr<std::byte[]> m_buffer; // fromBuffer: the bytes, owned
+    std::unique_ptr<std::byte[]> m_buffer;      // fromBuffer: the bytes, owned
+    std::shared_ptr<const OpenFolder> m_folder; // mapBeneath: where the file is opened again
+    std::string m_relative;
 };
 
 // The identity of an existing path, or nullopt-like {0,0} when it does not exist.

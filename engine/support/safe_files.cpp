@@ -187,37 +187,36 @@ void writeFileSafely(const std::string& target, std::string_view content,
 }
 
 std::string readSmallFile(const std::string& path, std::uint64_t maxBytes) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
+    const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.isOpen()) {
         throw IoError(fileLabel(path) + ": cannot open: " + std::strerror(errno));
     }
+    return readSmallFile(fd, fileLabel(path), maxBytes);
+}
+
+std::string readSmallFile(const FileDescriptor& fd, const std::string& label, std::uint64_t maxBytes) {
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        throw IoError(fileLabel(path) + ": is not a regular file");
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        throw IoError(label + ": is not a regular file");
     }
     if (static_cast<std::uint64_t>(st.st_size) > maxBytes) {
-        ::close(fd);
-        throw IoError(fileLabel(path) + ": " + groupDigits(static_cast<std::uint64_t>(st.st_size)) +
+        throw IoError(label + ": " + groupDigits(static_cast<std::uint64_t>(st.st_size)) +
                       " bytes, more than the " + groupDigits(maxBytes) + " such a file may have");
     }
     std::string content(static_cast<std::size_t>(st.st_size), '\0');
     std::size_t done = 0;
     while (done < content.size()) {
-        const ssize_t n = ::read(fd, content.data() + done, content.size() - done);
+        const ssize_t n = ::read(fd.get(), content.data() + done, content.size() - done);
         if (n < 0 && errno == EINTR) {
             continue;
         }
         if (n <= 0) {
-            const int err = errno;
-            ::close(fd);
             throw IoError(
-                fileLabel(path) + ": read failed: " +
-                (n == 0 ? std::string("the file shrank while read") : std::string(std::strerror(err))));
+                label + ": read failed: " +
+                (n == 0 ? std::string("the file shrank while read") : std::string(std::strerror(errno))));
         }
         done += static_cast<std::size_t>(n);
     }
-    ::close(fd);
     return content;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "support/file_descriptor.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -60,5 +62,7 @@ bool syncFolder(const std::string& folder);
 // Reads a whole file of at most maxBytes: opened without blocking (a FIFO or a device never
 // hangs the reader) and refused unless it is a regular file. Throws IoError naming the file.
 std::string readSmallFile(const std::string& path, std::uint64_t maxBytes);
+// The same of a file already open (OpenFolder::openFile), named `label` in messages.
+std::string readSmallFile(const FileDescriptor& fd, const std::string& label, std::uint64_t maxBytes);
 
 } // namespace organ

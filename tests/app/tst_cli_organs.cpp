@@ -1,13 +1,16 @@
-// The organ command line on organ directories as an adversary leaves them: a manifest with a
-// backslash in a message.
+// The organ command line on organ directories as an adversary leaves them: a sub-folder linked
+// to elsewhere, and a manifest with a backslash in a message.
 #include "cli_run.h"
 #include "fixtures.h"
 #include "organ_fixture.h"
 #include "shared_models.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QTemporaryDir>
 #include <QTest>
 
 using namespace organ::testing;
@@ -27,12 +30,59 @@ bool writeManifest(const QString& directory, const QJsonObject& manifest) {
 class TestCliOrgans : public OrganFixture {
     Q_OBJECT
 
+    // A graft of layer 4 from the shared model into `base`.
+    QStringList graftArgs(const QString& base, const QString& out) const {
+        return {QStringLiteral("graft"),
+                QStringLiteral("--base"),
+                base,
+                QStringLiteral("--donor"),
+                m_model,
+                QStringLiteral("--layers"),
+                QStringLiteral("4"),
+                QStringLiteral("-o"),
+                out};
+    }
+
 private slots:
     void initTestCase() {
         QVERIFY2(!qgetenv("ORGAN_CLI").isEmpty(), "ORGAN_CLI is not set");
         qputenv("ORGAN_CACHE_DIR", path(QStringLiteral("cache")).toLocal8Bit());
         m_model = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         ORGAN_REQUIRE_SHARED(m_model);
+    }
+
+    // A sub-folder linked out of the directory is refused by every command (the server refused
+    // it; `organ assemble --organs d -o o.gguf` exited 0).
+    void linkedSubFoldersAreRefused_data() {
+        QTest::addColumn<QStringList>("args");
+        const QString d = path(QStringLiteral("linked"));
+        QTest::newRow("assemble") << QStringList{QStringLiteral("assemble"), QStringLiteral("--organs"), d,
+                                                 QStringLiteral("-o"), path(QStringLiteral("linked.gguf"))};
+        QTest::newRow("inspect") << QStringList{QStringLiteral("inspect"), d};
+        QTest::newRow("measure") << QStringList{QStringLiteral("measure"), d};
+        QTest::newRow("validate") << QStringList{QStringLiteral("validate"), d};
+        QTest::newRow("graft") << graftArgs(d, path(QStringLiteral("linked-graft.gguf")));
+        QTest::newRow("purify") << QStringList{
+            QStringLiteral("purify"),   d,
+            QStringLiteral("--method"), QStringLiteral("fft"),
+            QStringLiteral("-o"),       path(QStringLiteral("linked-purified.gguf"))};
+        QTest::newRow("vitals") << QStringList{QStringLiteral("vitals"), d, QStringLiteral("--tokens"),
+                                               QStringLiteral("0")};
+    }
+    void linkedSubFoldersAreRefused() {
+        QFETCH(QStringList, args);
+        const QString d = path(QStringLiteral("linked"));
+        if (!QFileInfo::exists(d)) {
+            QCOMPARE(extracted(QStringLiteral("linked")), d);
+            QVERIFY(QDir().mkpath(path(QStringLiteral("elsewhere"))));
+            QVERIFY(QFile::rename(d + QStringLiteral("/embed"), path(QStringLiteral("elsewhere/embed"))));
+            QVERIFY(QFile::link(path(QStringLiteral("elsewhere/embed")), d + QStringLiteral("/embed")));
+        }
+        const CliRun run = runOrganCli(args);
+        QCOMPARE(run.exitCode, 1);
+        QVERIFY2(run.err.contains(QStringLiteral("linked/embed is not a folder inside linked")),
+                 qPrintable(run.err));
+        QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("linked*.gguf")}).size(), 0);
     }
 
     // A manifest's path is named with its backslash escaped once: '..\\..', not '..\\\\..'.

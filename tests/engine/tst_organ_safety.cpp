@@ -1,4 +1,5 @@
-// An organ directory as an adversary leaves it: a manifest whose arrays are expensive to read.
+// An organ directory as an adversary leaves it: a sub-folder linked to somewhere else, and a
+// manifest whose arrays are expensive to read.
 #include "allocation_tracker.h"
 #include "fixtures.h"
 #include "organ_fixture.h"
@@ -6,10 +7,15 @@
 
 #include "organs/organ_directory.h"
 
+#include <QDir>
+#include <QFileInfo>
+#include <QTemporaryDir>
 #include <QTest>
+#include <filesystem>
 
 using namespace organ;
 using namespace organ::testing;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -31,6 +37,30 @@ private slots:
     void initTestCase() {
         m_model = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         ORGAN_REQUIRE_SHARED(m_model);
+    }
+
+    // A sub-folder (or the manifest) that is a link is never followed out of the directory:
+    // `mv d/organs /elsewhere && ln -s /elsewhere/organs d/organs` was read as if it were inside.
+    void linksNeverLeadOut_data() {
+        QTest::addColumn<QString>("linked");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("sub-folder") << QStringLiteral("organs")
+                                    << QStringLiteral("/organs is not a folder inside linked-organs");
+        QTest::newRow("manifest") << QStringLiteral("manifest.json") << QStringLiteral("no manifest.json");
+    }
+    void linksNeverLeadOut() {
+        QFETCH(QString, linked);
+        QFETCH(QString, message);
+        const QString directory = extracted(QStringLiteral("linked-") + QFileInfo(linked).baseName());
+        QVERIFY(!directory.isEmpty());
+        const QString elsewhere = path(QStringLiteral("elsewhere-") + QFileInfo(linked).baseName());
+        QVERIFY(QDir().mkpath(elsewhere));
+        const QString moved = elsewhere + u'/' + linked;
+        QVERIFY(QFile::rename(directory + u'/' + linked, moved));
+        fs::create_symlink(moved.toStdString(), QString(directory + u'/' + linked).toStdString());
+        const QString error = thrown([&] { openModel(directory.toStdString()); });
+        QVERIFY2(error.contains(message), qPrintable(error));
+        QVERIFY2(thrown([&] { OrganDirectory::open(directory.toStdString()); }) == error, qPrintable(error));
     }
 
     // A manifest's array costs its bytes, not a value object per element: ten million u8
