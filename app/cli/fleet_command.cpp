@@ -62,18 +62,23 @@ int runFleet(const std::vector<std::string>& args) {
         throw UsageError{parsed.flag("--merge") ? "fleet --merge needs at least one fleet report"
                                                 : "fleet needs at least one file or folder"};
     }
-    if (!reportTargetsOk("fleet", parsed, parsed.positional())) {
-        return kExitInvalid;
-    }
     if (parsed.flag("--merge")) {
         if (parsed.option("--sample") || parsed.option("--threads") || parsed.flag("--no-cache")) {
             throw UsageError{"--merge reads reports: --sample, --threads and --no-cache do not apply"};
+        }
+        if (!reportTargetsOk("fleet", parsed, parsed.positional())) {
+            return kExitInvalid;
         }
         return mergeReports(parsed);
     }
     const std::vector<std::string> models = findFleetModels(parsed.positional());
     if (models.empty()) {
         std::cerr << "organ fleet: no GGUF file or organ directory found in the paths given\n";
+        return kExitInvalid;
+    }
+    // The models found are the inputs (an organ directory with every file in it); the folders
+    // searched are not: a report may go beside the models.
+    if (!reportTargetsOk("fleet", parsed, models)) {
         return kExitInvalid;
     }
     const MeasurementCache cache;

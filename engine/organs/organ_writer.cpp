@@ -334,15 +334,24 @@ JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& dire
                               const OrganSource& source, const nlohmann::json* measurement,
                               const ProgressFn& progress, const StopToken* stop) {
     const std::string name = fileLabel(directory);
+    fs::path target = fs::absolute(directory).lexically_normal();
+    if (!target.has_filename()) {
+        target = target.parent_path(); // "DIR/" names DIR
+    }
     std::error_code ec;
-    if (fs::exists(fs::symlink_status(directory, ec))) {
+    if (fs::exists(fs::symlink_status(target, ec))) {
         return JobResult::failed(name + ": already exists; organs are written into a new directory");
     }
-    const fs::path parent = fs::absolute(directory).parent_path();
+    const fs::path parent = target.parent_path();
     if (!fs::is_directory(parent, ec)) {
         return JobResult::failed(name + ": its folder " + parent.string() + " does not exist");
     }
-    const std::string partial = partialName(fs::absolute(directory).lexically_normal().string());
+    try {
+        checkOutputTarget(target.string()); // never inside an input directory
+    } catch (const std::exception& e) {
+        return JobResult::failed(e.what());
+    }
+    const std::string partial = partialName(target.string());
     if (::mkdir(partial.c_str(), 0755) != 0) {
         return JobResult::failed(name + ": cannot create " + partial + ": " + std::strerror(errno));
     }
@@ -351,7 +360,7 @@ JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& dire
             fs::remove_all(partial, ec);
             return JobResult::cancelled();
         }
-        if (::rename(partial.c_str(), fs::absolute(directory).c_str()) != 0) {
+        if (::rename(partial.c_str(), target.c_str()) != 0) {
             throw IoError(name + ": cannot move the finished directory into place: " + std::strerror(errno));
         }
         syncFolderOrThrow(parent.string());

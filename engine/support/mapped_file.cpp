@@ -30,19 +30,6 @@ std::vector<FileIdentity>& registry() {
 // An empty file cannot be mapped; it still needs a valid pointer for an empty span.
 const std::byte kEmpty[1] = {};
 
-void registerInput(const FileIdentity& identity) {
-    std::lock_guard lock(registryMutex());
-    registry().push_back(identity);
-}
-
-void unregisterInput(const FileIdentity& identity) {
-    std::lock_guard lock(registryMutex());
-    auto& open = registry();
-    if (auto it = std::find(open.begin(), open.end(), identity); it != open.end()) {
-        open.erase(it);
-    }
-}
-
 } // namespace
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
@@ -140,6 +127,19 @@ MappedFile::~MappedFile() {
         ::munmap(const_cast<std::byte*>(m_data), static_cast<std::size_t>(m_size));
     }
     unregisterInput(m_identity);
+}
+
+void registerInput(const FileIdentity& identity) {
+    std::lock_guard lock(registryMutex());
+    registry().push_back(identity);
+}
+
+void unregisterInput(const FileIdentity& identity) {
+    std::lock_guard lock(registryMutex());
+    auto& open = registry();
+    if (auto it = std::find(open.begin(), open.end(), identity); it != open.end()) {
+        open.erase(it);
+    }
 }
 
 void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {

@@ -72,6 +72,11 @@ private:
     std::string m_relative;
 };
 
+// Keeps an identity registered as an input (isOpenAsInput) from registerInput until
+// unregisterInput: what an OpenFolder does while it is open.
+void registerInput(const FileIdentity& identity);
+void unregisterInput(const FileIdentity& identity);
+
 // The identity of an existing path, or nullopt-like {0,0} when it does not exist.
 bool identityOf(const std::string& path, FileIdentity& out);
 

@@ -18,10 +18,20 @@ std::shared_ptr<const OpenFolder> OpenFolder::open(const std::string& path) {
                                              ? std::string(": not a directory")
                                              : ": cannot open: " + std::string(std::strerror(err))));
     }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+        throw IoError(fileLabel(path) + ": cannot read it: " + std::strerror(errno));
+    }
     std::shared_ptr<OpenFolder> folder(new OpenFolder);
     folder->m_path = path;
     folder->m_fd = std::move(fd);
+    folder->m_identity = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+    registerInput(folder->m_identity);
     return folder;
+}
+
+OpenFolder::~OpenFolder() {
+    unregisterInput(m_identity);
 }
 
 std::string OpenFolder::label(const std::string& relative) const {

@@ -11,12 +11,14 @@ namespace organ {
 // A folder held open whose files are opened beneath it (an organ directory): each component of
 // a relative path is opened from the one before, never through a link, so neither a linked file
 // nor a linked sub-folder leads outside it, whatever is renamed meanwhile (no name is checked and
-// then opened again).
+// then opened again). While it is open the folder is an input: checkOutputTarget refuses to
+// write anything inside it.
 class OpenFolder {
 public:
     // Opens the folder at `path` (a link given here is followed: the user named it). Throws
     // IoError naming it when it is not a folder or cannot be opened.
     static std::shared_ptr<const OpenFolder> open(const std::string& path);
+    ~OpenFolder();
     OpenFolder(const OpenFolder&) = delete;
     OpenFolder& operator=(const OpenFolder&) = delete;
 
@@ -33,6 +35,7 @@ private:
     OpenFolder() = default;
     std::string m_path;
     FileDescriptor m_fd;
+    FileIdentity m_identity;
 };
 
 } // namespace organ

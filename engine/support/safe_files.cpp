@@ -9,6 +9,8 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <filesystem>
+#include <optional>
 #include <random>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,6 +72,40 @@ std::vector<std::string> removeStalePartials(const std::string& target) {
     return warnings;
 }
 
+// The input `folder` lies in, itself or a folder above it, as messages name it: an open folder
+// (an organ directory being read, OpenFolder), or a folder among `inputs`. Nothing when none.
+std::optional<std::string> enclosingInput(const std::string& folder, const std::vector<std::string>& inputs) {
+    std::vector<std::pair<FileIdentity, std::string>> folders;
+    for (const auto& input : inputs) {
+        struct stat st {};
+        if (::stat(input.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+            folders.push_back(
+                {{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)}, input});
+        }
+    }
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::canonical(folder, ec);
+    if (ec) {
+        return std::nullopt;
+    }
+    for (std::filesystem::path p = real;; p = p.parent_path()) {
+        FileIdentity identity;
+        if (identityOf(p.string(), identity)) {
+            if (MappedFile::isOpenAsInput(identity)) {
+                return fileLabel(p.string());
+            }
+            for (const auto& [input, name] : folders) {
+                if (input == identity) {
+                    return fileLabel(name);
+                }
+            }
+        }
+        if (p == p.parent_path()) {
+            return std::nullopt;
+        }
+    }
+}
+
 } // namespace
 
 void checkOutputTarget(const std::string& target, const std::vector<std::string>& inputs) {
@@ -84,6 +120,11 @@ void checkOutputTarget(const std::string& target, const std::vector<std::string>
     }
     if (::access(folder.c_str(), W_OK) != 0) {
         throw IoError(label + ": cannot write in the folder " + folder + ": " + std::strerror(errno));
+    }
+    // Every file of an input folder is an input, the ones to come as well.
+    if (const auto input = enclosingInput(folder, inputs)) {
+        throw IoError(label + ": is inside " + *input +
+                      ", a folder that is an input (an organ directory); refusing to write there");
     }
     if (::stat(target.c_str(), &st) != 0) {
         return; // a new file

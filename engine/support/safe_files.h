@@ -14,7 +14,8 @@ namespace organ {
 // Every file organ writes (models, plans, reports, cache entries, the window's exports) goes
 // through SafeOutput. The target is refused, naming it and the reason, when it is not a
 // regular file (a device, a FIFO, a folder), when it is an input (an open model, whatever
-// path or link names it, or a file in `inputs`), or when its folder is missing. Bytes go to a
+// path or link names it, or a file in `inputs`), when it lies inside an input folder (an open
+// organ directory, or a folder in `inputs`, at any depth), or when its folder is missing. Bytes go to a
 // partial file of this process in the same folder, created exclusively and never through a
 // link; commit() fsyncs it, renames it over the target and fsyncs the folder. Until then the
 // target is untouched (a good file stays good whatever happens to this writer), and a

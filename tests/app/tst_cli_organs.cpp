@@ -1,5 +1,6 @@
-// The organ command line on organ directories as an adversary leaves them: a sub-folder linked
-// to elsewhere, and a manifest with a backslash in a message.
+// The organ command line on organ directories as an adversary leaves them: reports aimed inside
+// an input directory, a sub-folder linked to elsewhere, and a manifest with a backslash
+// in a message.
 #include "cli_run.h"
 #include "fixtures.h"
 #include "organ_fixture.h"
@@ -49,6 +50,51 @@ private slots:
         qputenv("ORGAN_CACHE_DIR", path(QStringLiteral("cache")).toLocal8Bit());
         m_model = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         ORGAN_REQUIRE_SHARED(m_model);
+    }
+
+    // Every file of an input directory is an input: each of these exited 0 and destroyed the
+    // directory (`organ measure d --json d/manifest.json`), or wrote over it and then failed.
+    void reportsNeverGoInsideAnInputDirectory_data() {
+        QTest::addColumn<QStringList>("args");
+        const QString d = path(QStringLiteral("input"));
+        const QString manifest = d + QStringLiteral("/manifest.json");
+        const QString out = path(QStringLiteral("input-out.gguf"));
+        const QStringList graft = graftArgs(d, out);
+        QTest::newRow("measure --json")
+            << QStringList{QStringLiteral("measure"), d, QStringLiteral("--json"), manifest};
+        QTest::newRow("measure --markdown")
+            << QStringList{QStringLiteral("measure"), d, QStringLiteral("--markdown"), manifest};
+        QTest::newRow("fleet --json")
+            << QStringList{QStringLiteral("fleet"), d, QStringLiteral("--json"), manifest};
+        QTest::newRow("vitals --json")
+            << QStringList{QStringLiteral("vitals"), d,       QStringLiteral("--tokens"), QStringLiteral("0"),
+                           QStringLiteral("--json"), manifest};
+        QTest::newRow("graft --json") << graft + QStringList{QStringLiteral("--json"), manifest};
+        QTest::newRow("purify --json")
+            << QStringList{QStringLiteral("purify"), d,   QStringLiteral("--method"), QStringLiteral("haar"),
+                           QStringLiteral("-o"),     out, QStringLiteral("--json"),   manifest};
+        QTest::newRow("assemble -o") << QStringList{QStringLiteral("assemble"), QStringLiteral("--organs"), d,
+                                                    QStringLiteral("-o"), manifest};
+        QTest::newRow("assemble -o, a new file")
+            << QStringList{QStringLiteral("assemble"), QStringLiteral("--organs"), d, QStringLiteral("-o"),
+                           d + QStringLiteral("/organs/new.gguf")};
+        QTest::newRow("graft --save-plan") << graft + QStringList{QStringLiteral("--save-plan"), manifest};
+        QTest::newRow("extract into it")
+            << QStringList{QStringLiteral("extract"), d, QStringLiteral("-o"), d + QStringLiteral("/again")};
+    }
+    void reportsNeverGoInsideAnInputDirectory() {
+        QFETCH(QStringList, args);
+        const QString d = path(QStringLiteral("input"));
+        if (!QFileInfo::exists(d)) {
+            QCOMPARE(extracted(QStringLiteral("input")), d);
+        }
+        const QByteArray before = folderDigest(d);
+        const CliRun run = runOrganCli(args);
+        QCOMPARE(run.exitCode, 1);
+        QVERIFY2(run.err.contains(QStringLiteral("is inside input, a folder that is an input")),
+                 qPrintable(run.err));
+        QCOMPARE(folderDigest(d), before);
+        QVERIFY(!QFileInfo::exists(path(QStringLiteral("input-out.gguf"))));
     }
 
     // A sub-folder linked out of the directory is refused by every command (the server refused

@@ -1,11 +1,12 @@
-// An organ directory as an adversary leaves it: a sub-folder linked to somewhere else, and a
-// manifest whose arrays are expensive to read.
+// An organ directory as an adversary leaves it: a sub-folder linked to somewhere else, a
+// manifest whose arrays are expensive to read, and outputs aimed inside it.
 #include "allocation_tracker.h"
 #include "fixtures.h"
 #include "organ_fixture.h"
 #include "shared_models.h"
 
 #include "organs/organ_directory.h"
+#include "support/safe_files.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -61,6 +62,40 @@ private slots:
         const QString error = thrown([&] { openModel(directory.toStdString()); });
         QVERIFY2(error.contains(message), qPrintable(error));
         QVERIFY2(thrown([&] { OrganDirectory::open(directory.toStdString()); }) == error, qPrintable(error));
+    }
+
+    // Every file of an open directory is an input, the manifest and files yet to be made
+    // included: `organ measure d --json d/manifest.json` destroyed d.
+    void nothingIsWrittenInsideAnInputDirectory() {
+        const QString directory = extracted(QStringLiteral("input"));
+        QVERIFY(!directory.isEmpty());
+        const QByteArray before = folderDigest(directory);
+        const std::string manifest = QString(directory + QStringLiteral("/manifest.json")).toStdString();
+        const std::string inside = QString(directory + QStringLiteral("/organs/new.json")).toStdString();
+        // Named as an input, before anything is open.
+        QVERIFY(thrown([&] {
+                    checkOutputTarget(manifest, {directory.toStdString()});
+                }).contains(QStringLiteral("is inside input")));
+        QVERIFY(thrown([&] {
+                    checkOutputTarget(inside, {directory.toStdString()});
+                }).contains(QStringLiteral("is inside input")));
+        {
+            const auto model = openModel(directory.toStdString());
+            for (const std::string& target : {manifest, inside}) {
+                const QString error = thrown([&] { writeFileSafely(target, "{}"); });
+                QVERIFY2(error.contains(QStringLiteral("is inside input, a folder that is an input")),
+                         qPrintable(error));
+            }
+            const JobResult gguf = writeGguf(manifest, specFromModel(*model));
+            QVERIFY2(gguf.message.find("is inside input") != std::string::npos, gguf.message.c_str());
+            const JobResult organs =
+                extractOrgans(*model, QString(directory + QStringLiteral("/again")).toStdString());
+            QVERIFY2(organs.message.find("is inside input") != std::string::npos, organs.message.c_str());
+        }
+        QCOMPARE(folderDigest(directory), before);
+        // Closed, it is a folder like any other.
+        writeFileSafely(inside, "{}");
+        QVERIFY(QFileInfo::exists(QString::fromStdString(inside)));
     }
 
     // A manifest's array costs its bytes, not a value object per element: ten million u8

@@ -3,6 +3,9 @@
 #include "gguf/gguf_model.h"
 #include "organs/organ_directory.h"
 
+#include <QCryptographicHash>
+#include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QTest>
 #include <memory>
@@ -38,6 +41,20 @@ bool extractFixture(const QString& model, const QString& directory) {
         qWarning("fixture %s: %s", qPrintable(directory), result.message.c_str());
     }
     return result.isOk();
+}
+
+QByteArray folderDigest(const QString& folder) {
+    QCryptographicHash all(QCryptographicHash::Sha256);
+    QStringList files;
+    for (QDirIterator it(folder, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories); it.hasNext();) {
+        files.push_back(it.next());
+    }
+    files.sort();
+    for (const QString& file : files) {
+        all.addData(file.toUtf8());
+        all.addData(readAll(file));
+    }
+    return all.result();
 }
 
 bool writeFixture(const QString& path, const GgufWriteSpec& spec) {

@@ -38,6 +38,9 @@ QStringList writeSplitFixture(const QString& source, const QString& prefix, unsi
 // `model` taken apart into the organ directory `directory`; false (said) when it cannot be.
 bool extractFixture(const QString& model, const QString& directory);
 
+// Every file under `folder` (names and bytes): what "unchanged" means for a directory.
+QByteArray folderDigest(const QString& folder);
+
 QByteArray readAll(const QString& path);
 bool writeAll(const QString& path, const QByteArray& bytes);
 
