@@ -74,7 +74,12 @@ constexpr std::uint64_t kMaxShardReport = 1u << 30;
 void printModel(const MeasuredModel& m, const std::string& source, bool first) {
     std::cout << (first ? "" : "\n") << escapeText(m.measurement.name) << "  (" << escapeText(source) << ")"
               << (m.measurement.fromCache ? "  [from cache; --no-cache measures afresh]" : "") << "\n"
-              << measurementHeadline(m.measurement) << "\n\n"
+              << measurementHeadline(m.measurement) << "\n"
+              << (m.model->hasTensorFiles()
+                      ? "organ directory: measured from samples of its tensor files, whose "
+                        "SHA-256s are not checked (organ assemble --organs checks them)\n"
+                      : "")
+              << "\n"
               << tensorThetaTable(m) << "\n"
               << systemThetaTable(m);
 }

@@ -231,17 +231,22 @@ nlohmann::json measurementToJson(const MeasuredModel& m) {
         }
         return out;
     };
-    return {{"path", mm.path},
-            {"name", mm.name},
-            {"architecture", mm.architecture},
-            {"z_measure", kZMeasureVersion},
-            {"parameters", {{"sample", sampleJson(mm.params)}}},
-            {"from_cache", mm.fromCache},
-            {"model", groupJson(mm.model)},
-            {"systems", groups(mm.bySystem)},
-            {"roles", groups(mm.byRole)},
-            {"layers", groups(mm.byLayer)},
-            {"tensors", std::move(tensors)}};
+    nlohmann::json document{{"path", mm.path},
+                            {"name", mm.name},
+                            {"architecture", mm.architecture},
+                            {"z_measure", kZMeasureVersion},
+                            {"parameters", {{"sample", sampleJson(mm.params)}}},
+                            {"from_cache", mm.fromCache},
+                            {"model", groupJson(mm.model)},
+                            {"systems", groups(mm.bySystem)},
+                            {"roles", groups(mm.byRole)},
+                            {"layers", groups(mm.byLayer)},
+                            {"tensors", std::move(tensors)}};
+    // A measurement reads samples, not every byte: an organ directory's digests are not checked.
+    if (m.model->hasTensorFiles()) {
+        document["tensor_digests"] = "not checked";
+    }
+    return document;
 }
 
 nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models) {

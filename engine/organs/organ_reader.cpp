@@ -11,7 +11,6 @@
 #include <cctype>
 #include <filesystem>
 #include <sys/stat.h>
-#include <thread>
 #include <unordered_set>
 
 namespace organ {
@@ -255,61 +254,13 @@ std::shared_ptr<const GgufModel> OrganDirectory::model() const {
         TensorToWrite w{t.name, t.type, t.nDims, t.ne, {}};
         w.source.bytes = mapping->bytes().subspan(static_cast<std::size_t>(t.headerBytes()));
         spec.tensors.push_back(std::move(w));
-        files.push_back({std::move(mapping), t.headerBytes()});
+        files.push_back(
+            {std::move(mapping), t.headerBytes(), PromisedSha256{t.sha256, m_folder->label(t.file)}});
     }
     const GgufLayout layout = layoutGguf(spec, fileLabel(m_path));
     return GgufModel::fromTensorFiles(GgufFile::fromHeader(m_path, layout.header, layout.fileSize),
                                       std::move(files));
 }
-
-namespace {
-
-// Checks every tensor file's data against the manifest's SHA-256 on a thread of its own, while
-// the writer copies the same bytes (the second read comes from the page cache): the digests cost
-// no time of the copy. The first mismatch, named, or an error, is what finish() returns.
-class BackgroundCheck {
-public:
-    BackgroundCheck(const OrganDirectory& directory, const GgufModel& model)
-        : m_thread([this, &directory, &model] { run(directory, model); }) {}
-    ~BackgroundCheck() {
-        m_stop = true;
-        if (m_thread.joinable()) {
-            m_thread.join();
-        }
-    }
-    BackgroundCheck(const BackgroundCheck&) = delete;
-    BackgroundCheck& operator=(const BackgroundCheck&) = delete;
-
-    std::optional<std::string> finish() {
-        m_thread.join();
-        return m_problem;
-    }
-
-private:
-    void run(const OrganDirectory& directory, const GgufModel& model) {
-        try {
-            for (std::size_t i = 0; i < directory.tensors().size() && !m_stop; ++i) {
-                const OrganTensor& t = directory.tensors()[i];
-                const TensorInfo& info = model.tensors()[i];
-                const TensorSource data{model.tensorData(info), {}, model.tensorMapping(info), {}};
-                const std::string digest = sha256Of(data, &m_stop);
-                if (!m_stop && digest != t.sha256) {
-                    m_problem = fileLabel(directory.path()) + "/" + t.file +
-                                ": its data does not match the manifest's SHA-256 (the file was changed)";
-                    return;
-                }
-            }
-        } catch (const std::exception& e) {
-            m_problem = e.what();
-        }
-    }
-
-    std::atomic<bool> m_stop{false};
-    std::optional<std::string> m_problem;
-    std::thread m_thread;
-};
-
-} // namespace
 
 JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output,
                          const ProgressFn& progress, const StopToken* stop) {
@@ -317,10 +268,7 @@ JobResult assembleOrgans(const OrganDirectory& directory, const std::string& out
         const auto model = directory.model();
         GgufWriteSpec spec = specFromModel(*model);
         spec.metadata = directory.metadata();
-        BackgroundCheck check(directory, *model);
-        return writeGguf(
-            output, spec, progress, stop,
-            [&check](const std::string&) -> std::optional<std::string> { return check.finish(); });
+        return writeGguf(output, spec, progress, stop);
     } catch (const std::exception& e) {
         return JobResult::failed(e.what());
     }

@@ -137,14 +137,45 @@ void copyData(const TensorSource& source, int out, std::vector<std::byte>& buffe
     }
 }
 
+// The SHA-256 of `length` bytes of the file at `path` from `offset`: what a written tensor file
+// holds, read back through a buffer.
+std::string sha256OfWritten(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                            std::vector<std::byte>& buffer, const std::string& what) {
+    const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.isOpen()) {
+        throw IoError(what + ": cannot read it back: " + std::strerror(errno));
+    }
+    Sha256 sha;
+    for (std::uint64_t at = 0; at < length;) {
+        buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kOrganChunk, length - at)));
+        const ssize_t n = ::pread(fd.get(), buffer.data(), buffer.size(), static_cast<off_t>(offset + at));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            throw IoError(what + ": cannot read it back" +
+                          (n == 0 ? std::string(": it is shorter than written")
+                                  : ": " + std::string(std::strerror(errno))));
+        }
+        sha.update(std::span(buffer).first(static_cast<std::size_t>(n)));
+        at += static_cast<std::uint64_t>(n);
+    }
+    return sha.finishHex();
+}
+
 // Writes one tensor's file at `target` (inside the partial directory) and returns the SHA-256
-// of its data: linked or cloned from an unchanged tensor file, copied, or generated.
+// of its data: linked or cloned from an unchanged tensor file, copied, or generated. What it
+// holds must be what its source was promised to hold.
 std::string writeTensorFile(const TensorToWrite& t, const std::string& target, const std::string& what,
                             std::vector<std::byte>& buffer, const StopToken* stop) {
     const std::uint64_t bytes = tensorByteSize(t.type, t.ne, t.nDims);
     const std::string header = tensorFileHeader(t.name, t.nDims, t.ne, t.type);
     if (sameTensorFile(t.source, header) && linkOrClone(*t.source.mapping, target)) {
-        return sha256Of(t.source);
+        const std::string sha256 = sha256OfWritten(target, header.size(), bytes, buffer, what);
+        if (t.source.promised) {
+            t.source.promised->check(sha256);
+        }
+        return sha256;
     }
     const FileDescriptor out(
         ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
@@ -172,7 +203,10 @@ std::string writeTensorFile(const TensorToWrite& t, const std::string& target, c
         if (stop != nullptr && stop->stopRequested()) {
             return {};
         }
-        sha256 = sha256Of(t.source);
+        sha256 = sha256OfWritten(target, header.size(), bytes, buffer, what);
+        if (t.source.promised) {
+            t.source.promised->check(sha256);
+        }
     }
     syncFd(out.get(), what);
     return sha256;
@@ -379,10 +413,7 @@ GgufWriteSpec specFromModel(const GgufModel& model) {
         }
     }
     for (const TensorInfo& t : model.tensors()) {
-        TensorToWrite w{t.name, t.type, t.nDims, t.ne, {}};
-        w.source.bytes = model.tensorData(t);
-        w.source.mapping = model.tensorMapping(t);
-        spec.tensors.push_back(std::move(w));
+        spec.tensors.push_back({t.name, t.type, t.nDims, t.ne, model.tensorSource(t)});
     }
     return spec;
 }

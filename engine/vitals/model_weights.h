@@ -45,6 +45,9 @@ public:
     // mapping, or into `scratch` when they are made on the fly.
     std::span<const std::byte> rowBytes(std::string_view name, std::uint64_t first, std::uint64_t count,
                                         std::vector<std::byte>& scratch) const;
+    // Reads every tensor that was promised a SHA-256 (an organ directory's) and checks it, before
+    // a forward pass computes from them. Throws FormatError naming the file; false when stopped.
+    bool checkPromises(const StopToken* stop = nullptr) const;
 
 private:
     struct Entry {

@@ -80,6 +80,14 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
             progress({done++, steps, std::string(stage)});
         }
     };
+    // An organ directory's tensors are checked against its manifest before they are run.
+    std::vector<const ModelWeights*> all{&model};
+    all.insert(all.end(), parents.begin(), parents.end());
+    for (const ModelWeights* weights : all) {
+        if (!weights->checkPromises(stop)) {
+            return std::nullopt;
+        }
+    }
     step("running the model");
     const Transformer transformer{model};
     checkActivations(model, transformer.shape(),

@@ -55,8 +55,9 @@ struct VitalsReport {
 // its vocabulary) and measures. A text or prompt longer than kMaxVitalsTokens (or the model's
 // context), a text of fewer than 2 tokens, and a run that would hold more than the activation
 // budget (kVitalsActivationFloor) are refused before anything runs; the built-in text is cut to
-// fit instead. A perplexity that is not a finite number (NaN weights) is an error, not a
-// result. Throws VitalsUnavailable, FormatError. Cancelled: nullopt.
+// fit instead. Tensors promised a SHA-256 (an organ directory's) are checked first. A perplexity
+// that is not a finite number (NaN weights) is an error, not a result. Throws
+// VitalsUnavailable, FormatError. Cancelled: nullopt.
 std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                                        const std::vector<const ModelWeights*>& parents,
                                        const VitalsRequest& request, const ProgressFn& progress = {},

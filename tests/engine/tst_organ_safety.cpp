@@ -1,12 +1,18 @@
-// An organ directory as an adversary leaves it: a sub-folder linked to somewhere else, a
-// manifest whose arrays are expensive to read, and outputs aimed inside it.
+// An organ directory as an adversary leaves it: a tensor file changed after its manifest was
+// written, a sub-folder linked to somewhere else, a manifest whose arrays are expensive to read,
+// and outputs aimed inside it.
 #include "allocation_tracker.h"
 #include "fixtures.h"
 #include "organ_fixture.h"
 #include "shared_models.h"
 
+#include "graft/assembly.h"
+#include "graft/graft_check.h"
+#include "graft/purify_model.h"
+#include "measure/measure_report.h"
 #include "organs/organ_directory.h"
 #include "support/safe_files.h"
+#include "vitals/vitals_report.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -27,6 +33,12 @@ template <typename F> QString thrown(F&& f) {
         return QString::fromStdString(e.what());
     }
     return {};
+}
+
+void flipLastByte(const QString& file) {
+    QByteArray bytes = readAll(file);
+    bytes[bytes.size() - 1] = char(bytes[bytes.size() - 1] ^ 1);
+    QVERIFY(writeAll(file, bytes));
 }
 
 } // namespace
@@ -62,6 +74,83 @@ private slots:
         const QString error = thrown([&] { openModel(directory.toStdString()); });
         QVERIFY2(error.contains(message), qPrintable(error));
         QVERIFY2(thrown([&] { OrganDirectory::open(directory.toStdString()); }) == error, qPrintable(error));
+    }
+
+    // A tensor file changed after its manifest was written is never copied, computed from or
+    // laundered into a new manifest: each reader of its bytes checks the SHA-256 and names it.
+    void tamperedTensorsAreRefused_data() {
+        QTest::addColumn<QString>("use");
+        for (const char* use : {"graft into a GGUF", "graft into a directory", "purify it", "purify another",
+                                "extract again", "assemble", "vital signs", "vital signs of a plan"}) {
+            QTest::newRow(use) << QString::fromUtf8(use);
+        }
+    }
+    void tamperedTensorsAreRefused() {
+        QFETCH(QString, use);
+        const QString directory =
+            extracted(QStringLiteral("tampered-") + QString::number(QTest::currentDataTag()[0]) +
+                      QString::number(qHash(use)));
+        QVERIFY(!directory.isEmpty());
+        flipLastByte(directory + QStringLiteral("/organs/blk_0_ffn_up.bin"));
+        const QByteArray before = folderDigest(directory);
+        const std::string d = directory.toStdString();
+        const QString out = path(QStringLiteral("out-") + QString::number(qHash(use)));
+        const GraftPlan plan = replacePlan(directory, m_model, organsOfLayers(4, 4)); // layer 0 from the base
+        QString error;
+        if (use == QStringLiteral("graft into a GGUF") || use == QStringLiteral("graft into a directory")) {
+            const std::string target =
+                QString(out + (use.endsWith(QStringLiteral("GGUF")) ? QStringLiteral(".gguf") : QString()))
+                    .toStdString();
+            error =
+                QString::fromStdString(graftChimera(plan, GraftModels::open(plan), target).written.message);
+            QVERIFY(!fs::exists(target));
+        } else if (use.startsWith(QStringLiteral("purify"))) {
+            TensorSelector select;
+            select.names = {use.endsWith(QStringLiteral("it")) ? "blk.0.ffn_up.weight"
+                                                               : "blk.1.ffn_up.weight"};
+            PurifyParams params;
+            error = QString::fromStdString(purifyModel(*openModel(d), select, params,
+                                                       QString(out + QStringLiteral(".gguf")).toStdString())
+                                               .written.message);
+        } else if (use == QStringLiteral("extract again")) {
+            error = QString::fromStdString(extractOrgans(*openModel(d), out.toStdString()).message);
+            QVERIFY(!QFileInfo::exists(out));
+        } else if (use == QStringLiteral("assemble")) {
+            error = QString::fromStdString(
+                assembleOrgans(OrganDirectory::open(d), QString(out + QStringLiteral(".gguf")).toStdString())
+                    .message);
+        } else if (use == QStringLiteral("vital signs")) {
+            VitalsRequest request;
+            request.continuation = 0;
+            error = thrown([&] { takeVitals(ModelWeights::ofModel(openModel(d)), {}, request); });
+        } else {
+            const GraftModels models = GraftModels::open(plan);
+            const CompatibilityReport report = checkGraft(plan, models);
+            VitalsRequest request;
+            request.continuation = 0;
+            error = thrown([&] { takeVitals(ModelWeights::ofPlan(plan, models, report), {}, request); });
+        }
+        QVERIFY2(
+            error.contains(QFileInfo(directory).fileName() +
+                           QStringLiteral("/organs/blk_0_ffn_up.bin: its data does not match the manifest's "
+                                          "SHA-256")),
+            qPrintable(use + u": " + error));
+        QCOMPARE(folderDigest(directory), before);
+        QVERIFY(QDir(m_dir.path()).entryList({QStringLiteral("*partial*")}).isEmpty());
+    }
+
+    // A measurement reads samples, not every byte, and says so.
+    void measurementSaysDigestsWereNotChecked() {
+        const QString directory = extracted(QStringLiteral("measured"));
+        QVERIFY(!directory.isEmpty());
+        MeasuredModel m;
+        m.model = openModel(directory.toStdString());
+        m.anatomy = analyzeAnatomy(*m.model);
+        QVERIFY(measureModel(*m.model, m.anatomy, {}, m.measurement).isOk());
+        QCOMPARE(measurementToJson(m).value("tensor_digests", std::string()), std::string("not checked"));
+        MeasuredModel g = m;
+        g.model = GgufModel::open(m_model.toStdString());
+        QVERIFY(!measurementToJson(g).contains("tensor_digests"));
     }
 
     // Every file of an open directory is an input, the manifest and files yet to be made
