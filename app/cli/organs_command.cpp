@@ -48,6 +48,9 @@ int runExtract(const std::vector<std::string>& args) {
         std::cerr << "organ extract: " << escapeText(done.message) << "\n";
         return kExitInvalid;
     }
+    for (const std::string& warning : done.warnings) {
+        std::cerr << "organ extract: warning: " << escapeText(warning) << "\n";
+    }
     std::cout << escapeText(fileLabel(*output)) << ": " << m.model->tensors().size() << " tensors"
               << (measurement ? ", with their measurement" : "") << "\n";
     if (json &&

@@ -385,6 +385,8 @@ JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& dire
     } catch (const std::exception& e) {
         return JobResult::failed(e.what());
     }
+    JobResult result = JobResult::ok();
+    result.warnings = removeStalePartials(target.string());
     const std::string partial = partialName(target.string());
     if (::mkdir(partial.c_str(), 0755) != 0) {
         return JobResult::failed(name + ": cannot create " + partial + ": " + std::strerror(errno));
@@ -398,7 +400,7 @@ JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& dire
             throw IoError(name + ": cannot move the finished directory into place: " + std::strerror(errno));
         }
         syncFolderOrThrow(parent.string());
-        return JobResult::ok();
+        return result;
     } catch (const std::exception& e) {
         fs::remove_all(partial, ec);
         return JobResult::failed(e.what());

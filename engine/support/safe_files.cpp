@@ -31,45 +31,29 @@ std::string baseOf(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// A partial of `target` is "<target>.partial.<pid>.<random>".
+// A partial of `target` is "<target>.partial.<pid>.<random>" (a file, SafeOutput's) or
+// "<target>.partial-<pid>-<n>" (a folder, an organ directory being written).
 std::string partialPrefix(const std::string& target) {
     return baseOf(target) + ".partial.";
 }
 
-// Partials whose process is gone: a run that was killed. A live process's partials, and
-// anything that does not look like ours, are left alone.
-std::vector<std::string> removeStalePartials(const std::string& target) {
-    std::vector<std::string> warnings;
-    const std::string folder = folderOf(target);
-    const std::string prefix = partialPrefix(target);
-    DIR* dir = ::opendir(folder.c_str());
-    if (dir == nullptr) {
-        return warnings;
+// The process that made a partial named `name` of `target`, 0 when the name is not one.
+long partialOwner(const std::string& name, const std::string& target) {
+    const std::string prefix = baseOf(target) + ".partial";
+    if (!name.starts_with(prefix) || name.size() < prefix.size() + 3) {
+        return 0;
     }
-    while (const dirent* entry = ::readdir(dir)) {
-        const std::string name = entry->d_name;
-        if (!name.starts_with(prefix)) {
-            continue;
-        }
-        const std::string rest = name.substr(prefix.size());
-        const auto dot = rest.find('.');
-        if (dot == std::string::npos || dot == 0 || rest.find_first_not_of("0123456789") != dot) {
-            continue;
-        }
-        const long pid = std::strtol(rest.substr(0, dot).c_str(), nullptr, 10);
-        if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) {
-            continue;
-        }
-        const std::string path = folder + "/" + name;
-        struct stat st {};
-        if (::lstat(path.c_str(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
-            ::unlink(path.c_str()) == 0) {
-            warnings.push_back(fileLabel(path) + ": removed a partial file left by an earlier run (process " +
-                               std::to_string(pid) + ") that did not finish");
-        }
+    const char separator = name[prefix.size()];
+    if (separator != '.' && separator != '-') {
+        return 0;
     }
-    ::closedir(dir);
-    return warnings;
+    const std::string rest = name.substr(prefix.size() + 1);
+    const auto end = rest.find(separator);
+    if (end == std::string::npos || end == 0 || end + 1 == rest.size() ||
+        rest.find_first_not_of("0123456789") != end || end > 9) {
+        return 0;
+    }
+    return std::strtol(rest.substr(0, end).c_str(), nullptr, 10);
 }
 
 // The input `folder` lies in, itself or a folder above it, as messages name it: an open folder
@@ -107,6 +91,44 @@ std::optional<std::string> enclosingInput(const std::string& folder, const std::
 }
 
 } // namespace
+
+std::vector<std::string> removeStalePartials(const std::string& target) {
+    std::vector<std::string> warnings;
+    const std::string folder = folderOf(target);
+    DIR* dir = ::opendir(folder.c_str());
+    if (dir == nullptr) {
+        return warnings;
+    }
+    std::vector<std::pair<std::string, long>> stale;
+    while (const dirent* entry = ::readdir(dir)) {
+        const std::string name = entry->d_name;
+        const long pid = partialOwner(name, target);
+        // A live process's partials, and anything that does not look like ours, are left alone.
+        if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) {
+            continue;
+        }
+        stale.emplace_back(name, pid);
+    }
+    ::closedir(dir);
+    for (const auto& [name, pid] : stale) {
+        const std::string path = folder + "/" + name;
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) {
+            continue;
+        }
+        std::error_code ec;
+        // A folder's contents go with it; a link is removed, never followed.
+        const bool removed = S_ISDIR(st.st_mode) ? std::filesystem::remove_all(path, ec) > 0 && !ec
+                             : S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) ? ::unlink(path.c_str()) == 0
+                                                                          : false;
+        if (removed) {
+            warnings.push_back(
+                fileLabel(path) + ": removed a partial " + (S_ISDIR(st.st_mode) ? "directory" : "file") +
+                " left by an earlier run (process " + std::to_string(pid) + ") that did not finish");
+        }
+    }
+    return warnings;
+}
 
 void checkOutputTarget(const std::string& target, const std::vector<std::string>& inputs) {
     const std::string label = fileLabel(target);

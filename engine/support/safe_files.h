@@ -57,6 +57,11 @@ void writeFileSafely(const std::string& target, std::string_view content,
                      const std::vector<std::string>& inputs = {},
                      std::vector<std::string>* warnings = nullptr);
 
+// Removes the partials of `target` (SafeOutput's files, an organ directory writer's folders)
+// that processes which no longer run left beside it: runs that were killed. Returns a warning
+// naming each one removed. A live process's partials are left alone.
+std::vector<std::string> removeStalePartials(const std::string& target);
+
 // fsyncs a folder, so that the names created or renamed in it last; false when it cannot.
 bool syncFolder(const std::string& folder);
 

@@ -1,6 +1,6 @@
 // The organ command line on organ directories as an adversary leaves them: reports aimed inside
-// an input directory, a sub-folder linked to elsewhere, and a manifest with a backslash
-// in a message.
+// an input directory, a sub-folder linked to elsewhere, a manifest with a backslash in a
+// message, and the partial directory of a killed extraction.
 #include "cli_run.h"
 #include "fixtures.h"
 #include "organ_fixture.h"
@@ -147,6 +147,24 @@ private slots:
         QVERIFY2(
             run.err.contains(QStringLiteral("file '..\\\\..\\x1B' is not a plain path inside the directory")),
             qPrintable(run.err));
+    }
+
+    // The partial directory a killed extraction left is removed by the next extraction to the
+    // same target, which names it.
+    void killedExtractionsAreCleanedUp() {
+        const pid_t child = exitedProcess();
+        const QString target = path(QStringLiteral("killed"));
+        const QString partial = target + QStringLiteral(".partial-%1-0").arg(child);
+        QVERIFY(QDir().mkpath(partial + QStringLiteral("/organs")));
+        QVERIFY(writeAll(partial + QStringLiteral("/organs/blk_0_ffn_up.bin"), QByteArray(1 << 16, 'x')));
+        const CliRun run = runOrganCli({QStringLiteral("extract"), m_model, QStringLiteral("-o"), target});
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY(!QFileInfo::exists(partial));
+        QVERIFY2(run.err.contains(
+                     QStringLiteral("warning: killed.partial-%1-0: removed a partial directory left by "
+                                    "an earlier run (process %1) that did not finish")
+                         .arg(child)),
+                 qPrintable(run.err));
     }
 };
 

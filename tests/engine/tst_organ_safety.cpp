@@ -1,6 +1,6 @@
 // An organ directory as an adversary leaves it: a tensor file changed after its manifest was
 // written, a sub-folder linked to somewhere else, a manifest whose arrays are expensive to read,
-// and outputs aimed inside it.
+// outputs aimed inside it, and the partial directories of runs that were killed.
 #include "allocation_tracker.h"
 #include "fixtures.h"
 #include "organ_fixture.h"
@@ -19,6 +19,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <filesystem>
+#include <unistd.h>
 
 using namespace organ;
 using namespace organ::testing;
@@ -185,6 +186,39 @@ private slots:
         // Closed, it is a folder like any other.
         writeFileSafely(inside, "{}");
         QVERIFY(QFileInfo::exists(QString::fromStdString(inside)));
+    }
+
+    // What killed writers left is found and removed the next time the target is written, and
+    // named; a live process's partial is left alone, a link is removed and never followed.
+    void partialsOfKilledRunsAreRemoved() {
+        const QString target = path(QStringLiteral("killed"));
+        const pid_t dead = exitedProcess();
+        const QString stale = target + QStringLiteral(".partial-%1-0").arg(dead);
+        QVERIFY(QDir().mkpath(stale + QStringLiteral("/organs")));
+        QVERIFY(writeAll(stale + QStringLiteral("/organs/blk_0_ffn_up.bin"), QByteArray(4096, 'x')));
+        const QString staleFile = target + QStringLiteral(".partial.%1.abc123").arg(dead);
+        QVERIFY(writeAll(staleFile, "partial"));
+        const QString kept = path(QStringLiteral("kept-by-a-link"));
+        QVERIFY(QDir().mkpath(kept));
+        QVERIFY(writeAll(kept + QStringLiteral("/precious"), "keep me"));
+        const QString link = target + QStringLiteral(".partial-%1-1").arg(dead);
+        fs::create_symlink(kept.toStdString(), link.toStdString());
+        const QString alive = target + QStringLiteral(".partial-%1-0").arg(::getppid());
+        QVERIFY(QDir().mkpath(alive));
+
+        const JobResult done = extractOrgans(*GgufModel::open(m_model.toStdString()), target.toStdString());
+        QVERIFY2(done.isOk(), done.message.c_str());
+        QVERIFY(!QFileInfo::exists(stale));
+        QVERIFY(!QFileInfo::exists(staleFile));
+        QVERIFY(!QFileInfo(link).isSymLink());
+        QCOMPARE(readAll(kept + QStringLiteral("/precious")), QByteArray("keep me"));
+        QVERIFY(QFileInfo::exists(alive));
+        QCOMPARE(done.warnings.size(), std::size_t(3));
+        const std::string all = done.warnings[0] + done.warnings[1] + done.warnings[2];
+        QVERIFY2(all.find("killed.partial-" + std::to_string(dead) +
+                          "-0: removed a partial directory left by an earlier run (process " +
+                          std::to_string(dead) + ")") != std::string::npos,
+                 all.c_str());
     }
 
     // A manifest's array costs its bytes, not a value object per element: ten million u8

@@ -9,6 +9,8 @@
 #include <QFile>
 #include <QTest>
 #include <memory>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace organ::testing {
 
@@ -55,6 +57,16 @@ QByteArray folderDigest(const QString& folder) {
         all.addData(readAll(file));
     }
     return all.result();
+}
+
+qint64 exitedProcess() {
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return child;
 }
 
 bool writeFixture(const QString& path, const GgufWriteSpec& spec) {

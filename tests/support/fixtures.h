@@ -40,6 +40,8 @@ bool extractFixture(const QString& model, const QString& directory);
 
 // Every file under `folder` (names and bytes): what "unchanged" means for a directory.
 QByteArray folderDigest(const QString& folder);
+// The id of a process that has exited and been reaped: what a killed run's partials carry.
+qint64 exitedProcess();
 
 QByteArray readAll(const QString& path);
 bool writeAll(const QString& path, const QByteArray& bytes);
