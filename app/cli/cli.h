@@ -47,7 +47,7 @@ int runSpecimen(const std::vector<std::string>& args);
 int runGraft(const std::vector<std::string>& args);
 int runPlanCommand(const std::vector<std::string>& args);
 int runAssemble(const std::vector<std::string>& args);
-int runAssembleOrgans(const std::string& directory, const std::string& output);
+int runAssembleOrgans(const std::string& directory, const std::string& output, bool keepInvalid);
 int runExtract(const std::vector<std::string>& args);
 int runPurify(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);

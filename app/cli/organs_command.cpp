@@ -1,3 +1,4 @@
+#include "anatomy/model_validation.h"
 #include "cli.h"
 #include "graft/purify_model.h"
 #include "measure/measure_cache.h"
@@ -60,12 +61,13 @@ int runExtract(const std::vector<std::string>& args) {
     return kExitOk;
 }
 
-int runAssembleOrgans(const std::string& directory, const std::string& output) {
+int runAssembleOrgans(const std::string& directory, const std::string& output, bool keepInvalid) {
     try {
         const OrganDirectory organs = OrganDirectory::open(directory);
         ProgressPrinter printer(fileLabel(directory));
-        const JobResult done = assembleOrgans(
-            organs, output, [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+        const JobResult done = assembleOrgans(organs, output, keepInvalid, [&](const Progress& p) {
+            printer.update(p.done, p.total, p.stage);
+        });
         printer.finish();
         if (!done.isOk()) {
             std::cerr << "organ assemble: " << escapeText(done.message) << "\n";
@@ -76,6 +78,14 @@ int runAssembleOrgans(const std::string& directory, const std::string& output) {
         }
         std::cout << escapeText(fileLabel(output)) << ": assembled from " << organs.tensors().size()
                   << " tensor files\n";
+        // Kept although invalid only when asked for: said, and not a success.
+        const std::vector<Finding> findings = validateModel(*GgufModel::open(output));
+        if (!countFindings(findings).ok()) {
+            std::cout << findingsText(findings, "validation of " + fileLabel(output));
+            std::cerr << "organ assemble: " << escapeText(fileLabel(output))
+                      << " is invalid (llama.cpp will not load it) and was kept because of --keep-invalid\n";
+            return kExitInvalid;
+        }
         return kExitOk;
     } catch (const std::exception& error) {
         std::cerr << "organ assemble: " << escapeText(error.what()) << "\n";

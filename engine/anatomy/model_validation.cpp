@@ -2,6 +2,7 @@
 
 #include "anatomy/anatomy.h"
 #include "anatomy/loader_rules.h"
+#include "support/text_format.h"
 
 #include <algorithm>
 #include <map>
@@ -684,6 +685,24 @@ nlohmann::json validationToJson(const std::string& path, const std::vector<Findi
     document["path"] = path;
     document["valid"] = document["ok"];
     return document;
+}
+
+std::optional<std::string> invalidModelRefusal(const std::string& written, const std::string& output,
+                                               bool keepInvalid) {
+    if (keepInvalid) {
+        return std::nullopt;
+    }
+    std::vector<std::string> errors;
+    for (const Finding& f : validateModel(*GgufModel::open(written))) {
+        if (f.severity == Finding::Severity::Error) {
+            errors.push_back(f.message);
+        }
+    }
+    if (errors.empty()) {
+        return std::nullopt;
+    }
+    return fileLabel(output) + ": not written: it would not load (" + std::to_string(errors.size()) +
+           " validation error(s), the first: " + errors.front() + "); --keep-invalid keeps such a file";
 }
 
 } // namespace organ

@@ -129,8 +129,9 @@ private:
 
 // The GGUF the directory was extracted from, byte for byte (GGUF v3), through writeGguf: each
 // tensor file's SHA-256 is checked as it is copied, and the first mismatch fails the assembly,
-// naming the file, with nothing left behind.
-JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output,
+// naming the file, with nothing left behind. The written file is validated as llama.cpp would
+// load it before it is renamed into place: an invalid one is refused unless `keepInvalid`.
+JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output, bool keepInvalid = false,
                          const ProgressFn& progress = {}, const StopToken* stop = nullptr);
 
 // Whether writing to `output` makes an organ directory: unless its name ends in ".gguf" (in any

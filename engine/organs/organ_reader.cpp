@@ -1,5 +1,6 @@
 #include "organs/organ_directory.h"
 
+#include "anatomy/model_validation.h"
 #include "organs/manifest_values.h"
 
 #include "support/bounded_json.h"
@@ -262,13 +263,15 @@ std::shared_ptr<const GgufModel> OrganDirectory::model() const {
                                       std::move(files));
 }
 
-JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output,
+JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output, bool keepInvalid,
                          const ProgressFn& progress, const StopToken* stop) {
     try {
         const auto model = directory.model();
         GgufWriteSpec spec = specFromModel(*model);
         spec.metadata = directory.metadata();
-        return writeGguf(output, spec, progress, stop);
+        return writeGguf(output, spec, progress, stop, [&](const std::string& written) {
+            return invalidModelRefusal(written, output, keepInvalid);
+        });
     } catch (const std::exception& e) {
         return JobResult::failed(e.what());
     }

@@ -1,6 +1,6 @@
 // The organ command line on organ directories as an adversary leaves them: reports aimed inside
-// an input directory, a sub-folder linked to elsewhere, a manifest with a backslash in a
-// message, and the partial directory of a killed extraction.
+// an input directory, a sub-folder linked to elsewhere, a manifest that makes an invalid model
+// or a message with a backslash, and the partial directory of a killed extraction.
 #include "cli_run.h"
 #include "fixtures.h"
 #include "organ_fixture.h"
@@ -129,6 +129,40 @@ private slots:
         QVERIFY2(run.err.contains(QStringLiteral("linked/embed is not a folder inside linked")),
                  qPrintable(run.err));
         QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("linked*.gguf")}).size(), 0);
+    }
+
+    // A directory whose manifest makes a model llama.cpp refuses is not assembled as if it were
+    // fine (block_count 2³²−1 was written with exit status 0): refused, or with --keep-invalid
+    // written and said to be invalid.
+    void invalidAssembliesAreSaidSo() {
+        const QString d = extracted(QStringLiteral("invalid"));
+        QVERIFY(!d.isEmpty());
+        QJsonObject manifest = manifestOf(d);
+        QJsonArray metadata = manifest[QStringLiteral("metadata")].toArray();
+        for (int i = 0; i < metadata.size(); ++i) {
+            QJsonObject entry = metadata[i].toObject();
+            if (entry[QStringLiteral("key")] == QStringLiteral("llama.block_count")) {
+                entry[QStringLiteral("value")] = 4294967295.0;
+                metadata[i] = entry;
+            }
+        }
+        manifest[QStringLiteral("metadata")] = metadata;
+        QVERIFY(writeManifest(d, manifest));
+        const QString out = path(QStringLiteral("invalid.gguf"));
+        const QStringList assemble{QStringLiteral("assemble"), QStringLiteral("--organs"), d,
+                                   QStringLiteral("-o"), out};
+        const CliRun refused = runOrganCli(assemble);
+        QCOMPARE(refused.exitCode, 1);
+        QVERIFY2(refused.err.contains(QStringLiteral("invalid.gguf: not written: it would not load")),
+                 qPrintable(refused.err));
+        QVERIFY(!QFileInfo::exists(out));
+        const CliRun kept = runOrganCli(assemble + QStringList{QStringLiteral("--keep-invalid")});
+        QCOMPARE(kept.exitCode, 1);
+        QVERIFY(QFileInfo::exists(out));
+        QVERIFY2(kept.out.contains(QStringLiteral("error: llama.block_count is 4294967295")),
+                 qPrintable(kept.out));
+        QVERIFY2(kept.err.contains(QStringLiteral("is invalid (llama.cpp will not load it) and was kept")),
+                 qPrintable(kept.err));
     }
 
     // A manifest's path is named with its backslash escaped once: '..\\..', not '..\\\\..'.

@@ -79,7 +79,7 @@ private slots:
     void assemblesByteForByte() {
         const QString back = path(QStringLiteral("back.gguf"));
         const JobResult done =
-            assembleOrgans(OrganDirectory::open(m_directory.toStdString()), back.toStdString());
+            assembleOrgans(OrganDirectory::open(m_directory.toStdString()), back.toStdString(), true);
         QVERIFY2(done.isOk(), done.message.c_str());
         QVERIFY(readAll(back) == readAll(path(QStringLiteral("deep.gguf"))));
     }
