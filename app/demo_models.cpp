@@ -1,6 +1,6 @@
 #include "demo_models.h"
 
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 
 #include <QDir>
 

@@ -2,15 +2,16 @@
 
 #include "anatomy/anatomy_tree.h"
 #include "display_names.h"
-#include "engine_thread.h"
-
 #include "fleet_controller.h"
 #include "graft_document.h"
 #include "help_dialogs.h"
 #include "job_status.h"
+#include "job_tracker.h"
+#include "measure_controller.h"
 #include "model_view.h"
 #include "organs/organ_directory.h"
 #include "organs_controller.h"
+#include "recent_files.h"
 #include "report_export.h"
 #include "surgery_controller.h"
 #include "theta_comparison.h"
@@ -34,8 +35,6 @@
 namespace organ::app {
 namespace {
 
-constexpr int kMaxRecent = 10;
-const QString kRecentKey = QStringLiteral("recentFiles");
 const QString kPaneShareKey = QStringLiteral("window/recipientShare");
 
 } // namespace
@@ -58,11 +57,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         connect(pane, &widgets::ModelPane::filesDropped, this,
                 [this, pane](const QStringList& paths) { openFiles(paths, pane->side()); });
     }
-    m_engine = new EngineThread(this);
-    m_surgery = new SurgeryController(
-        this, m_recipient, m_donor, m_engine,
-        {[this](const QStringList& paths, Side side) { return openFiles(paths, side); },
-         [this](const QString& title, const QString& message) { showError(title, message); }});
+    m_jobs = new JobTracker(this);
+    const WindowHost host{this, m_jobs,
+                          [this](const QStringList& paths, Side side) { return openFiles(paths, side); },
+                          [this](const QString& title, const QString& message) { showError(title, message); },
+                          [this] { return focusedPane()->currentView(); }};
+    m_measure = new MeasureController(m_jobs, this);
+    connect(m_measure, &MeasureController::measured, this,
+            [this](widgets::ModelView*, const QString& message) {
+                statusBar()->showMessage(message, 8000);
+                updateComparison();
+                m_surgery->updatePreview();
+            });
+    connect(m_measure, &MeasureController::failed, this,
+            [this](const QString& message) { showError(tr("Measurement failed"), message); });
+    m_surgery = new SurgeryController(m_recipient, m_donor, host);
     for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
         connect(pane, &widgets::ModelPane::viewsChanged, m_surgery, &SurgeryController::updateRoles);
         pane->setCloseGuard([this](widgets::ModelView* view) { return m_surgery->confirmClose(view); });
@@ -72,27 +81,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             }
         });
     }
-    m_vitals = new VitalsController(this, m_recipient, m_donor, m_engine, m_surgery);
-    m_organs = new OrgansController(
-        this, m_engine,
-        {[this](const QStringList& paths, Side side) { return openFiles(paths, side); },
-         [this](const QString& title, const QString& message) { showError(title, message); },
-         [this] { return focusedPane()->currentView(); }});
-    m_fleet = new FleetController(
-        this, m_engine,
-        {[this](const QStringList& paths, Side side) { return openFiles(paths, side); },
-         [this](const QString& title, const QString& message) { showError(title, message); }});
+    m_vitals = new VitalsController(m_recipient, m_donor, m_surgery, host);
+    m_organs = new OrgansController(host);
+    m_fleet = new FleetController(host);
     buildMenus();
-    m_jobStatus = new widgets::JobStatus(this);
-    connect(m_jobStatus, &widgets::JobStatus::cancelRequested, m_engine, &EngineThread::cancel);
-    statusBar()->addPermanentWidget(m_jobStatus);
-    connectEngine();
+    connectJobStatus();
     statusBar()->showMessage(tr("Ready"));
     QSettings settings;
     if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) {
         resize(1200, 800);
     }
-    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    if (!restoreState(settings.value(QStringLiteral("window/state")).toByteArray())) {
+        // The models get the height; the plan's dock starts at a few rows of operations.
+        resizeDocks({m_surgery->planDock()}, {200}, Qt::Vertical);
+    }
     updatePaneSizes();
     updateTitle();
 }
@@ -109,9 +111,9 @@ void MainWindow::buildMenus() {
     open->setShortcut(QKeySequence::Open);
     QAction* openDonor = file->addAction(tr("Open &donor…"), this, [this] { openDialog(Side::Donor); });
     openDonor->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
-    m_recentMenu = file->addMenu(tr("Open &Recent"));
-    m_recentDonorMenu = file->addMenu(tr("Open Recent as Do&nor"));
-    rebuildRecentMenus();
+    m_recent = new RecentFiles(
+        file->addMenu(tr("Open &Recent")), file->addMenu(tr("Open Recent as Do&nor")),
+        [this](const QString& path, Side side) { openFiles({path}, side); }, this);
     file->addSeparator();
     m_organs->populateMenu(file);
     m_fleet->populateMenu(file);
@@ -176,15 +178,12 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
             auto* view = new widgets::ModelView(std::move(snapshot), target);
             // Tabs carry the file's name: two specimens share their general.name.
             target->addView(view, QFileInfo(path).completeBaseName(), path);
-            m_jobs.insert(m_engine->measure(view->snapshotPointer()), view);
+            m_measure->attach(view);
             m_vitals->attach(view);
             connect(view, &widgets::ModelView::dropRefused, this, [this](const QString& reason) {
                 statusBar()->showMessage(tr("Not grafted: %1").arg(reason), 10000);
             });
-            connect(view, &widgets::ModelView::tensorSelected, this, [this, view](int tensor) {
-                m_portraits.insert(m_engine->portrait(view->snapshotPointer(), tensor), view);
-            });
-            rememberRecent(QFileInfo(path).absoluteFilePath());
+            m_recent->remember(QFileInfo(path).absoluteFilePath());
             statusBar()->showMessage(tr("Opened %1").arg(QFileInfo(path).fileName()), 5000);
             ++opened;
         } catch (const std::exception& error) {
@@ -224,48 +223,19 @@ void MainWindow::swapPanes() {
     statusBar()->showMessage(message, 10000);
 }
 
-// Results are routed by generation; a view closed meanwhile is a null QPointer.
-void MainWindow::connectEngine() {
-    const MeasureAndAssembleWorker* worker = m_engine->worker();
-    connect(worker, &MeasureAndAssembleWorker::started, this, [this](quint64 g) {
-        if (const auto view = m_jobs.value(g)) {
-            m_jobStatus->begin(tr("Measuring %1…").arg(model::displayText(view->snapshot().model->name())));
-        }
-    });
-    connect(m_engine->portraits(), &PortraitWorker::portraitReady, this,
-            [this](quint64 g, int tensor, std::shared_ptr<const TensorPortrait> portrait) {
-                if (const auto view = m_portraits.take(g)) {
-                    view->setPortrait(tensor, std::move(portrait));
+void MainWindow::connectJobStatus() {
+    m_jobStatus = new widgets::JobStatus(this);
+    statusBar()->addPermanentWidget(m_jobStatus);
+    connect(m_jobStatus, &widgets::JobStatus::cancelRequested, m_jobs,
+            [this](quint64 id) { m_jobs->cancel(id); });
+    connect(m_jobs, &JobTracker::started, m_jobStatus,
+            [this](quint64 id, const QString& kind, const QString& title) {
+                if (kind != QLatin1String("portrait")) {
+                    m_jobStatus->add(id, title);
                 }
             });
-    connect(worker, &MeasureAndAssembleWorker::progress, this,
-            [this](quint64, quint64 done, quint64 total) { m_jobStatus->setProgress(done, total); });
-    connect(worker, &MeasureAndAssembleWorker::tensorMeasured, this,
-            [this](quint64 g, int tensor, const ZResult& result) {
-                if (const auto view = m_jobs.value(g)) {
-                    view->applyTensorResult(tensor, result);
-                }
-            });
-    connect(worker, &MeasureAndAssembleWorker::finished, this,
-            [this](quint64 g, std::shared_ptr<const ModelMeasurement> measurement) {
-                QString message;
-                if (const auto view = m_jobs.value(g)) {
-                    view->setMeasurement(measurement);
-                    message = tr("Measured %1: θ mean %2°%3")
-                                  .arg(model::displayText(measurement->name))
-                                  .arg(measurement->model.thetaMean, 0, 'f', 2)
-                                  .arg(measurement->fromCache ? tr(" (from the cache)") : QString());
-                }
-                jobEnded(g, message);
-                updateComparison();
-                m_surgery->updatePreview();
-            });
-    connect(worker, &MeasureAndAssembleWorker::failed, this, [this](quint64 g, const QString& error) {
-        jobEnded(g, QString());
-        showError(tr("Measurement failed"), error);
-    });
-    connect(worker, &MeasureAndAssembleWorker::cancelled, this,
-            [this](quint64 g) { jobEnded(g, tr("Measurement cancelled")); });
+    connect(m_jobs, &JobTracker::progressed, m_jobStatus, &widgets::JobStatus::setProgress);
+    connect(m_jobs, &JobTracker::ended, m_jobStatus, [this](quint64 id) { m_jobStatus->remove(id); });
 }
 
 void MainWindow::updateComparison() {
@@ -318,16 +288,6 @@ void MainWindow::rememberPaneShare() {
     const QList<int> sizes = m_panes->sizes();
     if (sizes[0] + sizes[1] > 0) {
         QSettings().setValue(kPaneShareKey, double(sizes[0]) / (sizes[0] + sizes[1]));
-    }
-}
-
-void MainWindow::jobEnded(quint64 generation, const QString& message) {
-    m_jobs.remove(generation);
-    if (m_jobs.isEmpty()) {
-        m_jobStatus->end();
-    }
-    if (!message.isEmpty()) {
-        statusBar()->showMessage(message, 8000);
     }
 }
 
@@ -385,32 +345,7 @@ void MainWindow::showAbout() {
 }
 
 QStringList MainWindow::recentFiles() const {
-    return QSettings().value(kRecentKey).toStringList();
-}
-
-void MainWindow::rememberRecent(const QString& path) {
-    QStringList recent = recentFiles();
-    recent.removeAll(path);
-    recent.prepend(path);
-    while (recent.size() > kMaxRecent) {
-        recent.removeLast();
-    }
-    QSettings().setValue(kRecentKey, recent);
-    rebuildRecentMenus();
-}
-
-void MainWindow::rebuildRecentMenus() {
-    const QStringList recent = recentFiles();
-    for (const auto& [menu, side] :
-         {std::pair(m_recentMenu, Side::Recipient), std::pair(m_recentDonorMenu, Side::Donor)}) {
-        menu->clear();
-        for (const QString& path : recent) {
-            menu->addAction(QFileInfo(path).fileName(), this,
-                            [this, path, side = side] { openFiles({path}, side); })
-                ->setToolTip(path);
-        }
-        menu->setEnabled(!recent.isEmpty());
-    }
+    return m_recent->files();
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {

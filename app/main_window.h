@@ -1,11 +1,8 @@
 #pragma once
 
 #include <QMainWindow>
-#include <QMap>
-#include <QPointer>
 #include <QStringList>
 
-class QMenu;
 class QSplitter;
 class QTabWidget;
 
@@ -18,7 +15,9 @@ class ModelView;
 
 namespace organ::app {
 
-class EngineThread;
+class JobTracker;
+class MeasureController;
+class RecentFiles;
 class SurgeryController;
 class VitalsController;
 class OrgansController;
@@ -43,7 +42,10 @@ public:
         return m_recipient->currentView();
     } // the recipient's current model
     QStringList recentFiles() const;
-    EngineThread* engine() const { return m_engine; }
+    // Every long job of the window runs through it; the status bar shows them.
+    JobTracker* jobs() const { return m_jobs; }
+    widgets::JobStatus* jobStatus() const { return m_jobStatus; }
+    MeasureController* measurements() const { return m_measure; }
 
     // Writes the current model's measurement as JSON, CSV or Markdown (by extension), as
     // `organ measure` does. Returns false with `error` set when there is nothing to export.
@@ -72,12 +74,11 @@ private:
     void buildMenus();
     // The pane holding the keyboard focus, else the recipient's.
     widgets::ModelPane* focusedPane() const;
-    void rememberRecent(const QString& path);
-    void rebuildRecentMenus();
     void showError(const QString& title, const QString& message);
     void updateTitle();
-    void connectEngine();
-    void jobEnded(quint64 generation, const QString& message);
+    // The status bar's report follows the tracker's jobs (not the inspector's portraits: they
+    // are what the user looks at, drawn at once).
+    void connectJobStatus();
     // Δθ of the current donor against the current recipient, when both are measured.
     void updateComparison();
     // An empty pane beside a full one shrinks to its instructions; when both hold models
@@ -88,11 +89,9 @@ private:
     widgets::ModelPane* m_donor = nullptr;
     QSplitter* m_panes = nullptr;
     bool m_bothPanesUsed = false;
-    QMenu* m_recentMenu = nullptr;
-    QMenu* m_recentDonorMenu = nullptr;
-    EngineThread* m_engine = nullptr;
-    QMap<quint64, QPointer<widgets::ModelView>> m_jobs;      // measurement generation → its view
-    QMap<quint64, QPointer<widgets::ModelView>> m_portraits; // portrait generation → its view
+    RecentFiles* m_recent = nullptr;
+    JobTracker* m_jobs = nullptr;
+    MeasureController* m_measure = nullptr;
     widgets::JobStatus* m_jobStatus = nullptr;
     SurgeryController* m_surgery = nullptr;
     VitalsController* m_vitals = nullptr;

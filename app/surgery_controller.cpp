@@ -2,46 +2,41 @@
 // disk, the chimera's assembly on the engine thread and the guard rails around them.
 #include "surgery_controller.h"
 
-#include "engine_thread.h"
-#include "graft/purify_model.h"
+#include "assembly_controller.h"
+#include "purify/purify_model.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
-#include "job_progress.h"
+#include "job_tracker.h"
 #include "model_view.h"
-#include "open_offer.h"
 #include "plan_autosave.h"
-#include "support/text_format.h"
+#include "write_folder.h"
 
 #include <QAction>
 #include <QComboBox>
-#include <QDateTime>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
-#include <QHBoxLayout>
 #include <QLabel>
-#include <QLineEdit>
 #include <QLocale>
 #include <QMainWindow>
 #include <QMenu>
 #include <QMessageBox>
-#include <QProgressDialog>
 #include <QPushButton>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QUndoStack>
 #include <algorithm>
-#include <cmath>
 
 namespace organ::app {
 
-SurgeryController::SurgeryController(QMainWindow* window, widgets::ModelPane* recipient,
-                                     widgets::ModelPane* donor, EngineThread* engine, Host host)
-    : QObject(window), m_window(window), m_recipient(recipient), m_donor(donor), m_engine(engine),
+SurgeryController::SurgeryController(widgets::ModelPane* recipient, widgets::ModelPane* donor,
+                                     WindowHost host)
+    : QObject(host.window), m_window(host.window), m_recipient(recipient), m_donor(donor),
       m_host(std::move(host)) {
     m_document = new model::GraftDocument(this);
     m_planPanel = new widgets::GraftPlanPanel(m_document, m_window);
@@ -54,8 +49,9 @@ SurgeryController::SurgeryController(QMainWindow* window, widgets::ModelPane* re
             &SurgeryController::openPlanDialog);
     connect(m_planPanel, &widgets::GraftPlanPanel::savePlanRequested, this,
             &SurgeryController::savePlanDialog);
-    connect(m_planPanel, &widgets::GraftPlanPanel::assembleRequested, this,
-            &SurgeryController::assembleDialog);
+    m_assembly = new AssemblyController(m_document, m_host, this);
+    connect(m_planPanel, &widgets::GraftPlanPanel::assembleRequested, m_assembly,
+            &AssemblyController::assembleDialog);
     connect(m_planPanel, &widgets::GraftPlanPanel::tensorsRequested, this, [this](const QStringList& names) {
         widgets::ModelView* view = findView(m_document->base());
         if (view == nullptr || names.isEmpty()) {
@@ -69,20 +65,18 @@ SurgeryController::SurgeryController(QMainWindow* window, widgets::ModelPane* re
     });
     connect(m_document, &model::GraftDocument::changed, this, &SurgeryController::updatePreview);
     m_autosave = new PlanAutosave(m_document, this);
-    connect(m_document->undoStack(), &QUndoStack::indexChanged, this, [this] {
-        if (!m_document->lastDropMessage().isEmpty()) {
-            m_window->statusBar()->showMessage(m_document->lastDropMessage(), 8000);
+    // Each step says what it did; an undo or redo replaces what the edit said.
+    connect(m_document->undoStack(), &QUndoStack::indexChanged, this, [this](int index) {
+        const QUndoStack* stack = m_document->undoStack();
+        QString message = m_document->takeEditMessage();
+        if (message.isEmpty() && index < m_undoIndex && index < stack->count()) {
+            message = tr("Undone: %1").arg(stack->text(index));
+        } else if (message.isEmpty() && index > m_undoIndex) {
+            message = tr("Redone: %1").arg(stack->text(index - 1));
         }
+        m_undoIndex = index;
+        m_window->statusBar()->showMessage(message, 8000);
     });
-    connectAssembly();
-    connect(m_engine->worker(), &MeasureAndAssembleWorker::purifyPreviewReady, this,
-            [this](quint64, const std::shared_ptr<const std::vector<PurifyPreviewResult>>& results) {
-                for (const PurifyPreviewResult& r : *results) {
-                    m_purifiedTheta.insert(r.key, r.thetaAfter);
-                    m_purifyPending.remove(r.key);
-                }
-                updatePreview();
-            });
 }
 
 namespace {
@@ -187,7 +181,7 @@ void SurgeryController::populateMenus(QMenu* edit, QMenu* graft) {
         ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
     graft->addAction(tr("&Save plan…"), this, &SurgeryController::savePlanDialog)
         ->setShortcut(QKeySequence::Save);
-    graft->addAction(tr("&Assemble chimera…"), this, &SurgeryController::assembleDialog)
+    graft->addAction(tr("&Assemble chimera…"), m_assembly, &AssemblyController::assembleDialog)
         ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_B));
     graft->addAction(tr("&Clear plan"), m_document, &model::GraftDocument::clear);
     graft->addSeparator();
@@ -217,40 +211,6 @@ bool SurgeryController::confirmQuit() {
     return answer == QMessageBox::Discard;
 }
 
-void SurgeryController::connectAssembly() {
-    const MeasureAndAssembleWorker* worker = m_engine->worker();
-    connect(worker, &MeasureAndAssembleWorker::assemblyProgress, this,
-            [this](quint64 g, quint64 done, quint64 total, const QString& stage) {
-                if (g == m_assembly) {
-                    assemblyProgress(done, total, stage);
-                }
-            });
-    connect(worker, &MeasureAndAssembleWorker::assemblyCancelled, this, [this](quint64) {
-        m_window->statusBar()->showMessage(tr("Assembly cancelled: no file was written"), 10000);
-        assemblyFinished(false, tr("cancelled"));
-    });
-    connect(worker, &MeasureAndAssembleWorker::assemblyFailed, this, [this](quint64, const QString& message) {
-        assemblyFinished(false, message);
-        m_host.showError(tr("The chimera could not be assembled"), message);
-    });
-    connect(worker, &MeasureAndAssembleWorker::assembled, this,
-            [this](quint64, const QString& output, const QString& validation, bool valid) {
-                assemblyFinished(true, output);
-                showAssembled(output, validation, valid);
-            });
-}
-
-void SurgeryController::showAssembled(const QString& output, const QString& validation, bool valid) {
-    QMessageBox* box = offerToOpen(
-        m_window, valid ? QMessageBox::Information : QMessageBox::Warning, tr("Chimera assembled"),
-        tr("Wrote %1.\n\nValidation: %2").arg(output, valid ? tr("passed") : tr("failed")),
-        QStringLiteral("assemblyResult"), QStringLiteral("openChimera"),
-        [this, output](Side side) { m_host.openFiles({output}, side); });
-    box->setDetailedText(validation.isEmpty() ? tr("No findings.") : validation);
-    box->open();
-    m_window->statusBar()->showMessage(tr("Assembled %1").arg(QFileInfo(output).fileName()), 10000);
-}
-
 void SurgeryController::updateRoles() {
     for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
         for (widgets::ModelView* view : pane->views()) {
@@ -260,6 +220,48 @@ void SurgeryController::updateRoles() {
         }
     }
     updatePreview();
+}
+
+// The θ the plan's purified tensors are expected to have: each purified as the chimera will
+// purify it (nothing written) on the engine's worker, the preview updated as each arrives. A
+// cancelled preview leaves its tensors to be asked for again.
+void SurgeryController::startPurifyPreview(std::vector<PurifyPreviewTensor> tensors,
+                                           const PurifyParams& params) {
+    QStringList keys;
+    for (const PurifyPreviewTensor& t : tensors) {
+        keys << t.key;
+    }
+    JobTracker::Job job;
+    job.kind = "purify-preview";
+    job.title = tr("Previewing the purification of %n tensor(s)", nullptr, int(tensors.size()));
+    job.ended = [this, keys](const JobSnapshot&) {
+        for (const QString& key : keys) {
+            m_purifyPending.remove(key);
+        }
+    };
+    m_host.jobs->start(
+        std::move(job),
+        [this, tensors = std::move(tensors), params](const ProgressFn& progress, const StopToken& stop,
+                                                     const JobTracker::Post& post) {
+            for (std::size_t k = 0; k < tensors.size() && !stop.stopRequested(); ++k) {
+                const PurifyPreviewTensor& t = tensors[k];
+                std::optional<double> theta; // none shown for a tensor that cannot be purified
+                try {
+                    if (const TensorInfo* info = t.model->findTensor(t.name)) {
+                        theta = purifyTensor(*t.model, *info, t.target, params).report.thetaAfter;
+                    }
+                } catch (const std::exception&) {
+                }
+                post([this, key = t.key, theta] {
+                    m_purifiedTheta.insert(key, theta);
+                    m_purifyPending.remove(key);
+                    updatePreview();
+                });
+                progress(Progress{k + 1, tensors.size(), "purifying"});
+            }
+            return stop.stopRequested() ? JobResult::cancelled() : JobResult::ok();
+        },
+        this);
 }
 
 void SurgeryController::updatePreview() {
@@ -295,7 +297,7 @@ void SurgeryController::updatePreview() {
         // Purified tensors: the θ purification is expected to give them, computed on the engine
         // thread once per tensor and parameters.
         int purified = 0;
-        auto job = std::make_shared<PurifyPreviewJob>();
+        std::vector<PurifyPreviewTensor> preview;
         const auto& layoutPurify = m_document->report().layout.purify;
         for (const auto& p : m_document->purifications()) {
             if (!layoutPurify) {
@@ -322,13 +324,12 @@ void SurgeryController::updatePreview() {
                 cell->theta = *theta;
             } else if (!m_purifyPending.contains(key)) {
                 m_purifyPending.insert(key);
-                job->tensors.push_back({p.source.snapshot->model, p.source.tensor->name, p.target, key});
+                preview.push_back({p.source.snapshot->model, p.source.tensor->name, p.target, key});
             }
             ++purified;
         }
-        if (!job->tensors.empty()) {
-            job->params = *layoutPurify;
-            m_engine->purifyPreview(std::move(job));
+        if (!preview.empty()) {
+            startPurifyPreview(std::move(preview), *layoutPurify);
         }
         const std::optional<double> after = m_document->chimeraThetaMean(
             measurementOf,
@@ -487,135 +488,23 @@ void SurgeryController::savePlanDialog() {
     if (m_document->isEmpty()) {
         return;
     }
-    const QString suggested =
-        m_document->fileName().isEmpty()
-            ? QFileInfo(m_document->base()).completeBaseName() + QStringLiteral("-plan.json")
-            : m_document->fileName();
+    const QFileInfo base(m_document->base());
+    const QString suggested = m_document->fileName().isEmpty()
+                                  ? widgets::proposedWriteFolder(base.absolutePath()) + u'/' +
+                                        base.completeBaseName() + QStringLiteral("-plan.json")
+                                  : m_document->fileName();
     const QString path =
         QFileDialog::getSaveFileName(m_window, tr("Save graft plan"), suggested, tr("Graft plans (*.json)"));
     QString error;
-    if (!path.isEmpty() && !savePlan(path, &error)) {
+    if (path.isEmpty()) {
+        return;
+    }
+    if (!savePlan(path, &error)) {
         m_host.showError(tr("Cannot save the plan"), error);
-    }
-}
-
-void SurgeryController::assembleDialog() {
-    if (m_document->isEmpty()) {
         return;
     }
-    QDialog dialog(m_window);
-    dialog.setObjectName(QStringLiteral("assembleDialog"));
-    dialog.setWindowTitle(tr("Assemble chimera"));
-    auto* form = new QFormLayout(&dialog);
-    auto* name = new QLineEdit(m_document->chimeraName().isEmpty() ? m_document->defaultChimeraName()
-                                                                   : m_document->chimeraName(),
-                               &dialog);
-    name->setObjectName(QStringLiteral("chimeraName"));
-    name->setToolTip(tr("The chimera's general.name: how tools and the workbench call it"));
-    name->setMinimumWidth(420);
-    const QFileInfo base(m_document->base());
-    auto* path = new QLineEdit(
-        base.absolutePath() + u'/' + base.completeBaseName() + QStringLiteral("-chimera.gguf"), &dialog);
-    path->setObjectName(QStringLiteral("chimeraPath"));
-    auto* browse = new QPushButton(tr("Browse…"), &dialog);
-    connect(browse, &QPushButton::clicked, &dialog, [&dialog, path] {
-        const QString chosen = QFileDialog::getSaveFileName(&dialog, tr("Assemble chimera"), path->text(),
-                                                            tr("GGUF models (*.gguf)"));
-        if (!chosen.isEmpty()) {
-            path->setText(chosen);
-        }
-    });
-    auto* file = new QHBoxLayout;
-    file->addWidget(path, 1);
-    file->addWidget(browse);
-    form->addRow(tr("Name"), name);
-    form->addRow(tr("File"), file);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
-    buttons->button(QDialogButtonBox::Ok)->setText(tr("Assemble"));
-    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
-    form->addRow(buttons);
-    if (dialog.exec() != QDialog::Accepted || path->text().trimmed().isEmpty()) {
-        return;
-    }
-    m_document->setChimeraName(name->text().trimmed());
-    QString error;
-    if (!startAssembly(path->text().trimmed(), &error)) {
-        m_host.showError(tr("Cannot assemble the chimera"), error);
-    }
-}
-
-bool SurgeryController::startAssembly(const QString& output, QString* error) {
-    if (m_assemblyDialog != nullptr) {
-        *error = tr("A chimera is being assembled already");
-        return false;
-    }
-    if (m_document->isEmpty() || !m_document->unavailable().isEmpty() || m_document->report().hasErrors()) {
-        *error = m_document->isEmpty()                  ? tr("The plan is empty")
-                 : !m_document->unavailable().isEmpty() ? m_document->unavailable()
-                                                        : tr("The plan has errors; see the graft plan panel");
-        return false;
-    }
-    auto job = std::make_shared<AssemblyJob>();
-    job->plan = m_document->plan();
-    job->output = QFileInfo(output).absoluteFilePath().toStdString();
-    job->plan.output = job->output;
-    std::string missing;
-    job->models = *m_document->openModels(job->plan, &missing); // all open: the plan is checked
-    // The writer reports bytes of tensor data in file order: their ends give the tensors done.
-    m_assemblyEnds.clear();
-    std::uint64_t end = 0;
-    for (const ChimeraTensor& t : m_document->report().layout.tensors) {
-        const TensorInfo* info = m_document->source(t).tensor;
-        const TensorTypeTraits& traits = traitsOf(t.targetType);
-        end += info->elements / traits.blockSize * traits.bytesPerBlock;
-        m_assemblyEnds.push_back(end);
-    }
-    m_assemblyDialog = jobProgressDialog(m_window, tr("Assembling %1…").arg(QFileInfo(output).fileName()),
-                                         tr("Assemble chimera"), QStringLiteral("assemblyProgress"), 480);
-    connect(m_assemblyDialog, &QProgressDialog::canceled, m_engine, &EngineThread::cancelAssembly);
-    m_assemblyDialog->show();
-    m_assemblyStage.clear();
-    m_assembly = m_engine->assemble(std::move(job));
-    return true;
-}
-
-void SurgeryController::assemblyProgress(quint64 done, quint64 total, const QString& stage) {
-    if (m_assemblyDialog == nullptr) {
-        return;
-    }
-    // Rate and time left per stage (writing, then verifying: each runs over every byte).
-    if (stage != m_assemblyStage) {
-        m_assemblyStage = stage;
-        m_assemblyStarted = QDateTime::currentMSecsSinceEpoch();
-    }
-    const double seconds =
-        std::max(0.001, (QDateTime::currentMSecsSinceEpoch() - m_assemblyStarted) / 1000.0);
-    const double rate = done / seconds;
-    const auto tensors =
-        std::upper_bound(m_assemblyEnds.begin(), m_assemblyEnds.end(), done) - m_assemblyEnds.begin();
-    QString text =
-        tr("%1: %2 of %3 tensors, %4 of %5")
-            .arg(stage)
-            .arg(tensors)
-            .arg(m_assemblyEnds.size())
-            .arg(QString::fromStdString(humanBytes(done)), QString::fromStdString(humanBytes(total)));
-    if (done > 0 && total >= done) {
-        text += tr(" · %1/s · %2 s left")
-                    .arg(QString::fromStdString(humanBytes(std::uint64_t(rate))))
-                    .arg(std::lround((total - done) / rate));
-    }
-    m_assemblyDialog->setLabelText(text);
-    m_assemblyDialog->setValue(total == 0 ? 1000 : int(1000.0 * double(done) / double(total)));
-}
-
-void SurgeryController::assemblyFinished(bool ok, const QString& message) {
-    if (m_assemblyDialog != nullptr) {
-        m_assemblyDialog->deleteLater();
-        m_assemblyDialog = nullptr;
-    }
-    m_assembly = 0;
-    emit assemblyEnded(ok, message);
+    widgets::rememberWriteFolder(path);
+    m_window->statusBar()->showMessage(tr("Saved the plan as %1").arg(QDir::toNativeSeparators(path)), 10000);
 }
 
 } // namespace organ::app

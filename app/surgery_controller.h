@@ -1,6 +1,7 @@
 #pragma once
 
-#include "model_pane.h"
+#include "purify/purify_model.h"
+#include "window_host.h"
 
 #include <QHash>
 #include <QObject>
@@ -15,11 +16,6 @@
 class QDockWidget;
 class QMainWindow;
 class QMenu;
-class QProgressDialog;
-
-namespace organ {
-struct PurifyParams;
-}
 
 namespace organ::widgets {
 class GraftPlanPanel;
@@ -31,29 +27,24 @@ class GraftDocument;
 
 namespace organ::app {
 
-class EngineThread;
+class AssemblyController;
 class PlanAutosave;
 
 // The window's surgery: the graft plan (a GraftDocument) and its dock, the preview on the
 // recipient's heatmap, the guards before a model the plan uses is closed or the window quits
 // with an unsaved plan, plans on disk and autosaved, and the chimera's assembly on the engine
-// thread with its progress. The window creates it and wires it to its panes and menus.
+// thread (AssemblyController). The window creates it and wires it to its panes and menus.
 class SurgeryController : public QObject {
     Q_OBJECT
 public:
     using Side = widgets::ModelPane::Side;
-    // What the controller asks of the window.
-    struct Host {
-        std::function<int(const QStringList& paths, Side side)> openFiles; // returns how many opened
-        std::function<void(const QString& title, const QString& message)> showError;
-    };
-    SurgeryController(QMainWindow* window, widgets::ModelPane* recipient, widgets::ModelPane* donor,
-                      EngineThread* engine, Host host);
+    SurgeryController(widgets::ModelPane* recipient, widgets::ModelPane* donor, WindowHost host);
 
     model::GraftDocument* document() const { return m_document; }
     widgets::GraftPlanPanel* panel() const { return m_planPanel; }
+    QDockWidget* planDock() const { return m_planDock; }
     PlanAutosave* autosave() const { return m_autosave; }
-    QProgressDialog* assemblyDialog() const { return m_assemblyDialog; }
+    AssemblyController* assembly() const { return m_assembly; }
     widgets::ModelView* findView(const QString& path) const;
 
     // Edit → Undo/Redo and the Graft menu.
@@ -64,7 +55,6 @@ public:
     // An autosaved plan (see PlanAutosave): opened unsaved, its models opened too.
     bool recoverPlan(const QString& path, QString* error);
     bool savePlan(const QString& path, QString* error);
-    bool startAssembly(const QString& output, QString* error);
 
     // Recipient views take drops, donor views are drag sources (after opens and swaps).
     void updateRoles();
@@ -85,38 +75,34 @@ public:
 public slots:
     void openPlanDialog();
     void savePlanDialog();
-    void assembleDialog();
     // Offers back, one by one, the plans autosaved by sessions that crashed or were killed.
     void offerRecovery();
 
-signals:
-    void assemblyEnded(bool ok, const QString& message);
-
 private:
-    void connectAssembly();
+    // A tensor whose θ after purification the preview shows, under the caller's key.
+    struct PurifyPreviewTensor {
+        std::shared_ptr<const GgufModel> model;
+        std::string name;
+        TensorType target = TensorType::F32;
+        QString key;
+    };
     bool loadPlan(const QString& path, QString* error, const std::function<void()>& load);
-    void assemblyProgress(quint64 done, quint64 total, const QString& stage);
-    void assemblyFinished(bool ok, const QString& message);
-    void showAssembled(const QString& output, const QString& validation, bool valid);
+    void startPurifyPreview(std::vector<PurifyPreviewTensor> tensors, const PurifyParams& params);
     // The recipient's Purify… (tree or heatmap): asks for the method and its parameters.
     void purifyDialog(const std::vector<int>& tensors);
 
     QMainWindow* m_window;
     widgets::ModelPane* m_recipient;
     widgets::ModelPane* m_donor;
-    EngineThread* m_engine;
-    Host m_host;
+    WindowHost m_host;
     model::GraftDocument* m_document = nullptr;
     widgets::GraftPlanPanel* m_planPanel = nullptr;
     QDockWidget* m_planDock = nullptr;
     PlanAutosave* m_autosave = nullptr;
-    QProgressDialog* m_assemblyDialog = nullptr;
-    quint64 m_assembly = 0;
-    qint64 m_assemblyStarted = 0; // ms since the epoch, when the current stage began
-    QString m_assemblyStage;
-    std::vector<std::uint64_t> m_assemblyEnds;             // cumulative bytes at the end of each tensor
+    AssemblyController* m_assembly = nullptr;
     QHash<QString, std::optional<double>> m_purifiedTheta; // preview key → θ after purification
     QSet<QString> m_purifyPending;                         // asked of the engine thread
+    int m_undoIndex = 0;                                   // the undo stack's index shown last
 };
 
 } // namespace organ::app

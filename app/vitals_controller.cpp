@@ -1,17 +1,19 @@
 #include "vitals_controller.h"
 
 #include "display_names.h"
-#include "engine_thread.h"
+#include "graft/assembly.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
+#include "job_tracker.h"
 #include "model_pane.h"
 #include "model_view.h"
 #include "surgery_controller.h"
+#include "vitals/vitals_report.h"
 #include "vitals_page.h"
 
 #include <QFileInfo>
-#include <QMainWindow>
-#include <QStatusBar>
+#include <QPointer>
+#include <set>
 
 namespace organ::app {
 namespace {
@@ -23,28 +25,51 @@ std::size_t vocabularyOf(const GgufModel& model) {
 
 } // namespace
 
-VitalsController::VitalsController(QMainWindow* window, widgets::ModelPane* recipient,
-                                   widgets::ModelPane* donor, EngineThread* engine,
-                                   SurgeryController* surgery)
-    : QObject(window), m_window(window), m_recipient(recipient), m_donor(donor), m_engine(engine),
-      m_surgery(surgery) {
+VitalsController::VitalsController(widgets::ModelPane* recipient, widgets::ModelPane* donor,
+                                   SurgeryController* surgery, WindowHost host)
+    : QObject(host.window), m_recipient(recipient), m_donor(donor), m_surgery(surgery),
+      m_host(std::move(host)) {
     connect(m_surgery->panel(), &widgets::GraftPlanPanel::checkRequested, this, [this] {
         if (m_check != 0) {
-            m_engine->cancelVitals(); // the button's Cancel while a check runs
+            m_host.jobs->cancel(m_check); // the button's Cancel while a check runs
             return;
         }
         QString error;
         if (!checkChimera(&error)) {
-            m_surgery->panel()->setChimeraVitals(error.toHtmlEscaped());
+            m_surgery->panel()->setChimeraVitals(error.toHtmlEscaped(), m_surgery->document()->revision());
         }
     });
-    connectEngine();
+    connect(m_surgery->document(), &model::GraftDocument::changed, this,
+            &VitalsController::updatePlannedChimera);
+    for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
+        connect(pane, &widgets::ModelPane::viewsChanged, this, &VitalsController::updatePlannedChimera);
+    }
+}
+
+void VitalsController::updatePlannedChimera() {
+    const model::GraftDocument* document = m_surgery->document();
+    const bool current = m_chimera && m_chimeraRevision == document->revision();
+    for (widgets::ModelView* view : m_recipient->views()) {
+        const bool planned = !document->isEmpty() &&
+                             document->base() == QString::fromStdString(view->snapshot().model->path());
+        view->vitalsPage()->setPlannedChimera(planned, planned && current ? m_chimera : nullptr);
+    }
 }
 
 void VitalsController::attach(widgets::ModelView* view) {
     widgets::VitalsPage* page = view->vitalsPage();
     connect(page, &widgets::VitalsPage::takeRequested, this, [this, view] { takeVitals(view); });
-    connect(page, &widgets::VitalsPage::cancelRequested, m_engine, &EngineThread::cancelVitals);
+    connect(view, &QObject::destroyed, this, [this, view] {
+        if (const quint64 job = m_pageJobs.take(view)) {
+            m_host.jobs->cancel(job);
+        }
+    });
+    connect(page, &widgets::VitalsPage::cancelRequested, this, [this, view] {
+        if (const quint64 job = m_pageJobs.value(view)) {
+            m_host.jobs->cancel(job);
+        }
+    });
+    updatePlannedChimera();
     connect(page, &widgets::VitalsPage::removeLayersRequested, this,
             [this, view](std::uint32_t first, std::uint32_t count) {
                 const QString path = QString::fromStdString(view->snapshot().model->path());
@@ -52,29 +77,83 @@ void VitalsController::attach(widgets::ModelView* view) {
                 for (std::uint32_t k = count; k-- > 0;) {
                     m_surgery->document()->removeLayer(path, first + k);
                 }
-                m_window->statusBar()->showMessage(
-                    tr("Planned: remove %1 from layer %2 — Check chimera shows what it costs")
-                        .arg(model::countOf(count, tr("layer"), tr("layers")))
-                        .arg(first),
-                    10000);
+                m_host.say(tr("Planned: remove %1 from layer %2 — Check chimera shows what it costs")
+                               .arg(model::countOf(count, tr("layer"), tr("layers")))
+                               .arg(first),
+                           10000);
             });
+}
+
+quint64 VitalsController::run(const ModelWeights& model, std::vector<ModelWeights> parents,
+                              const QString& title, std::function<void(const QString& stage)> progress,
+                              std::function<void(std::shared_ptr<const VitalsReport>, const QString&)> done) {
+    auto report = std::make_shared<std::shared_ptr<const VitalsReport>>();
+    JobTracker::Job job;
+    job.kind = "vitals";
+    job.title = title;
+    job.progress = [progress = std::move(progress)](const JobProgress& p) { progress(p.stage); };
+    job.ended = [report, done = std::move(done)](const JobSnapshot& ended) {
+        if (ended.state == JobState::Done) {
+            done(*report, {});
+        } else {
+            done(nullptr,
+                 ended.state == JobState::Cancelled ? tr("Cancelled.") : model::displayText(ended.message));
+        }
+    };
+    return m_host.jobs->start(
+        std::move(job),
+        [model, parents = std::move(parents), report](const ProgressFn& p, const StopToken& stop,
+                                                      const JobTracker::Post&) {
+            std::vector<const ModelWeights*> compared;
+            for (const ModelWeights& parent : parents) {
+                compared.push_back(&parent);
+            }
+            auto taken = organ::takeVitals(model, compared, VitalsRequest{}, p, &stop);
+            if (!taken) {
+                return JobResult::cancelled();
+            }
+            *report = std::make_shared<const VitalsReport>(std::move(*taken));
+            return JobResult::ok();
+        },
+        this);
 }
 
 void VitalsController::takeVitals(widgets::ModelView* view) {
     const auto& self = view->snapshot().model;
-    auto job = std::make_shared<VitalsJob>(VitalsJob{ModelWeights::ofModel(self), {}, {}, {}});
-    job->stop = std::make_shared<StopToken>();
+    std::vector<ModelWeights> parents;
+    // Each other model once, though it may be open in both panes or in two tabs.
+    std::set<std::string> compared{self->path()};
     for (widgets::ModelView* other : m_recipient->views() + m_donor->views()) {
         const auto& model = other->snapshot().model;
-        if (model->path() != self->path() && vocabularyOf(*model) == vocabularyOf(*self)) {
-            job->parents.push_back(ModelWeights::ofModel(model));
+        if (vocabularyOf(*model) == vocabularyOf(*self) && compared.insert(model->path()).second) {
+            parents.push_back(ModelWeights::ofModel(model));
         }
     }
     view->vitalsPage()->setRunning(
         tr("Running %1 and %2…")
             .arg(model::modelDisplayName(*self))
-            .arg(model::countOf(qint64(job->parents.size()), tr("other model"), tr("other models"))));
-    m_pages.insert(m_engine->vitals(std::move(job)), view);
+            .arg(model::countOf(qint64(parents.size()), tr("other model"), tr("other models"))));
+    const QPointer<widgets::ModelView> page = view;
+    m_pageJobs.insert(view,
+                      run(
+                          ModelWeights::ofModel(self), std::move(parents),
+                          tr("Vital signs of %1").arg(model::modelDisplayName(*self)),
+                          [page](const QString& stage) {
+                              if (page) {
+                                  page->vitalsPage()->setProgress(stage + u'…');
+                              }
+                          },
+                          [this, page](std::shared_ptr<const VitalsReport> report, const QString& failure) {
+                              if (!page) {
+                                  return;
+                              }
+                              m_pageJobs.remove(page);
+                              if (report) {
+                                  page->setVitalsReport(std::move(report));
+                              } else {
+                                  page->vitalsPage()->setFailed(failure);
+                              }
+                          }));
 }
 
 bool VitalsController::checkChimera(QString* error) {
@@ -93,16 +172,28 @@ bool VitalsController::checkChimera(QString* error) {
     }
     try {
         const GraftModels graftModels = GraftModels::fromModels(*models);
-        auto job = std::make_shared<VitalsJob>(
-            VitalsJob{ModelWeights::ofPlan(document->plan(), graftModels, document->report()), {}, {}, {}});
-        job->stop = std::make_shared<StopToken>();
+        const ModelWeights chimera = ModelWeights::ofPlan(document->plan(), graftModels, document->report());
+        std::vector<ModelWeights> parents;
         for (const auto& [id, model] : *models) {
-            job->parents.push_back(ModelWeights::ofModel(model));
+            parents.push_back(ModelWeights::ofModel(model));
         }
         m_surgery->panel()->setChecking(
             tr("Checking the chimera: running it and its %1…")
-                .arg(model::countOf(qint64(job->parents.size()), tr("parent"), tr("parents"))));
-        m_check = m_engine->vitals(std::move(job));
+                .arg(model::countOf(qint64(parents.size()), tr("parent"), tr("parents"))));
+        m_checkRevision = document->revision();
+        m_check = run(
+            chimera, std::move(parents), tr("Checking the chimera"),
+            [this](const QString& stage) {
+                m_surgery->panel()->setChecking(tr("Checking the chimera: %1…").arg(stage));
+            },
+            [this](std::shared_ptr<const VitalsReport> report, const QString& failure) {
+                m_check = 0;
+                if (report) {
+                    showChimera(report);
+                } else {
+                    m_surgery->panel()->setChimeraVitals(failure.toHtmlEscaped(), m_checkRevision);
+                }
+            });
         return true;
     } catch (const std::exception& e) {
         *error = model::displayText(e.what());
@@ -110,52 +201,26 @@ bool VitalsController::checkChimera(QString* error) {
     }
 }
 
-void VitalsController::connectEngine() {
-    const VitalsWorker* worker = m_engine->vitalsWorker();
-    connect(worker, &VitalsWorker::progress, this, [this](quint64 g, quint64, quint64, const QString& stage) {
-        if (const auto view = m_pages.value(g)) {
-            view->vitalsPage()->setProgress(stage + u'…');
-        } else if (g == m_check) {
-            m_surgery->panel()->setChecking(tr("Checking the chimera: %1…").arg(stage));
-        }
-    });
-    connect(
-        worker, &VitalsWorker::ready, this, [this](quint64 g, std::shared_ptr<const VitalsReport> report) {
-            if (const auto view = m_pages.take(g)) {
-                view->setVitalsReport(std::move(report));
-            } else if (g == m_check) {
-                m_check = 0;
-                // "perplexity 2279.968 → 4.416 · KL to the recipient 0.0400 …": the recipient's (the first
-                // parent) then the chimera's, and the divergence from each parent.
-                const auto& parents = report->parents;
-                QString html =
-                    tr("<b>Chimera (planned):</b> perplexity %1%2")
-                        .arg(parents.empty()
-                                 ? QString()
+// "perplexity 2279.968 → 4.416 · KL to the recipient 0.0400 …": the recipient's (the first parent)
+// then the chimera's, and the divergence from each parent.
+void VitalsController::showChimera(const std::shared_ptr<const VitalsReport>& report) {
+    m_chimera = report;
+    m_chimeraRevision = m_checkRevision;
+    updatePlannedChimera();
+    const auto& parents = report->parents;
+    QString html =
+        tr("<b>Chimera (planned):</b> perplexity %1%2")
+            .arg(parents.empty() ? QString()
                                  : model::finiteNumber(parents.front().perplexity.perplexity, 3) + tr(" → "),
-                             model::finiteNumber(report->perplexity.perplexity, 3));
-                for (const auto& p : parents) {
-                    html += tr(" · KL to <b>%1</b> %2 (top-1 agrees %3 %)")
-                                .arg(model::displayText(p.label).toHtmlEscaped(),
-                                     model::finiteNumber(p.divergence.meanKl, 4),
-                                     model::finiteNumber(100 * p.divergence.topAgreement, 1));
-                }
-                html += tr("<br><i>%1</i>▸%2")
-                            .arg(model::displayText(report->prompt).toHtmlEscaped(),
-                                 model::displayText(report->continuation).toHtmlEscaped());
-                m_surgery->panel()->setChimeraVitals(html);
-            }
-        });
-    auto ended = [this](quint64 g, const QString& message) {
-        if (const auto view = m_pages.take(g)) {
-            view->vitalsPage()->setFailed(message);
-        } else if (g == m_check) {
-            m_check = 0;
-            m_surgery->panel()->setChimeraVitals(message.toHtmlEscaped());
-        }
-    };
-    connect(worker, &VitalsWorker::failed, this, ended);
-    connect(worker, &VitalsWorker::cancelled, this, [ended](quint64 g) { ended(g, tr("Cancelled.")); });
+                 model::finiteNumber(report->perplexity.perplexity, 3));
+    for (const auto& p : parents) {
+        html +=
+            tr(" · KL to <b>%1</b> %2 (top-1 agrees %3 %)")
+                .arg(model::displayText(p.label).toHtmlEscaped(), model::finiteNumber(p.divergence.meanKl, 4),
+                     model::finiteNumber(100 * p.divergence.topAgreement, 1));
+    }
+    html += model::sampleHtml(report->prompt, report->continuation);
+    m_surgery->panel()->setChimeraVitals(html, m_checkRevision);
 }
 
 } // namespace organ::app

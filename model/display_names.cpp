@@ -3,6 +3,7 @@
 #include "gguf/gguf_model.h"
 #include "support/text_safety.h"
 
+#include <QCoreApplication>
 #include <QFileInfo>
 #include <QPainter>
 #include <QPixmap>
@@ -45,6 +46,15 @@ QString displayText(std::string_view raw) {
 
 QString countOf(qint64 n, const QString& one, const QString& many) {
     return QString::number(n) + u' ' + (n == 1 ? one : many);
+}
+
+QString sampleHtml(const std::string& prompt, const std::string& continuation) {
+    if (continuation.empty()) {
+        return {};
+    }
+    return QCoreApplication::translate("organ::model", "<br><b>Sample</b> (after the prompt in italics, the "
+                                                       "model's own words): <i>%1</i>%2")
+        .arg(displayText(prompt).toHtmlEscaped(), displayText(continuation).toHtmlEscaped());
 }
 
 QString finiteNumber(double value, int decimals) {

@@ -3,6 +3,7 @@
 #include <QColor>
 #include <QIcon>
 #include <QString>
+#include <string>
 #include <string_view>
 
 namespace organ {
@@ -30,6 +31,10 @@ QString displayText(std::string_view raw);
 
 // A measured number with `decimals` decimals, "—" when it is not finite (a NaN perplexity).
 QString finiteNumber(double value, int decimals);
+
+// A model's greedy sample in rich text, on a line of its own: the prompt in italics, then what
+// the model wrote after it, with a word saying so; empty when there is none.
+QString sampleHtml(const std::string& prompt, const std::string& continuation);
 
 // "1 layer", "5 layers": a count with its noun in the right number.
 QString countOf(qint64 n, const QString& one, const QString& many);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace organ::model {
 namespace {
@@ -19,18 +20,23 @@ QString q(const std::string& s) {
     return QString::fromStdString(s);
 }
 
-// The plan replaced as a whole: small, and every edit kind undoes the same way.
+// The plan replaced as a whole: small, and every edit kind undoes the same way. The file it is
+// saved as goes with it: clearing the plan starts a new one, and undoing that brings the file back.
 class PlanCommand : public QUndoCommand {
 public:
-    PlanCommand(GraftDocument* document, GraftPlan before, GraftPlan after, const QString& text)
+    struct State {
+        GraftPlan plan;
+        QString fileName;
+    };
+    PlanCommand(GraftDocument* document, State before, State after, const QString& text)
         : QUndoCommand(text), m_document(document), m_before(std::move(before)), m_after(std::move(after)) {}
-    void redo() override { m_document->setPlan(m_after); }
-    void undo() override { m_document->setPlan(m_before); }
+    void redo() override { m_document->setPlan(m_after.plan, m_after.fileName); }
+    void undo() override { m_document->setPlan(m_before.plan, m_before.fileName); }
 
 private:
     GraftDocument* m_document;
-    GraftPlan m_before;
-    GraftPlan m_after;
+    State m_before;
+    State m_after;
 };
 
 QString fileOf(const std::string& path) {
@@ -151,12 +157,24 @@ QString GraftDocument::donorId(const QString& path) const {
     return {};
 }
 
-void GraftDocument::setPlan(const GraftPlan& plan) {
+void GraftDocument::setPlan(const GraftPlan& plan, const QString& fileName) {
     m_plan = plan;
+    m_fileName = fileName;
+    ++m_revision;
     recheck();
 }
 
-void GraftDocument::push(const QString& text, GraftPlan after) {
+QString GraftDocument::takeEditMessage() {
+    return std::exchange(m_editMessage, QString());
+}
+
+QString GraftDocument::refusal(const QString& recipient) const {
+    QString error;
+    withBase(recipient, &error);
+    return error;
+}
+
+void GraftDocument::push(const QString& text, GraftPlan after, const QString& message, bool newFile) {
     // Donors no operation reads any more leave the plan; an empty plan forgets its base.
     std::set<std::string> used;
     for (const auto& o : after.operations) {
@@ -169,7 +187,9 @@ void GraftDocument::push(const QString& text, GraftPlan after) {
     if (after.operations.empty()) {
         after.base.clear();
     }
-    m_undo->push(new PlanCommand(this, m_plan, std::move(after), text));
+    m_editMessage = message.isEmpty() ? text : message;
+    m_undo->push(new PlanCommand(this, {m_plan, m_fileName},
+                                 {std::move(after), newFile ? QString() : m_fileName}, text));
 }
 
 void GraftDocument::recheck() {
@@ -284,7 +304,7 @@ bool GraftDocument::dropTensors(const TensorDrag& drag, const QString& recipient
     if (!result.ok) {
         return false;
     }
-    push(tr("graft: %1").arg(describe(result.operation)), std::move(result.plan));
+    push(tr("graft: %1").arg(describe(result.operation)), std::move(result.plan), result.message);
     return true;
 }
 
@@ -382,7 +402,7 @@ void GraftDocument::removeOperationsUsing(const QString& path) {
 
 void GraftDocument::clear() {
     if (!isEmpty()) {
-        push(tr("Clear the plan"), GraftPlan{});
+        push(tr("Clear the plan"), GraftPlan{}, {}, true);
     }
 }
 
@@ -433,25 +453,26 @@ void GraftDocument::setChimeraName(const QString& name) {
     push(name.isEmpty() ? tr("Unname the chimera") : tr("Name the chimera %1").arg(name), std::move(after));
 }
 
+// The file name is the plan's before it is clean: whoever shows "saved as …" on the clean state
+// sees the new name. Saved under the name it had, the stack may be clean already: changed() says so.
 void GraftDocument::save(const QString& path) {
     saveGraftPlan(m_plan, path.toStdString());
-    markSaved();
     m_fileName = path;
+    markSaved();
+    emit changed();
 }
 
 void GraftDocument::load(const QString& path) {
     GraftPlan plan = loadGraftPlan(path.toStdString());
     m_undo->clear();
-    m_fileName = path;
-    setPlan(plan);
+    setPlan(plan, path);
     m_undo->setClean();
 }
 
 void GraftDocument::recover(const QString& path) {
     GraftPlan plan = loadGraftPlan(path.toStdString());
     m_undo->clear();
-    m_fileName.clear();
-    setPlan(plan);
+    setPlan(plan, QString());
     m_undo->resetClean();
 }
 

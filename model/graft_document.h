@@ -147,14 +147,25 @@ public:
     };
     std::vector<Purification> purifications() const;
 
-    // Internal: the undo commands set the plan through this.
-    void setPlan(const GraftPlan& plan);
+    // Internal: the undo commands set the plan (and the file it is saved as) through this.
+    void setPlan(const GraftPlan& plan, const QString& fileName);
+    // Counts every change of the plan (edits, undo, redo, load): what was computed for one
+    // revision (a chimera's check) is stale at another.
+    quint64 revision() const { return m_revision; }
+    // What the last edit did, for the status bar, once: empty after undo and redo, which the
+    // undo stack names itself.
+    QString takeEditMessage();
+    // Why the plan takes no operation on `recipient` (it grafts into another model), empty when
+    // it does.
+    QString refusal(const QString& recipient) const;
 
 signals:
     void changed();
 
 private:
-    void push(const QString& text, GraftPlan after);
+    // An undoable edit named `text`; `message` (else `text`) is what the status bar says of it.
+    // A new file starts a plan saved nowhere yet (Clear).
+    void push(const QString& text, GraftPlan after, const QString& message = {}, bool newFile = false);
     void recheck();
     GraftPlan withBase(const QString& recipient, QString* error) const;
     void layerOperation(const QString& recipient, GraftOperation op, const QString& text);
@@ -165,7 +176,9 @@ private:
     QUndoStack* m_undo = nullptr;
     std::map<QString, std::shared_ptr<const ModelSnapshot>> m_models;
     QString m_lastDropMessage;
+    QString m_editMessage;
     QString m_fileName;
+    quint64 m_revision = 0;
 };
 
 } // namespace organ::model

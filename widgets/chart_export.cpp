@@ -1,61 +1,85 @@
 #include "chart_export.h"
 
+#include "chart_style.h"
 #include "display_names.h"
 #include "support/safe_files.h"
 
 #include <memory>
+#include <vector>
 
 #include <QBuffer>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QMainWindow>
 #include <QMenu>
 #include <QMessageBox>
 #include <QPdfWriter>
+#include <QSettings>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QSvgGenerator>
 #include <qcustomplot.h>
 
 namespace organ::widgets {
 namespace {
 
-// The export's title, for the time of one export: it takes the place of the chart's own
-// title when it has one (a text element on top), else a row is added above the chart.
-class ExportTitle {
+// The chart as a file shows it, for the time of one export: the export's title takes the place
+// of the chart's own (a text element on top) or a row of its own above it, texts and legends
+// fit the export's width, and what only the screen shows (selection outlines) is hidden.
+class ExportFrame {
 public:
-    ExportTitle(QCustomPlot* plot, const QString& title) : m_plot(plot) {
-        if (title.isEmpty()) {
-            return;
+    ExportFrame(QCustomPlot* plot, const QString& title, int width) : m_plot(plot) {
+        for (int i = 0; i < plot->itemCount(); ++i) {
+            QCPAbstractItem* item = plot->item(i);
+            if (isScreenOnly(item) && item->visible()) {
+                item->setVisible(false);
+                m_hidden.push_back(item);
+            }
         }
-        QCPLayoutGrid* layout = plot->plotLayout();
-        m_own = layout->rowCount() > 0 ? qobject_cast<QCPTextElement*>(layout->element(0, 0)) : nullptr;
-        if (m_own != nullptr) {
-            m_ownText = m_own->text();
-            m_own->setText(title);
-            return;
+        if (!title.isEmpty()) {
+            QCPLayoutGrid* layout = plot->plotLayout();
+            m_own = layout->rowCount() > 0 ? qobject_cast<QCPTextElement*>(layout->element(0, 0)) : nullptr;
+            if (m_own != nullptr) {
+                m_ownText = m_own->text();
+                m_ownSource = wrappedSource(m_own);
+                setWrappedText(m_own, title);
+            } else {
+                layout->insertRow(0);
+                m_added = new QCPTextElement(plot, QString(), QFont(plot->font().family(), 11, QFont::Bold));
+                setWrappedText(m_added, title);
+                layout->addElement(0, 0, m_added);
+            }
         }
-        layout->insertRow(0);
-        m_added = new QCPTextElement(plot, title, QFont(plot->font().family(), 11, QFont::Bold));
-        layout->addElement(0, 0, m_added);
+        fitChartTo(plot, width);
     }
-    ~ExportTitle() {
-        if (m_own != nullptr) {
-            m_own->setText(m_ownText);
+    ~ExportFrame() {
+        for (QCPAbstractItem* item : m_hidden) {
+            item->setVisible(true);
+        }
+        if (m_own != nullptr && m_ownSource.isEmpty()) {
+            setUnwrappedText(m_own, m_ownText);
+        } else if (m_own != nullptr) {
+            setWrappedText(m_own, m_ownSource);
         } else if (m_added != nullptr) {
             m_plot->plotLayout()->remove(m_added);
             m_plot->plotLayout()->simplify();
         }
+        fitChartTo(m_plot, m_plot->width());
         m_plot->replot(QCustomPlot::rpQueuedReplot);
     }
-    ExportTitle(const ExportTitle&) = delete;
-    ExportTitle& operator=(const ExportTitle&) = delete;
+    ExportFrame(const ExportFrame&) = delete;
+    ExportFrame& operator=(const ExportFrame&) = delete;
 
 private:
     QCustomPlot* m_plot;
+    std::vector<QCPAbstractItem*> m_hidden;
     QCPTextElement* m_own = nullptr;
     QString m_ownText;
+    QString m_ownSource;
     QCPTextElement* m_added = nullptr;
 };
 
@@ -110,7 +134,7 @@ bool exportChart(QCustomPlot* plot, const QString& path, QSize size, const QStri
     }
     QByteArray bytes;
     {
-        const ExportTitle shown(plot, title);
+        const ExportFrame shown(plot, title, size.width());
         bytes = render(plot, suffix, size, title);
     }
     if (bytes.isEmpty()) {
@@ -147,8 +171,10 @@ void exportChartInteractively(QCustomPlot* plot, QWidget* parent, const ChartLab
         box->setRange(100, 10000);
         box->setSuffix(QObject::tr(" px"));
     }
-    width->setValue(plot->width());
-    height->setValue(plot->height());
+    // The size chosen last (charts for one report share it), else the chart's own.
+    const QSize last = QSettings().value(QStringLiteral("chartExport/size")).toSize();
+    width->setValue(last.isValid() ? last.width() : plot->width());
+    height->setValue(last.isValid() ? last.height() : plot->height());
     form->addRow(QObject::tr("Width"), width);
     form->addRow(QObject::tr("Height"), height);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
@@ -158,9 +184,14 @@ void exportChartInteractively(QCustomPlot* plot, QWidget* parent, const ChartLab
     if (dialog.exec() != QDialog::Accepted) {
         return;
     }
+    const QSize size(width->value(), height->value());
+    QSettings().setValue(QStringLiteral("chartExport/size"), size);
     QString error;
-    if (!exportChart(plot, path, QSize(width->value(), height->value()), label.title, &error)) {
+    if (!exportChart(plot, path, size, label.title, &error)) {
         QMessageBox::critical(parent, QObject::tr("Cannot save the chart"), error);
+    } else if (auto* window = qobject_cast<QMainWindow*>(parent->window())) {
+        window->statusBar()->showMessage(
+            QObject::tr("Saved the chart as %1").arg(QDir::toNativeSeparators(path)), 10000);
     }
 }
 

@@ -80,6 +80,7 @@ FleetView::FleetView(std::shared_ptr<const FleetReport> report, QString title, Q
         plot->setMinimumSize(280, 200);
         plot->plotLayout()->insertRow(0);
         followPalette(plot);
+        fitToWidth(plot);
     }
     m_scatterTitle = new QCPTextElement(m_scatter, QString(), QFont(font().family(), 10, QFont::Bold));
     m_scatter->plotLayout()->addElement(0, 0, m_scatterTitle);
@@ -126,20 +127,21 @@ FleetView::FleetView(std::shared_ptr<const FleetReport> report, QString title, Q
     m_systems->axisRect()->insetLayout()->take(m_systems->legend);
     m_systems->plotLayout()->addElement(2, 0, m_systems->legend);
     m_systems->plotLayout()->setRowStretchFactor(2, 0.001);
-    auto ticks = QSharedPointer<QCPAxisTickerText>::create();
-    for (std::size_t s = 0; s < kSystemCount; ++s) {
-        const auto name = systemName(static_cast<System>(s));
-        ticks->addTick(double(s + 1), QString::fromUtf8(name.data(), qsizetype(name.size())));
-    }
-    m_systems->xAxis->setTicker(ticks);
-    m_systems->xAxis->setRange(0.4, kSystemCount + 0.6);
+    m_systems->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
 
-    const QString name = m_title;
-    installExportMenu(m_scatter, this, [name] {
-        return ChartLabel{QStringLiteral("fleet-scale-law"), tr("%1 — θ mean against parameters").arg(name)};
+    // The file says what the window shows: the scale law, the models and the filter that chose them.
+    installExportMenu(m_scatter, this, [this] {
+        return ChartLabel{QStringLiteral("fleet-scale-law"),
+                          tr("%1 — θ mean against parameters, %2%3\n%4")
+                              .arg(m_title, model::countOf(qint64(m_shown.size()), tr("model"), tr("models")),
+                                   filterText(), m_lawText)};
     });
-    installExportMenu(m_systems, this, [name] {
-        return ChartLabel{QStringLiteral("fleet-theta-per-system"), tr("%1 — θ mean per system").arg(name)};
+    installExportMenu(m_systems, this, [this] {
+        return ChartLabel{QStringLiteral("fleet-theta-per-system"),
+                          tr("%1 — θ mean per system of %2%3")
+                              .arg(m_title,
+                                   model::countOf(qint64(m_barRows.size()), tr("model"), tr("models")),
+                                   filterText())};
     });
 
     auto* top = new QWidget(this);
@@ -215,7 +217,7 @@ void FleetView::refreshScatter() {
     m_points->setData(x, y, true);
     m_selectedPoints->setData(sx, sy, true);
     m_law = fitScaleLaw(visible);
-    QString lawText;
+    QString& lawText = m_lawText;
     if (m_law.fitted) {
         const double lo = *std::min_element(x.begin(), x.end());
         const double hi = *std::max_element(x.begin(), x.end());
@@ -230,7 +232,8 @@ void FleetView::refreshScatter() {
         m_fit->data()->clear();
         lawText = tr("no scale law: %1").arg(QString::fromStdString(m_law.reason));
     }
-    m_scatterTitle->setText(tr("θ mean against parameters — %1 models\n%2").arg(m_shown.size()).arg(lawText));
+    setWrappedText(m_scatterTitle,
+                   tr("θ mean against parameters — %1 models\n%2").arg(m_shown.size()).arg(lawText));
     if (!x.isEmpty()) {
         const double lo = *std::min_element(x.begin(), x.end());
         const double hi = *std::max_element(x.begin(), x.end());
@@ -254,6 +257,10 @@ void FleetView::refreshScatter() {
     m_scatter->replot();
 }
 
+QString FleetView::filterText() const {
+    return m_filter->text().isEmpty() ? QString() : tr(" (filter “%1”)").arg(m_filter->text());
+}
+
 void FleetView::refreshBars() {
     m_systems->clearPlottables();
     m_barRows.clear();
@@ -265,30 +272,51 @@ void FleetView::refreshBars() {
     }
     m_systems->legend->setVisible(!m_barRows.empty());
     if (m_barRows.empty()) {
-        m_systemsTitle->setText(tr("θ mean per system — select models in the table"));
+        setWrappedText(m_systemsTitle, tr("θ mean per system — select models in the table"));
         m_systems->replot();
         return;
     }
+    // Only the systems the selected models have, in anatomical order.
+    std::map<std::size_t, double> position;
+    for (std::size_t row : m_barRows) {
+        for (const FleetSystem& s : m_report->rows[row].systems) {
+            for (std::size_t k = 0; k < kSystemCount; ++k) {
+                if (s.thetaMean && s.system == systemName(static_cast<System>(k))) {
+                    position[k] = 0;
+                }
+            }
+        }
+    }
+    auto ticks = QSharedPointer<QCPAxisTickerText>::create();
+    for (auto& [system, at] : position) {
+        at = double(ticks->ticks().size() + 1);
+        const auto name = systemName(static_cast<System>(system));
+        ticks->addTick(at, QString::fromUtf8(name.data(), qsizetype(name.size())));
+    }
+    m_systems->xAxis->setTicker(ticks);
+    m_systems->xAxis->setRange(0.4, double(position.size()) + 0.6);
     auto* group = new QCPBarsGroup(m_systems);
     const double width = 0.8 / double(m_barRows.size());
     for (std::size_t i = 0; i < m_barRows.size(); ++i) {
         const FleetRow& row = m_report->rows[m_barRows[i]];
         auto* bars = new QCPBars(m_systems->xAxis, m_systems->yAxis);
-        bars->setName(rowLabel(row));
+        // The file's name, as the window names models: general.name often repeats within a fleet.
+        bars->setName(QFileInfo(QString::fromStdString(row.path)).completeBaseName());
         bars->setWidth(width);
         bars->setPen(Qt::NoPen);
         bars->setBrush(modelColor(i));
         bars->setBarsGroup(group);
         for (const FleetSystem& s : row.systems) {
-            for (std::size_t k = 0; k < kSystemCount; ++k) {
-                if (s.thetaMean && s.system == systemName(static_cast<System>(k))) {
-                    bars->addData(double(k + 1), *s.thetaMean);
+            for (const auto& [system, at] : position) {
+                if (s.thetaMean && s.system == systemName(static_cast<System>(system))) {
+                    bars->addData(at, *s.thetaMean);
                 }
             }
         }
     }
-    m_systemsTitle->setText(tr("θ mean per system — %1")
-                                .arg(model::countOf(qint64(m_barRows.size()), tr("model"), tr("models"))));
+    setWrappedText(m_systemsTitle,
+                   tr("θ mean per system — %1")
+                       .arg(model::countOf(qint64(m_barRows.size()), tr("model"), tr("models"))));
     m_systems->replot();
 }
 

@@ -49,6 +49,8 @@ signals:
 private:
     void refreshScatter();
     void refreshBars();
+    // " (filter “q4”)" while the table is filtered, for titles of exported charts.
+    QString filterText() const;
     void showTableMenu(const QPoint& at);
     int nearestPoint(const QPoint& pixel) const;
 
@@ -69,6 +71,7 @@ private:
     std::vector<std::size_t> m_shown;   // report rows with a point, by parameters: the graph's order
     std::vector<std::size_t> m_barRows; // report rows in the bars
     ScaleLaw m_law;
+    QString m_lawText; // the law as the scatter's title states it
 };
 
 } // namespace organ::widgets

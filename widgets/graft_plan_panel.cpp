@@ -1,9 +1,11 @@
 #include "graft_plan_panel.h"
 #include "display_names.h"
+#include "wrapped_label.h"
 
 #include "graft_document.h"
 #include "graft_plan_model.h"
 #include "support/text_format.h"
+#include "vertical_scroll.h"
 
 #include <QAction>
 #include <QFileInfo>
@@ -11,6 +13,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTableView>
 #include <QToolButton>
@@ -70,19 +73,9 @@ GraftPlanPanel::GraftPlanPanel(model::GraftDocument* document, QWidget* parent)
         b->setObjectName(QStringLiteral("plan-") + b->text().remove(u'…').remove(u' ').toLower());
     }
     bar->addStretch(1);
-    m_summary = new QLabel(this);
-    m_summary->setObjectName(QStringLiteral("planSummary"));
-    m_summary->setTextFormat(Qt::RichText);
-    m_summary->setWordWrap(true);
-    m_vitals = new QLabel(this);
-    m_vitals->setObjectName(QStringLiteral("chimeraVitals"));
-    m_vitals->setTextFormat(Qt::RichText);
-    m_vitals->setWordWrap(true);
-    m_vitals->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_vitals->hide();
+    m_summary = wrappedLabel(this, QStringLiteral("planSummary"), Qt::RichText);
     layout->addLayout(bar);
     layout->addWidget(m_summary);
-    layout->addWidget(m_vitals);
 
     auto* split = new QSplitter(Qt::Horizontal, this);
     m_model = new model::GraftPlanModel(document, this);
@@ -95,11 +88,22 @@ GraftPlanPanel::GraftPlanPanel(model::GraftDocument* document, QWidget* parent)
     m_operations->horizontalHeader()->setSectionResizeMode(model::GraftPlanModel::Operation,
                                                            QHeaderView::Stretch);
     m_operations->setWordWrap(false);
-    m_findings = new QListWidget(split);
+    // Beside the operations: the chimera's check (scrolling when long), then the findings. The
+    // operations keep the dock's height whatever the check says.
+    auto* side = new QWidget(split);
+    auto* sideLayout = new QVBoxLayout(side);
+    sideLayout->setContentsMargins(0, 0, 0, 0);
+    m_vitals = wrappedLabel(side, QStringLiteral("chimeraVitals"), Qt::RichText, true);
+    m_vitals->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    m_vitalsArea = verticalScroll(m_vitals, side, QStringLiteral("chimeraVitalsArea"));
+    m_vitalsArea->hide();
+    m_findings = new QListWidget(side);
     m_findings->setObjectName(QStringLiteral("planFindings"));
     m_findings->setWordWrap(true);
+    sideLayout->addWidget(m_vitalsArea, 3);
+    sideLayout->addWidget(m_findings, 2);
     split->addWidget(m_operations);
-    split->addWidget(m_findings);
+    split->addWidget(side);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
     layout->addWidget(split, 1);
@@ -154,8 +158,8 @@ void GraftPlanPanel::refresh() {
     const auto& report = m_document->report();
     m_assemble->setEnabled(rows > 0 && m_document->unavailable().isEmpty() && !report.hasErrors());
     m_check->setEnabled(m_assemble->isEnabled() || m_checking); // while checking: its Cancel
-    if (m_shownVitalsFor != m_document->undoStack()->index()) {
-        m_vitals->hide(); // the plan changed since: its vital signs are not this plan's
+    if (m_shownVitalsFor != m_document->revision()) {
+        m_vitalsArea->hide(); // the plan changed since: its vital signs are not this plan's
     }
 
     m_findings->clear();
@@ -212,16 +216,16 @@ void GraftPlanPanel::setChecking(const QString& text) {
     m_check->setEnabled(m_checking || m_assemble->isEnabled());
     if (m_checking) {
         m_vitals->setText(text);
-        m_vitals->show();
+        m_vitalsArea->show();
     }
 }
 
-void GraftPlanPanel::setChimeraVitals(const QString& html) {
+void GraftPlanPanel::setChimeraVitals(const QString& html, quint64 revision) {
     m_checking = false;
     m_check->setText(tr("Check chimera"));
-    m_shownVitalsFor = m_document->undoStack()->index();
+    m_shownVitalsFor = revision;
     m_vitals->setText(html);
-    m_vitals->show();
+    m_vitalsArea->show();
     refresh();
 }
 

@@ -4,6 +4,7 @@
 
 class QLabel;
 class QListWidget;
+class QScrollArea;
 class QTableView;
 class QToolButton;
 
@@ -29,7 +30,8 @@ public:
     // Check chimera: a run is under way (`text` says what; empty: none; the button then cancels
     // it: checkRequested again), or its result.
     void setChecking(const QString& text);
-    void setChimeraVitals(const QString& html);
+    // The check's result for this revision of the plan (not shown once the plan has changed).
+    void setChimeraVitals(const QString& html, quint64 revision);
 
 signals:
     void openPlanRequested();
@@ -56,8 +58,9 @@ private:
     QToolButton* m_assemble = nullptr;
     QToolButton* m_check = nullptr;
     QLabel* m_vitals = nullptr;
+    QScrollArea* m_vitalsArea = nullptr;
     bool m_checking = false;
-    int m_shownVitalsFor = -1; // the undo index of the plan the shown vital signs are of
+    quint64 m_shownVitalsFor = 0; // the revision of the plan the shown vital signs are of
 };
 
 } // namespace organ::widgets

@@ -42,6 +42,7 @@ LayerImportanceChart::LayerImportanceChart(const QString& model, QWidget* parent
                           tr("%1 — layer importance (angular distance, block influence)").arg(m_model)};
     });
     followPalette(this);
+    fitToWidth(this);
 }
 
 void LayerImportanceChart::setImportance(const LayerImportance& importance) {

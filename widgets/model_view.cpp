@@ -1,5 +1,6 @@
 #include "model_view.h"
 #include "vitals_page.h"
+#include "wrapped_label.h"
 
 #include "anatomy/model_summary.h"
 #include "anatomy_filter_proxy.h"
@@ -16,6 +17,7 @@
 #include "tensor_inspector.h"
 #include "theta_delegate.h"
 #include "theta_heatmap.h"
+#include "vertical_scroll.h"
 
 #include <QButtonGroup>
 #include <QCheckBox>
@@ -49,10 +51,8 @@ QString text(const std::string& s) {
 ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent)
     : QWidget(parent), m_snapshot(std::move(snapshot)) {
     auto* layout = new QVBoxLayout(this);
-    m_header = new QLabel(headerText(), this);
-    m_header->setTextFormat(Qt::RichText);
-    m_header->setWordWrap(true);
-    m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_header = wrappedLabel(this, QStringLiteral("modelHeader"), Qt::RichText, true);
+    m_header->setText(headerText());
     layout->addWidget(m_header);
     m_tabs = new QTabWidget(this);
     m_anatomyTab = buildAnatomyTab();
@@ -117,7 +117,7 @@ QString ModelView::headerText() const {
     const QString pattern =
         tr("<b>%1</b> &nbsp; %2 &nbsp;·&nbsp; %3 parameters &nbsp;·&nbsp; %4 &nbsp;·&nbsp; %5") +
         QStringLiteral(" &nbsp;·&nbsp; ") + measured +
-        tr("<br><small>%6 &nbsp;·&nbsp; %7 bits/weight &nbsp;·&nbsp; %8 &nbsp;·&nbsp; GGUF v%9</small>");
+        tr("<br>%6 &nbsp;·&nbsp; %7 bits/weight &nbsp;·&nbsp; %8 &nbsp;·&nbsp; GGUF v%9");
     return pattern
         .arg(text(s.name).toHtmlEscaped(), kind, text(humanCount(s.parameters)), text(humanBytes(s.fileSize)),
              model::countOf(s.layers, tr("layer"), tr("layers")))
@@ -270,7 +270,23 @@ void ModelView::addPurifyAction(QMenu& menu, std::vector<int> tensors) {
     QAction* action =
         menu.addAction(tr("Purify %1…").arg(what), this, [this, tensors] { emit purifyRequested(tensors); });
     action->setObjectName(QStringLiteral("purifyAction"));
+    refuseIfPlannedElsewhere(menu, {action});
     menu.addSeparator();
+}
+
+// Operations go into the plan of one recipient: on another model they are offered disabled,
+// with the reason, before anything is asked.
+void ModelView::refuseIfPlannedElsewhere(QMenu& menu, const QList<QAction*>& actions) const {
+    const QString refusal = m_document->refusal(QString::fromStdString(m_snapshot->model->path()));
+    if (refusal.isEmpty()) {
+        return;
+    }
+    menu.setToolTipsVisible(true);
+    for (QAction* action : actions) {
+        action->setEnabled(false);
+        action->setToolTip(refusal);
+        action->setStatusTip(refusal);
+    }
 }
 
 void ModelView::addLayerActions(QMenu& menu, const QModelIndex& index) {
@@ -285,14 +301,16 @@ void ModelView::addLayerActions(QMenu& menu, const QModelIndex& index) {
     // The layer under the pointer, else the first selected one.
     const std::uint32_t layer =
         m_treeModel->dropTarget(m_proxy->mapToSource(index)).layer.value_or(layers.front());
-    menu.addAction(tr("Duplicate layer %1").arg(layer), this,
-                   [this, path, layer] { m_document->duplicateLayer(path, layer); });
-    menu.addAction(tr("Remove layer %1").arg(layer), this,
-                   [this, path, layer] { m_document->removeLayer(path, layer); });
+    QAction* duplicate = menu.addAction(tr("Duplicate layer %1").arg(layer), this,
+                                        [this, path, layer] { m_document->duplicateLayer(path, layer); });
+    QAction* remove = menu.addAction(tr("Remove layer %1").arg(layer), this,
+                                     [this, path, layer] { m_document->removeLayer(path, layer); });
     const std::uint32_t first = layers.front();
     const std::uint32_t last = layers.back();
-    menu.addAction(tr("Repeat layers %1–%2 after themselves (passthrough stack)").arg(first).arg(last), this,
-                   [this, path, first, last] { m_document->repeatLayers(path, first, last); });
+    QAction* repeat =
+        menu.addAction(tr("Repeat layers %1–%2 after themselves (passthrough stack)").arg(first).arg(last),
+                       this, [this, path, first, last] { m_document->repeatLayers(path, first, last); });
+    refuseIfPlannedElsewhere(menu, {duplicate, remove, repeat});
     menu.addSeparator();
 }
 
@@ -402,9 +420,7 @@ void ModelView::inspectTensor(int tensor) {
 QWidget* ModelView::buildComparisonTab() {
     m_comparisonTab = new QWidget(this);
     auto* layout = new QVBoxLayout(m_comparisonTab);
-    m_comparisonLabel = new QLabel(m_comparisonTab);
-    m_comparisonLabel->setObjectName(QStringLiteral("comparisonTitle"));
-    m_comparisonLabel->setWordWrap(true);
+    m_comparisonLabel = wrappedLabel(m_comparisonTab, QStringLiteral("comparisonTitle"));
     layout->addWidget(m_comparisonLabel);
     m_comparison = new ThetaHeatmap(m_snapshot, m_comparisonTab, ThetaHeatmap::Mode::Delta);
     layout->addWidget(m_comparison, 1);
@@ -462,17 +478,15 @@ QWidget* ModelView::buildHeatmapTab() {
     auto* tab = new QWidget(this);
     auto* layout = new QVBoxLayout(tab);
     layout->setContentsMargins(0, 0, 0, 0);
-    m_previewLabel = new QLabel(tab);
-    m_previewLabel->setObjectName(QStringLiteral("planPreview"));
-    m_previewLabel->setTextFormat(Qt::RichText);
-    m_previewLabel->setWordWrap(true);
+    m_previewLabel = wrappedLabel(tab, QStringLiteral("planPreview"), Qt::RichText);
     m_previewLabel->hide();
     layout->addWidget(m_previewLabel);
     auto* splitter = new QSplitter(Qt::Horizontal, tab);
     layout->addWidget(splitter, 1);
     m_heatmap = new ThetaHeatmap(m_snapshot, splitter);
     // Beside the heatmap: θ per layer and system, and, once vital signs are taken, how much
-    // each layer changes the hidden state.
+    // each layer changes the hidden state. They scroll when the pane is too short for them all
+    // rather than squeezing their legends or growing the window.
     auto* side = new QWidget(splitter);
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
@@ -484,7 +498,7 @@ QWidget* ModelView::buildHeatmapTab() {
     m_importance->hide();
     sideLayout->addWidget(m_importance, 2);
     splitter->addWidget(m_heatmap);
-    splitter->addWidget(side);
+    splitter->addWidget(verticalScroll(side, splitter, QStringLiteral("heatmapSideCharts")));
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
     // Every model's heatmap tab opens with the split the user last chose.

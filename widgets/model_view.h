@@ -9,6 +9,7 @@
 #include <QWidget>
 #include <memory>
 
+class QAction;
 class QLabel;
 class QMenu;
 class QLineEdit;
@@ -117,6 +118,7 @@ private:
     void addLayerActions(QMenu& menu, const QModelIndex& index);
     // The tensors under the pointer's row and the selected rows (a group: every tensor in it).
     std::vector<int> tensorsAt(const QModelIndex& index) const;
+    void refuseIfPlannedElsewhere(QMenu& menu, const QList<QAction*>& actions) const;
     void addPurifyAction(QMenu& menu, std::vector<int> tensors);
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;

@@ -57,8 +57,10 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
         return ChartLabel{model + QStringLiteral("-theta-per-system"),
                           tr("%1 — θ mean per system").arg(model)};
     });
-    followPalette(m_layers);
-    followPalette(m_systems);
+    for (QCustomPlot* plot : {m_layers, m_systems}) {
+        followPalette(plot);
+        fitToWidth(plot);
+    }
 
     m_layers->plotLayout()->insertRow(0);
     m_layersTitle =
@@ -129,7 +131,6 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
         ticks->addTick(position++, systemLabel(static_cast<System>(s)));
     }
     m_systems->xAxis->setTicker(ticks);
-    m_systems->xAxis->setTickLabelRotation(-35);
     m_systems->xAxis->setRange(-0.6, std::max(0.6, position - 0.4));
     m_systems->yAxis->setLabel(tr("θ (°)"));
     m_systems->yAxis->setRange(kThetaMin, kThetaMax);
@@ -223,10 +224,10 @@ void SystemThetaCharts::refresh() {
         m_afterGraphs[s]->setData(x, y, true);
     }
     // The dashes are named in the titles: a legend entry per system would not fit.
-    m_layersTitle->setText(m_after.empty() ? tr("θ mean per layer")
-                                           : tr("θ mean per layer\n(dashed: after the plan)"));
-    m_systemsTitle->setText(m_after.empty() ? tr("θ mean per system")
-                                            : tr("θ mean per system\n(light: after the plan)"));
+    setWrappedText(m_layersTitle, m_after.empty() ? tr("θ mean per layer")
+                                                  : tr("θ mean per layer\n(dashed: after the plan)"));
+    setWrappedText(m_systemsTitle, m_after.empty() ? tr("θ mean per system")
+                                                   : tr("θ mean per system\n(light: after the plan)"));
     const bool preview = !m_after.empty();
     for (std::size_t k = 0; k < m_bars.size(); ++k) {
         const auto system = static_cast<System>(m_bars[k]->property("system").toInt());

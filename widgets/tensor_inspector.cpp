@@ -5,6 +5,7 @@
 #include "chart_style.h"
 #include "matrix_plot.h"
 #include "theta_scale.h"
+#include "vertical_scroll.h"
 
 #include <QCheckBox>
 #include <QGridLayout>
@@ -28,6 +29,7 @@ QCustomPlot* TensorInspector::makePlot(const QString& title, const QString& file
                           tr("%1 — %2: %3").arg(m_model, tensor, title.toLower())};
     });
     followPalette(plot);
+    fitToWidth(plot);
     return plot;
 }
 
@@ -47,8 +49,8 @@ TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidge
     m_empty->setAlignment(Qt::AlignCenter);
     m_empty->setWordWrap(true);
     m_pages->addWidget(m_empty);
+    // The charts scroll when the pane is shorter than they need, rather than growing the window.
     auto* charts = new QWidget(m_pages);
-    m_pages->addWidget(charts);
     auto* grid = new QGridLayout(charts);
     m_title = new QLabel(charts);
     m_title->setTextFormat(Qt::RichText);
@@ -81,6 +83,7 @@ TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidge
     grid->addWidget(m_matrixCaption, 4, 0, 1, 2);
     grid->setRowStretch(2, 2);
     grid->setRowStretch(3, 3);
+    m_pages->addWidget(verticalScroll(charts, m_pages, QStringLiteral("inspectorScroll")));
 }
 
 TensorInspector::~TensorInspector() = default;

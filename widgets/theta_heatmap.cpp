@@ -4,6 +4,7 @@
 #include "chart_style.h"
 #include "display_names.h"
 #include "theta_scale.h"
+#include "vertical_scroll.h"
 
 #include <QApplication>
 #include <QCheckBox>
@@ -18,6 +19,7 @@
 #include <limits>
 #include <map>
 #include <qcustomplot.h>
+#include <utility>
 
 namespace organ::widgets {
 namespace {
@@ -26,6 +28,27 @@ namespace {
 constexpr double kAbsent = 0.0;
 constexpr double kPending = 1.0;
 constexpr double kConstant = 2.0;
+
+// The pointer's picture while cells are dragged: what they are, in a label.
+QPixmap dragBadge(const QString& text, const QPalette& palette) {
+    QFont font;
+    font.setBold(true);
+    const QFontMetrics metrics(font);
+    const QSize size(metrics.horizontalAdvance(text) + 16, metrics.height() + 8);
+    const qreal ratio = qApp->devicePixelRatio();
+    QPixmap pixmap(size * ratio);
+    pixmap.setDevicePixelRatio(ratio);
+    pixmap.fill(Qt::transparent);
+    QPainter painter(&pixmap);
+    painter.setRenderHint(QPainter::Antialiasing);
+    painter.setPen(QPen(palette.color(QPalette::Highlight), 1.5));
+    painter.setBrush(palette.color(QPalette::Base));
+    painter.drawRoundedRect(QRectF(QPointF(0.75, 0.75), QSizeF(size) - QSizeF(1.5, 1.5)), 5, 5);
+    painter.setFont(font);
+    painter.setPen(palette.color(QPalette::Text));
+    painter.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter, text);
+    return pixmap;
+}
 
 } // namespace
 
@@ -79,9 +102,13 @@ void ThetaHeatmap::buildPlot() {
     // The colour scale: fixed (θ 0–90°, comparable across models; Δθ ±45°) or fitted to the
     // values present (a model of random weights is otherwise one colour; a small Δθ invisible).
     m_fixedScale =
-        new QCheckBox(m_mode == Mode::Theta ? tr("Fixed scale 0–90° (uncheck to fit this model's θ range)")
-                                            : tr("Fixed scale ±45° (uncheck to fit the largest |Δθ|)"),
-                      this);
+        new QCheckBox(m_mode == Mode::Theta ? tr("Fixed scale 0–90°") : tr("Fixed scale ±45°"), this);
+    m_fixedScale->setToolTip(
+        m_mode == Mode::Theta
+            ? tr("The same colours for every model; uncheck to fit the colours to this "
+                 "model's θ range")
+            : tr("The same colours for every comparison; uncheck to fit them to the largest "
+                 "|Δθ|"));
     m_fixedScale->setObjectName(QStringLiteral("fixedScale"));
     m_fixedScale->setChecked(m_mode == Mode::Theta);
     connect(m_fixedScale, &QCheckBox::toggled, this, [this] {
@@ -91,12 +118,14 @@ void ThetaHeatmap::buildPlot() {
     layout->addWidget(m_fixedScale);
     m_plot = new QCustomPlot(this);
     // An explicit minimum: QCustomPlot's computed one is wide enough to keep two panes from
-    // fitting side by side on a laptop screen.
+    // fitting side by side on a laptop screen. A model with more roles than the pane has room
+    // for a line each scrolls.
     m_plot->setMinimumSize(220, 200);
-    layout->addWidget(m_plot);
+    layout->addWidget(verticalScroll(m_plot, this, QStringLiteral("heatmapScroll")), 1);
     m_plot->setInteractions({});
     m_plot->setMouseTracking(true);
     followPalette(m_plot);
+    fitToWidth(m_plot);
     const int rows = rowCount();
     if (rows == 0) {
         m_plot->plotLayout()->insertRow(0);
@@ -184,22 +213,26 @@ void ThetaHeatmap::buildPlot() {
     m_plot->yAxis->grid()->setVisible(false);
 
     m_plot->plotLayout()->insertRow(1);
-    m_key = new QCPTextElement(
-        m_plot, m_mode == Mode::Theta
-                    ? tr("blank: no such tensor · grey: not measured yet\nsalmon: constant (no θ)")
-                    : tr("background colour: Δθ = 0, unchanged (or no such tensor)\ndark grey: no measured "
-                         "counterpart in the donor"));
+    m_key = new QCPTextElement(m_plot);
+    setWrappedText(m_key,
+                   m_mode == Mode::Theta
+                       ? tr("θ: 0° noise … 90° structure · blank: no such tensor · grey: not measured "
+                            "yet · salmon: constant (no θ)")
+                       : tr("Δθ = the donor's θ − the recipient's · background colour: Δθ = 0, unchanged "
+                            "(or no such tensor) · dark grey: no measured counterpart in the donor"));
     m_plot->plotLayout()->addElement(1, 0, m_key);
 
     m_dropMark = new QCPItemRect(m_plot);
     m_dropMark->setBrush(Qt::NoBrush);
     m_dropMark->setVisible(false);
+    setScreenOnly(m_dropMark);
     m_plot->installEventFilter(this);
 
     m_highlight = new QCPItemRect(m_plot);
     m_highlight->setPen(QPen(Qt::red, 2.5));
     m_highlight->setBrush(Qt::NoBrush);
     m_highlight->setVisible(false);
+    setScreenOnly(m_highlight);
 
     installExportMenu(
         m_plot, this,
@@ -223,13 +256,29 @@ void ThetaHeatmap::buildPlot() {
     });
     connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
         const int tensor = tensorAtPixel(event->pos());
-        if (tensor >= 0 && (m_dragSource || m_contextActions) && (event->modifiers() & Qt::ControlModifier)) {
+        const bool selects = m_dragSource || m_contextActions;
+        if (tensor >= 0 && selects && (event->modifiers() & Qt::ControlModifier)) {
             toggleSelected(tensor);
             return;
         }
         if (tensor >= 0) {
+            // A click selects the cell alone: Ctrl+clicks then add to what is shown selected. A
+            // press on a selected cell may start dragging the selection: it is narrowed to the
+            // cell only when the button comes up without a drag.
+            if (selects && m_selected.contains(tensor)) {
+                m_narrowOnRelease = tensor;
+            } else if (selects) {
+                m_selected = {tensor};
+                drawSelection();
+            }
             highlightTensor(tensor);
             emit tensorClicked(tensor);
+        }
+    });
+    connect(m_plot, &QCustomPlot::mouseRelease, this, [this](QMouseEvent*) {
+        if (const int tensor = std::exchange(m_narrowOnRelease, -1); tensor >= 0) {
+            m_selected = {tensor};
+            drawSelection();
         }
     });
     m_plot->replot();
@@ -345,7 +394,7 @@ void ThetaHeatmap::updateRange() {
     QString label;
     if (m_mode == Mode::Theta) {
         range = QCPRange(kThetaMin, kThetaMax);
-        label = tr("θ (degrees): 0 noise … 90 structure");
+        label = tr("θ (°)");
         if (!m_fixedScale->isChecked()) {
             double low = kThetaMax;
             double high = kThetaMin;
@@ -361,7 +410,7 @@ void ThetaHeatmap::updateRange() {
                 const double pad = std::max(0.5, 0.02 * (high - low));
                 range = QCPRange(std::max(kThetaMin, low - pad), std::min(kThetaMax, high + pad));
             }
-            label = tr("θ (degrees), fitted to this model's range");
+            label = tr("θ (°), fitted");
         }
     } else {
         double largest = 0;
@@ -371,8 +420,7 @@ void ThetaHeatmap::updateRange() {
         // All equal (a model against itself): a small symmetric range, so that zero is mid-scale.
         const double limit = m_fixedScale->isChecked() ? kDeltaRange : (largest > 0 ? largest : 1.0);
         range = QCPRange(-limit, limit);
-        label = m_fixedScale->isChecked() ? tr("Δθ (°): donor − recipient")
-                                          : tr("Δθ (°): donor − recipient, fitted ±%1").arg(limit, 0, 'f', 2);
+        label = m_fixedScale->isChecked() ? tr("Δθ (°)") : tr("Δθ (°), fitted ±%1").arg(limit, 0, 'f', 2);
     }
     m_theta->setDataRange(range);
     m_scale->setDataRange(range);
@@ -413,9 +461,9 @@ void ThetaHeatmap::setLayerImportance(const std::vector<double>& angular,
         m_importanceMap->setGradient(darker);
         m_plot->yAxis->ticker().dynamicCast<QCPAxisTickerText>()->addTick(y, tr("importance"));
         m_plot->yAxis->setRange(-0.5, y + 0.5);
-        m_key->setText(
-            m_key->text() +
-            tr("\nimportance (vital signs): the lighter, the less\nthe layer changes the hidden state"));
+        setWrappedText(m_key,
+                       wrappedSource(m_key) + tr("\nimportance (vital signs): the lighter, the less the "
+                                                 "layer changes the hidden state"));
     }
     // Fitted to the layers' own range: the layer that changes the state least is the lightest.
     double low = std::numeric_limits<double>::infinity();
@@ -537,6 +585,10 @@ void ThetaHeatmap::toggleSelected(int tensor) {
     if (!m_selected.erase(tensor)) {
         m_selected.insert(tensor);
     }
+    drawSelection();
+}
+
+void ThetaHeatmap::drawSelection() {
     for (QCPItemRect* mark : m_selectionMarks) {
         m_plot->removeItem(mark);
     }
@@ -548,9 +600,16 @@ void ThetaHeatmap::toggleSelected(int tensor) {
         mark->setBrush(Qt::NoBrush);
         mark->topLeft->setCoords(column - 0.5, row - 0.5);
         mark->bottomRight->setCoords(column + 0.5, row + 0.5);
+        setScreenOnly(mark);
         m_selectionMarks.push_back(mark);
     }
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString ThetaHeatmap::dragText(const model::TensorDrag& drag) const {
+    return drag.tensors.size() == 1
+               ? model::displayText(m_snapshot->model->tensors()[std::size_t(drag.tensors.front())].name)
+               : model::countOf(qint64(drag.tensors.size()), tr("tensor"), tr("tensors"));
 }
 
 std::optional<model::TensorDrag> ThetaHeatmap::dragForRow(int row) const {
@@ -671,9 +730,11 @@ bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
                 QApplication::startDragDistance()) {
             const auto drag = dragAtPixel(m_pressAt);
             m_pressAt = {-1, -1};
+            m_narrowOnRelease = -1; // a drag, not a click: the selection stays whole
             if (drag) {
                 auto* qdrag = new QDrag(m_plot);
                 qdrag->setMimeData(model::encodeTensorDrag(*drag));
+                qdrag->setPixmap(dragBadge(dragText(*drag), palette()));
                 qdrag->exec(Qt::CopyAction);
                 return true;
             }
@@ -703,12 +764,14 @@ bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
     }
     case QEvent::DragLeave:
         m_dropMark->setVisible(false);
+        setScreenOnly(m_dropMark);
         QToolTip::hideText();
         m_plot->replot(QCustomPlot::rpQueuedReplot);
         return true;
     case QEvent::Drop: {
         auto* drop = static_cast<QDropEvent*>(event);
         m_dropMark->setVisible(false);
+        setScreenOnly(m_dropMark);
         QToolTip::hideText();
         if (dropAt(drop->mimeData(), drop->position().toPoint())) {
             drop->setDropAction(Qt::CopyAction);

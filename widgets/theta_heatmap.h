@@ -73,8 +73,11 @@ public:
     void setDragSource(bool on) { m_dragSource = on; }
     void setDropHandler(model::TensorDropHandler* handler);
     std::optional<model::TensorDrag> dragForCell(int column, int row) const;
-    // Ctrl+click on a donor's cells builds a selection that drags together.
+    // A click selects a cell, Ctrl+click adds cells to the selection (or takes them out); the
+    // selection drags together.
     void toggleSelected(int tensor);
+    // What a drag carries, as the pointer shows it: the tensor's name, or "3 tensors".
+    QString dragText(const model::TensorDrag& drag) const;
     const std::set<int>& selectedTensors() const { return m_selected; }
     std::optional<model::TensorDrag> dragForRow(int row) const;
     std::optional<model::TensorDrag> dragForColumn(int column) const;
@@ -126,6 +129,7 @@ private:
     void refreshCell(int tensor);
     void updateRange();
     void scheduleReplot();
+    void drawSelection();
     void showTooltip(QMouseEvent* event);
     std::pair<int, int> cellOf(int tensor) const;
     std::pair<int, int> cellAtPixel(const QPoint& pixel) const;
@@ -153,6 +157,7 @@ private:
     bool m_dragSource = false;
     model::TensorDropHandler* m_dropHandler = nullptr;
     QPoint m_pressAt{-1, -1};
+    int m_narrowOnRelease = -1; // a selected cell pressed: the selection becomes it, unless dragged
     QCPItemRect* m_dropMark = nullptr;
     std::vector<PreviewCell> m_preview;
     std::vector<int> m_previewOf; // per tensor: index into m_preview, -1 none

@@ -2,10 +2,13 @@
 
 #include "display_names.h"
 #include "layer_importance_chart.h"
+#include "vertical_scroll.h"
+#include "wrapped_label.h"
 
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
@@ -27,27 +30,22 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
             emit takeRequested();
         }
     });
-    m_status = new QLabel(tr("Not taken yet."), this);
-    m_status->setObjectName(QStringLiteral("vitalsStatus"));
-    m_status->setWordWrap(true);
+    m_status = wrappedLabel(this, QStringLiteral("vitalsStatus"));
+    m_status->setText(tr("Not taken yet."));
     top->addWidget(m_take);
     top->addWidget(m_status, 1);
     layout->addLayout(top);
-    m_summary = new QLabel(this);
-    m_summary->setObjectName(QStringLiteral("vitalsSummary"));
-    m_summary->setWordWrap(true);
-    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    // A long unbroken sample (a model that babbles bytes) is cut at the pane's edge rather than
-    // widening the window; the same for the status line.
-    for (QLabel* label : {m_status, m_summary}) {
-        label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-        label->setMinimumWidth(0);
-    }
-    layout->addWidget(m_summary);
+    // What the run found scrolls between the buttons: a long comparison table or sample never
+    // makes the page (and so the window) taller.
+    auto* body = new QWidget(this);
+    auto* bodyLayout = new QVBoxLayout(body);
+    bodyLayout->setContentsMargins(0, 0, 0, 0);
+    m_summary = wrappedLabel(body, QStringLiteral("vitalsSummary"), Qt::AutoText, true);
+    bodyLayout->addWidget(m_summary);
 
-    m_chart = new LayerImportanceChart(m_model, this);
+    m_chart = new LayerImportanceChart(m_model, body);
     m_chart->setMinimumHeight(220);
-    layout->addWidget(m_chart, 1);
+    bodyLayout->addWidget(m_chart, 1);
     m_chart->hide(); // until there is something to draw
     m_empty =
         new QLabel(tr("<h3>Does it live?</h3><p><b>Take vital signs</b> runs the model on a short text "
@@ -55,10 +53,11 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
                       "models that share its vocabulary, a sample of its text, and how much each layer "
                       "changes the hidden state — the layers that change it least are the ones a "
                       "pruning would remove first.</p>"),
-                   this);
+                   body);
     m_empty->setWordWrap(true);
     m_empty->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-    layout->addWidget(m_empty, 1);
+    bodyLayout->addWidget(m_empty, 1);
+    layout->addWidget(verticalScroll(body, this, QStringLiteral("vitalsScroll")), 1);
 
     auto* suggest = new QHBoxLayout;
     m_blockSize = new QSpinBox(this);
@@ -69,7 +68,7 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     m_suggest->setObjectName(QStringLiteral("suggestRemoval"));
     m_suggest->setToolTip(tr("Plans the removal of the consecutive layers whose input and output are closest "
                              "(Gromov et al.); Check chimera then shows what it costs"));
-    m_suggestion = new QLabel(this);
+    m_suggestion = wrappedLabel(this, QStringLiteral("removalSuggestion"));
     suggest->addWidget(m_blockSize);
     suggest->addWidget(m_suggest);
     suggest->addWidget(m_suggestion, 1);
@@ -77,8 +76,9 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     connect(m_blockSize, &QSpinBox::valueChanged, this, &VitalsPage::updateSuggestion);
     connect(m_suggest, &QPushButton::clicked, this, [this] {
         const std::size_t n = std::size_t(m_blockSize->value());
-        if (m_report && n >= 1 && n <= m_report->importance.cheapest.size()) {
-            emit removeLayersRequested(m_report->importance.cheapest[n - 1].first, std::uint32_t(n));
+        const VitalsReport* source = suggestionSource();
+        if (source != nullptr && n >= 1 && n <= source->importance.cheapest.size()) {
+            emit removeLayersRequested(source->importance.cheapest[n - 1].first, std::uint32_t(n));
         }
     });
     updateSuggestion();
@@ -109,6 +109,17 @@ void VitalsPage::setCanPlanRemoval(bool on) {
     updateSuggestion();
 }
 
+void VitalsPage::setPlannedChimera(bool planned, std::shared_ptr<const VitalsReport> chimera) {
+    m_planned = planned;
+    m_chimera = std::move(chimera);
+    updateSuggestion();
+}
+
+// What removals are suggested from: the model's own vital signs, or the planned chimera's.
+const VitalsReport* VitalsPage::suggestionSource() const {
+    return m_planned && m_canPlanRemoval ? m_chimera.get() : m_report.get();
+}
+
 void VitalsPage::setReport(std::shared_ptr<const VitalsReport> report) {
     m_report = std::move(report);
     setIdle();
@@ -122,7 +133,6 @@ void VitalsPage::setReport(std::shared_ptr<const VitalsReport> report) {
     m_chart->setImportance(r.importance);
     m_empty->hide();
     m_chart->show();
-    m_blockSize->setRange(1, std::max(1, int(r.importance.cheapest.size())));
     updateSuggestion();
 }
 
@@ -152,28 +162,35 @@ QString VitalsPage::summaryText() const {
         }
         html += QStringLiteral("</table>");
     }
-    if (!r.continuation.empty()) {
-        html += tr("<br><i>%1</i>▸%2")
-                    .arg(model::displayText(r.prompt).toHtmlEscaped(),
-                         model::displayText(r.continuation).toHtmlEscaped());
-    }
+    html += model::sampleHtml(r.prompt, r.continuation);
     return html;
 }
 
 void VitalsPage::updateSuggestion() {
+    const VitalsReport* source = suggestionSource();
+    const bool chimera = m_planned && m_canPlanRemoval;
+    const int blocks = source != nullptr ? int(source->importance.cheapest.size()) : 0;
+    {
+        const QSignalBlocker quiet(m_blockSize); // the range may clamp the value: no second update
+        m_blockSize->setRange(1, std::max(1, blocks));
+    }
     const std::size_t n = std::size_t(m_blockSize->value());
-    const bool known = m_report && n >= 1 && n <= m_report->importance.cheapest.size();
+    const bool known = source != nullptr && n >= 1 && n <= std::size_t(blocks);
     m_suggest->setEnabled(known && m_canPlanRemoval);
     m_blockSize->setEnabled(known);
     if (!known) {
-        m_suggestion->setText(m_report ? tr("The model has too few layers to remove any.")
-                                       : tr("Take the vital signs first."));
+        m_suggestion->setText(source != nullptr ? tr("The model has too few layers to remove any.")
+                              : chimera ? tr("The plan changes this model: Check chimera, and layers are "
+                                             "suggested from the planned chimera.")
+                                        : tr("Take the vital signs first."));
         return;
     }
-    const auto& b = m_report->importance.cheapest[n - 1];
+    const auto& b = source->importance.cheapest[n - 1];
+    const QString where = chimera ? tr("least needed in the planned chimera") : tr("least needed");
     m_suggestion->setText(
-        n == 1 ? tr("least needed: layer %1 (distance %2)").arg(b.first).arg(b.distance, 0, 'f', 3)
-               : tr("least needed: layers %1–%2 (distance %3)")
+        n == 1 ? tr("%1: layer %2 (distance %3)").arg(where).arg(b.first).arg(b.distance, 0, 'f', 3)
+               : tr("%1: layers %2–%3 (distance %4)")
+                     .arg(where)
                      .arg(b.first)
                      .arg(b.first + n - 1)
                      .arg(b.distance, 0, 'f', 3));

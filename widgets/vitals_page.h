@@ -32,6 +32,9 @@ public:
     const VitalsReport* report() const { return m_report.get(); }
     // Layer removal is offered on the recipient only.
     void setCanPlanRemoval(bool on);
+    // A plan changes this recipient: layers to remove are suggested from the planned chimera's
+    // vital signs (Check chimera), null until the plan as it stands is checked.
+    void setPlannedChimera(bool planned, std::shared_ptr<const VitalsReport> chimera);
 
     QPushButton* takeButton() const { return m_take; }
     QPushButton* suggestButton() const { return m_suggest; }
@@ -48,6 +51,7 @@ signals:
 private:
     void setIdle();
     void updateSuggestion();
+    const VitalsReport* suggestionSource() const;
 
     QString m_model;
     std::shared_ptr<const VitalsReport> m_report;
@@ -61,6 +65,8 @@ private:
     QLabel* m_empty = nullptr;
     bool m_canPlanRemoval = false;
     bool m_running = false;
+    bool m_planned = false;                        // a plan changes this recipient
+    std::shared_ptr<const VitalsReport> m_chimera; // the planned chimera's, once checked
 };
 
 } // namespace organ::widgets

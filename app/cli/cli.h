@@ -52,6 +52,7 @@ int runExtract(const std::vector<std::string>& args);
 int runPurify(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
+int runImatrix(const std::vector<std::string>& args);
 int runFleet(const std::vector<std::string>& args);
 int runServe(const std::vector<std::string>& args);
 

@@ -91,6 +91,12 @@ usage:
       --prompt TEXT  the start of the continuation (default "Once upon a time")
       --tokens N     tokens to continue (default 32; 0: none)
       --json F       everything as JSON (docs/vitals-json.md)
+  organ imatrix MODEL --text FILE [--chunk N] -o OUT.gguf [--json F]
+      The importance matrix llama-imatrix computes (-f FILE -c N): the text cut into
+      chunks of N tokens (default 512), each run through the model, and every layer
+      weight's input squared and summed. Written in the GGUF imatrix format that
+      llama-quantize --imatrix reads (docs/imatrix.md). Ctrl-C cancels: nothing written.
+      --json F       the run (chunks, tokens, weights, perplexity) as JSON
   organ specimen OUT.gguf [--seed N]
       Writes a small llama model with structured weights and a tokenizer.
   organ help
@@ -108,6 +114,7 @@ int main(int argc, char** argv) {
         {"plan", runPlanCommand},  {"assemble", runAssemble}, {"validate", runValidate},
         {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
         {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
+        {"imatrix", runImatrix},
     };
     if (argc < 2) {
         std::cerr << kUsage;

@@ -1,6 +1,6 @@
 #include "anatomy/model_validation.h"
 #include "cli.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "measure/measure_cache.h"
 #include "organs/organ_directory.h"
 #include "support/text_format.h"

@@ -1,4 +1,4 @@
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "cli.h"
 #include "support/text_format.h"
 

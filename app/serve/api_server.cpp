@@ -7,11 +7,14 @@
 #include "fleet/fleet.h"
 #include "graft/assembly.h"
 #include "graft/graft_check.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "measure/measure_cache.h"
 #include "organs/organ_directory.h"
 #include "support/sha256.h"
 #include "support/text_safety.h"
+
+#include <algorithm>
+#include <optional>
 
 #include <QHttpServerRequest>
 #include <QHttpServerResponder>
@@ -23,28 +26,11 @@ namespace organ::api {
 
 extern const char* const kOpenApiText; // docs/openapi.json, compiled in
 
-struct ApiJob {
-    std::uint64_t id = 0;
-    std::string kind;
-    StopToken stop;
+// What a job of the API gives back besides its state: the JSON its client reads.
+struct ApiResult {
     mutable std::mutex mutex;
-    std::string state = "running"; // running, done, failed, cancelled
-    std::uint64_t done = 0;
-    std::uint64_t total = 0;
-    std::string stage;
     nlohmann::json result;
     std::string error;
-    std::thread thread;
-
-    void progress(const Progress& p) {
-        std::lock_guard lock(mutex);
-        done = p.done;
-        total = p.total;
-        stage = std::string(p.stage);
-    }
-    ProgressFn progressFn() {
-        return [this](const Progress& p) { progress(p); };
-    }
 };
 
 namespace {
@@ -126,6 +112,17 @@ std::string stringField(const nlohmann::json& body, const char* key, bool requir
     return it->get<std::string>();
 }
 
+bool booleanField(const nlohmann::json& body, const char* key) {
+    const auto it = body.find(key);
+    if (it == body.end()) {
+        return false;
+    }
+    if (!it->is_boolean()) {
+        throw ApiError{400, std::string("the field '") + key + "' must be true or false"};
+    }
+    return it->get<bool>();
+}
+
 ZParams sampleField(const nlohmann::json& body) {
     ZParams params;
     const auto it = body.find("sample");
@@ -169,22 +166,17 @@ bool sameToken(const QByteArray& given, const QByteArray& expected) {
 }
 
 ApiServer::ApiServer(ApiConfig config, QObject* parent)
-    : QAbstractHttpServer(parent), m_config(std::move(config)), m_paths(m_config.root) {}
-
-ApiServer::~ApiServer() {
-    std::lock_guard lock(m_jobsMutex);
-    for (auto& [id, job] : m_jobs) {
-        job->stop.requestStop();
-    }
-    for (auto& [id, job] : m_jobs) {
-        if (job->thread.joinable()) {
-            job->thread.join();
-        }
-    }
+    : QAbstractHttpServer(parent), m_config(std::move(config)), m_paths(m_config.root),
+      m_queue(std::make_unique<JobQueue>(std::size_t(std::max(1, m_config.maxJobs)), m_config.keepFinished)) {
 }
+
+ApiServer::~ApiServer() = default; // the queue cancels its jobs and waits for them
 
 bool ApiServer::listenOn(const QHostAddress& address, quint16 port, QString* error) {
     m_tcp = new GuardedTcpServer(this, m_config.maxBody, this);
+    // Connections refused by a cap reconnect at once: with Qt's 50 the kernel's queue of those
+    // not yet accepted overflows, and a dropped connection costs any client a second.
+    m_tcp->setListenBacklogSize(1024);
     if (!m_tcp->listen(address, port)) {
         *error = m_tcp->errorString();
         return false;
@@ -230,400 +222,396 @@ bool ApiServer::handleRequest(const QHttpServerRequest& request, QTcpSocket* soc
     return true;
 }
 
-ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
-    if (!m_config.token.isEmpty()) {
-        QByteArray authorization;
-        for (const auto& [name, value] : request.headers()) {
-            if (name.compare("authorization", Qt::CaseInsensitive) == 0) {
-                authorization = value;
-            }
-        }
-        if (authorization.isEmpty()) {
-            throw ApiError{401, "this server needs a token: send Authorization: Bearer TOKEN"};
-        }
-        if (!authorization.startsWith("Bearer ") ||
-            !sameToken(authorization.mid(7).trimmed(), m_config.token)) {
-            throw ApiError{401, "the token is wrong"};
+void ApiServer::checkToken(const QHttpServerRequest& request) const {
+    if (m_config.token.isEmpty()) {
+        return;
+    }
+    QByteArray authorization;
+    for (const auto& [name, value] : request.headers()) {
+        if (name.compare("authorization", Qt::CaseInsensitive) == 0) {
+            authorization = value;
         }
     }
-    using Method = QHttpServerRequest::Method;
-    const Method method = request.method();
-    const std::string path = request.url().path(QUrl::FullyDecoded).toStdString();
-    auto only = [&](Method wanted, const char* allow) {
-        if (method != wanted) {
-            throw ApiError{405, std::string("use ") + allow + " for " + path};
-        }
-    };
-    auto openInside = [&](const std::string& given) {
-        const std::string resolved = m_paths.input(given);
-        std::shared_ptr<const GgufModel> model;
-        try {
-            model = openModel(resolved);
-        } catch (const std::exception& error) {
-            throw ApiError{422, error.what()};
-        }
-        for (const auto& file : model->files()) {
-            if (!file->path().empty() && file->path().front() == '/' && !m_paths.contains(file->path())) {
-                throw ApiError{403, "'" + given + "' reads a file outside the served folder"};
-            }
-        }
-        return model;
-    };
-    auto planFrom = [&](const nlohmann::json& body) {
-        GraftPlan plan;
-        std::vector<std::string> inputs;
-        try {
-            if (body.contains("plan") == body.contains("plan_path")) {
-                throw ApiError{400, "give the plan inline as 'plan' or as a file as 'plan_path'"};
-            }
-            if (body.contains("plan_path")) {
-                const std::string file = m_paths.input(stringField(body, "plan_path"));
-                plan = loadGraftPlan(file);
-                inputs.push_back(file);
-            } else {
-                plan = graftPlanFromJson(body.at("plan"), "the request's plan");
-            }
-        } catch (const ApiError&) {
-            throw;
-        } catch (const std::exception& error) {
-            throw ApiError{422, error.what()};
-        }
-        plan.base = m_paths.input(plan.base);
-        for (auto& [id, donor] : plan.donors) {
-            donor = m_paths.input(donor);
-        }
-        return plan;
-    };
-    auto checkModelsInside = [&](const GraftModels& models) {
-        for (const std::string& id : models.ids()) {
-            for (const auto& file : models.find(id)->files()) {
-                if (!file->path().empty() && file->path().front() == '/' && !m_paths.contains(file->path())) {
-                    throw ApiError{403, "the plan reads a file outside the served folder"};
-                }
-            }
-        }
-    };
+    if (authorization.isEmpty()) {
+        throw ApiError{401, "this server needs a token: send Authorization: Bearer TOKEN"};
+    }
+    if (!authorization.startsWith("Bearer ") || !sameToken(authorization.mid(7).trimmed(), m_config.token)) {
+        throw ApiError{401, "the token is wrong"};
+    }
+}
 
-    if (path == "/v1/health") {
-        only(Method::Get, "GET");
-        return {200, {{"ok", true}, {"service", "organ"}, {"api", 1}}, {}};
-    }
-    if (path == "/v1/openapi.json") {
-        only(Method::Get, "GET");
-        return {200, nlohmann::json::parse(kOpenApiText), {}};
-    }
-    if (path == "/v1/inspect") {
-        only(Method::Get, "GET");
-        const auto model = openInside(queryPath(request));
-        std::uint64_t maxArray = std::numeric_limits<std::uint64_t>::max();
-        if (const QString text = request.query().queryItemValue(QStringLiteral("max_array"));
-            !text.isEmpty()) {
-            bool ok = false;
-            maxArray = text.toULongLong(&ok);
-            if (!ok) {
-                throw ApiError{400, "max_array is a number"};
+// One function per route; /v1/jobs/ID is matched by its prefix.
+ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
+    checkToken(request);
+    using Method = QHttpServerRequest::Method;
+    struct Route {
+        const char* path;
+        Method method;
+        Reply (ApiServer::*handle)(const QHttpServerRequest&);
+    };
+    static const Route routes[] = {
+        {"/v1/health", Method::Get, &ApiServer::health},
+        {"/v1/openapi.json", Method::Get, &ApiServer::openApi},
+        {"/v1/inspect", Method::Get, &ApiServer::inspect},
+        {"/v1/validate", Method::Get, &ApiServer::validate},
+        {"/v1/plan/check", Method::Post, &ApiServer::checkPlan},
+        {"/v1/measure", Method::Post, &ApiServer::measure},
+        {"/v1/fleet", Method::Post, &ApiServer::fleet},
+        {"/v1/assemble", Method::Post, &ApiServer::assemble},
+        {"/v1/extract", Method::Post, &ApiServer::extract},
+        {"/v1/purify", Method::Post, &ApiServer::purify},
+        {"/v1/jobs", Method::Get, &ApiServer::listJobs},
+    };
+    const std::string path = request.url().path(QUrl::FullyDecoded).toStdString();
+    for (const Route& route : routes) {
+        if (path == route.path) {
+            if (request.method() != route.method) {
+                throw ApiError{405, std::string("use ") + (route.method == Method::Get ? "GET" : "POST") +
+                                        " for " + path};
             }
+            return (this->*route.handle)(request);
         }
-        return {200, modelToJson(*model, analyzeAnatomy(*model), maxArray), {}};
-    }
-    if (path == "/v1/validate") {
-        only(Method::Get, "GET");
-        const std::string given = queryPath(request);
-        const auto model = openInside(given);
-        return {200, validationToJson(model->path(), validateModel(*model)), {}};
-    }
-    if (path == "/v1/plan/check") {
-        only(Method::Post, "POST");
-        const nlohmann::json body = bodyObject(request, {"plan", "plan_path"});
-        GraftPlan plan = planFrom(body);
-        try {
-            const GraftModels models = GraftModels::open(plan);
-            checkModelsInside(models);
-            const CompatibilityReport report = checkGraft(plan, models);
-            nlohmann::json document = findingsToJson(report.findings);
-            document["plan"] = body.contains("plan_path") ? body.at("plan_path") : nlohmann::json("inline");
-            return {200, std::move(document), {}};
-        } catch (const ApiError&) {
-            throw;
-        } catch (const std::exception& error) {
-            throw ApiError{422, error.what()};
-        }
-    }
-    if (path == "/v1/measure") {
-        only(Method::Post, "POST");
-        const nlohmann::json body = bodyObject(request, {"path", "sample"});
-        const ZParams params = sampleField(body);
-        auto model = openInside(stringField(body, "path"));
-        return startJob("measure", [model, params](ApiJob& job) -> nlohmann::json {
-            MeasuredModel m;
-            m.model = model;
-            m.anatomy = analyzeAnatomy(*model);
-            MeasureOptions options;
-            options.params = params;
-            const MeasurementCache cache;
-            const CachedMeasurement done = measureWithCache(m, options, &cache, job.progressFn(), &job.stop);
-            if (!done.result.isOk()) {
-                throw JobFailure{done.result.message, nullptr};
-            }
-            return measurementsDocument({m});
-        });
-    }
-    if (path == "/v1/fleet") {
-        only(Method::Post, "POST");
-        const nlohmann::json body = bodyObject(request, {"paths", "sample"});
-        const ZParams params = sampleField(body);
-        const auto list = body.find("paths");
-        if (list == body.end() || !list->is_array() || list->empty()) {
-            throw ApiError{400, "'paths' is a list of files and folders"};
-        }
-        std::vector<std::string> roots;
-        for (const auto& item : *list) {
-            if (!item.is_string()) {
-                throw ApiError{400, "'paths' is a list of strings"};
-            }
-            roots.push_back(m_paths.input(item.get<std::string>()));
-        }
-        const RootedPaths paths = m_paths;
-        return startJob("fleet", [roots, params, paths](ApiJob& job) -> nlohmann::json {
-            const MeasurementCache cache;
-            FleetOptions options;
-            options.params = params;
-            options.cache = &cache;
-            options.admit = [&paths](const GgufModel& model) -> std::string {
-                for (const auto& file : model.files()) {
-                    if (!file->path().empty() && file->path().front() == '/' &&
-                        !paths.contains(file->path())) {
-                        return file->path() + ": outside the served folder";
-                    }
-                }
-                return {};
-            };
-            FleetReport report;
-            const JobResult result =
-                measureFleet(findFleetModels(roots), options, report, job.progressFn(), &job.stop);
-            if (!result.isOk()) {
-                throw JobFailure{result.message, nullptr};
-            }
-            return fleetToJson(report);
-        });
-    }
-    if (path == "/v1/assemble") {
-        only(Method::Post, "POST");
-        const nlohmann::json body = bodyObject(request, {"plan", "plan_path", "output", "keep_invalid"});
-        GraftPlan plan = planFrom(body);
-        const std::string given = body.contains("output") ? stringField(body, "output") : plan.output;
-        if (given.empty()) {
-            throw ApiError{400, "the plan names no output: give 'output'"};
-        }
-        const std::string output = m_paths.output(given);
-        AssemblyOptions options;
-        options.keepInvalid = body.value("keep_invalid", false);
-        std::shared_ptr<GraftModels> models;
-        try {
-            models = std::make_shared<GraftModels>(GraftModels::open(plan));
-        } catch (const std::exception& error) {
-            throw ApiError{422, error.what()};
-        }
-        checkModelsInside(*models);
-        return startJob("assemble", [plan, models, output, options](ApiJob& job) -> nlohmann::json {
-            const GraftOutcome outcome =
-                graftChimera(plan, *models, output, options, {}, job.progressFn(), &job.stop);
-            const nlohmann::json result = graftOutcomeToJson(outcome, output);
-            if (outcome.report.hasErrors()) {
-                throw JobFailure{"not written: the plan has errors", result};
-            }
-            if (!outcome.written.isOk()) {
-                throw JobFailure{outcome.written.message, result};
-            }
-            return result;
-        });
-    }
-    if (path == "/v1/extract") {
-        only(Method::Post, "POST");
-        const nlohmann::json body = bodyObject(request, {"path", "output"});
-        auto model = openInside(stringField(body, "path"));
-        const std::string output = m_paths.output(stringField(body, "output"));
-        return startJob("extract", [model, output](ApiJob& job) -> nlohmann::json {
-            const JobResult done = extractOrgans(*model, output, nullptr, job.progressFn(), &job.stop);
-            if (!done.isOk()) {
-                throw JobFailure{done.message, nullptr};
-            }
-            return extractionToJson(*model, output);
-        });
-    }
-    if (path == "/v1/purify") {
-        only(Method::Post, "POST");
-        nlohmann::json body = bodyObject(request, {"path", "output", "method", "keep", "threshold",
-                                                   "attenuation", "layers", "system", "roles", "tensors"});
-        auto model = openInside(stringField(body, "path"));
-        const std::string output = m_paths.output(stringField(body, "output"));
-        // The purification is read as a plan's purify operation: one grammar, one set of checks.
-        nlohmann::json operation = body;
-        operation.erase("path");
-        operation.erase("output");
-        operation["op"] = "purify";
-        GraftOperation parsed;
-        try {
-            const GraftPlan plan = graftPlanFromJson({{"format", "organ-graft-plan"},
-                                                      {"version", kGraftPlanVersion},
-                                                      {"base", "model.gguf"},
-                                                      {"operations", nlohmann::json::array({operation})}},
-                                                     "the request");
-            parsed = plan.operations.front();
-        } catch (const std::exception& error) {
-            throw ApiError{400, error.what()};
-        }
-        return startJob("purify", [model, output, parsed](ApiJob& job) -> nlohmann::json {
-            const PurifyOutcome outcome =
-                purifyModel(*model, parsed.select, parsed.purify, output, job.progressFn(), &job.stop);
-            if (!outcome.written.isOk()) {
-                throw JobFailure{outcome.written.message, nullptr};
-            }
-            return purifyOutcomeToJson(outcome, output);
-        });
-    }
-    if (path == "/v1/jobs") {
-        only(Method::Get, "GET");
-        std::lock_guard lock(m_jobsMutex);
-        nlohmann::json list = nlohmann::json::array();
-        int running = 0;
-        for (const auto& [id, job] : m_jobs) {
-            nlohmann::json j = jobJson(*job);
-            running += j["state"] == "running" ? 1 : 0;
-            j.erase("result");
-            list.push_back(std::move(j));
-        }
-        return {
-            200, {{"jobs", std::move(list)}, {"running", running}, {"max_running", m_config.maxJobs}}, {}};
     }
     if (path.rfind("/v1/jobs/", 0) == 0) {
-        const std::string idText = path.substr(9);
-        std::uint64_t id = 0;
-        const bool numeric = !idText.empty() && idText.size() < 19 &&
-                             idText.find_first_not_of("0123456789") == std::string::npos;
-        if (numeric) {
-            id = std::stoull(idText);
-        }
-        std::shared_ptr<ApiJob> job;
-        {
-            std::lock_guard lock(m_jobsMutex);
-            const auto it = numeric ? m_jobs.find(id) : m_jobs.end();
-            if (it == m_jobs.end()) {
-                throw ApiError{404, "no job '" + idText + "'"};
-            }
-            job = it->second;
-        }
-        if (method == Method::Get) {
-            return {200, jobJson(*job), {}};
-        }
-        if (method == Method::Delete) {
-            {
-                std::lock_guard lock(job->mutex);
-                if (job->state != "running") {
-                    throw ApiError{409, "job " + idText + " has already ended (" + job->state + ")"};
-                }
-            }
-            job->stop.requestStop();
-            return {202, jobJson(*job), {}};
-        }
-        Reply reply{
-            405, {{"error", {{"status", 405}, {"message", "use GET or DELETE for " + path}}}}, "GET, DELETE"};
-        return reply;
+        return oneJob(request, path.substr(9));
     }
     throw ApiError{404, "no endpoint " + path + " (see docs/http-api.md)"};
 }
 
-ApiServer::Reply ApiServer::startJob(const std::string& kind, std::function<nlohmann::json(ApiJob&)> work) {
-    std::shared_ptr<ApiJob> job;
-    {
-        std::lock_guard lock(m_jobsMutex);
-        pruneFinished();
-        int running = 0;
-        for (const auto& [id, j] : m_jobs) {
-            std::lock_guard jobLock(j->mutex);
-            running += j->state == "running" ? 1 : 0;
-        }
-        if (running >= m_config.maxJobs) {
-            throw ApiError{429, std::to_string(running) +
-                                    " jobs are running, the most this server runs at once: "
-                                    "wait for one to end or cancel one"};
-        }
-        job = std::make_shared<ApiJob>();
-        job->id = m_nextJob++;
-        job->kind = kind;
-        m_jobs.emplace(job->id, job);
+std::shared_ptr<const GgufModel> ApiServer::openInside(const std::string& given) const {
+    const RootedPath path = m_paths.input(given);
+    try {
+        return openModel(path);
+    } catch (const std::exception& error) {
+        throw ApiError{422, error.what()};
     }
-    job->thread = std::thread([job, work = std::move(work)] {
-        nlohmann::json result;
-        std::string error;
-        std::string state = "done";
-        try {
-            result = work(*job);
-        } catch (const JobFailure& failure) {
-            state = "failed";
-            error = failure.message;
-            result = failure.result;
-        } catch (const std::bad_alloc&) {
-            state = "failed";
-            error = "out of memory";
-        } catch (const std::exception& e) {
-            state = "failed";
-            error = e.what();
-        }
-        if (job->stop.stopRequested() && state != "done") {
-            state = "cancelled";
-            error = "cancelled";
-        }
-        std::lock_guard lock(job->mutex);
-        job->state = state;
-        job->error = error;
-        job->result = std::move(result);
-    });
-    return {202, jobJson(*job), {}};
 }
 
-nlohmann::json ApiServer::jobJson(const ApiJob& job) const {
-    std::lock_guard lock(job.mutex);
+GraftPlan ApiServer::planFrom(const nlohmann::json& body) const {
+    GraftPlan plan;
+    try {
+        if (body.contains("plan") == body.contains("plan_path")) {
+            throw ApiError{400, "give the plan inline as 'plan' or as a file as 'plan_path'"};
+        }
+        if (body.contains("plan_path")) {
+            plan = loadGraftPlan(m_paths.input(stringField(body, "plan_path")));
+        } else {
+            plan = graftPlanFromJson(body.at("plan"), "the request's plan");
+        }
+    } catch (const ApiError&) {
+        throw;
+    } catch (const std::exception& error) {
+        throw ApiError{422, error.what()};
+    }
+    plan.base = m_paths.input(plan.base).path;
+    for (auto& [id, donor] : plan.donors) {
+        donor = m_paths.input(donor).path;
+    }
+    return plan;
+}
+
+GraftModels ApiServer::openPlanModels(const GraftPlan& plan) const {
+    try {
+        return GraftModels::open(plan, m_paths.root());
+    } catch (const std::exception& error) {
+        throw ApiError{422, error.what()};
+    }
+}
+
+ApiServer::Reply ApiServer::health(const QHttpServerRequest&) {
+    return {200, {{"ok", true}, {"service", "organ"}, {"api", 1}}, {}};
+}
+
+ApiServer::Reply ApiServer::openApi(const QHttpServerRequest&) {
+    return {200, nlohmann::json::parse(kOpenApiText), {}};
+}
+
+ApiServer::Reply ApiServer::inspect(const QHttpServerRequest& request) {
+    const auto model = openInside(queryPath(request));
+    std::uint64_t maxArray = std::numeric_limits<std::uint64_t>::max();
+    if (const QString text = request.query().queryItemValue(QStringLiteral("max_array")); !text.isEmpty()) {
+        bool ok = false;
+        maxArray = text.toULongLong(&ok);
+        if (!ok) {
+            throw ApiError{400, "max_array is a number"};
+        }
+    }
+    return {200, modelToJson(*model, analyzeAnatomy(*model), maxArray), {}};
+}
+
+ApiServer::Reply ApiServer::validate(const QHttpServerRequest& request) {
+    const auto model = openInside(queryPath(request));
+    return {200, validationToJson(model->path(), validateModel(*model)), {}};
+}
+
+ApiServer::Reply ApiServer::checkPlan(const QHttpServerRequest& request) {
+    const nlohmann::json body = bodyObject(request, {"plan", "plan_path"});
+    const GraftPlan plan = planFrom(body);
+    const GraftModels models = openPlanModels(plan);
+    try {
+        const CompatibilityReport report = checkGraft(plan, models);
+        nlohmann::json document = findingsToJson(report.findings);
+        document["plan"] = body.contains("plan_path") ? body.at("plan_path") : nlohmann::json("inline");
+        return {200, std::move(document), {}};
+    } catch (const std::exception& error) {
+        throw ApiError{422, error.what()};
+    }
+}
+
+ApiServer::Reply ApiServer::measure(const QHttpServerRequest& request) {
+    const nlohmann::json body = bodyObject(request, {"path", "sample"});
+    const ZParams params = sampleField(body);
+    auto model = openInside(stringField(body, "path"));
+    return startJob("measure",
+                    [model, params](const ProgressFn& progress, const StopToken& stop) -> nlohmann::json {
+                        MeasuredModel m;
+                        m.model = model;
+                        m.anatomy = analyzeAnatomy(*model);
+                        MeasureOptions options;
+                        options.params = params;
+                        const MeasurementCache cache;
+                        const CachedMeasurement done = measureWithCache(m, options, &cache, progress, &stop);
+                        if (!done.result.isOk()) {
+                            throw JobFailure{done.result.message, nullptr};
+                        }
+                        return measurementsDocument({m});
+                    });
+}
+
+ApiServer::Reply ApiServer::fleet(const QHttpServerRequest& request) {
+    const nlohmann::json body = bodyObject(request, {"paths", "sample"});
+    const ZParams params = sampleField(body);
+    const auto list = body.find("paths");
+    if (list == body.end() || !list->is_array() || list->empty()) {
+        throw ApiError{400, "'paths' is a list of files and folders"};
+    }
+    std::vector<std::string> roots;
+    for (const auto& item : *list) {
+        if (!item.is_string()) {
+            throw ApiError{400, "'paths' is a list of strings"};
+        }
+        roots.push_back(m_paths.input(item.get<std::string>()).path);
+    }
+    return startJob("fleet",
+                    [roots, params, root = m_paths.root()](const ProgressFn& progress,
+                                                           const StopToken& stop) -> nlohmann::json {
+                        const MeasurementCache cache;
+                        FleetOptions options;
+                        options.params = params;
+                        options.cache = &cache;
+                        options.root = root;
+                        FleetReport report;
+                        const JobResult result =
+                            measureFleet(findFleetModels(roots, root), options, report, progress, &stop);
+                        if (!result.isOk()) {
+                            throw JobFailure{result.message, nullptr};
+                        }
+                        return fleetToJson(report);
+                    });
+}
+
+ApiServer::Reply ApiServer::assemble(const QHttpServerRequest& request) {
+    const nlohmann::json body = bodyObject(request, {"plan", "plan_path", "output", "keep_invalid"});
+    const GraftPlan plan = planFrom(body);
+    const std::string given = body.contains("output") ? stringField(body, "output") : plan.output;
+    if (given.empty()) {
+        throw ApiError{400, "the plan names no output: give 'output'"};
+    }
+    const OutputTarget output = m_paths.output(given);
+    AssemblyOptions options;
+    options.keepInvalid = booleanField(body, "keep_invalid");
+    auto models = std::make_shared<GraftModels>(openPlanModels(plan));
+    return startJob(
+        "assemble",
+        [plan, models, output, options](const ProgressFn& progress, const StopToken& stop) -> nlohmann::json {
+            const GraftOutcome outcome =
+                graftChimera(plan, *models, output.path, options, {}, progress, &stop);
+            const nlohmann::json result = graftOutcomeToJson(outcome, output.path.path);
+            // Kept invalid on request, an assembly with errors is still written: the job is
+            // done, and its result names the errors.
+            if (!outcome.written.isOk()) {
+                throw JobFailure{outcome.written.message, result};
+            }
+            return result;
+        },
+        output.claim);
+}
+
+ApiServer::Reply ApiServer::extract(const QHttpServerRequest& request) {
+    const nlohmann::json body = bodyObject(request, {"path", "output"});
+    auto model = openInside(stringField(body, "path"));
+    const OutputTarget output = m_paths.output(stringField(body, "output"));
+    return startJob(
+        "extract",
+        [model, output](const ProgressFn& progress, const StopToken& stop) -> nlohmann::json {
+            const JobResult done = extractOrgans(*model, output.path, nullptr, progress, &stop);
+            if (!done.isOk()) {
+                throw JobFailure{done.message, nullptr};
+            }
+            return extractionToJson(*model, output.path.path);
+        },
+        output.claim);
+}
+
+// The purification is read as a plan's purify operation: one grammar, one set of checks.
+ApiServer::Reply ApiServer::purify(const QHttpServerRequest& request) {
+    nlohmann::json body = bodyObject(request, {"path", "output", "method", "keep", "threshold", "attenuation",
+                                               "layers", "system", "roles", "tensors"});
+    auto model = openInside(stringField(body, "path"));
+    const OutputTarget output = m_paths.output(stringField(body, "output"));
+    nlohmann::json operation = body;
+    operation.erase("path");
+    operation.erase("output");
+    operation["op"] = "purify";
+    GraftOperation parsed;
+    try {
+        const GraftPlan plan = graftPlanFromJson({{"format", "organ-graft-plan"},
+                                                  {"version", kGraftPlanVersion},
+                                                  {"base", "model.gguf"},
+                                                  {"operations", nlohmann::json::array({operation})}},
+                                                 "the request");
+        parsed = plan.operations.front();
+    } catch (const std::exception& error) {
+        throw ApiError{400, error.what()};
+    }
+    return startJob(
+        "purify",
+        [model, output, parsed](const ProgressFn& progress, const StopToken& stop) -> nlohmann::json {
+            const PurifyOutcome outcome =
+                purifyModel(*model, parsed.select, parsed.purify, output.path, progress, &stop);
+            if (!outcome.written.isOk()) {
+                throw JobFailure{outcome.written.message, nullptr};
+            }
+            return purifyOutcomeToJson(outcome, output.path.path);
+        },
+        output.claim);
+}
+
+ApiServer::Reply ApiServer::listJobs(const QHttpServerRequest&) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const JobSnapshot& job : m_queue->snapshots()) {
+        nlohmann::json j = jobJson(job);
+        j.erase("result");
+        list.push_back(std::move(j));
+    }
+    return {200,
+            {{"jobs", std::move(list)}, {"running", m_queue->active()}, {"max_running", m_config.maxJobs}},
+            {}};
+}
+
+ApiServer::Reply ApiServer::oneJob(const QHttpServerRequest& request, const std::string& idText) {
+    const bool numeric =
+        !idText.empty() && idText.size() < 19 && idText.find_first_not_of("0123456789") == std::string::npos;
+    const std::optional<JobSnapshot> job = numeric ? m_queue->snapshot(std::stoull(idText)) : std::nullopt;
+    if (!job) {
+        throw ApiError{404, "no job '" + idText + "'"};
+    }
+    if (request.method() == QHttpServerRequest::Method::Get) {
+        return {200, jobJson(*job), {}};
+    }
+    if (request.method() == QHttpServerRequest::Method::Delete) {
+        if (hasEnded(job->state)) {
+            throw ApiError{409, "job " + idText + " has already ended (" +
+                                    std::string(jobStateName(job->state)) + ")"};
+        }
+        // Granted, the job is sure to end cancelled; refused, it is past its point of no return.
+        if (!m_queue->cancel(job->id)) {
+            throw ApiError{409, "job " + idText + " is finishing: its output is already in place"};
+        }
+        return {202, jobJson(*m_queue->snapshot(job->id)), {}};
+    }
+    return {405,
+            {{"error", {{"status", 405}, {"message", "use GET or DELETE for /v1/jobs/" + idText}}}},
+            "GET, DELETE"};
+}
+
+// The job runs on the queue's workers; its JSON result is kept beside its snapshot. A job that
+// writes names its output's claim, held from now until the job has ended.
+ApiServer::Reply ApiServer::startJob(const std::string& kind, ApiWork work, const std::string& claim) {
+    std::lock_guard lock(m_startMutex);
+    const std::size_t running = m_queue->active();
+    if (running >= std::size_t(m_config.maxJobs)) {
+        throw ApiError{429, std::to_string(running) + " jobs are running, the most this server runs at once: "
+                                                      "wait for one to end or cancel one"};
+    }
+    if (!claim.empty()) {
+        std::lock_guard claimsLock(m_claimsMutex);
+        if (const auto it = m_claims.find(claim); it != m_claims.end()) {
+            throw ApiError{409, "job " + std::to_string(it->second) +
+                                    " is writing that output; one job writes a name at a time"};
+        }
+        m_claims.emplace(claim, 0);
+    }
+    auto result = std::make_shared<ApiResult>();
+    const JobId id = m_queue->submit(
+        kind,
+        [work = std::move(work), result](const ProgressFn& progress, const StopToken& stop) {
+            try {
+                nlohmann::json done = work(progress, stop);
+                std::lock_guard resultLock(result->mutex);
+                result->result = std::move(done);
+                return JobResult::ok();
+            } catch (const JobFailure& failure) {
+                std::lock_guard resultLock(result->mutex);
+                result->error = failure.message;
+                result->result = failure.result;
+                return JobResult::failed(failure.message);
+            } catch (const std::bad_alloc&) {
+                return JobResult::failed("out of memory");
+            }
+        },
+        // Let go of the claim as the job ends: whoever sees it ended may write that name.
+        [this, claim](const JobSnapshot&) {
+            if (!claim.empty()) {
+                std::lock_guard claimsLock(m_claimsMutex);
+                m_claims.erase(claim);
+            }
+        });
+    if (!claim.empty()) {
+        std::lock_guard claimsLock(m_claimsMutex);
+        if (const auto it = m_claims.find(claim); it != m_claims.end() && it->second == 0) {
+            it->second = id;
+        }
+    }
+    {
+        std::lock_guard resultsLock(m_resultsMutex);
+        m_results[id] = std::move(result);
+        std::erase_if(m_results, [this](const auto& entry) { return !m_queue->snapshot(entry.first); });
+    }
+    return {202, jobJson(*m_queue->snapshot(id)), {}};
+}
+
+nlohmann::json ApiServer::jobJson(const JobSnapshot& job) const {
     nlohmann::json j = {{"id", job.id},
                         {"kind", job.kind},
-                        {"state", job.state},
+                        {"state", jobStateName(job.state)},
                         {"href", "/v1/jobs/" + std::to_string(job.id)},
                         {"progress",
                          {{"done", job.done},
                           {"total", job.total},
                           {"stage", job.stage},
                           {"fraction", job.total != 0 ? static_cast<double>(job.done) / job.total : 0.0}}}};
-    if (!job.error.empty()) {
-        j["error"] = job.error;
+    if (job.state == JobState::Cancelled) {
+        j["error"] = "cancelled";
+        return j; // whatever it computed is not its result
     }
-    if (!job.result.is_null()) {
-        j["result"] = job.result;
+    if (job.state == JobState::Failed) {
+        j["error"] = job.message;
+    }
+    std::shared_ptr<const ApiResult> result;
+    {
+        std::lock_guard lock(m_resultsMutex);
+        if (const auto it = m_results.find(job.id); it != m_results.end()) {
+            result = it->second;
+        }
+    }
+    if (result && hasEnded(job.state)) {
+        std::lock_guard lock(result->mutex);
+        if (!result->result.is_null()) {
+            j["result"] = result->result;
+        }
     }
     return j;
-}
-
-void ApiServer::pruneFinished() {
-    std::size_t finished = 0;
-    for (const auto& [id, job] : m_jobs) {
-        std::lock_guard lock(job->mutex);
-        finished += job->state != "running" ? 1 : 0;
-    }
-    for (auto it = m_jobs.begin(); it != m_jobs.end() && finished > m_config.keepFinished;) {
-        bool ended = false;
-        {
-            std::lock_guard lock(it->second->mutex);
-            ended = it->second->state != "running";
-        }
-        if (ended) {
-            if (it->second->thread.joinable()) {
-                it->second->thread.join();
-            }
-            it = m_jobs.erase(it);
-            --finished;
-        } else {
-            ++it;
-        }
-    }
 }
 
 } // namespace organ::api

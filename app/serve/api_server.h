@@ -1,6 +1,8 @@
 #pragma once
 
+#include "graft/assembly.h"
 #include "rooted_paths.h"
+#include "support/job_queue.h"
 
 #include <QAbstractHttpServer>
 #include <QByteArray>
@@ -11,14 +13,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 
 class QTcpServer;
-
-namespace organ {
-class StopToken;
-struct Progress;
-} // namespace organ
 
 namespace organ::api {
 
@@ -26,12 +22,12 @@ struct ApiConfig {
     std::string root;              // every path is resolved inside it
     QByteArray token;              // empty: no token (loopback only)
     qint64 maxBody = 1 << 20;      // bytes of a request body
-    int maxJobs = 2;               // jobs running at once; more are refused with 429
+    int maxJobs = 2;               // jobs running at once (the queue's workers); more are refused with 429
     std::size_t keepFinished = 64; // finished jobs kept for their results, oldest dropped first
 };
 
-// One long operation run on its own thread: its progress, then its result or error.
-struct ApiJob;
+// What a job gives its client once done: its JSON result (kept beside the queue's snapshot).
+struct ApiResult;
 
 // The HTTP API of `organ serve` (docs/http-api.md): JSON in, JSON out, on Qt's HTTP server.
 class ApiServer : public QAbstractHttpServer {
@@ -54,17 +50,46 @@ private:
         nlohmann::json body;
         QByteArray allow; // for 405
     };
+    // A job's work: its JSON result, or JobFailure / an exception.
+    using ApiWork = std::function<nlohmann::json(const ProgressFn& progress, const StopToken& stop)>;
+
     Reply dispatch(const QHttpServerRequest& request);
-    Reply startJob(const std::string& kind, std::function<nlohmann::json(ApiJob&)> work);
-    nlohmann::json jobJson(const ApiJob& job) const;
-    void pruneFinished();
+    void checkToken(const QHttpServerRequest& request) const;
+    // The routes (docs/http-api.md).
+    Reply health(const QHttpServerRequest& request);
+    Reply openApi(const QHttpServerRequest& request);
+    Reply inspect(const QHttpServerRequest& request);
+    Reply validate(const QHttpServerRequest& request);
+    Reply checkPlan(const QHttpServerRequest& request);
+    Reply measure(const QHttpServerRequest& request);
+    Reply fleet(const QHttpServerRequest& request);
+    Reply assemble(const QHttpServerRequest& request);
+    Reply extract(const QHttpServerRequest& request);
+    Reply purify(const QHttpServerRequest& request);
+    Reply listJobs(const QHttpServerRequest& request);
+    Reply oneJob(const QHttpServerRequest& request, const std::string& id);
+
+    // Inputs, each through m_paths: inside the root or refused.
+    std::shared_ptr<const GgufModel> openInside(const std::string& given) const;
+    GraftPlan planFrom(const nlohmann::json& body) const;
+    GraftModels openPlanModels(const GraftPlan& plan) const;
+
+    // Queues `work`. A job that writes names its output's `claim`: until it has ended, another
+    // job for the same output is refused (409).
+    Reply startJob(const std::string& kind, ApiWork work, const std::string& claim = {});
+    nlohmann::json jobJson(const JobSnapshot& job) const;
 
     ApiConfig m_config;
     RootedPaths m_paths;
     QTcpServer* m_tcp = nullptr;
-    std::mutex m_jobsMutex;
-    std::map<std::uint64_t, std::shared_ptr<ApiJob>> m_jobs;
-    std::uint64_t m_nextJob = 1;
+    std::mutex m_startMutex; // one job starts at a time: the count of running jobs holds
+    // Outputs being written, by claim (OutputTarget), and the job writing each.
+    std::mutex m_claimsMutex;
+    std::map<std::string, JobId> m_claims;
+    mutable std::mutex m_resultsMutex;
+    std::map<JobId, std::shared_ptr<ApiResult>> m_results;
+    // Declared last: destroyed first, so that its workers stop before what they use goes.
+    std::unique_ptr<JobQueue> m_queue;
 };
 
 // Whether `given` equals `expected`, in time that does not depend on where they differ.

@@ -1,14 +1,37 @@
 #include "rooted_paths.h"
 
+#include "support/errors.h"
+#include "support/text_format.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace organ::api {
 namespace fs = std::filesystem;
 namespace {
 
-bool within(const std::string& root, const std::string& path) {
-    return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                            (root == "/" || path[root.size()] == '/'));
+// Opens `relative` beneath `root` only to say why it cannot be used: the status and message of
+// the answer. The open that counts comes after it, beneath the root again.
+void probe(const FileRoot& root, const std::string& relative, int flags, const std::string& shown) {
+    const UniqueFd fd(root.openFile(relative, flags));
+    if (fd.valid()) {
+        return;
+    }
+    switch (errno) {
+    case ELOOP:
+        throw ApiError{403, shown + " leads through a symbolic link; none is followed in the served folder"};
+    case EXDEV:
+        throw ApiError{403, shown + " is outside the served folder"};
+    case ENOENT:
+    case ENOTDIR:
+        throw ApiError{404, shown + " does not exist"};
+    default:
+        throw ApiError{403, shown + ": " + std::strerror(errno)};
+    }
 }
 
 } // namespace
@@ -19,7 +42,11 @@ RootedPaths::RootedPaths(const std::string& root) {
     if (ec || !fs::is_directory(canonical, ec)) {
         throw ApiError{500, "the root '" + root + "' is not a folder"};
     }
-    m_root = canonical.string();
+    try {
+        m_root = FileRoot::open(canonical.string());
+    } catch (const IoError& error) {
+        throw ApiError{500, error.what()};
+    }
 }
 
 std::string RootedPaths::checked(std::string_view path) const {
@@ -35,57 +62,41 @@ std::string RootedPaths::checked(std::string_view path) const {
             throw ApiError{403, "'" + std::string(path) + "': '..' is not allowed in a path"};
         }
     }
-    if (given.is_absolute()) {
-        if (!within(m_root, given.lexically_normal().string())) {
-            throw ApiError{403, "'" + std::string(path) + "' is outside the served folder"};
-        }
-        return given.lexically_normal().string();
+    const auto beneath = m_root->beneath(given.lexically_normal().string());
+    if (!beneath) {
+        throw ApiError{403, "'" + std::string(path) + "' is outside the served folder"};
     }
-    return (fs::path(m_root) / given).lexically_normal().string();
+    return *beneath;
 }
 
-std::string RootedPaths::input(std::string_view path) const {
-    const std::string joined = checked(path);
-    std::error_code ec;
-    const fs::path canonical = fs::canonical(joined, ec);
-    if (ec) {
-        throw ApiError{404, "'" + std::string(path) + "' does not exist"};
-    }
-    if (!within(m_root, canonical.string())) {
-        throw ApiError{403, "'" + std::string(path) + "' leads outside the served folder (a symbolic link)"};
-    }
-    return canonical.string();
+RootedPath RootedPaths::input(std::string_view path) const {
+    const std::string relative = checked(path);
+    probe(*m_root, relative, O_PATH, "'" + std::string(path) + "'");
+    return relative == "." ? RootedPath(m_root, m_root->path()) : m_root->file(relative);
 }
 
-std::string RootedPaths::output(std::string_view path) const {
-    const fs::path joined = checked(path);
-    if (!joined.has_filename() || joined.string() == m_root) {
+OutputTarget RootedPaths::output(std::string_view path) const {
+    const std::string relative = checked(path);
+    const std::string name = fileLabel(relative);
+    if (path.back() == '/' || relative == "." || name == ".") {
         throw ApiError{400, "'" + std::string(path) + "' names no file"};
     }
-    std::error_code ec;
-    const fs::path folder = fs::canonical(joined.parent_path(), ec);
-    if (ec || !fs::is_directory(folder, ec)) {
-        throw ApiError{404, "the folder of '" + std::string(path) + "' does not exist"};
+    const std::string folderPath = folderOf(relative);
+    probe(*m_root, folderPath, O_PATH | O_DIRECTORY, "the folder of '" + std::string(path) + "'");
+    std::shared_ptr<const FileRoot> folder;
+    try {
+        folder = m_root->folder(folderPath);
+    } catch (const IoError& error) {
+        throw ApiError{403, error.what()};
     }
-    if (!within(m_root, folder.string())) {
-        throw ApiError{403, "'" + std::string(path) + "' leads outside the served folder (a symbolic link)"};
-    }
-    const fs::path target = folder / joined.filename();
-    if (fs::exists(fs::symlink_status(target, ec))) {
+    struct stat st {};
+    if (::fstatat(folder->descriptor(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         throw ApiError{409, "'" + std::string(path) + "' exists: the API never writes over a file"};
     }
-    return target.string();
-}
-
-bool RootedPaths::contains(const std::string& path) const {
-    std::error_code ec;
-    const fs::path canonical = fs::canonical(path, ec);
-    return !ec && within(m_root, canonical.string());
-}
-
-std::string RootedPaths::relative(const std::string& absolute) const {
-    const std::string r = fs::path(absolute).lexically_relative(m_root).string();
-    return r.empty() ? absolute : r;
+    if (::fstat(folder->descriptor(), &st) != 0) {
+        throw ApiError{500, "the folder of '" + std::string(path) + "': " + std::strerror(errno)};
+    }
+    return {folder->file(name), std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + "/" + name};
 }
 
 } // namespace organ::api

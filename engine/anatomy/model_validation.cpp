@@ -687,7 +687,7 @@ nlohmann::json validationToJson(const std::string& path, const std::vector<Findi
     return document;
 }
 
-std::optional<std::string> invalidModelRefusal(const std::string& written, const std::string& output,
+std::optional<std::string> invalidModelRefusal(const RootedPath& written, const std::string& output,
                                                bool keepInvalid) {
     if (keepInvalid) {
         return std::nullopt;

@@ -8,38 +8,71 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <filesystem>
+#include <dirent.h>
+#include <fcntl.h>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 namespace organ {
-namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kFleetFormat = "organ-fleet";
 constexpr System kSystems[] = {System::Embed, System::Skeleton, System::Organ,
                                System::Norm,  System::Adapter,  System::Other};
 
-void searchFolder(const fs::path& folder, const std::function<void(std::string)>& add) {
-    std::error_code ec;
-    fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec);
-    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        const fs::directory_entry& entry = *it;
-        std::error_code typeError;
-        if (entry.is_symlink(typeError) && entry.is_directory(typeError)) {
-            continue;
-        }
-        if (entry.is_directory(typeError)) {
-            if (OrganDirectory::looksLikeOne(entry.path().string())) {
-                add(entry.path().string());
-                it.disable_recursion_pending();
+// Each folder is opened by its path from `folder` down (beneath the root when there is one), read
+// through that descriptor, and its entries judged by what they are, links not followed into.
+void searchFolder(const RootedPath& folder, const std::function<void(std::string)>& add) {
+    std::vector<std::string> pending{folder.path};
+    while (!pending.empty()) {
+        const std::string path = pending.back();
+        pending.pop_back();
+        const int fd = folder.at(path).tryOpen(O_RDONLY | O_DIRECTORY);
+        DIR* dir = fd >= 0 ? ::fdopendir(fd) : nullptr;
+        if (dir == nullptr) {
+            if (fd >= 0) {
+                ::close(fd);
             }
-        } else if (entry.is_regular_file(typeError) && hasGgufExtension(entry.path().string())) {
-            add(entry.path().string());
+            continue; // unreadable: skipped, as a permission denied always was
+        }
+        std::vector<std::string> names;
+        while (const dirent* entry = ::readdir(dir)) {
+            const std::string name = entry->d_name;
+            if (name == "." || name == "..") {
+                continue;
+            }
+            const std::string inside = path.ends_with('/') ? path + name : path + "/" + name;
+            struct stat st {};
+            if (::fstatat(::dirfd(dir), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                continue;
+            }
+            // A link to a file is taken as the file it names (beneath a root it is not looked
+            // through: opening it fails, and the fleet says why); a link to a folder is never searched.
+            if (S_ISLNK(st.st_mode)) {
+                const bool file = folder.root ||
+                                  (::fstatat(::dirfd(dir), name.c_str(), &st, 0) == 0 && S_ISREG(st.st_mode));
+                if (file && hasGgufExtension(name)) {
+                    add(inside);
+                }
+            } else if (S_ISDIR(st.st_mode)) {
+                names.push_back(inside);
+            } else if (S_ISREG(st.st_mode) && hasGgufExtension(name)) {
+                add(inside);
+            }
+        }
+        ::closedir(dir);
+        for (const std::string& inside : names) {
+            if (OrganDirectory::looksLikeOne(folder.at(inside))) {
+                add(inside);
+            } else {
+                pending.push_back(inside);
+            }
         }
     }
 }
@@ -70,7 +103,8 @@ FleetRow failedRow(const std::string& path, const std::string& message) {
 
 } // namespace
 
-std::vector<std::string> findFleetModels(const std::vector<std::string>& paths) {
+std::vector<std::string> findFleetModels(const std::vector<std::string>& paths,
+                                         const std::shared_ptr<const FileRoot>& root) {
     std::set<std::string> seen;
     auto add = [&](std::string path) {
         SplitName split;
@@ -80,9 +114,10 @@ std::vector<std::string> findFleetModels(const std::vector<std::string>& paths) 
         seen.insert(std::move(path));
     };
     for (const auto& path : paths) {
-        std::error_code ec;
-        if (fs::is_directory(path, ec) && !OrganDirectory::looksLikeOne(path)) {
-            searchFolder(path, add);
+        const RootedPath rooted(root, path);
+        const UniqueFd folder(rooted.tryOpen(O_PATH | O_DIRECTORY));
+        if (folder.valid() && !OrganDirectory::looksLikeOne(rooted)) {
+            searchFolder(rooted, add);
         } else {
             add(path);
         }
@@ -243,12 +278,7 @@ JobResult measureFleet(const std::vector<std::string>& paths, const FleetOptions
         const std::string& path = paths[index];
         MeasuredModel m;
         try {
-            m.model = openModel(path);
-            if (options.admit) {
-                if (std::string refused = options.admit(*m.model); !refused.empty()) {
-                    return failedRow(path, refused);
-                }
-            }
+            m.model = openModel({options.root, path});
             m.anatomy = analyzeAnatomy(*m.model);
         } catch (const std::bad_alloc&) {
             return failedRow(path, fileLabel(path) + ": out of memory while opening");

@@ -20,7 +20,10 @@ inline constexpr int kFleetReportVersion = 1;
 // searched further). A split model counts once, as its first part's path, however many of its
 // parts are found. Symbolic links to folders are not followed (no loops); a path that does not
 // exist is returned too, so that the fleet lists it with its error. Sorted, without duplicates.
-std::vector<std::string> findFleetModels(const std::vector<std::string>& paths);
+// With a root, every folder is opened beneath it (support/rooted_files.h) and a link found in one
+// is listed without being looked through (opening it fails, and the fleet says so).
+std::vector<std::string> findFleetModels(const std::vector<std::string>& paths,
+                                         const std::shared_ptr<const FileRoot>& root = {});
 
 // θ of one anatomical system in a fleet row.
 struct FleetSystem {
@@ -83,8 +86,8 @@ struct FleetOptions {
     ZParams params;
     unsigned threads = 0; // 0: one per core; shared between models measured at once
     const MeasurementCache* cache = nullptr;
-    // Says why an opened model must not be measured ("" to measure it): its row gets that error.
-    std::function<std::string(const GgufModel& model)> admit;
+    // Where the paths are opened beneath (none: as the process opens them).
+    std::shared_ptr<const FileRoot> root;
     // Called as each model is done (from the workers, one call at a time).
     std::function<void(std::size_t index, const FleetRow& row)> onModel;
 };

@@ -321,7 +321,7 @@ private:
     std::uint64_t m_kvCountAt = 0;
 };
 
-std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
+std::shared_ptr<const GgufFile> GgufFile::open(const RootedPath& path) {
     return GgufParser(MappedFile::open(path)).run();
 }
 

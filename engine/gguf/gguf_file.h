@@ -44,7 +44,7 @@ struct TensorInfo {
 class GgufFile {
 public:
     // Maps and parses; throws FormatError (malformed) or IoError (cannot open).
-    static std::shared_ptr<const GgufFile> open(const std::string& path);
+    static std::shared_ptr<const GgufFile> open(const RootedPath& path);
     // Parses bytes in memory as the file `label` (see MappedFile::fromBuffer); throws FormatError.
     static std::shared_ptr<const GgufFile> fromBytes(std::string label, std::span<const std::byte> bytes);
     // Parses the header of a file of `fileSize` bytes whose data lies elsewhere (an organ

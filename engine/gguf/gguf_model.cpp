@@ -60,12 +60,12 @@ bool hasGgufExtension(std::string_view path) {
     return tail == ".gguf";
 }
 
-std::shared_ptr<const GgufModel> GgufModel::open(const std::string& path) {
+std::shared_ptr<const GgufModel> GgufModel::open(const RootedPath& path) {
     auto model = std::make_shared<GgufModel>();
     SplitName split;
-    const bool isPart = parseSplitName(path, split);
-    const std::string firstPath = isPart ? splitPartPath(split.prefix, 1, split.count) : path;
-    model->m_shards.push_back(GgufFile::open(firstPath));
+    const bool isPart = parseSplitName(path.path, split);
+    model->m_shards.push_back(
+        GgufFile::open(isPart ? path.at(splitPartPath(split.prefix, 1, split.count)) : path));
     const GgufFile& first = *model->m_shards.front();
     const auto declared = splitKey(first, "split.count");
     if (!declared || *declared <= 1) {
@@ -83,7 +83,7 @@ std::shared_ptr<const GgufModel> GgufModel::open(const std::string& path) {
     for (unsigned part = 2; part <= split.count; ++part) {
         const std::string partPath = splitPartPath(split.prefix, part, split.count);
         try {
-            parts.push_back(GgufFile::open(partPath));
+            parts.push_back(GgufFile::open(path.at(partPath)));
         } catch (const IoError& error) {
             throw IoError(label + ": part " + std::to_string(part) + " of " + std::to_string(split.count) +
                           " is missing or unreadable: " + error.what());

@@ -18,8 +18,9 @@ namespace organ {
 // would have, and one file per tensor.
 class GgufModel {
 public:
-    // Opening any part of a split model opens the whole set.
-    static std::shared_ptr<const GgufModel> open(const std::string& path);
+    // Opening any part of a split model opens the whole set (every part beneath the path's root
+    // when it has one).
+    static std::shared_ptr<const GgufModel> open(const RootedPath& path);
     // A model of one parsed file (GgufFile::fromBytes): a part of a split model is refused,
     // since its other parts are files.
     static std::shared_ptr<const GgufModel> fromFile(std::shared_ptr<const GgufFile> file);

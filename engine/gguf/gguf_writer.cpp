@@ -144,7 +144,7 @@ std::vector<std::string> sourcePaths(const GgufWriteSpec& spec) {
 
 // Re-opens the written file and checks it against the plan and the digests.
 // Returns false when stopped.
-bool verify(const std::string& path, const std::string& label, const GgufWriteSpec& spec,
+bool verify(const RootedPath& path, const std::string& label, const GgufWriteSpec& spec,
             const std::vector<PlannedTensor>& planned, ProgressThrottle& throttle, std::uint64_t total,
             const StopToken* stop) {
     const auto written = GgufFile::open(path);
@@ -239,9 +239,9 @@ void checkPromise(const TensorSource& source) {
     }
 }
 
-JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress,
+JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const ProgressFn& progress,
                     const StopToken* stop, const AcceptWritten& accept) {
-    const std::string label = fileLabel(path);
+    const std::string label = fileLabel(path.path);
     try {
         const std::uint32_t alignment = alignmentOf(spec, label);
         auto planned = planTensors(spec, alignment, label);
@@ -303,13 +303,16 @@ JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const Pr
         out.finish();
         // Checked before it replaces anything: a file already at the target stays as it was
         // unless the new one is whole and right.
-        if (!verify(out.partialPath(), label, spec, planned, throttle, total, stop)) {
+        if (!verify(out.partial(), label, spec, planned, throttle, total, stop)) {
             return JobResult::cancelled();
         }
         if (accept) {
-            if (const auto refusal = accept(out.partialPath())) {
+            if (const auto refusal = accept(out.partial())) {
                 return JobResult::failed(*refusal);
             }
+        }
+        if (stop != nullptr && !stop->beginCommit()) {
+            return JobResult::cancelled();
         }
         out.commit();
         throttle.report(total, total, "done", true);

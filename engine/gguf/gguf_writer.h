@@ -67,10 +67,12 @@ GgufLayout layoutGguf(const GgufWriteSpec& spec, const std::string& label);
 // Runs on the calling thread.
 // A source with a promised SHA-256 is checked as it is copied: a mismatch fails the write,
 // naming the source's file.
-// `accept`, when given, is asked about the verified partial file (its path) before it is
-// renamed into place; a message refuses it (the write fails with that message).
-using AcceptWritten = std::function<std::optional<std::string>(const std::string& partial)>;
-JobResult writeGguf(const std::string& path, const GgufWriteSpec& spec, const ProgressFn& progress = {},
+// `accept`, when given, is asked about the verified partial file (reached through its folder's
+// descriptor) before it is renamed into place; a message refuses it (the write fails with that
+// message). The rename is the job's commit (StopToken::beginCommit): a stop requested before it
+// cancels the write, one requested after it is refused.
+using AcceptWritten = std::function<std::optional<std::string>(const RootedPath& partial)>;
+JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const ProgressFn& progress = {},
                     const StopToken* stop = nullptr, const AcceptWritten& accept = {});
 
 } // namespace organ

@@ -10,19 +10,19 @@
 namespace organ {
 
 JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, const CompatibilityReport& report,
-                          const std::string& output, const AssemblyOptions& options,
+                          const RootedPath& output, const AssemblyOptions& options,
                           const ProgressFn& progress, const StopToken* stop) {
     const auto blocking =
         std::count_if(report.findings.begin(), report.findings.end(), [&](const Finding& f) {
             return f.severity == Finding::Severity::Error && !(options.keepInvalid && f.fromValidation);
         });
     if (blocking != 0) {
-        return JobResult::failed(fileLabel(output) + ": not written: the plan has " +
+        return JobResult::failed(fileLabel(output.path) + ": not written: the plan has " +
                                  std::to_string(blocking) + " error(s)");
     }
     const GgufWriteSpec spec =
         chimeraSpec(plan, models, report.layout, ChimeraSources::Writer, options.purifyLog);
-    if (isOrganDirectoryTarget(output)) {
+    if (isOrganDirectoryTarget(output.path)) {
         // What llama.cpp would say of the chimera was checked from its spec, with the plan.
         OrganSource source;
         source.made = "graft";
@@ -30,18 +30,18 @@ JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, cons
     }
     // Validated as llama.cpp would load it before it replaces anything: an invalid chimera is
     // never left on disk unless asked for.
-    return writeGguf(output, spec, progress, stop, [&](const std::string& written) {
-        return invalidModelRefusal(written, output, options.keepInvalid);
+    return writeGguf(output, spec, progress, stop, [&](const RootedPath& written) {
+        return invalidModelRefusal(written, output.path, options.keepInvalid);
     });
 }
 
-GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const std::string& output,
+GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const RootedPath& output,
                           const AssemblyOptions& options,
                           const std::function<void(const CompatibilityReport&)>& checked,
                           const ProgressFn& progress, const StopToken* stop) {
     GraftOutcome outcome;
     GraftPlan withOutput = plan;
-    withOutput.output = output;
+    withOutput.output = output.path;
     outcome.report = checkGraft(withOutput, models);
     if (checked) {
         checked(outcome.report);

@@ -3,7 +3,7 @@
 #include "gguf/gguf_writer.h"
 #include "graft/chimera_spec.h"
 #include "graft/graft_check.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "support/job.h"
 
 #include <functional>
@@ -25,7 +25,7 @@ struct AssemblyOptions {
 // the report has errors. An `output` not ending in ".gguf" is written as an organ directory
 // (writeOrganDirectory: unchanged tensors of an organ directory linked, not copied).
 JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, const CompatibilityReport& report,
-                          const std::string& output, const AssemblyOptions& options = {},
+                          const RootedPath& output, const AssemblyOptions& options = {},
                           const ProgressFn& progress = {}, const StopToken* stop = nullptr);
 
 // Check → assemble → validate: the one workflow the command line and the window run. The
@@ -37,7 +37,7 @@ struct GraftOutcome {
     std::vector<Finding> validation;
     std::vector<PurifiedTensor> purified; // θ before and after of what purify operations did
 };
-GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const std::string& output,
+GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const RootedPath& output,
                           const AssemblyOptions& options = {},
                           const std::function<void(const CompatibilityReport&)>& checked = {},
                           const ProgressFn& progress = {}, const StopToken* stop = nullptr);

@@ -2,7 +2,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "graft/graft_check.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 
 #include <memory>
 

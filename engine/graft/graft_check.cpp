@@ -6,7 +6,7 @@
 
 #include "anatomy/model_validation.h"
 #include "graft/layer_metadata.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "organs/organ_directory.h"
 #include "quant/quantize.h"
 #include "support/text_format.h"
@@ -538,11 +538,11 @@ CompatibilityReport checkGraft(const GraftPlan& plan, const GraftModels& models)
     return Resolver(plan, models).run();
 }
 
-GraftModels GraftModels::open(const GraftPlan& plan) {
+GraftModels GraftModels::open(const GraftPlan& plan, const std::shared_ptr<const FileRoot>& root) {
     GraftModels models;
-    models.m_models.emplace_back("base", openModel(plan.base));
+    models.m_models.emplace_back("base", openModel({root, plan.base}));
     for (const auto& [id, path] : plan.donors) {
-        models.m_models.emplace_back(id, openModel(path));
+        models.m_models.emplace_back(id, openModel({root, path}));
     }
     return models;
 }

@@ -17,8 +17,9 @@ using NamedModels = std::vector<std::pair<std::string, std::shared_ptr<const Ggu
 // The models a plan names, opened: "base" and each donor id.
 class GraftModels {
 public:
-    // Opens every model of the plan; throws FormatError or IoError naming the file.
-    static GraftModels open(const GraftPlan& plan);
+    // Opens every model of the plan (beneath `root` when given); throws FormatError or IoError
+    // naming the file.
+    static GraftModels open(const GraftPlan& plan, const std::shared_ptr<const FileRoot>& root = {});
     // Models already open (the window's): "base" first, then each donor id.
     static GraftModels fromModels(NamedModels models);
 

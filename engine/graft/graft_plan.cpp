@@ -297,26 +297,6 @@ GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, con
 
 } // namespace
 
-bool TensorSelector::isEmpty() const {
-    return names.empty() && !system && roles.empty() && !firstLayer;
-}
-
-bool TensorSelector::matches(const std::string& name, const TensorAnatomy& anatomy) const {
-    if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
-        return false;
-    }
-    if (system && anatomy.system != *system) {
-        return false;
-    }
-    if (!roles.empty() && std::find(roles.begin(), roles.end(), anatomy.role) == roles.end()) {
-        return false;
-    }
-    if (firstLayer && (!anatomy.layer || *anatomy.layer < *firstLayer || *anatomy.layer > *lastLayer)) {
-        return false;
-    }
-    return true;
-}
-
 const std::string* GraftPlan::donorPath(const std::string& id) const {
     for (const auto& [donorId, path] : donors) {
         if (donorId == id) {
@@ -492,8 +472,9 @@ nlohmann::json graftPlanToJson(const GraftPlan& plan) {
     return out;
 }
 
-GraftPlan loadGraftPlan(const std::string& path) {
-    const std::string text = readSmallFile(path, kMaxPlanBytes);
+GraftPlan loadGraftPlan(const RootedPath& rooted) {
+    const std::string& path = rooted.path;
+    const std::string text = readSmallFile(rooted, kMaxPlanBytes);
     nlohmann::json json;
     try {
         json = nlohmann::json::parse(text);

@@ -1,8 +1,10 @@
 #pragma once
 
 #include "anatomy/anatomy.h"
+#include "anatomy/tensor_selector.h"
 #include "gguf/meta_value.h"
 #include "purify/purification.h"
+#include "support/rooted_files.h"
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -19,17 +21,6 @@ inline constexpr std::size_t kMaxStackRuns = 1024;
 inline constexpr std::uint32_t kMaxChimeraLayers = 4096;
 // Every key a chimera gets about where it came from starts with this.
 inline constexpr const char* kProvenancePrefix = "organ.graft.";
-
-// Which tensors an operation touches: every condition that is set must hold.
-struct TensorSelector {
-    std::vector<std::string> names; // exact tensor names
-    std::optional<System> system;
-    std::vector<std::string> roles;
-    std::optional<std::uint32_t> firstLayer; // inclusive layer range; tensors outside layers
-    std::optional<std::uint32_t> lastLayer;  // never match a range
-    bool matches(const std::string& name, const TensorAnatomy& anatomy) const;
-    bool isEmpty() const;
-};
 
 // A run of consecutive layers of one model, for stacking ("passthrough" merges).
 struct LayerRange {
@@ -80,7 +71,7 @@ GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label
 nlohmann::json graftPlanToJson(const GraftPlan& plan);
 // A plan file is small: larger ones are refused before they are parsed.
 inline constexpr std::uint64_t kMaxPlanBytes = 16u << 20;
-GraftPlan loadGraftPlan(const std::string& path); // resolves paths relative to the plan's folder
+GraftPlan loadGraftPlan(const RootedPath& path); // resolves paths relative to the plan's folder
 // Through SafeOutput: never over one of the plan's models. Paths are stored relative to the
 // plan's folder when the model lies in it or below, absolute otherwise.
 void saveGraftPlan(const GraftPlan& plan, const std::string& path);

@@ -4,7 +4,7 @@
 #include "gguf/gguf_model.h"
 #include "gguf/gguf_writer.h"
 #include "support/job.h"
-#include "support/open_folder.h"
+#include "support/mapped_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -75,7 +75,7 @@ struct OrganSource {
 // file's SHA-256 is taken from what it holds, and a source promised a SHA-256 must hold it: a
 // tensor file changed since its manifest was written fails the write, named. `measurement`, when
 // given, is stored in the manifest as it is. Cancelled or failed: nothing is left behind.
-JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& directory,
+JobResult writeOrganDirectory(const GgufWriteSpec& spec, const RootedPath& directory,
                               const OrganSource& source, const nlohmann::json* measurement = nullptr,
                               const ProgressFn& progress = {}, const StopToken* stop = nullptr);
 
@@ -88,22 +88,22 @@ GgufWriteSpec specFromModel(const GgufModel& model);
 // place only when all are written and synced: a directory at `directory` is always complete.
 // `measurement`, when given, is stored in the manifest as it is. Cancelled or failed: nothing
 // is left behind.
-JobResult extractOrgans(const GgufModel& model, const std::string& directory,
+JobResult extractOrgans(const GgufModel& model, const RootedPath& directory,
                         const nlohmann::json* measurement = nullptr, const ProgressFn& progress = {},
                         const StopToken* stop = nullptr);
 
 // An organ directory read back: the manifest parsed and checked (types, names, paths that stay
-// inside the directory, tensor files that exist with the right size). Every file is opened
-// beneath the directory without following a link: a linked file or sub-folder is refused, never
-// read. While it (or a model of it) is open the directory is an input: nothing is written inside
-// it. Throws FormatError naming the directory, the entry and what is wrong; IoError when it
-// cannot be read.
+// inside the directory, tensor files that exist with the right size). The directory is opened
+// once (beneath the path's root when it has one) and every file is reached through that
+// descriptor without following a link: a linked file or sub-folder is refused, never read. While
+// it (or a model of it) is open the directory is an input: nothing is written inside it. Throws
+// FormatError naming the directory, the entry and what is wrong; IoError when it cannot be read.
 class OrganDirectory {
 public:
-    static OrganDirectory open(const std::string& directory);
+    static OrganDirectory open(const RootedPath& directory);
     // Whether `path` is a folder holding a manifest (how the window and the CLI tell a
     // directory from a GGUF).
-    static bool looksLikeOne(const std::string& path);
+    static bool looksLikeOne(const RootedPath& path);
 
     const std::string& path() const { return m_path; }
     std::uint32_t ggufVersion() const { return m_ggufVersion; }
@@ -120,7 +120,8 @@ public:
 
 private:
     std::string m_path;
-    std::shared_ptr<const OpenFolder> m_folder;
+    std::shared_ptr<const FileRoot> m_folder;
+    std::shared_ptr<const InputMark> m_input; // the folder's, kept by every mapping of it
     std::uint32_t m_ggufVersion = 3;
     std::vector<std::pair<std::string, MetaValue>> m_metadata;
     std::vector<OrganTensor> m_tensors;
@@ -131,7 +132,7 @@ private:
 // tensor file's SHA-256 is checked as it is copied, and the first mismatch fails the assembly,
 // naming the file, with nothing left behind. The written file is validated as llama.cpp would
 // load it before it is renamed into place: an invalid one is refused unless `keepInvalid`.
-JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output, bool keepInvalid = false,
+JobResult assembleOrgans(const OrganDirectory& directory, const RootedPath& output, bool keepInvalid = false,
                          const ProgressFn& progress = {}, const StopToken* stop = nullptr);
 
 // Whether writing to `output` makes an organ directory: unless its name ends in ".gguf" (in any
@@ -141,7 +142,8 @@ bool isOrganDirectoryTarget(const std::string& output);
 // `organ extract --json`: the directory written and its tensor count.
 nlohmann::json extractionToJson(const GgufModel& model, const std::string& directory);
 
-// A GGUF file (any part of a split model opens the whole) or an organ directory.
-std::shared_ptr<const GgufModel> openModel(const std::string& path);
+// A GGUF file (any part of a split model opens the whole) or an organ directory, beneath the
+// path's root when it has one.
+std::shared_ptr<const GgufModel> openModel(const RootedPath& path);
 
 } // namespace organ

@@ -10,12 +10,14 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <unordered_set>
 
 namespace organ {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -149,14 +151,29 @@ OrganTensor readTensor(const nlohmann::json& e, const std::string& where) {
     return t;
 }
 
-// The tensor file of `t`, opened beneath the directory (no link followed), of the right size.
-FileDescriptor openTensorFile(const OpenFolder& folder, const OrganTensor& t) {
-    FileDescriptor fd = folder.openFile(t.file);
+// The tensor file of `t`, opened beneath the directory `name` (no link followed at any step,
+// without blocking), a regular file of the right size.
+UniqueFd openTensorFile(const FileRoot& folder, const std::string& name, const OrganTensor& t) {
+    const std::string file = name + "/" + t.file;
+    UniqueFd fd(folder.openFile(t.file, O_RDONLY | O_NONBLOCK));
+    if (!fd.valid()) {
+        const int error = errno;
+        throw error == ENOENT || error == ENOTDIR ? FormatError(file + " is missing")
+        : error == ELOOP                          ? FormatError(file +
+                                                                " leads through a link (a linked file or sub-folder is never "
+                                                                                         "followed out of " +
+                                                                name + ")")
+                         : FormatError(file + ": cannot open: " + std::strerror(error));
+    }
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != t.headerBytes() + t.bytes) {
-        throw FormatError(folder.label(t.file) + " is " + std::to_string(st.st_size) + " bytes, expected " +
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        throw FormatError(file + " is not a regular file");
+    }
+    if (static_cast<std::uint64_t>(st.st_size) != t.headerBytes() + t.bytes) {
+        throw FormatError(file + " is " + std::to_string(st.st_size) + " bytes, expected " +
                           std::to_string(t.headerBytes() + t.bytes));
     }
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
     return fd;
 }
 
@@ -179,28 +196,36 @@ std::string tensorFileHeader(const std::string& name, std::uint32_t nDims,
     return header;
 }
 
-bool OrganDirectory::looksLikeOne(const std::string& path) {
-    std::error_code ec;
-    return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / kOrganManifest, ec);
+bool OrganDirectory::looksLikeOne(const RootedPath& path) {
+    const UniqueFd folder(path.tryOpen(O_PATH | O_DIRECTORY));
+    struct stat st {};
+    return folder.valid() &&
+           ::fstatat(folder.get(), kOrganManifest, &st, path.root ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+           S_ISREG(st.st_mode);
 }
 
-OrganDirectory OrganDirectory::open(const std::string& directory) {
-    const std::string name = fileLabel(directory);
+OrganDirectory OrganDirectory::open(const RootedPath& directory) {
+    const std::string name = fileLabel(directory.path);
     OrganDirectory out;
-    out.m_path = directory;
-    out.m_folder = OpenFolder::open(directory);
-    std::string text;
-    try {
-        text =
-            readSmallFile(out.m_folder->openFile(kOrganManifest), name + "/manifest.json", kMaxManifestBytes);
-    } catch (const FormatError&) {
+    out.m_path = directory.path;
+    // Every file below is reached through the directory's descriptor, never through a link; while
+    // the directory (or a mapping of its files) is open, its folder is an input.
+    out.m_folder = directory.openFolder();
+    struct stat st {};
+    if (::fstat(out.m_folder->descriptor(), &st) != 0) {
+        throw IoError(name + ": cannot read the folder: " + std::strerror(errno));
+    }
+    out.m_input = std::make_shared<const InputMark>(
+        FileIdentity{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)});
+    if (::fstatat(out.m_folder->descriptor(), kOrganManifest, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode)) {
         throw FormatError(name + ": no manifest.json (not an organ directory, or an unfinished one)");
     }
     // Its values counted as they are read: past kMaxManifestValues it is refused before its
     // parsed form outgrows what opening a directory may cost.
     const nlohmann::json manifest =
-        parseBoundedJson(text, kMaxManifestValues, name + "/manifest.json", "an organ directory");
-    text = {};
+        parseBoundedJson(readSmallFile(out.m_folder->file(kOrganManifest), kMaxManifestBytes),
+                         kMaxManifestValues, name + "/manifest.json", "an organ directory");
     auto bad = [&](const std::string& what) { return FormatError(name + "/manifest.json: " + what); };
     if (!manifest.is_object() || manifest.value("format", std::string()) != kOrganFormat) {
         throw bad("\"format\" is not \"organ-directory\"");
@@ -229,7 +254,7 @@ OrganDirectory OrganDirectory::open(const std::string& directory) {
         if (!files.insert(t.file).second) {
             throw FormatError(where + ": the file " + t.file + " is listed twice");
         }
-        openTensorFile(*out.m_folder, t);
+        openTensorFile(*out.m_folder, name, t);
         out.m_tensors.push_back(std::move(t));
     }
     if (manifest.contains("measurement")) {
@@ -242,42 +267,42 @@ std::shared_ptr<const GgufModel> OrganDirectory::model() const {
     std::vector<GgufModel::TensorFile> files;
     GgufWriteSpec spec;
     spec.metadata = m_metadata;
+    const std::string name = fileLabel(m_path);
     for (const OrganTensor& t : m_tensors) {
-        FileDescriptor fd = openTensorFile(*m_folder, t);
+        UniqueFd fd = openTensorFile(*m_folder, name, t);
         const std::string header = tensorFileHeader(t.name, t.nDims, t.ne, t.type);
         std::string found(header.size(), '\0');
         if (::pread(fd.get(), found.data(), found.size(), 0) != static_cast<ssize_t>(found.size()) ||
             found != header) {
-            throw FormatError(m_folder->label(t.file) + ": its header does not match the manifest's " +
-                              t.name + " (name, shape or dtype)");
+            throw FormatError(name + "/" + t.file + ": its header does not match the manifest's " + t.name +
+                              " (name, shape or dtype)");
         }
-        auto mapping = MappedFile::mapBeneath(std::move(fd), m_folder, t.file);
+        auto mapping = MappedFile::mapBeneath(std::move(fd), m_folder->file(t.file), m_input);
         TensorToWrite w{t.name, t.type, t.nDims, t.ne, {}};
         w.source.bytes = mapping->bytes().subspan(static_cast<std::size_t>(t.headerBytes()));
         spec.tensors.push_back(std::move(w));
-        files.push_back(
-            {std::move(mapping), t.headerBytes(), PromisedSha256{t.sha256, m_folder->label(t.file)}});
+        files.push_back({std::move(mapping), t.headerBytes(), PromisedSha256{t.sha256, name + "/" + t.file}});
     }
-    const GgufLayout layout = layoutGguf(spec, fileLabel(m_path));
+    const GgufLayout layout = layoutGguf(spec, name);
     return GgufModel::fromTensorFiles(GgufFile::fromHeader(m_path, layout.header, layout.fileSize),
                                       std::move(files));
 }
 
-JobResult assembleOrgans(const OrganDirectory& directory, const std::string& output, bool keepInvalid,
+JobResult assembleOrgans(const OrganDirectory& directory, const RootedPath& output, bool keepInvalid,
                          const ProgressFn& progress, const StopToken* stop) {
     try {
         const auto model = directory.model();
         GgufWriteSpec spec = specFromModel(*model);
         spec.metadata = directory.metadata();
-        return writeGguf(output, spec, progress, stop, [&](const std::string& written) {
-            return invalidModelRefusal(written, output, keepInvalid);
+        return writeGguf(output, spec, progress, stop, [&](const RootedPath& written) {
+            return invalidModelRefusal(written, output.path, keepInvalid);
         });
     } catch (const std::exception& e) {
         return JobResult::failed(e.what());
     }
 }
 
-std::shared_ptr<const GgufModel> openModel(const std::string& path) {
+std::shared_ptr<const GgufModel> openModel(const RootedPath& path) {
     if (OrganDirectory::looksLikeOne(path)) {
         return OrganDirectory::open(path).model();
     }

@@ -10,19 +10,14 @@
 #include "support/text_safety.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <filesystem>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace organ {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -47,13 +42,6 @@ void syncFd(int fd, const std::string& what) {
     }
 }
 
-// The folder's new names made durable; a failure is an error here, unlike in SafeOutput.
-void syncFolderOrThrow(const std::string& folder) {
-    if (!syncFolder(folder)) {
-        throw IoError(fileLabel(folder) + ": cannot sync the folder: " + std::strerror(errno));
-    }
-}
-
 std::uint64_t tensorByteSize(TensorType type, const std::array<std::uint64_t, kGgufMaxDims>& ne,
                              std::uint32_t nDims) {
     std::uint64_t elements = 1;
@@ -61,11 +49,6 @@ std::uint64_t tensorByteSize(TensorType type, const std::array<std::uint64_t, kG
         elements *= ne[d];
     }
     return storedBytes(type, elements);
-}
-
-std::string partialName(const std::string& directory) {
-    static std::atomic<unsigned> counter{0};
-    return directory + ".partial-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
 // Where a tensor's file comes from when its bytes are a whole tensor file already (an organ
@@ -80,34 +63,15 @@ bool sameTensorFile(const TensorSource& source, const std::string& header) {
            std::equal(header.begin(), header.end(), reinterpret_cast<const char*>(all.data()));
 }
 
-// A new name for an existing file: a hard link, else a reflink (a copy sharing its blocks); false
-// when the file system offers neither (another device, no permission) and the bytes must be copied.
-// The file is the one mapped, reached through its descriptor, never by its name again.
-bool linkOrClone(const MappedFile& from, const std::string& target) {
-    const FileDescriptor in = from.openDescriptor();
-    const std::string self = "/proc/self/fd/" + std::to_string(in.get());
-    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, target.c_str(), AT_SYMLINK_FOLLOW) == 0) {
-        return true;
-    }
-    FileDescriptor out(::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (out.isOpen() && ::ioctl(out.get(), FICLONE, in.get()) == 0) {
-        return true;
-    }
-    if (out.isOpen()) {
-        ::unlink(target.c_str());
-    }
-    return false;
-}
-
 // Copies `size` bytes of `source` to the end of `out`: in the kernel when it can, through a
 // buffer otherwise (never by touching the mapping, so nothing stays resident).
 void copyData(const TensorSource& source, int out, std::vector<std::byte>& buffer, const std::string& what,
               const StopToken* stop) {
     const auto data = source.bytes;
-    const FileDescriptor in = source.mapping ? source.mapping->openDescriptor() : FileDescriptor();
+    const UniqueFd in = source.mapping ? source.mapping->openDescriptor() : UniqueFd();
     const std::uint64_t base =
         source.mapping ? static_cast<std::uint64_t>(data.data() - source.mapping->bytes().data()) : 0;
-    bool kernel = in.isOpen();
+    bool kernel = in.valid();
     for (std::uint64_t done = 0; done < data.size();) {
         if (stop != nullptr && stop->stopRequested()) {
             return;
@@ -137,18 +101,14 @@ void copyData(const TensorSource& source, int out, std::vector<std::byte>& buffe
     }
 }
 
-// The SHA-256 of `length` bytes of the file at `path` from `offset`: what a written tensor file
-// holds, read back through a buffer.
-std::string sha256OfWritten(const std::string& path, std::uint64_t offset, std::uint64_t length,
+// The SHA-256 of `length` bytes from `offset` of the file `fd` is open on: what a written tensor
+// file holds, read back through a buffer.
+std::string sha256OfWritten(int fd, std::uint64_t offset, std::uint64_t length,
                             std::vector<std::byte>& buffer, const std::string& what) {
-    const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd.isOpen()) {
-        throw IoError(what + ": cannot read it back: " + std::strerror(errno));
-    }
     Sha256 sha;
     for (std::uint64_t at = 0; at < length;) {
         buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kOrganChunk, length - at)));
-        const ssize_t n = ::pread(fd.get(), buffer.data(), buffer.size(), static_cast<off_t>(offset + at));
+        const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(offset + at));
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -163,25 +123,23 @@ std::string sha256OfWritten(const std::string& path, std::uint64_t offset, std::
     return sha.finishHex();
 }
 
-// Writes one tensor's file at `target` (inside the partial directory) and returns the SHA-256
+// Writes one tensor's file at `file` (in the partial directory of `out`) and returns the SHA-256
 // of its data: linked or cloned from an unchanged tensor file, copied, or generated. What it
 // holds must be what its source was promised to hold.
-std::string writeTensorFile(const TensorToWrite& t, const std::string& target, const std::string& what,
-                            std::vector<std::byte>& buffer, const StopToken* stop) {
+std::string writeTensorFile(const TensorToWrite& t, SafeFolderOutput& directory, const std::string& file,
+                            const std::string& what, std::vector<std::byte>& buffer, const StopToken* stop) {
     const std::uint64_t bytes = tensorByteSize(t.type, t.ne, t.nDims);
     const std::string header = tensorFileHeader(t.name, t.nDims, t.ne, t.type);
-    if (sameTensorFile(t.source, header) && linkOrClone(*t.source.mapping, target)) {
-        const std::string sha256 = sha256OfWritten(target, header.size(), bytes, buffer, what);
+    if (sameTensorFile(t.source, header) && directory.link(*t.source.mapping, file)) {
+        // The new name is the very file mapped: its bytes are read through the mapping's file.
+        const UniqueFd linked = t.source.mapping->openDescriptor();
+        const std::string sha256 = sha256OfWritten(linked.get(), header.size(), bytes, buffer, what);
         if (t.source.promised) {
             t.source.promised->check(sha256);
         }
         return sha256;
     }
-    const FileDescriptor out(
-        ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (!out.isOpen()) {
-        throw IoError(what + ": cannot create: " + std::strerror(errno));
-    }
+    const UniqueFd out = directory.create(file);
     writeAll(out.get(), header.data(), header.size(), what);
     std::string sha256;
     if (t.source.generate) {
@@ -203,7 +161,7 @@ std::string writeTensorFile(const TensorToWrite& t, const std::string& target, c
         if (stop != nullptr && stop->stopRequested()) {
             return {};
         }
-        sha256 = sha256OfWritten(target, header.size(), bytes, buffer, what);
+        sha256 = sha256OfWritten(out.get(), header.size(), bytes, buffer, what);
         if (t.source.promised) {
             t.source.promised->check(sha256);
         }
@@ -231,8 +189,9 @@ nlohmann::ordered_json manifestEntry(const TensorToWrite& t, const std::string& 
         {"sha256", sha256}};
 }
 
-// Writes every tensor file and the manifest into `partial`; false when stopped.
-bool writeOrgans(const GgufWriteSpec& spec, const std::string& partial, const std::string& name,
+// Writes every tensor file and the manifest into the partial directory of `out`; false when
+// stopped.
+bool writeOrgans(const GgufWriteSpec& spec, SafeFolderOutput& out, const std::string& name,
                  const OrganSource& source, const nlohmann::json* measurement, const ProgressFn& progress,
                  const StopToken* stop) {
     std::uint32_t alignment = kGgufDefaultAlignment;
@@ -261,10 +220,8 @@ bool writeOrgans(const GgufWriteSpec& spec, const std::string& partial, const st
         }
         const TensorAnatomy anatomy = classifyTensor(t.name);
         const std::string folder = organFolder(anatomy.system);
-        fs::create_directories(fs::path(partial) / folder);
         const std::string file = folder + "/" + organFileName(t.name, taken);
-        const std::string sha256 =
-            writeTensorFile(t, (fs::path(partial) / file).string(), name + "/" + file, buffer, stop);
+        const std::string sha256 = writeTensorFile(t, out, file, name + "/" + file, buffer, stop);
         if (stop != nullptr && stop->stopRequested()) {
             return false;
         }
@@ -301,20 +258,9 @@ bool writeOrgans(const GgufWriteSpec& spec, const std::string& partial, const st
                           " bytes, more than the " + groupDigits(kMaxManifestBytes) +
                           " an organ directory holds");
     }
-    const std::string manifestPath = (fs::path(partial) / kOrganManifest).string();
-    const FileDescriptor out(
-        ::open(manifestPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (!out.isOpen()) {
-        throw IoError(name + ": cannot create the manifest: " + std::strerror(errno));
-    }
-    writeAll(out.get(), text.data(), text.size(), name + "/manifest.json");
-    syncFd(out.get(), name + "/manifest.json");
-    for (const auto& folder : fs::directory_iterator(partial)) {
-        if (folder.is_directory()) {
-            syncFolderOrThrow(folder.path().string());
-        }
-    }
-    syncFolderOrThrow(partial);
+    const UniqueFd manifestFd = out.create(kOrganManifest);
+    writeAll(manifestFd.get(), text.data(), text.size(), name + "/manifest.json");
+    syncFd(manifestFd.get(), name + "/manifest.json");
     return true;
 }
 
@@ -364,45 +310,26 @@ std::string organFileName(const std::string& tensorName, std::vector<std::string
     return name;
 }
 
-JobResult writeOrganDirectory(const GgufWriteSpec& spec, const std::string& directory,
+JobResult writeOrganDirectory(const GgufWriteSpec& spec, const RootedPath& directory,
                               const OrganSource& source, const nlohmann::json* measurement,
                               const ProgressFn& progress, const StopToken* stop) {
-    const std::string name = fileLabel(directory);
-    fs::path target = fs::absolute(directory).lexically_normal();
-    if (!target.has_filename()) {
-        target = target.parent_path(); // "DIR/" names DIR
+    std::string path = directory.path;
+    while (path.size() > 1 && path.back() == '/') {
+        path.pop_back(); // "DIR/" names DIR
     }
-    std::error_code ec;
-    if (fs::exists(fs::symlink_status(target, ec))) {
-        return JobResult::failed(name + ": already exists; organs are written into a new directory");
-    }
-    const fs::path parent = target.parent_path();
-    if (!fs::is_directory(parent, ec)) {
-        return JobResult::failed(name + ": its folder " + parent.string() + " does not exist");
-    }
+    const std::string name = fileLabel(path);
     try {
-        checkOutputTarget(target.string()); // never inside an input directory
-    } catch (const std::exception& e) {
-        return JobResult::failed(e.what());
-    }
-    JobResult result = JobResult::ok();
-    result.warnings = removeStalePartials(target.string());
-    const std::string partial = partialName(target.string());
-    if (::mkdir(partial.c_str(), 0755) != 0) {
-        return JobResult::failed(name + ": cannot create " + partial + ": " + std::strerror(errno));
-    }
-    try {
-        if (!writeOrgans(spec, partial, name, source, measurement, progress, stop)) {
-            fs::remove_all(partial, ec);
+        // Whatever goes wrong from here, the destructor removes the partial directory.
+        SafeFolderOutput out(directory.at(path));
+        if (!writeOrgans(spec, out, name, source, measurement, progress, stop) ||
+            (stop != nullptr && !stop->beginCommit())) {
             return JobResult::cancelled();
         }
-        if (::rename(partial.c_str(), target.c_str()) != 0) {
-            throw IoError(name + ": cannot move the finished directory into place: " + std::strerror(errno));
-        }
-        syncFolderOrThrow(parent.string());
+        out.commit();
+        JobResult result = JobResult::ok();
+        result.warnings = out.warnings();
         return result;
     } catch (const std::exception& e) {
-        fs::remove_all(partial, ec);
         return JobResult::failed(e.what());
     }
 }
@@ -420,7 +347,7 @@ GgufWriteSpec specFromModel(const GgufModel& model) {
     return spec;
 }
 
-JobResult extractOrgans(const GgufModel& model, const std::string& directory,
+JobResult extractOrgans(const GgufModel& model, const RootedPath& directory,
                         const nlohmann::json* measurement, const ProgressFn& progress,
                         const StopToken* stop) {
     OrganSource source;

@@ -1,6 +1,7 @@
 #pragma once
 
-// Shared by the dequantizer's translation units: loads from unaligned block bytes.
+// Shared by the dequantizer's and the quantized products' translation units: loads from unaligned
+// block bytes, and the packings of scales that both unpack.
 #include "quant/dequant.h"
 
 #include <cstring>
@@ -26,6 +27,31 @@ inline float loadHalf(const std::byte* p) {
 inline const std::uint8_t* bytes(const std::byte* p) {
     return reinterpret_cast<const std::uint8_t*>(p);
 }
+
+// Q4_K / Q5_K pack eight 6-bit scales and eight 6-bit mins into 12 bytes: sub-block j's pair.
+inline void scaleMin(int j, const std::uint8_t* q, int& scale, int& min) {
+    if (j < 4) {
+        scale = q[j] & 63;
+        min = q[j + 4] & 63;
+    } else {
+        scale = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+// Q3_K's sixteen 6-bit signed scales (−32 … 31) from their 12 bytes: the low 4 bits in bytes 0-7
+// (two scales each), the high 2 bits in bytes 8-11 (four each).
+inline void q3KScales(const std::uint8_t* packed, int scales[16]) {
+    for (int i = 0; i < 16; ++i) {
+        const int low = (packed[i % 8] >> (4 * (i / 8))) & 0xF;
+        const int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+        scales[i] = (low | (high << 4)) - 32;
+    }
+}
+
+// The 16 non-linear levels of IQ4_NL and IQ4_XS.
+inline constexpr std::int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                               1,    13,   25,  38,  53,  69,  89,  113};
 
 using DecodeFn = void (*)(const std::byte* src, std::size_t blocks, float* out);
 

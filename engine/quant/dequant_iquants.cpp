@@ -27,10 +27,6 @@ inline float sign(std::uint8_t signs, int j) {
     return 1.0f - 2.0f * static_cast<float>((signs >> j) & 1);
 }
 
-// The 16 non-linear levels of IQ4_NL and IQ4_XS.
-constexpr std::int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                        1,    13,   25,  38,  53,  69,  89,  113};
-
 constexpr float kIq1Delta = 0.125f;
 
 // IQ2_XXS: half d, then per 32 elements two u32: four 8-bit grid indices, then four

@@ -4,17 +4,6 @@
 namespace organ::detail {
 namespace {
 
-// Q4_K / Q5_K pack eight 6-bit scales and eight 6-bit mins into 12 bytes.
-void scaleMin(int j, const std::uint8_t* q, int& scale, int& min) {
-    if (j < 4) {
-        scale = q[j] & 63;
-        min = q[j + 4] & 63;
-    } else {
-        scale = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 // Q2_K: scales[16] (4-bit scale, 4-bit min), qs[64], half d, half dmin.
 void decodeQ2_K(const std::byte* src, std::size_t blocks, float* out) {
     for (std::size_t b = 0; b < blocks; ++b, src += 84) {
@@ -45,13 +34,8 @@ void decodeQ3_K(const std::byte* src, std::size_t blocks, float* out) {
         const std::uint8_t* q = bytes(src + 32);
         const std::uint8_t* packed = bytes(src + 96);
         const float d = loadHalf(src + 108);
-        // Low 4 bits: bytes 0-7 (two scales each); high 2 bits: bytes 8-11 (four each).
         int scales[16];
-        for (int i = 0; i < 16; ++i) {
-            const int low = (packed[i % 8] >> (4 * (i / 8))) & 0xF;
-            const int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
-            scales[i] = (low | (high << 4)) - 32;
-        }
+        q3KScales(packed, scales);
         int is = 0;
         std::uint8_t m = 1;
         for (int half = 0; half < 2; ++half, q += 32) {

@@ -1,6 +1,7 @@
 #include "quant/quant_dot.h"
 
 #include "quant/dequant.h"
+#include "quant/kquant_dot.h"
 
 #include <algorithm>
 #include <atomic>
@@ -193,7 +194,7 @@ const Kernel& kernel() {
 } // namespace
 
 bool hasQuantizedProduct(TensorType type) {
-    return type == TensorType::Q8_0;
+    return type == TensorType::Q8_0 || type == TensorType::IQ4_NL;
 }
 
 QuantizedActivations::QuantizedActivations(const float* x, std::size_t columns, std::size_t count)
@@ -216,6 +217,10 @@ QuantizedActivations::QuantizedActivations(const float* x, std::size_t columns, 
 
 void quantizedProduct(TensorType type, const std::byte* weights, std::size_t rows,
                       const QuantizedActivations& x, float* out, std::size_t outStride) {
+    if (type == TensorType::IQ4_NL) {
+        iq4NlProduct(weights, rows, x, out, outStride);
+        return;
+    }
     if (type != TensorType::Q8_0) {
         return;
     }

@@ -15,9 +15,10 @@ namespace organ {
 // them on the CPU: for a Q8_0 weight the activations are cut into blocks of 32, each stored as
 // int8 values and a scale rounded to F16, and each block's dot product is an integer sum
 // times the two scales. The same numbers llama.cpp gets, at integer-SIMD speed (AVX2 or
-// AVX-512 VNNI when the CPU has them, chosen at run time; plain C++ otherwise).
+// AVX-512 VNNI when the CPU has them, chosen at run time; plain C++ otherwise). IQ4_NL weights
+// meet the same blocks (quant/kquant_dot.h, which also has the K-quants).
 
-// Whether products with weights of this type take this path.
+// Whether products with weights of this type take this path (Q8_0, IQ4_NL).
 bool hasQuantizedProduct(TensorType type);
 
 // Columns of activations (each `columns` long, a multiple of 32), quantized once for every

@@ -19,14 +19,33 @@ struct Progress {
 // Called on the worker thread, at most about ten times a second.
 using ProgressFn = std::function<void(const Progress&)>;
 
-// Set from any thread; long jobs check it per tensor or per few MiB.
+// Set from any thread; long jobs check it per tensor or per few MiB. A job that writes has a
+// point of no return, the rename of its output into place: it passes it by beginCommit(), and
+// from then on a stop is refused, so that whoever asked learns that the job will end as if not
+// asked (a cancel answered "cancelled" then leaves nothing behind, ever). One token serves one
+// job, which writes one output.
 class StopToken {
 public:
-    bool stopRequested() const noexcept { return m_stop.load(std::memory_order_relaxed); }
-    void requestStop() noexcept { m_stop.store(true, std::memory_order_relaxed); }
+    bool stopRequested() const noexcept { return m_state.load(std::memory_order_acquire) == kStopped; }
+    // False when the job is past its point of no return (it ends as if not asked).
+    bool requestStop() noexcept {
+        int expected = kRunning;
+        return m_state.compare_exchange_strong(expected, kStopped, std::memory_order_acq_rel) ||
+               expected == kStopped;
+    }
+    // False when a stop came first (the job then cancels instead of committing). Const: jobs see
+    // their token as const (they never stop themselves), and passing the point is theirs to say.
+    bool beginCommit() const noexcept {
+        int expected = kRunning;
+        return m_state.compare_exchange_strong(expected, kCommitted, std::memory_order_acq_rel) ||
+               expected == kCommitted;
+    }
 
 private:
-    std::atomic<bool> m_stop{false};
+    static constexpr int kRunning = 0;
+    static constexpr int kStopped = 1;
+    static constexpr int kCommitted = 2;
+    mutable std::atomic<int> m_state{kRunning};
 };
 
 // The outcome of a long job: no exceptions cross the job boundary.

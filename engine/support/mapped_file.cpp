@@ -1,7 +1,6 @@
 #include "support/mapped_file.h"
 
 #include "support/errors.h"
-#include "support/open_folder.h"
 #include "support/text_format.h"
 
 #include <algorithm>
@@ -30,30 +29,39 @@ std::vector<FileIdentity>& registry() {
 // An empty file cannot be mapped; it still needs a valid pointer for an empty span.
 const std::byte kEmpty[1] = {};
 
+void registerInput(const FileIdentity& identity) {
+    std::lock_guard lock(registryMutex());
+    registry().push_back(identity);
+}
+
+void unregisterInput(const FileIdentity& identity) {
+    std::lock_guard lock(registryMutex());
+    auto& open = registry();
+    if (auto it = std::find(open.begin(), open.end(), identity); it != open.end()) {
+        open.erase(it);
+    }
+}
+
 } // namespace
 
-std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
+std::shared_ptr<const MappedFile> MappedFile::open(const RootedPath& rooted) {
     // Without blocking: opening a FIFO for reading would otherwise wait for a writer forever.
-    FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-    if (!fd.isOpen()) {
-        throw IoError(fileLabel(path) + ": cannot open: " + std::strerror(errno));
-    }
-    auto file = map(fd, path);
+    UniqueFd fd = rooted.open(O_RDONLY | O_NONBLOCK);
+    auto file = map(fd, rooted.path);
     ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK); // reads of a regular file
     file->m_fd = fd.release();
     return file;
 }
 
-std::shared_ptr<const MappedFile> MappedFile::mapBeneath(FileDescriptor fd,
-                                                         std::shared_ptr<const OpenFolder> folder,
-                                                         const std::string& relative) {
-    auto file = map(fd, folder->path() + "/" + relative);
-    file->m_folder = std::move(folder);
-    file->m_relative = relative;
+std::shared_ptr<const MappedFile> MappedFile::mapBeneath(UniqueFd fd, RootedPath path,
+                                                         std::shared_ptr<const void> owner) {
+    auto file = map(fd, path.path);
+    file->m_reopen = std::move(path);
+    file->m_owner = std::move(owner);
     return file; // `fd` closes here: the mapping stays
 }
 
-std::shared_ptr<MappedFile> MappedFile::map(FileDescriptor& fd, const std::string& path) {
+std::shared_ptr<MappedFile> MappedFile::map(const UniqueFd& fd, const std::string& path) {
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) {
         throw IoError(fileLabel(path) + ": cannot read its size: " + std::strerror(errno));
@@ -62,42 +70,44 @@ std::shared_ptr<MappedFile> MappedFile::map(FileDescriptor& fd, const std::strin
         throw IoError(fileLabel(path) + ": is not a regular file");
     }
     const auto size = static_cast<std::uint64_t>(st.st_size);
-    const std::byte* data = kEmpty;
+    const std::byte* bytes = kEmpty;
     if (size != 0) {
-        void* mapped = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_SHARED, fd.get(), 0);
-        if (mapped == MAP_FAILED) {
+        void* data = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_SHARED, fd.get(), 0);
+        if (data == MAP_FAILED) {
             throw IoError(fileLabel(path) + ": cannot map " + groupDigits(size) +
                           " bytes: " + std::strerror(errno));
         }
-        data = static_cast<const std::byte*>(mapped);
+        bytes = static_cast<const std::byte*>(data);
     }
-    // Only a whole mapping is a MappedFile: its destructor unmaps and unregisters exactly it.
+    // Made once the mapping exists: its destructor unmaps and unregisters exactly it.
     std::shared_ptr<MappedFile> file(new MappedFile);
     file->m_path = path;
     file->m_size = size;
-    file->m_data = data;
+    file->m_data = bytes;
     file->m_identity = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
     registerInput(file->m_identity);
     return file;
 }
 
-FileDescriptor MappedFile::openDescriptor() const {
+UniqueFd MappedFile::openDescriptor() const {
     if (m_buffer) {
-        return FileDescriptor();
+        return UniqueFd();
     }
     if (m_fd >= 0) {
-        FileDescriptor fd(::fcntl(m_fd, F_DUPFD_CLOEXEC, 0));
-        if (!fd.isOpen()) {
+        UniqueFd fd(::fcntl(m_fd, F_DUPFD_CLOEXEC, 0));
+        if (!fd.valid()) {
             throw IoError(fileLabel(m_path) + ": cannot open it again: " + std::strerror(errno));
         }
         return fd;
     }
-    FileDescriptor fd = m_folder->openFile(m_relative);
+    UniqueFd fd = m_reopen->open(O_RDONLY | O_NONBLOCK);
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || FileIdentity{static_cast<std::uint64_t>(st.st_dev),
-                                                    static_cast<std::uint64_t>(st.st_ino)} != m_identity) {
-        throw IoError(m_folder->label(m_relative) + ": was replaced by another file while it was read");
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        FileIdentity{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)} !=
+            m_identity) {
+        throw IoError(fileLabel(m_path) + ": was replaced by another file while it was read");
     }
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
     return fd;
 }
 
@@ -129,17 +139,12 @@ MappedFile::~MappedFile() {
     unregisterInput(m_identity);
 }
 
-void registerInput(const FileIdentity& identity) {
-    std::lock_guard lock(registryMutex());
-    registry().push_back(identity);
+InputMark::InputMark(const FileIdentity& identity) : m_identity(identity) {
+    registerInput(m_identity);
 }
 
-void unregisterInput(const FileIdentity& identity) {
-    std::lock_guard lock(registryMutex());
-    auto& open = registry();
-    if (auto it = std::find(open.begin(), open.end(), identity); it != open.end()) {
-        open.erase(it);
-    }
+InputMark::~InputMark() {
+    unregisterInput(m_identity);
 }
 
 void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
@@ -169,7 +174,7 @@ void MappedFile::read(std::uint64_t offset, std::span<std::byte> out) const {
         return;
     }
     // A file mapped beneath a folder keeps no descriptor: one is opened for this read.
-    const FileDescriptor reopened = m_fd >= 0 ? FileDescriptor() : openDescriptor();
+    const UniqueFd reopened = m_fd >= 0 ? UniqueFd() : openDescriptor();
     const int fd = m_fd >= 0 ? m_fd : reopened.get();
     while (!out.empty()) {
         const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));

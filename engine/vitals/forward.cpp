@@ -3,6 +3,7 @@
 #include "anatomy/loader_rules.h"
 #include "gguf/tensor_name.h"
 #include "quant/dequant.h"
+#include "quant/kquant_dot.h"
 #include "quant/quant_dot.h"
 #include "support/errors.h"
 #include "support/text_format.h"
@@ -150,11 +151,15 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
                                       const Eigen::MatrixXf& x) const {
     const ModelWeights::Tensor& tensor = checkedTensor(name, rows, columns);
     Eigen::MatrixXf y(static_cast<Eigen::Index>(rows), x.cols());
-    // Quantized weights with a quantized product (Q8_0) meet 8-bit activations, as in
-    // llama.cpp; the others are decoded to F32 a slice at a time and multiplied by Eigen.
+    // Quantized weights with a quantized product meet 8-bit activations, as in llama.cpp: Q8_0
+    // and IQ4_NL in blocks of 32, the K-quants and IQ4_XS in super-blocks of 256; the others are
+    // decoded to F32 a slice at a time and multiplied by Eigen.
     std::optional<QuantizedActivations> quantized;
+    std::optional<Q8KActivations> superBlocks;
     if (hasQuantizedProduct(tensor.type)) {
         quantized.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
+    } else if (hasQ8KProduct(tensor.type)) {
+        superBlocks.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
     }
     // F16 weights meet activations rounded to F16, as llama.cpp converts them.
     Eigen::MatrixXf halved;
@@ -174,10 +179,15 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
             for (std::uint64_t s = next++; s < slices; s = next++) {
                 const std::uint64_t first = s * kSlice;
                 const std::uint64_t count = std::min(kSlice, rows - first);
-                if (quantized) {
+                if (quantized || superBlocks) {
                     const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
-                    quantizedProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *quantized,
-                                     y.data() + first, static_cast<std::size_t>(rows));
+                    if (quantized) {
+                        quantizedProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count),
+                                         *quantized, y.data() + first, static_cast<std::size_t>(rows));
+                    } else {
+                        q8KProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *superBlocks,
+                                   y.data() + first, static_cast<std::size_t>(rows));
+                    }
                     continue;
                 }
                 y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =
@@ -344,6 +354,14 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     if (hidden != nullptr) {
         hidden->clear();
     }
+    // weight · input, the input shown to the observer first.
+    auto product = [&](const std::string& weight, std::uint64_t rows, std::uint64_t columns,
+                       const Eigen::MatrixXf& input) {
+        if (m_observer) {
+            m_observer(weight, input);
+        }
+        return t.multiply(weight, rows, columns, input);
+    };
     // y += bias, when the layer has that bias (qwen2's attention).
     auto addBias = [&](Eigen::MatrixXf& y, const std::string& name) {
         if (t.m_weights.tensor(name) != nullptr) {
@@ -363,15 +381,15 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         Eigen::MatrixXf k;
         Eigen::MatrixXf v;
         if (shape.fusedQkv) {
-            Eigen::MatrixXf qkv = t.multiply(name("attn_qkv.weight"), qDim + 2 * kv, e, h);
+            Eigen::MatrixXf qkv = product(name("attn_qkv.weight"), qDim + 2 * kv, e, h);
             addBias(qkv, name("attn_qkv.bias"));
             q = qkv.topRows(qDim);
             k = qkv.middleRows(qDim, kv);
             v = qkv.bottomRows(kv);
         } else {
-            q = t.multiply(name("attn_q.weight"), qDim, e, h);
-            k = t.multiply(name("attn_k.weight"), kv, e, h);
-            v = t.multiply(name("attn_v.weight"), kv, e, h);
+            q = product(name("attn_q.weight"), qDim, e, h);
+            k = product(name("attn_k.weight"), kv, e, h);
+            v = product(name("attn_v.weight"), kv, e, h);
             addBias(q, name("attn_q.bias"));
             addBias(k, name("attn_k.bias"));
             addBias(v, name("attn_v.bias"));
@@ -425,7 +443,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             }
             attended.middleRows(qRow, shape.headSize) = vh * scores;
         }
-        Eigen::MatrixXf attention = t.multiply(name("attn_output.weight"), e, qDim, attended);
+        Eigen::MatrixXf attention = product(name("attn_output.weight"), e, qDim, attended);
         addBias(attention, name("attn_output.bias"));
         if (shape.postNorms) {
             attention = t.rmsNorm(attention, t.vector(name("post_attention_norm.weight"), e));
@@ -440,17 +458,17 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         Eigen::MatrixXf gate;
         Eigen::MatrixXf upped;
         if (shape.fusedGateUp) {
-            const Eigen::MatrixXf both = t.multiply(name("ffn_up.weight"), 2 * ff, e, f);
+            const Eigen::MatrixXf both = product(name("ffn_up.weight"), 2 * ff, e, f);
             gate = both.topRows(static_cast<Eigen::Index>(ff));
             upped = both.bottomRows(static_cast<Eigen::Index>(ff));
         } else if (t.m_weights.tensor(name("ffn_gate.weight")) != nullptr) {
-            gate = t.multiply(name("ffn_gate.weight"), ff, e, f);
-            upped = t.multiply(name("ffn_up.weight"), ff, e, f);
+            gate = product(name("ffn_gate.weight"), ff, e, f);
+            upped = product(name("ffn_up.weight"), ff, e, f);
             addBias(gate, name("ffn_gate.bias"));
             addBias(upped, name("ffn_up.bias"));
         } else {
             // No gate (gpt2): the activation of the up projection itself.
-            gate = t.multiply(name("ffn_up.weight"), ff, e, f);
+            gate = product(name("ffn_up.weight"), ff, e, f);
             addBias(gate, name("ffn_up.bias"));
             upped = Eigen::MatrixXf::Ones(gate.rows(), gate.cols());
         }
@@ -463,7 +481,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         } else {
             activated = gate.array() / (1.0f + (-gate.array()).exp());
         }
-        Eigen::MatrixXf ffn = t.multiply(name("ffn_down.weight"), e, ff, activated.cwiseProduct(upped));
+        Eigen::MatrixXf ffn = product(name("ffn_down.weight"), e, ff, activated.cwiseProduct(upped));
         addBias(ffn, name("ffn_down.bias"));
         if (shape.postNorms) {
             ffn = t.rmsNorm(ffn, t.vector(name("post_ffw_norm.weight"), e));
@@ -479,7 +497,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     const Eigen::MatrixXf out = t.norm(x, "output_norm");
     const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";
     // The output projection a slice of the vocabulary at a time, on every thread.
-    Eigen::MatrixXf logits = t.multiply(head, shape.vocabulary, e, out);
+    Eigen::MatrixXf logits = product(head, shape.vocabulary, e, out);
     if (shape.finalSoftcap > 0) {
         logits = (logits.array() / shape.finalSoftcap).tanh() * shape.finalSoftcap;
     }

@@ -6,6 +6,7 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,8 +78,9 @@ private:
     // A 2-D weight as (ne[1] × ne[0]) in F32; `rows`/`columns` checked against the tensor.
     RowMatrix weight(const std::string& name, std::uint64_t rows, std::uint64_t columns) const;
     // weight(name) · x, computed by the threads over slices of the weight's rows: the weight is
-    // never in F32 whole. Q8_0 weights meet x quantized to 8 bits (quant/quant_dot.h), as in
-    // llama.cpp.
+    // never in F32 whole. Q8_0 and IQ4_NL weights meet x quantized to 8 bits in blocks of 32
+    // (quant/quant_dot.h), K-quant and IQ4_XS weights in super-blocks of 256 (quant/kquant_dot.h),
+    // as in llama.cpp.
     Eigen::MatrixXf multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,
                              const Eigen::MatrixXf& x) const;
     // The weight `name`, checked to be (rows × columns).
@@ -113,8 +115,15 @@ public:
                         std::vector<Eigen::MatrixXf>* hidden = nullptr);
     std::size_t position() const { return m_position; }
 
+    // Called before each product of a weight with activations, on the thread that runs, with the
+    // weight's name and the activations it meets (its columns × tokens): what llama-imatrix
+    // collects.
+    using ActivationObserver = std::function<void(const std::string& weight, const Eigen::MatrixXf& input)>;
+    void observeActivations(ActivationObserver observer) { m_observer = std::move(observer); }
+
 private:
     const Transformer& m_transformer;
+    ActivationObserver m_observer;
     std::vector<Eigen::MatrixXf> m_keys;   // per layer: key values × positions (after RoPE)
     std::vector<Eigen::MatrixXf> m_values; // per layer: values × positions
     std::size_t m_position = 0;

@@ -44,6 +44,8 @@ public:
 
     std::size_t size() const { return m_tokens.size(); }
     std::int32_t bos() const { return m_bos; }
+    // Whether encode() puts BOS first.
+    bool addsBos() const { return m_addBos; }
     std::int32_t eos() const { return m_eos; }
     // "llama" or "gpt2", and for BPE the pre-tokenizer ("gpt-2", "llama3", "qwen2"…).
     std::string kind() const;

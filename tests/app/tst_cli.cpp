@@ -1,8 +1,10 @@
 // The organ command line, run as a user runs it: exit codes, text, JSON parsed back.
 #include "cli_run.h"
 #include "fixtures.h"
+#include "quant/imatrix_file.h"
 #include "shared_models.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -421,6 +423,73 @@ private slots:
             runOrgan({QStringLiteral("vitals"), healthy, QStringLiteral("--json"), healthy});
         QCOMPARE(overInput.exitCode, 1);
         QVERIFY(readAll(healthy).startsWith("GGUF"));
+    }
+
+    // organ imatrix: the matrix written in the format llama-quantize reads, the run as JSON; the
+    // refusals; SIGTERM (as Ctrl-C) mid-run cancels with nothing written.
+    void imatrix() {
+        const QString base = sharedModel(QStringLiteral("family/family-base-f16.gguf"));
+        const QString text = sharedModel(QStringLiteral("family/texts/sea.txt"));
+        ORGAN_REQUIRE_SHARED(base);
+        const QString out = m_dir.filePath(QStringLiteral("sea-imatrix.gguf"));
+        const QString json = m_dir.filePath(QStringLiteral("imatrix.json"));
+        const Run run = runOrgan({QStringLiteral("imatrix"), base, QStringLiteral("--text"), text,
+                                  QStringLiteral("--chunk"), QStringLiteral("64"), QStringLiteral("-o"), out,
+                                  QStringLiteral("--json"), json});
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY2(
+            run.out.contains(QStringLiteral("importance matrix of 42 weights from 34 chunks of 64 tokens")),
+            qPrintable(run.out));
+        const ImatrixData written = readImatrix(out.toStdString());
+        QCOMPARE(written.chunkSize, 64u);
+        QCOMPARE(written.chunkCount, 34u);
+        QCOMPARE(written.datasets, std::vector<std::string>{text.toStdString()});
+        QCOMPARE(written.entries.at("blk.3.ffn_down.weight").counts, std::vector<float>{34.0f * 64});
+        QFile file(json);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject doc = QJsonDocument::fromJson(file.readAll()).object();
+        QCOMPARE(doc[QStringLiteral("chunks")].toInt(), 34);
+        QCOMPARE(doc[QStringLiteral("weights")].toInt(), 42);
+        QVERIFY(doc[QStringLiteral("written")].toBool());
+        QVERIFY(doc[QStringLiteral("perplexity")].toDouble() > 1);
+
+        QCOMPARE(runOrgan({QStringLiteral("imatrix"), base, QStringLiteral("-o"), out}).exitCode, 2);
+        QCOMPARE(runOrgan({QStringLiteral("imatrix"), base, QStringLiteral("--text"), text,
+                           QStringLiteral("--chunk"), QStringLiteral("8"), QStringLiteral("-o"), out})
+                     .exitCode,
+                 2);
+        const Run overInput = runOrgan(
+            {QStringLiteral("imatrix"), base, QStringLiteral("--text"), text, QStringLiteral("-o"), text});
+        QCOMPARE(overInput.exitCode, 1);
+        QVERIFY(readAll(text).startsWith("Mia went"));
+        const Run tooShort = runOrgan({QStringLiteral("imatrix"), base, QStringLiteral("--text"), text,
+                                       QStringLiteral("--chunk"), QStringLiteral("2048"),
+                                       QStringLiteral("-o"), m_dir.filePath(QStringLiteral("short.gguf"))});
+        QCOMPARE(tooShort.exitCode, 1);
+        QVERIFY2(tooShort.err.contains(QStringLiteral("chunks of 2048 need at least 4096")),
+                 qPrintable(tooShort.err));
+        QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("short.gguf"))));
+
+        // Cancelled once it reports its first chunks: nothing at the target, no partial file.
+        const QString cancelled = m_dir.filePath(QStringLiteral("cancelled/imatrix.gguf"));
+        QVERIFY(QDir().mkpath(QFileInfo(cancelled).path()));
+        QProcess process;
+        process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                      {QStringLiteral("imatrix"), base, QStringLiteral("--text"), text,
+                       QStringLiteral("--chunk"), QStringLiteral("16"), QStringLiteral("-o"), cancelled});
+        QVERIFY(process.waitForStarted());
+        QByteArray err;
+        while (!err.contains("running chunks") && process.state() == QProcess::Running) {
+            process.waitForReadyRead(100);
+            err += process.readAllStandardError();
+        }
+        process.terminate();
+        QVERIFY(process.waitForFinished(60000));
+        err += process.readAllStandardError();
+        QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(process.exitCode(), 1);
+        QVERIFY2(err.contains("cancelled; nothing written"), err.constData());
+        QVERIFY(QDir(QFileInfo(cancelled).path()).isEmpty());
     }
 
     // organ extract / organ assemble --organs: byte for byte back, a changed organ refused.

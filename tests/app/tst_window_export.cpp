@@ -4,10 +4,10 @@
 #include "anatomy_tree_model.h"
 #include "chart_export.h"
 #include "demo_models.h"
-#include "engine_thread.h"
 #include "fixtures.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
+#include "job_ends.h"
 #include "main_window.h"
 #include "model_pane.h"
 #include "model_roles.h"
@@ -114,15 +114,15 @@ private slots:
         app::MainWindow window;
         window.resize(1400, 850);
         window.show();
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
-        QSignalSpy portraits(window.engine()->portraits(), &app::PortraitWorker::portraitReady);
+        JobEnds finished(window.jobs(), "measure");
+        JobEnds portraits(window.jobs(), "portrait");
         QCOMPARE(window.openFiles({healthyPath}), 1);
         QCOMPARE(window.openFiles({damagedPath}, app::MainWindow::Side::Donor), 1);
-        QVERIFY(waitForWorker(finished, 2, 20000));
+        QVERIFY(waitForJobs(finished, 2, 20000));
         widgets::ModelView* view = window.currentView();
         QTRY_VERIFY(view->hasComparison());
         view->selectTensor(tensorOf(view, "blk.1.ffn_up.weight"));
-        QVERIFY(waitForWorker(portraits, 1, 20000));
+        QVERIFY(waitForJobs(portraits, 1, 20000));
         const std::pair<QCustomPlot*, QString> charts[] = {
             {view->heatmap()->plot(), QStringLiteral("stories260K-f32 — θ per layer and role")},
             {view->comparison()->plot(), QStringLiteral("Δθ stories260K-damaged-f32 − stories260K-f32")},
@@ -155,6 +155,87 @@ private slots:
         QCOMPARE(QDir(folder).entryList({QStringLiteral("*.partial*")}).size(), 0);
     }
 
+    // What only the screen shows stays off the file: the clicked cell's red outline and the
+    // selection's. The size dialog starts at the size chosen last, and the status bar says where
+    // the chart went.
+    void exportsLeaveScreenMarks() {
+        const QString healthyPath = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthyPath);
+        app::MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        JobEnds finished(window.jobs(), "measure");
+        QCOMPARE(window.openFiles({healthyPath}, app::MainWindow::Side::Donor), 1);
+        QVERIFY(waitForJobs(finished, 1, 20000));
+        widgets::ModelView* view = window.pane(app::MainWindow::Side::Donor)->currentView();
+        view->showPage(widgets::ModelView::Page::Heatmap);
+        widgets::ThetaHeatmap* heatmap = view->heatmap();
+        settle(&window);
+        QTest::mouseClick(heatmap->plot(), Qt::LeftButton, {},
+                          heatmap->pixelOfTensor(tensorOf(view, "blk.2.ffn_up.weight")));
+        QTest::mouseClick(heatmap->plot(), Qt::LeftButton, Qt::ControlModifier,
+                          heatmap->pixelOfTensor(tensorOf(view, "blk.3.ffn_up.weight")));
+        QCOMPARE(heatmap->selectedTensors().size(), std::size_t(2));
+        view->selectTensor(tensorOf(view, "blk.0.attn_q.weight")); // the current tensor: outlined red
+        const QColor selection = heatmap->palette().color(QPalette::Highlight);
+        auto marked = [&](const QImage& image) {
+            int red = 0;
+            int selected = 0;
+            for (int y = 0; y < image.height(); ++y) {
+                for (int x = 0; x < image.width(); ++x) {
+                    const QColor c = image.pixelColor(x, y);
+                    red += c.red() > 200 && c.green() < 60 && c.blue() < 60;
+                    selected += c == selection;
+                }
+            }
+            return std::pair(red, selected);
+        };
+        // On the screen, both marks show.
+        const auto shown = marked(heatmap->plot()->toPixmap(640, 420, 1.0).toImage());
+        QVERIFY2(shown.first > 20 && shown.second > 20,
+                 qPrintable(QStringLiteral("%1 %2").arg(shown.first).arg(shown.second)));
+        const QString path = m_dir.filePath(QStringLiteral("marks.png"));
+        saveChartThroughMenu(heatmap->plot(), path, QSize(640, 420));
+        const auto saved = marked(QImage(path));
+        QCOMPARE(saved, std::pair(0, 0));
+        QVERIFY2(window.statusBar()->currentMessage().contains(path),
+                 qPrintable(window.statusBar()->currentMessage()));
+        // Still on the screen after the export.
+        QCOMPARE(marked(heatmap->plot()->toPixmap(640, 420, 1.0).toImage()), shown);
+
+        // The next chart's size dialog starts at 640 × 420.
+        QSize offered;
+        ModalSteps steps;
+        steps
+            .then([](QWidget* active) {
+                return chooseMenuAction(active, QStringLiteral("Save as PNG, SVG or PDF"));
+            })
+            .then([&](QWidget* active) {
+                auto* dialog = qobject_cast<QFileDialog*>(active);
+                if (dialog == nullptr) {
+                    return false;
+                }
+                dialog->selectFile(m_dir.filePath(QStringLiteral("second.png")));
+                QMetaObject::invokeMethod(dialog, "accept", Qt::QueuedConnection);
+                return true;
+            })
+            .then([&](QWidget* active) {
+                if (active->objectName() != QStringLiteral("chartSizeDialog")) {
+                    return false;
+                }
+                offered = QSize(active->findChild<QSpinBox*>(QStringLiteral("chartWidth"))->value(),
+                                active->findChild<QSpinBox*>(QStringLiteral("chartHeight"))->value());
+                qobject_cast<QDialog*>(active)->reject();
+                return true;
+            });
+        QCustomPlot* other = view->systemCharts()->layerPlot();
+        const QPoint at = other->rect().center();
+        QContextMenuEvent menu(QContextMenuEvent::Mouse, at, other->mapToGlobal(at));
+        QApplication::sendEvent(other, &menu);
+        QTRY_VERIFY_WITH_TIMEOUT(steps.done(), 10000);
+        QCOMPARE(offered, QSize(640, 420));
+    }
+
     // Charts save as PNG, SVG and PDF at the size asked for; the measurement as JSON, CSV
     // and Markdown.
     void exports() {
@@ -164,11 +245,11 @@ private slots:
         window.resize(1100, 700);
         window.show();
         QString error;
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         QCOMPARE(window.openFiles({path}), 1);
         QVERIFY(!window.exportMeasurement(m_dir.filePath(QStringLiteral("early.json")),
                                           &error)); // not measured yet
-        QVERIFY(waitForWorker(finished, 1, 20000));
+        QVERIFY(waitForJobs(finished, 1, 20000));
         QCustomPlot* plot = window.currentView()->heatmap()->plot();
 
         const QString png = m_dir.filePath(QStringLiteral("map.png"));

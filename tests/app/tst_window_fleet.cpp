@@ -2,12 +2,13 @@
 // (progress, Cancel) and opens a fleet window: the table sorts and filters, the scatter chart
 // draws θ against parameters on a log axis with the scale law and names each point on hover,
 // the bars show the selected models' systems, rows open into the panes, charts export.
-#include "anatomy/specimen.h"
-#include "engine_thread.h"
+#include "gguf/specimen.h"
 #include "fixtures.h"
 #include "fleet_controller.h"
 #include "fleet_table_model.h"
 #include "fleet_view.h"
+#include "job_ends.h"
+#include "job_status.h"
 #include "main_window.h"
 #include "model_pane.h"
 #include "model_view.h"
@@ -23,6 +24,7 @@
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
@@ -183,6 +185,17 @@ private slots:
         saveChartThroughMenu(scatter, png, QSize(640, 400));
         QTRY_VERIFY(QFileInfo::exists(png));
         QCOMPARE(QImage(png).size(), QSize(640, 400));
+        // The file says what the window shows: the scale law's equation and the filter.
+        view->findChild<QLineEdit*>()->setText(QStringLiteral("specimen"));
+        const QString svg = m_dir.filePath(QStringLiteral("scale-law.svg"));
+        saveChartThroughMenu(scatter, svg, QSize(640, 400));
+        const QString drawn = QString::fromUtf8(readAll(svg));
+        QVERIFY2(drawn.contains(QStringLiteral("θ = ")) && drawn.contains(QStringLiteral("r² ")) &&
+                     drawn.contains(QStringLiteral("(filter “specimen”)")),
+                 qPrintable(drawn.left(2000)));
+        QVERIFY2(window->findChild<QStatusBar*>()->currentMessage().contains(QStringLiteral("scale-law.svg")),
+                 qPrintable(window->findChild<QStatusBar*>()->currentMessage()));
+        view->findChild<QLineEdit*>()->clear();
     }
 
     void rowsOpenIntoThePanes() {
@@ -234,13 +247,17 @@ private slots:
 
     void cancelLeavesNoWindow() {
         QSignalSpy ended(m_window->fleet(), &app::FleetController::fleetEnded);
+        WorkerHold hold(m_window->jobs());
         QString error;
         QVERIFY(m_window->fleet()->startFleet({m_fleet}, &error));
         QVERIFY(!m_window->fleet()->startFleet({m_fleet}, &error)); // one at a time
-        QVERIFY(m_window->fleet()->progressDialog() != nullptr);
-        const auto buttons = m_window->fleet()->progressDialog()->findChildren<QPushButton*>();
+        QVERIFY(m_window->fleet()->isRunning());
+        QVERIFY2(m_window->jobStatus()->text().startsWith(QStringLiteral("Fleet of")),
+                 qPrintable(m_window->jobStatus()->text()));
+        const auto buttons = m_window->jobStatus()->findChildren<QPushButton*>();
         QCOMPARE(buttons.size(), 1);
         buttons.front()->click();
+        hold.release();
         QVERIFY(ended.wait(60000));
         QCOMPARE(ended.front().at(0).toBool(), false);
         QCOMPARE(ended.front().at(1).toString(), QStringLiteral("cancelled"));

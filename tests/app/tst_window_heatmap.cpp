@@ -3,10 +3,10 @@
 #include "anatomy_tree_model.h"
 #include "chart_export.h"
 #include "demo_models.h"
-#include "engine_thread.h"
 #include "fixtures.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
+#include "job_ends.h"
 #include "main_window.h"
 #include "matrix_plot.h"
 #include "model_pane.h"
@@ -76,9 +76,9 @@ private slots:
         app::MainWindow window;
         window.resize(1280, 800);
         window.show();
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         QCOMPARE(window.openFiles({healthyPath, damagedPath}), 2);
-        QVERIFY(waitForWorker(finished, 2, 20000));
+        QVERIFY(waitForJobs(finished, 2, 20000));
         auto* healthy = qobject_cast<widgets::ModelView*>(window.documents()->widget(0));
         auto* damaged = qobject_cast<widgets::ModelView*>(window.documents()->widget(1));
         widgets::ThetaHeatmap* map = healthy->heatmap();
@@ -143,7 +143,7 @@ private slots:
         // Constant tensors (llama-2-tiny's norms are exactly 1.0) are drawn apart from θ.
         const QString tiny = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
         QCOMPARE(window.openFiles({tiny}), 1);
-        QVERIFY(waitForWorker(finished, 3, 20000));
+        QVERIFY(waitForJobs(finished, 3, 20000));
         auto* tinyView = window.currentView();
         tinyView->tabs()->setCurrentIndex(1);
         const auto& tinyTensors = tinyView->snapshot().model->tensors();
@@ -195,9 +195,9 @@ private slots:
             app::MainWindow window;
             window.resize(1280, 800);
             window.show();
-            QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+            JobEnds finished(window.jobs(), "measure");
             QCOMPARE(window.openFiles({path}), 1);
-            QVERIFY(waitForWorker(finished, 1, 20000));
+            QVERIFY(waitForJobs(finished, 1, 20000));
             widgets::ModelView* view = window.currentView();
             view->showPage(widgets::ModelView::Page::Heatmap);
             QTRY_COMPARE(view->systemCharts()->layerPlot()->graph(int(System::Organ))->dataCount(), 5);
@@ -237,10 +237,10 @@ private slots:
         app::MainWindow window;
         window.resize(1300, 850);
         window.show();
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
-        QSignalSpy portraits(window.engine()->portraits(), &app::PortraitWorker::portraitReady);
+        JobEnds finished(window.jobs(), "measure");
+        JobEnds portraits(window.jobs(), "portrait");
         QCOMPARE(window.openFiles({path}), 1);
-        QVERIFY(waitForWorker(finished, 1, 20000));
+        QVERIFY(waitForJobs(finished, 1, 20000));
         widgets::ModelView* view = window.currentView();
         const auto& tensors = view->snapshot().model->tensors();
         widgets::TensorInspector* inspector = view->inspector();
@@ -263,7 +263,7 @@ private slots:
         QTest::mouseDClick(heatmap->plot(), Qt::LeftButton, {}, heatmap->pixelOfTensor(down));
         QCOMPARE(view->tabs()->currentWidget(), static_cast<QWidget*>(inspector));
         view->filterEdit()->clear();
-        QVERIFY(waitForWorker(portraits, 1, 20000));
+        QVERIFY(waitForJobs(portraits, 1, 20000));
         const ZResult& z = view->measurement()->tensors[std::size_t(down)];
         QVERIFY(inspector->indicatorsText().startsWith(QStringLiteral("θ %1°").arg(*z.theta, 0, 'f', 2)));
         auto* bars = qobject_cast<QCPBars*>(inspector->histogramPlot()->plottable(0));
@@ -316,9 +316,9 @@ private slots:
         app::MainWindow window;
         window.resize(1300, 850);
         window.show();
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         QCOMPARE(window.openFiles({lora, random}), 2);
-        QVERIFY(waitForWorker(finished, 2, 20000));
+        QVERIFY(waitForJobs(finished, 2, 20000));
         auto* adapter = qobject_cast<widgets::ModelView*>(window.documents()->widget(0));
         QVERIFY2(adapter->headerText().contains(QStringLiteral("LORA adapter for llama")),
                  qPrintable(adapter->headerText()));
@@ -365,13 +365,13 @@ private slots:
         app::MainWindow window;
         window.resize(1300, 850);
         window.show();
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
-        QSignalSpy portraits(window.engine()->portraits(), &app::PortraitWorker::portraitReady);
+        JobEnds finished(window.jobs(), "measure");
+        JobEnds portraits(window.jobs(), "portrait");
         QCOMPARE(window.openFiles({path}), 1);
-        QVERIFY(waitForWorker(finished, 1, 20000));
+        QVERIFY(waitForJobs(finished, 1, 20000));
         widgets::ModelView* view = window.currentView();
         view->selectTensor(tensorOf(view, "token_embd.weight"));
-        QVERIFY(waitForWorker(portraits, 1, 20000));
+        QVERIFY(waitForJobs(portraits, 1, 20000));
         widgets::TensorInspector* inspector = view->inspector();
         QVERIFY(!inspector->matrix()->keepsAspect());
         QCOMPARE(inspector->matrixCaption(),
@@ -405,10 +405,10 @@ private slots:
         app::MainWindow window;
         window.resize(1500, 850);
         window.show();
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         window.openFiles({healthyPath});
         window.openFiles({damagedPath}, Side::Donor);
-        QVERIFY(waitForWorker(finished, 2, 20000));
+        QVERIFY(waitForJobs(finished, 2, 20000));
         widgets::ModelView* healthy = window.currentView();
         QTRY_VERIFY(healthy->hasComparison());
         widgets::ThetaHeatmap* delta = healthy->comparison();
@@ -483,10 +483,10 @@ private slots:
         app::MainWindow window;
         window.resize(1500, 850);
         window.show();
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         window.openFiles({stories});
         window.openFiles({qwen}, Side::Donor);
-        QVERIFY(waitForWorker(finished, 2, 20000));
+        QVERIFY(waitForJobs(finished, 2, 20000));
         widgets::ModelView* recipient = window.currentView();
         QVERIFY(!recipient->hasComparison());
         QVERIFY2(recipient->comparisonReason().contains(
@@ -495,7 +495,7 @@ private slots:
                  qPrintable(recipient->comparisonReason()));
         QVERIFY(!recipient->tabs()->isTabEnabled(2));
         window.openFiles({tiny}, Side::Donor);
-        QVERIFY(waitForWorker(finished, 3, 20000));
+        QVERIFY(waitForJobs(finished, 3, 20000));
         QVERIFY2(recipient->comparisonReason().contains(QStringLiteral("token_embd.weight is 64 × 512 in "
                                                                        "stories260K-f32 and 8 × 32000")),
                  qPrintable(recipient->comparisonReason()));

@@ -3,10 +3,12 @@
 // engine thread with progress and Cancel; Purify… in the recipient's context menu adds a purify
 // operation whose preview shows, on the heatmap, the θ the engine thread computed.
 #include "anatomy_filter_proxy.h"
+#include "assembly_controller.h"
 #include "demo_models.h"
-#include "engine_thread.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "graft_document.h"
+#include "job_ends.h"
+#include "job_status.h"
 #include "main_window.h"
 #include "model_pane.h"
 #include "model_view.h"
@@ -17,6 +19,7 @@
 #include "theta_heatmap.h"
 #include "window_test_support.h"
 #include "worker_wait.h"
+#include "write_folder.h"
 
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -24,6 +27,7 @@
 #include <QDragEnterEvent>
 #include <QLabel>
 #include <QMenu>
+#include <QMenuBar>
 #include <QMimeData>
 #include <QProgressDialog>
 #include <QPushButton>
@@ -34,6 +38,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <qcustomplot.h>
 
 using namespace organ;
@@ -53,7 +59,7 @@ class TestWindowOrgans : public QObject {
         m_window = std::make_unique<app::MainWindow>();
         m_window->resize(1500, 950);
         m_window->show();
-        QSignalSpy finished(m_window->engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(m_window->jobs(), "measure");
         QCOMPARE(m_window->openFiles({m_damagedOrgans}), 1);
         QMimeData mime;
         mime.setUrls({QUrl::fromLocalFile(m_healthyOrgans)});
@@ -64,7 +70,7 @@ class TestWindowOrgans : public QObject {
         QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(donors, &drop);
         QCOMPARE(donors->tabs()->count(), 1);
-        QVERIFY(waitForWorker(finished, 2, 20000));
+        QVERIFY(waitForJobs(finished, 2, 20000));
     }
 
     // The texts of the heatmap's context menu on a tensor's cell (the menu is closed unused).
@@ -110,9 +116,9 @@ private slots:
         QVERIFY(m_window->recentFiles().contains(QFileInfo(m_damagedOrgans).absoluteFilePath()));
         QVERIFY(m_window->recentFiles().contains(QFileInfo(m_healthyOrgans).absoluteFilePath()));
         // Measured as the GGUF it came from is, to the bit.
-        QSignalSpy finished(m_window->engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(m_window->jobs(), "measure");
         QCOMPARE(m_window->openFiles({sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"))}), 1);
-        QVERIFY(waitForWorker(finished, 1, 20000));
+        QVERIFY(waitForJobs(finished, 1, 20000));
         const widgets::ModelView* gguf = m_window->currentView();
         QVERIFY(gguf != recipient && !gguf->snapshot().model->hasTensorFiles());
         QVERIFY(recipient->measurement() != nullptr && gguf->measurement() != nullptr);
@@ -132,35 +138,99 @@ private slots:
         const QString target = m_dir.filePath(QStringLiteral("extracted"));
         QSignalSpy ended(organs, &app::OrgansController::extractionEnded);
         QString error;
-        QVERIFY2(organs->startExtraction(target, &error), qPrintable(error));
-        QVERIFY(organs->extractionDialog() != nullptr);
+        QVERIFY2(organs->startExtraction(m_window->currentView(), target, &error), qPrintable(error));
+        QVERIFY(organs->isExtracting());
+        QVERIFY(m_window->jobStatus()->text().startsWith(QStringLiteral("Extracting extracted")));
         QVERIFY(ended.wait(20000));
         QCOMPARE(ended.front().at(0).toBool(), true);
         QVERIFY(OrganDirectory::looksLikeOne(target.toStdString()));
-        QVERIFY(organs->extractionDialog() == nullptr);
+        QVERIFY(!organs->isExtracting());
         QMessageBox* box = visibleMessageBox();
         QVERIFY(box != nullptr);
         QCOMPARE(box->objectName(), QStringLiteral("extractionResult"));
         box->findChild<QPushButton*>(QStringLiteral("openOrgansDonor"))->click();
         QCOMPARE(m_window->pane(app::MainWindow::Side::Donor)->tabs()->count(), 2);
 
-        QVERIFY(!organs->startExtraction(target, &error));
+        QVERIFY(!organs->startExtraction(m_window->currentView(), target, &error));
         QVERIFY2(error.contains(QStringLiteral("exists already")), qPrintable(error));
 
         // Cancel while the engine thread is held busy: nothing is written, not even a partial.
         const QString cancelled = m_dir.filePath(QStringLiteral("never"));
-        QSemaphore hold;
-        QMetaObject::invokeMethod(m_window->engine()->worker(), [&hold] { hold.acquire(); });
-        QSignalSpy cancelledSpy(m_window->engine()->worker(),
-                                &app::MeasureAndAssembleWorker::extractionCancelled);
-        QVERIFY(organs->startExtraction(cancelled, &error));
-        QPushButton* cancel = organs->extractionDialog()->findChild<QPushButton*>();
+        QTRY_COMPARE_WITH_TIMEOUT(m_window->jobs()->liveCount(), 0, 20000); // the donor opened is measured
+        WorkerHold hold(m_window->jobs());
+        JobEnds cancelledJobs(m_window->jobs(), "extract");
+        QVERIFY(organs->startExtraction(m_window->currentView(), cancelled, &error));
+        QVERIFY(m_window->jobStatus()->text().startsWith(QStringLiteral("Extracting never")));
+        QPushButton* cancel = m_window->jobStatus()->findChild<QPushButton*>();
         QVERIFY(cancel != nullptr);
         cancel->click();
         hold.release();
-        QVERIFY(waitForWorker(cancelledSpy, 1, 20000));
+        QVERIFY(waitForJobs(cancelledJobs, 1, 20000));
+        QCOMPARE(cancelledJobs.count(JobState::Cancelled), 1);
         QVERIFY(!QFileInfo::exists(cancelled));
         QVERIFY(QDir(m_dir.path()).entryList({QStringLiteral("never*")}, QDir::AllEntries).isEmpty());
+    }
+
+    // File → Extract to organ directory… with a row of the donor's tree clicked: the dialog names
+    // the donor, proposes the folder written to last, and the directory holds the donor — not the
+    // recipient, which the focus falls back to while the dialog closes.
+    void extractTheFocusedDonor() {
+        const QString damaged = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));
+        const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(healthy);
+        m_window = std::make_unique<app::MainWindow>();
+        m_window->resize(1280, 800);
+        m_window->show();
+        QVERIFY(QTest::qWaitForWindowActive(m_window.get()));
+        JobEnds finished(m_window->jobs(), "measure");
+        QCOMPARE(m_window->openFiles({damaged}), 1);
+        QCOMPARE(m_window->openFiles({healthy}, app::MainWindow::Side::Donor), 1);
+        QVERIFY(waitForJobs(finished, 2, 20000));
+        const QString written = m_dir.filePath(QStringLiteral("written-before/x.json"));
+        QVERIFY(QDir().mkpath(QFileInfo(written).absolutePath()));
+        widgets::rememberWriteFolder(written);
+
+        widgets::ModelView* donor = m_window->pane(app::MainWindow::Side::Donor)->currentView();
+        QTreeView* tree = donor->anatomyView();
+        const QModelIndex row = tree->model()->index(0, 0);
+        QTest::mouseClick(tree->viewport(), Qt::LeftButton, {}, tree->visualRect(row).center());
+        QVERIFY(donor->isAncestorOf(QApplication::focusWidget()));
+
+        const QString target = m_dir.filePath(QStringLiteral("donor-organs"));
+        QString title;
+        QString proposed;
+        ModalSteps steps;
+        steps.then([&](QWidget* active) {
+            auto* dialog = qobject_cast<QFileDialog*>(active);
+            if (dialog == nullptr || dialog->objectName() != QStringLiteral("extractDialog")) {
+                return false;
+            }
+            title = dialog->windowTitle();
+            proposed = dialog->directory().absolutePath();
+            dialog->selectFile(target);
+            QMetaObject::invokeMethod(dialog, "accept", Qt::QueuedConnection);
+            return true;
+        });
+        QSignalSpy ended(m_window->organs(), &app::OrgansController::extractionEnded);
+        QAction* extract = nullptr;
+        for (QAction* action : m_window->menuBar()->actions().front()->menu()->actions()) {
+            if (action->text().startsWith(QStringLiteral("E&xtract to organ directory"))) {
+                extract = action;
+            }
+        }
+        QVERIFY(extract != nullptr);
+        extract->trigger();
+        QVERIFY(steps.done());
+        QVERIFY2(title.contains(QStringLiteral("stories260K-f32.gguf")), qPrintable(title));
+        QCOMPARE(proposed, QFileInfo(written).absolutePath());
+        QVERIFY(ended.wait(20000));
+        QCOMPARE(ended.front().at(0).toBool(), true);
+        std::ifstream manifest(QString(target + QStringLiteral("/manifest.json")).toStdString());
+        const auto json = nlohmann::json::parse(manifest);
+        QCOMPARE(json.at("source").at("file").get<std::string>(), std::string("stories260K-f32.gguf"));
+        if (QMessageBox* box = visibleMessageBox()) {
+            box->close();
+        }
     }
 
     // Purify… from the recipient's tree: the dialog's method and parameters become a purify
@@ -223,10 +293,10 @@ private slots:
         saveScreenshot(m_window.get(), QStringLiteral("purify-preview.png"));
 
         const QString output = m_dir.filePath(QStringLiteral("purified-chimera.gguf"));
-        QSignalSpy assembled(m_window->engine()->worker(), &app::MeasureAndAssembleWorker::assembled);
+        JobEnds assembled(m_window->jobs(), "assemble");
         QString error;
-        QVERIFY2(m_window->surgery()->startAssembly(output, &error), qPrintable(error));
-        QVERIFY(waitForWorker(assembled, 1, 30000));
+        QVERIFY2(m_window->surgery()->assembly()->start(output, &error), qPrintable(error));
+        QVERIFY(waitForJobs(assembled, 1, 30000));
         const auto chimera = GgufModel::open(output.toStdString());
         QCOMPARE(chimera->find("organ.purify.method")->asString().value_or(""), std::string_view("haar"));
         QCOMPARE(chimera->find("organ.purify.tensors")->arraySize(), std::uint64_t(3));

@@ -4,13 +4,15 @@
 #include "anatomy_tree_model.h"
 #include "chart_export.h"
 #include "demo_models.h"
-#include "engine_thread.h"
 #include "fixtures.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
 #include "help_dialogs.h"
 #include "hostile_models.h"
+#include "job_ends.h"
+#include "job_status.h"
 #include "main_window.h"
+#include "measure_controller.h"
 #include "model_pane.h"
 #include "model_roles.h"
 #include "model_view.h"
@@ -127,11 +129,11 @@ private slots:
         app::MainWindow window;
         window.resize(1280, 800);
         window.show();
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
-        QSignalSpy perTensor(window.engine()->worker(), &app::MeasureAndAssembleWorker::tensorMeasured);
+        JobEnds finished(window.jobs(), "measure");
+        QSignalSpy perTensor(window.measurements(), &app::MeasureController::tensorApplied);
         QCOMPARE(window.openFiles({path}), 1);
         widgets::ModelView* view = window.currentView();
-        QVERIFY(waitForWorker(finished, 1, 20000));
+        QVERIFY(waitForJobs(finished, 1, 20000));
         QCOMPARE(perTensor.count(), 48);
         QVERIFY(view->measurement() != nullptr);
         QVERIFY2(view->headerText().contains(QStringLiteral("θ mean 36.65°")),
@@ -148,10 +150,10 @@ private slots:
         // A second window opens the unchanged file from the cache: no per-tensor signals, the
         // whole measurement applied at once to the tree (group means too), heatmap and charts.
         app::MainWindow again;
-        QSignalSpy cached(again.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
-        QSignalSpy cachedPerTensor(again.engine()->worker(), &app::MeasureAndAssembleWorker::tensorMeasured);
+        JobEnds cached(again.jobs(), "measure");
+        QSignalSpy cachedPerTensor(again.measurements(), &app::MeasureController::tensorApplied);
         again.openFiles({path});
-        QVERIFY(waitForWorker(cached, 1, 20000));
+        QVERIFY(waitForJobs(cached, 1, 20000));
         widgets::ModelView* fromCache = again.currentView();
         QVERIFY(fromCache->measurement()->fromCache);
         QCOMPARE(cachedPerTensor.count(), 0);
@@ -294,15 +296,22 @@ private slots:
         ORGAN_REQUIRE_SHARED(path);
         app::MainWindow window;
         window.show();
-        QSignalSpy cancelled(window.engine()->worker(), &app::MeasureAndAssembleWorker::cancelled);
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds ended(window.jobs(), "measure");
+        WorkerHold hold(window.jobs()); // the measurement waits, as behind a long job
         window.openFiles({path});
-        window.engine()->cancel();
-        QVERIFY(waitForWorker(cancelled, 1, 20000));
-        QCOMPARE(finished.count(), 0);
+        // The status bar's Cancel stops the job it shows.
+        QVERIFY(window.jobStatus()->isVisible());
+        QVERIFY(window.jobStatus()->text().startsWith(QStringLiteral("Measuring")));
+        settle(&window);
+        saveScreenshot(&window, QStringLiteral("job-status.png"));
+        window.jobStatus()->findChild<QPushButton*>()->click();
+        hold.release();
+        QVERIFY(waitForJobs(ended, 1, 20000));
+        QCOMPARE(ended.count(JobState::Cancelled), 1);
         QVERIFY(window.currentView()->measurement() == nullptr);
         QCOMPARE(window.statusBar()->currentMessage(), QStringLiteral("Measurement cancelled"));
-        QVERIFY(!window.engine()->isBusy());
+        QCOMPARE(window.jobs()->liveCount(), 0);
+        QVERIFY(!window.jobStatus()->isVisible());
     }
 
     // Two panes: the recipient on the left, donors on the right; each opens files dropped
@@ -317,7 +326,7 @@ private slots:
         window.show();
         using Side = app::MainWindow::Side;
         QVERIFY(!window.pane(Side::Donor)->header()->isVisible());
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         QCOMPARE(window.openFiles({demos[0]}), 1);
         QVERIFY(!window.pane(Side::Donor)->header()->isVisible());
         QCOMPARE(window.openFiles({demos[1]}, Side::Donor), 1);
@@ -337,7 +346,7 @@ private slots:
         QApplication::sendEvent(donors, &drop);
         QCOMPARE(donors->tabs()->count(), 2);
         QCOMPARE(window.pane(Side::Recipient)->tabs()->count(), 1);
-        QVERIFY(waitForWorker(finished, 3, 20000));
+        QVERIFY(waitForJobs(finished, 3, 20000));
         donors->tabs()->setCurrentIndex(0);
         window.currentView()->tabs()->setCurrentIndex(1);
         donors->currentView()->tabs()->setCurrentIndex(1);

@@ -1,7 +1,6 @@
 // Plans survive: an unsaved graft plan is autosaved after each change; when its window is
 // killed, the next start offers it back. The killed window is a real process: this test's
 // own binary, started again in "child" mode.
-#include "engine_thread.h"
 #include "graft_document.h"
 #include "main_window.h"
 #include "plan_autosave.h"

@@ -2,14 +2,16 @@
 // plans on disk, assembly on the engine thread and the guard rails.
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
+#include "assembly_controller.h"
 #include "chart_export.h"
 #include "demo_models.h"
 #include "display_names.h"
-#include "engine_thread.h"
 #include "fixtures.h"
 #include "graft_document.h"
 #include "graft_plan_model.h"
 #include "graft_plan_panel.h"
+#include "job_ends.h"
+#include "job_status.h"
 #include "layer_importance_chart.h"
 #include "main_window.h"
 #include "model_pane.h"
@@ -25,10 +27,13 @@
 #include "vitals_page.h"
 #include "window_test_support.h"
 #include "worker_wait.h"
+#include "write_folder.h"
 #include <QApplication>
 #include <QCheckBox>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDragEnterEvent>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMenu>
@@ -108,10 +113,10 @@ private slots:
         m_window = std::make_unique<app::MainWindow>();
         m_window->resize(1500, 950);
         m_window->show();
-        QSignalSpy finished(m_window->engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(m_window->jobs(), "measure");
         QCOMPARE(m_window->openFiles({m_damagedPath}), 1);
         QCOMPARE(m_window->openFiles({m_healthyPath}, app::MainWindow::Side::Donor), 1);
-        QVERIFY(waitForWorker(finished, 2, 20000));
+        QVERIFY(waitForJobs(finished, 2, 20000));
         m_recipient = m_window->currentView();
         m_donor = m_window->pane(app::MainWindow::Side::Donor)->currentView();
         m_plan = m_window->surgery()->document();
@@ -135,23 +140,23 @@ private slots:
         QVERIFY(!page->chart()->isVisible());
         QVERIFY(!page->suggestButton()->isEnabled());
         // Cancel: the engine thread is held busy, the run is asked for, then cancelled.
-        QSemaphore hold;
-        QMetaObject::invokeMethod(window.engine()->worker(), [&hold] { hold.acquire(); });
-        QSignalSpy cancelled(window.engine()->vitalsWorker(), &app::VitalsWorker::cancelled);
+        WorkerHold hold(window.jobs());
+        JobEnds cancelled(window.jobs(), "vitals");
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
         QVERIFY(page->isRunning());
         QCOMPARE(page->takeButton()->text(), QStringLiteral("Cancel"));
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
         hold.release();
-        QVERIFY(waitForWorker(cancelled, 1, 30000));
+        QVERIFY(waitForJobs(cancelled, 1, 30000));
+        QCOMPARE(cancelled.count(JobState::Cancelled), 1);
         QVERIFY(!page->isRunning());
         QVERIFY(page->report() == nullptr);
         QCOMPARE(page->takeButton()->text(), QStringLiteral("Take vital signs"));
 
-        QSignalSpy ready(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        JobEnds ready(window.jobs(), "vitals");
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
         QVERIFY(page->isRunning());
-        QVERIFY(waitForWorker(ready, 1, 30000));
+        QVERIFY(waitForJobs(ready, 1, 30000));
         QVERIFY(!page->isRunning());
         const VitalsReport* report = page->report();
         QVERIFY(report != nullptr);
@@ -199,21 +204,21 @@ private slots:
         auto* check = panel->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"));
         QVERIFY(check != nullptr && check->isEnabled());
         // Its Cancel, while the engine thread is held busy.
-        QSemaphore busy;
-        QMetaObject::invokeMethod(window.engine()->worker(), [&busy] { busy.acquire(); });
-        QSignalSpy checkCancelled(window.engine()->vitalsWorker(), &app::VitalsWorker::cancelled);
+        WorkerHold busy(window.jobs());
+        JobEnds checkCancelled(window.jobs(), "vitals");
         check->click();
         QVERIFY(panel->isChecking());
         QCOMPARE(check->text(), QStringLiteral("Cancel check"));
         check->click();
         busy.release();
-        QVERIFY(waitForWorker(checkCancelled, 1, 30000));
+        QVERIFY(waitForJobs(checkCancelled, 1, 30000));
+        QCOMPARE(checkCancelled.count(JobState::Cancelled), 1);
         QVERIFY(!panel->isChecking());
         QCOMPARE(panel->vitalsLabel()->text(), QStringLiteral("Cancelled."));
         QCOMPARE(check->text(), QStringLiteral("Check chimera"));
-        QSignalSpy checked(window.engine()->vitalsWorker(), &app::VitalsWorker::ready);
+        JobEnds checked(window.jobs(), "vitals");
         check->click();
-        QVERIFY(waitForWorker(checked, 1, 30000));
+        QVERIFY(waitForJobs(checked, 1, 30000));
         const QString text = panel->vitalsLabel()->text();
         QVERIFY2(text.contains(QStringLiteral("Chimera (planned):</b> perplexity ")) &&
                      text.contains(QStringLiteral("→")) &&
@@ -229,6 +234,21 @@ private slots:
         // An edit makes the shown check stale: it goes.
         m_plan->undoStack()->undo();
         QVERIFY(!panel->vitalsLabel()->isVisible());
+    }
+
+    // A model open in both panes (or in two tabs) is compared with once.
+    void comparesEachModelOnce() {
+        app::MainWindow& window = *m_window;
+        JobEnds finished(window.jobs(), "measure");
+        QCOMPARE(window.openFiles({m_healthyPath}), 1);
+        QCOMPARE(window.openFiles({m_healthyPath}, app::MainWindow::Side::Donor), 1);
+        QVERIFY(waitForJobs(finished, 2, 20000));
+        window.pane(app::MainWindow::Side::Recipient)->tabs()->setCurrentWidget(m_recipient);
+        JobEnds ready(window.jobs(), "vitals");
+        m_recipient->showPage(widgets::ModelView::Page::Vitals);
+        QTest::mouseClick(m_recipient->vitalsPage()->takeButton(), Qt::LeftButton);
+        QVERIFY(waitForJobs(ready, 1, 30000));
+        QCOMPARE(m_recipient->vitalsPage()->report()->parents.size(), std::size_t(1));
     }
 
     // The recipient's views take drops, the donor's drag; swapping the panes swaps the roles.
@@ -306,6 +326,36 @@ private slots:
         from->toggleSelected(tensorOf(donor, "blk.0.ffn_up.weight"));
         from->toggleSelected(tensorOf(donor, "blk.4.ffn_up.weight"));
         QVERIFY(from->selectedTensors().empty());
+        // A click, then Ctrl+clicks: the first cell clicked is part of what drags (it was left out),
+        // and the pointer says how many tensors go.
+        QTest::mouseClick(from->plot(), Qt::LeftButton, {},
+                          from->pixelOfTensor(tensorOf(donor, "blk.0.ffn_gate.weight")));
+        for (const char* name : {"blk.0.ffn_up.weight", "blk.0.ffn_down.weight"}) {
+            QTest::mouseClick(from->plot(), Qt::LeftButton, Qt::ControlModifier,
+                              from->pixelOfTensor(tensorOf(donor, name)));
+        }
+        QCOMPARE(from->selectedTensors().size(), std::size_t(3));
+        // The press that starts the drag keeps the selection whole.
+        const QPoint gate = from->pixelOfTensor(tensorOf(donor, "blk.0.ffn_gate.weight"));
+        QTest::mousePress(from->plot(), Qt::LeftButton, {}, gate);
+        QCOMPARE(from->selectedTensors().size(), std::size_t(3));
+        const auto three = from->dragAtPixel(gate);
+        QCOMPARE(three->tensors.size(), std::size_t(3));
+        QCOMPARE(from->dragText(*three), QStringLiteral("3 tensors"));
+        std::unique_ptr<QMimeData> threeDrag(model::encodeTensorDrag(*three));
+        const QPoint layer1Label(int(to->plot()->xAxis->coordToPixel(2)), cells.bottom() + 8);
+        QVERIFY(to->canDropAt(threeDrag.get(), layer1Label, &message));
+        QCOMPARE(message, QStringLiteral("Maps layer 0 → 1: 3 tensors"));
+        // Released where it was pressed (a click, no drag): the selection narrows to that cell.
+        QTest::mouseRelease(from->plot(), Qt::LeftButton, {}, gate);
+        QCOMPARE(from->selectedTensors(), std::set<int>{tensorOf(donor, "blk.0.ffn_gate.weight")});
+        // A plain click on another cell starts a new selection.
+        QTest::mouseClick(from->plot(), Qt::LeftButton, {},
+                          from->pixelOfTensor(tensorOf(donor, "blk.2.ffn_up.weight")));
+        QCOMPARE(from->selectedTensors(), std::set<int>{tensorOf(donor, "blk.2.ffn_up.weight")});
+        QCOMPARE(
+            from->dragText(*from->dragAtPixel(from->pixelOfTensor(tensorOf(donor, "blk.2.ffn_up.weight")))),
+            QStringLiteral("blk.2.ffn_up.weight"));
         // Undo both with the keyboard (Ctrl+Z), redo one (Ctrl+Shift+Z), undo it again.
         QVERIFY(QTest::qWaitForWindowActive(&window));
         QTest::keyClick(&window, Qt::Key_Z, Qt::ControlModifier);
@@ -558,9 +608,9 @@ private slots:
         app::MainWindow& window = *m_window;
         const QString path = m_dir.filePath(QStringLiteral("per-layer.gguf"));
         QVERIFY(writeFixture(path, perLayerLlama(1)));
-        QSignalSpy finished(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished);
+        JobEnds finished(window.jobs(), "measure");
         QCOMPARE(window.openFiles({path}), 1);
-        QVERIFY(waitForWorker(finished, 1, 20000));
+        QVERIFY(waitForJobs(finished, 1, 20000));
         widgets::ModelView* recipient = window.currentView();
         QCOMPARE(QString::fromStdString(recipient->snapshot().model->path()), path);
         recipient->showPage(widgets::ModelView::Page::Anatomy);
@@ -690,7 +740,7 @@ private slots:
         // chimera" unless the user types another) and where to write it; the engine thread
         // assembles while the window answers.
         const QString output = m_dir.filePath(QStringLiteral("healed.gguf"));
-        QSignalSpy ended(window.surgery(), &app::SurgeryController::assemblyEnded);
+        QSignalSpy ended(window.surgery()->assembly(), &app::AssemblyController::ended);
         QString suggested;
         ModalSteps steps;
         steps.then([&](QWidget* active) {
@@ -705,16 +755,18 @@ private slots:
             qobject_cast<QDialog*>(active)->accept();
             return true;
         });
-        window.surgery()->assembleDialog();
+        window.surgery()->assembly()->assembleDialog();
         QVERIFY(steps.done());
         QCOMPARE(suggested, QStringLiteral("stories260K-damaged-f32 + stories260K-f32 chimera"));
         QCOMPARE(plan->chimeraName(), QStringLiteral("Healed stories"));
         QVERIFY(plan->isModified()); // the name is part of the plan
-        QVERIFY(window.surgery()->assemblyDialog() != nullptr &&
-                window.surgery()->assemblyDialog()->isVisible());
+        // Its progress is the status bar's while it runs.
+        QVERIFY(window.surgery()->assembly()->isRunning());
+        QVERIFY(window.jobStatus()->isVisible());
+        QCOMPARE(window.jobStatus()->shownJob(), window.surgery()->assembly()->job());
         QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
         QCOMPARE(ended.at(0).at(0).toBool(), true);
-        QVERIFY(window.surgery()->assemblyDialog() == nullptr);
+        QVERIFY(!window.surgery()->assembly()->isRunning());
         // The bytes, as the engine test checks them: the 9 organs are the healthy model's,
         // every other tensor the damaged one's.
         const auto healed = GgufModel::open(output.toStdString());
@@ -758,19 +810,204 @@ private slots:
         QCOMPARE(chimera->heatmap()->thetaAt(3, 8), donor->heatmap()->thetaAt(3, 8));
     }
 
+    // The plan's file, as the dock's header names it: saved (at once, not at the next edit); a
+    // cleared plan is a new, unsaved one (Undo brings the old one back with its file); each step
+    // says what it did in the status bar, and Undo replaces what the edit said.
+    void planFileAndStatus() {
+        app::MainWindow& window = *m_window;
+        model::GraftDocument* plan = m_plan;
+        QLabel* header = window.surgery()->panel()->summaryLabel();
+        healInTheTree();
+        QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("Replaces 9 tensors")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        plan->undoStack()->undo();
+        QVERIFY2(window.statusBar()->currentMessage().startsWith(QStringLiteral("Undone: graft")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        plan->undoStack()->redo();
+        QVERIFY2(window.statusBar()->currentMessage().startsWith(QStringLiteral("Redone: graft")),
+                 qPrintable(window.statusBar()->currentMessage()));
+        QVERIFY(header->text().contains(QStringLiteral("unsaved plan")));
+        const QString planPath = m_dir.filePath(QStringLiteral("file-handling-plan.json"));
+        QString error;
+        QVERIFY2(window.surgery()->savePlan(planPath, &error), qPrintable(error));
+        QVERIFY2(header->text().contains(QStringLiteral("file-handling-plan.json")) &&
+                     !header->text().contains(QStringLiteral("unsaved")) &&
+                     !header->text().contains(QStringLiteral("modified")),
+                 qPrintable(header->text()));
+        // Saved again under its name (the stack is clean already): still named.
+        QVERIFY2(window.surgery()->savePlan(planPath, &error), qPrintable(error));
+        QVERIFY(header->text().contains(QStringLiteral("file-handling-plan.json")));
+
+        window.surgery()->panel()->findChild<QToolButton*>(QStringLiteral("plan-clear"))->click();
+        QVERIFY(plan->isEmpty());
+        QVERIFY(plan->fileName().isEmpty());
+        healInTheTree();
+        QVERIFY2(header->text().contains(QStringLiteral("unsaved plan")), qPrintable(header->text()));
+        plan->undoStack()->undo();
+        plan->undoStack()->undo(); // the Clear
+        QCOMPARE(plan->fileName(), planPath);
+        QVERIFY(!plan->isModified());
+        QVERIFY2(header->text().contains(QStringLiteral("file-handling-plan.json")),
+                 qPrintable(header->text()));
+    }
+
+    // Assemble chimera…: the folder proposed is the one written to last; an existing file is
+    // replaced only when the user says yes.
+    void assembleAsksBeforeReplacing() {
+        app::MainWindow& window = *m_window;
+        healInTheTree();
+        const QString folder = m_dir.filePath(QStringLiteral("written-last"));
+        QVERIFY(QDir().mkpath(folder));
+        const QString output = folder + QStringLiteral("/existing.gguf");
+        {
+            QFile existing(output);
+            QVERIFY(existing.open(QIODevice::WriteOnly));
+            existing.write("not a chimera");
+        }
+        widgets::rememberWriteFolder(output);
+        QString proposed;
+        QString question;
+        QSignalSpy ended(window.surgery()->assembly(), &app::AssemblyController::ended);
+        // The dialog, the output typed and Assemble clicked; then the question, answered.
+        auto assembleInto = [&](ModalSteps& steps, QMessageBox::StandardButton answer) {
+            steps
+                .then([&](QWidget* active) {
+                    if (active->objectName() != QStringLiteral("assembleDialog")) {
+                        return false;
+                    }
+                    auto* path = active->findChild<QLineEdit*>(QStringLiteral("chimeraPath"));
+                    proposed = path->text();
+                    path->setText(output);
+                    QPushButton* ok = active->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+                    QMetaObject::invokeMethod(ok, "click", Qt::QueuedConnection);
+                    return true;
+                })
+                .then([&, answer](QWidget* active) {
+                    auto* box = qobject_cast<QMessageBox*>(active);
+                    if (box == nullptr) {
+                        return false;
+                    }
+                    question = box->text();
+                    QMetaObject::invokeMethod(box->button(answer), "click", Qt::QueuedConnection);
+                    return true;
+                });
+        };
+        ModalSteps steps;
+        assembleInto(steps, QMessageBox::No);
+        steps.then([&](QWidget* active) {
+            if (active->objectName() != QStringLiteral("assembleDialog")) {
+                return false;
+            }
+            // Still open after No: the user may choose another name, or Cancel.
+            QMetaObject::invokeMethod(
+                active->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Cancel), "click",
+                Qt::QueuedConnection);
+            return true;
+        });
+        window.surgery()->assembly()->assembleDialog();
+        QVERIFY(steps.done());
+        QVERIFY2(proposed.startsWith(folder + u'/'), qPrintable(proposed));
+        QVERIFY2(question.contains(QStringLiteral("existing.gguf exists already")), qPrintable(question));
+        QVERIFY(!window.surgery()->assembly()->isRunning());
+        QCOMPARE(readAll(output), QByteArray("not a chimera"));
+
+        ModalSteps yes;
+        assembleInto(yes, QMessageBox::Yes);
+        window.surgery()->assembly()->assembleDialog();
+        QVERIFY(yes.done());
+        QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
+        QCOMPARE(ended.at(0).at(0).toBool(), true);
+        QVERIFY(GgufModel::open(output.toStdString())->tensors().size() > 0);
+        QTRY_VERIFY(window.findChild<QMessageBox*>(QStringLiteral("assemblyResult")) != nullptr);
+        window.findChild<QMessageBox*>(QStringLiteral("assemblyResult"))->close();
+    }
+
+    // With a plan on another recipient, Purify… and the layer operations are offered disabled
+    // with the reason, before any dialog; with a plan on this recipient, the layers to remove are
+    // suggested from the planned chimera (Check chimera), not from the recipient's own vital signs.
+    void refusalsAndPlannedSuggestions() {
+        app::MainWindow& window = *m_window;
+        widgets::ModelView* recipient = m_recipient;
+        model::GraftDocument* plan = m_plan;
+        healInTheTree();
+        // A second recipient: the plan grafts into the first.
+        JobEnds finished(window.jobs(), "measure");
+        QCOMPARE(window.openFiles({m_healthyPath}), 1);
+        QVERIFY(waitForJobs(finished, 1, 20000));
+        widgets::ModelView* other = window.currentView();
+        QVERIFY(other != recipient);
+        other->showPage(widgets::ModelView::Page::Anatomy);
+        QStringList disabled;
+        QString tip;
+        ModalSteps steps;
+        steps.then([&](QWidget* active) {
+            auto* menu = qobject_cast<QMenu*>(active);
+            if (menu == nullptr) {
+                return false;
+            }
+            for (QAction* action : menu->actions()) {
+                if (!action->isEnabled() && !action->text().isEmpty()) {
+                    disabled << action->text();
+                    tip = action->toolTip();
+                }
+            }
+            menu->close();
+            return true;
+        });
+        QTreeView* tree = other->anatomyView();
+        const QModelIndex layer = other->anatomyProxy()->mapFromSource(
+            layerNode(other, QStringLiteral("organ"), QStringLiteral("layer 1")));
+        tree->scrollTo(layer);
+        emit tree->customContextMenuRequested(tree->visualRect(layer).center());
+        QVERIFY(steps.done());
+        QVERIFY2(disabled.size() == 4 && disabled.last().startsWith(QStringLiteral("Purify 3 tensors")),
+                 qPrintable(disabled.join(u'|')));
+        QVERIFY2(tip.contains(QStringLiteral("The plan grafts into stories260K-damaged-f32.gguf")),
+                 qPrintable(tip));
+        QCOMPARE(plan->plan().operations.size(), std::size_t(1));
+
+        // The recipient's page waits for the planned chimera's check, then suggests from it.
+        window.pane(app::MainWindow::Side::Recipient)->tabs()->setCurrentWidget(recipient);
+        widgets::VitalsPage* page = recipient->vitalsPage();
+        JobEnds ready(window.jobs(), "vitals");
+        recipient->showPage(widgets::ModelView::Page::Vitals);
+        QTest::mouseClick(page->takeButton(), Qt::LeftButton);
+        QVERIFY(waitForJobs(ready, 1, 60000));
+        QVERIFY(!page->suggestButton()->isEnabled());
+        auto* suggestion = page->findChild<QLabel*>(QStringLiteral("removalSuggestion"));
+        QVERIFY2(suggestion->text().contains(QStringLiteral("Check chimera")),
+                 qPrintable(suggestion->text()));
+        window.surgery()->panel()->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"))->click();
+        QVERIFY(waitForJobs(ready, 2, 60000));
+        QVERIFY(page->suggestButton()->isEnabled());
+        QVERIFY(window.surgery()->panel()->vitalsLabel()->isVisible());
+        QVERIFY2(suggestion->text().contains(QStringLiteral("in the planned chimera: layer 2 ")),
+                 qPrintable(suggestion->text()));
+        // The damaged recipient's own least-needed layer is another (its sick layers change little).
+        QCOMPARE(page->report()->importance.cheapest.front().first, 4u);
+        const auto before = plan->plan().operations.size();
+        QTest::mouseClick(page->suggestButton(), Qt::LeftButton);
+        QCOMPARE(plan->plan().operations.size(), before + 1);
+        QCOMPARE(plan->plan().operations.back().kind, GraftOperation::Kind::RemoveLayer);
+        QCOMPARE(plan->plan().operations.back().toLayer, 2u);
+        // An edit makes the check stale: the suggestion waits for a new one.
+        QVERIFY(!page->suggestButton()->isEnabled());
+    }
+
     void cancelAssembly() {
         app::MainWindow& window = *m_window;
         healInTheTree();
         QString error;
-        // Cancel: with the engine thread busy, the assembly is cancelled from its dialog
+        // Cancel: with the engine's worker busy, the assembly is cancelled from the status bar
         // before it writes: a clear message and no file.
-        QSemaphore hold;
-        QMetaObject::invokeMethod(window.engine()->worker(), [&hold] { hold.acquire(); });
+        WorkerHold hold(window.jobs());
         const QString cancelled = m_dir.filePath(QStringLiteral("cancelled.gguf"));
-        QSignalSpy ended2(window.surgery(), &app::SurgeryController::assemblyEnded);
-        QVERIFY2(window.surgery()->startAssembly(cancelled, &error), qPrintable(error));
-        QVERIFY(!window.surgery()->startAssembly(cancelled, &error));           // one at a time
-        window.surgery()->assemblyDialog()->findChild<QPushButton*>()->click(); // its Cancel button
+        QSignalSpy ended2(window.surgery()->assembly(), &app::AssemblyController::ended);
+        QVERIFY2(window.surgery()->assembly()->start(cancelled, &error), qPrintable(error));
+        QVERIFY(!window.surgery()->assembly()->start(cancelled, &error)); // one at a time
+        QVERIFY2(window.jobStatus()->text().startsWith(QStringLiteral("Assembling cancelled.gguf")),
+                 qPrintable(window.jobStatus()->text()));
+        window.jobStatus()->findChild<QPushButton*>()->click(); // the status bar's Cancel
         hold.release();
         QTRY_COMPARE_WITH_TIMEOUT(ended2.count(), 1, 20000);
         QCOMPARE(ended2.at(0).at(0).toBool(), false);

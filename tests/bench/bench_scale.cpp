@@ -3,26 +3,28 @@
 //     32 parts whose tensor data are sparse holes): time and memory to open the whole set and
 //     classify its anatomy (goal: under 100 ms), and to find it in a folder as a fleet does;
 //  2. `inspect` over HTTP: 16 clients on loopback, each with a keep-alive connection, for a fixed
-//     time: requests per second and latency percentiles.
+//     time: requests per second and latency percentiles;
+//  3. `/v1/health` during a slow-client attack (256 connections sending a header byte every 5 s,
+//     from one address, then from eight): what the probes were answered, and their latency.
 // Usage: bench_scale [FOLDER] [SECONDS]  (organ-serve is taken from beside organ in the build).
 #include "anatomy/anatomy.h"
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "bench_models.h"
 #include "fleet/fleet.h"
 #include "gguf/gguf_model.h"
+#include "loopback_client.h"
 #include "proc_status.h"
 
 #include <algorithm>
-#include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <poll.h>
 #include <string>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -32,6 +34,7 @@
 
 using namespace organ;
 using namespace organ::bench;
+using namespace organ::testing;
 namespace fs = std::filesystem;
 
 namespace {
@@ -77,7 +80,7 @@ public:
     ~Client() { closeSocket(); }
 
     bool get(const std::string& target) {
-        if (m_fd < 0 && !connectSocket()) {
+        if (m_fd < 0 && (m_fd = connectFrom("127.0.0.1", m_port)) < 0) {
             return false;
         }
         const std::string request = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
@@ -85,54 +88,15 @@ public:
             closeSocket();
             return false;
         }
-        std::string buffer;
-        std::size_t headerEnd = std::string::npos;
-        char chunk[65536];
-        while (headerEnd == std::string::npos) {
-            const ssize_t n = ::recv(m_fd, chunk, sizeof chunk, 0);
-            if (n <= 0) {
-                closeSocket();
-                return false;
-            }
-            buffer.append(chunk, std::size_t(n));
-            headerEnd = buffer.find("\r\n\r\n");
-        }
-        const bool ok = buffer.compare(0, 12, "HTTP/1.1 200") == 0;
-        std::size_t length = 0;
-        if (const auto at = buffer.find("Content-Length: "); at != std::string::npos && at < headerEnd) {
-            length = std::stoul(buffer.substr(at + 16));
-        }
-        const bool close = buffer.find("Connection: close") < headerEnd;
-        std::size_t have = buffer.size() - headerEnd - 4;
-        while (have < length) {
-            const ssize_t n = ::recv(m_fd, chunk, sizeof chunk, 0);
-            if (n <= 0) {
-                closeSocket();
-                return false;
-            }
-            have += std::size_t(n);
-        }
-        if (close) {
+        const std::string answer = readAnswer(m_fd);
+        const std::size_t headerEnd = answer.find("\r\n\r\n");
+        if (answer.find("Connection: close") < headerEnd || headerEnd == std::string::npos) {
             closeSocket();
         }
-        return ok;
+        return statusOf(answer) == 200;
     }
 
 private:
-    bool connectSocket() {
-        m_fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_port = htons(std::uint16_t(m_port));
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        const int one = 1;
-        ::setsockopt(m_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (::connect(m_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-            closeSocket();
-            return false;
-        }
-        return true;
-    }
     void closeSocket() {
         if (m_fd >= 0) {
             ::close(m_fd);
@@ -221,6 +185,90 @@ void inspectOverHttp(const std::string& server, const std::string& folder, doubl
                 at(0.5), at(0.9), at(0.99), latencies.empty() ? 0.0 : latencies.back());
 }
 
+// Health probes, each on a connection of its own from 127.0.0.1 every 50 ms, while `addresses`
+// other addresses (127.0.0.2 on) each hold `perAddress` connections that send one header byte
+// every 5 s, reconnecting as soon as the server closes one: the slow-client attack of issue 24.
+void healthUnderSlowClients(const std::string& server, const std::string& folder, int addresses,
+                            int perAddress, double seconds) {
+    const std::string root = folder + "/http-root";
+    fs::create_directories(root);
+    const auto [pid, port] = startServer(server, root);
+    if (port == 0) {
+        std::printf("organ-serve did not start (%s)\n", server.c_str());
+        return;
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<long> reconnects{0};
+    std::thread attacker([&, port = port] {
+        std::vector<std::string> from;
+        std::vector<pollfd> fds;
+        for (int a = 0; a < addresses; ++a) {
+            for (int i = 0; i < perAddress; ++i) {
+                from.push_back("127.0.0." + std::to_string(2 + a));
+                fds.push_back({connectFrom(from.back().c_str(), port), POLLIN, 0});
+            }
+        }
+        auto nextByte = Clock::now();
+        while (!stop.load()) {
+            ::poll(fds.data(), fds.size(), 100);
+            for (std::size_t i = 0; i < fds.size(); ++i) {
+                char buffer[4096];
+                if (fds[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+                    continue;
+                }
+                if (fds[i].fd >= 0 && ::recv(fds[i].fd, buffer, sizeof buffer, MSG_DONTWAIT) > 0) {
+                    continue; // an answer (503, 408): read to its end, then the server closes
+                }
+                if (fds[i].fd >= 0) {
+                    ::close(fds[i].fd);
+                }
+                fds[i].fd = connectFrom(from[i].c_str(), port);
+                ++reconnects;
+            }
+            if (Clock::now() >= nextByte) {
+                for (const pollfd& p : fds) {
+                    if (p.fd >= 0) {
+                        ::send(p.fd, "G", 1, MSG_NOSIGNAL);
+                    }
+                }
+                nextByte += std::chrono::seconds(5);
+            }
+        }
+        for (const pollfd& p : fds) {
+            if (p.fd >= 0) {
+                ::close(p.fd);
+            }
+        }
+    });
+    std::vector<double> latencies;
+    std::map<int, long> statuses;
+    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+    while (Clock::now() < end) {
+        const auto t0 = Clock::now();
+        const int status =
+            statusOf(roundTrip(port, "GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+        latencies.push_back(ms(Clock::now() - t0));
+        ++statuses[status];
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    stop = true;
+    attacker.join();
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+    std::sort(latencies.begin(), latencies.end());
+    auto at = [&](double q) { return latencies[std::size_t(q * double(latencies.size() - 1))]; };
+    std::string answered;
+    for (const auto& [status, count] : statuses) {
+        answered += " " + std::to_string(count) + " × " +
+                    (status == 0 ? std::string("none") : std::to_string(status));
+    }
+    std::printf(
+        "health during a slow-client attack (%d address(es) × %d connections, a header byte each every 5 s, "
+        "%ld reconnects), %.0f s: %zu probes,%s; latency p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+        addresses, perAddress, reconnects.load(), seconds, latencies.size(), answered.c_str(), at(0.5),
+        at(0.99), latencies.back());
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -249,6 +297,8 @@ int main(int argc, char** argv) {
     std::printf("found as a fleet: %zu model(s) among %zu files in %.2f ms\n", found.size(), parts.size(),
                 ms(Clock::now() - findStart));
     inspectOverHttp(ORGAN_SERVE_PROGRAM, folder, seconds);
+    healthUnderSlowClients(ORGAN_SERVE_PROGRAM, folder, 1, 256, 30);
+    healthUnderSlowClients(ORGAN_SERVE_PROGRAM, folder, 8, 32, 30);
     fs::remove_all(folder);
     return 0;
 }

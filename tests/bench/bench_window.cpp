@@ -3,12 +3,13 @@
 // on the engine thread (a 1 ms timer records the longest gap between its ticks), and the same
 // while a chimera of two such models (half the layers' organs grafted) is assembled.
 // Usage: bench_window [FOLDER]   (runs offscreen unless QT_QPA_PLATFORM is set; ~4 GB of disk)
+#include "assembly_controller.h"
 #include "bench_models.h"
-#include "engine_thread.h"
 #include "graft_document.h"
+#include "job_tracker.h"
 #include "main_window.h"
-#include "surgery_controller.h"
 #include "model_view.h"
+#include "surgery_controller.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -71,9 +72,9 @@ int main(int argc, char** argv) {
         QApplication::processEvents(); // the first paint of the tree and the heatmap
         std::printf("70B layout (45 GB, 723 tensors): tree and unmeasured heatmap shown in %.1f ms\n",
                     clock.nsecsElapsed() / 1e6);
-        window.engine()->cancel();
+        window.jobs()->cancelKind("measure");
         QEventLoop idle;
-        QObject::connect(window.engine()->worker(), &app::MeasureAndAssembleWorker::cancelled, &idle, &QEventLoop::quit);
+        QObject::connect(window.jobs(), &app::JobTracker::ended, &idle, &QEventLoop::quit);
         QTimer::singleShot(10000, &idle, &QEventLoop::quit);
         idle.exec();
     }
@@ -89,7 +90,7 @@ int main(int argc, char** argv) {
         window.show();
         StallMeter stalls;
         QEventLoop measuring;
-        QObject::connect(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished, &measuring, &QEventLoop::quit);
+        QObject::connect(window.jobs(), &app::JobTracker::ended, &measuring, &QEventLoop::quit);
         QElapsedTimer clock;
         clock.start();
         window.openFiles({QString::fromStdString(model1b)});
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
         // its whole measurement applied at once; the donor starts measuring.
         StallMeter opening;
         QEventLoop opened;
-        QObject::connect(window.engine()->worker(), &app::MeasureAndAssembleWorker::finished, &opened, &QEventLoop::quit);
+        QObject::connect(window.jobs(), &app::JobTracker::ended, &opened, &QEventLoop::quit);
         opening.start();
         QTimer::singleShot(0, [&] {
             window.openFiles({QString::fromStdString(model1b)});
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
         std::printf(
             "opening the 1B shape (from the cache, %zu tensors) and a copy beside it: worst stall %.1f ms\n",
             window.currentView()->snapshot().model->tensors().size(), opening.worst / 1e6);
-        window.engine()->cancel(); // measuring the copy is not what this part measures
+        window.jobs()->cancelKind("measure"); // measuring the copy is not what this part measures
         model::TensorDrag drag;
         drag.model = QString::fromStdString(std::filesystem::absolute(donor1b).string());
         const auto donor = window.surgery()->document()->model(drag.model);
@@ -140,20 +141,22 @@ int main(int argc, char** argv) {
         }
         const QString recipient = QString::fromStdString(std::filesystem::absolute(model1b).string());
         if (!window.surgery()->document()->dropTensors(drag, recipient, {})) {
-            std::printf("the graft was refused: %s\n", qPrintable(window.surgery()->document()->lastDropMessage()));
+            std::printf("the graft was refused: %s\n",
+                        qPrintable(window.surgery()->document()->lastDropMessage()));
             return 1;
         }
         StallMeter stalls;
         QEventLoop assembling;
         bool ok = false;
-        QObject::connect(window.surgery(), &app::SurgeryController::assemblyEnded, &assembling, [&](bool success) {
-            ok = success;
-            assembling.quit();
-        });
+        QObject::connect(window.surgery()->assembly(), &app::AssemblyController::ended, &assembling,
+                         [&](bool success) {
+                             ok = success;
+                             assembling.quit();
+                         });
         QElapsedTimer clock;
         clock.start();
         QString error;
-        if (!window.surgery()->startAssembly(QString::fromStdString(chimera), &error)) {
+        if (!window.surgery()->assembly()->start(QString::fromStdString(chimera), &error)) {
             std::printf("cannot assemble: %s\n", qPrintable(error));
             return 1;
         }

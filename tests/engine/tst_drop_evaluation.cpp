@@ -1,6 +1,6 @@
 // The Qt-free core of the window's drops: what a drop adds, narrows or refuses, as data.
 // Models are specimens written by the test: no shared files needed.
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "graft/drop_evaluation.h"
 
 #include <QTemporaryDir>

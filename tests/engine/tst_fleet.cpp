@@ -4,7 +4,7 @@
 #include "fixtures.h"
 #include "shared_models.h"
 
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "fleet/fleet.h"
 #include "measure/shard_report.h"
 #include "organs/organ_directory.h"

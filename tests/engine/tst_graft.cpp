@@ -1,7 +1,7 @@
 // Grafts: the healing graft of the damaged stories model, conversion into a Q8_0
 // recipient, refusals with clear reports, stacking, plans as JSON, cancel, failed writes.
 #include "anatomy/model_validation.h"
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "fixtures.h"
 #include "graft/assembly.h"
 #include "quant/quantize.h"

@@ -220,8 +220,8 @@ private slots:
         QCOMPARE(readAll(QString::fromStdString(out)), before);
         // A written file its caller refuses (a chimera that fails validation) is not kept.
         std::string asked;
-        const JobResult refused = writeGguf(out, smallModel(6), {}, nullptr, [&](const std::string& written) {
-            asked = written;
+        const JobResult refused = writeGguf(out, smallModel(6), {}, nullptr, [&](const RootedPath& written) {
+            asked = written.path;
             return std::optional<std::string>("out.gguf: not written: it would not load");
         });
         QCOMPARE(refused.message, std::string("out.gguf: not written: it would not load"));

@@ -5,7 +5,7 @@
 #include "fixtures.h"
 #include "graft/assembly.h"
 #include "graft/graft_check.h"
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "organs/organ_directory.h"
 #include "shared_models.h"
 #include "support/errors.h"

@@ -2,7 +2,7 @@
 // signal plus white noise comes out closer to the clean signal with both methods; mean and
 // standard deviation are restored; NaN stays where it was; constant and all-zero tensors do not
 // move; keep = 1 gives the input back.
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 #include "purify/purification.h"
 #include "quant/quantize.h"
 #include "shared_models.h"

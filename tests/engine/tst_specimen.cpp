@@ -1,6 +1,6 @@
 // organ specimen: a loadable llama with structured weights; seeds change weights only.
 #include "anatomy/anatomy.h"
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "gguf/gguf_model.h"
 
 #include <QTemporaryDir>

@@ -210,6 +210,67 @@ private slots:
         QVERIFY(std::abs(perplexity / theirs - 1) < 1e-3);
     }
 
+    // K-quant and IQ4 models, whose weights meet activations quantized to q8_K (q8_0 for IQ4_NL)
+    // as in llama.cpp (tests/data/vitals/quant-perplexity.json, from
+    // tests/tools/quant_vitals_reference.py). The 8-bit activations are llama.cpp's but where float
+    // rounding elsewhere moves one across a rounding step; that token's NLL then moves by up to
+    // ~0.1 nats on the random-weight wide models. So: perplexity within 0.3 % of llama.cpp's
+    // (issue 26), and at least one token in twelve with llama.cpp's NLL to 1e-3 nats (with F32
+    // activations, before issue 26, 3 to 10 of 255 on the wide models; now 27 to 195).
+    void quantizedModelsMatchLlamaCpp_data() {
+        QTest::addColumn<int>("index");
+        const nlohmann::json kept =
+            readJson(QStringLiteral(ORGAN_SOURCE_DIR "/tests/data/vitals/quant-perplexity.json"));
+        for (std::size_t i = 0; i < kept["cases"].size(); ++i) {
+            const auto& c = kept["cases"][i];
+            const std::string row =
+                QFileInfo(QString::fromStdString(c["model"].get<std::string>())).baseName().toStdString() +
+                " on " +
+                QFileInfo(QString::fromStdString(c["text"].get<std::string>())).fileName().toStdString();
+            QTest::newRow(row.c_str()) << int(i);
+        }
+    }
+
+    void quantizedModelsMatchLlamaCpp() {
+        QFETCH(int, index);
+        const nlohmann::json c = readJson(QStringLiteral(
+            ORGAN_SOURCE_DIR "/tests/data/vitals/quant-perplexity.json"))["cases"][std::size_t(index)];
+        const QString path = sharedModel(QString::fromStdString(c["model"].get<std::string>()));
+        const QString textPath =
+            sharedDir() + QStringLiteral("/") + QString::fromStdString(c["text"].get<std::string>());
+        ORGAN_REQUIRE_SHARED(path);
+        ORGAN_REQUIRE_SHARED(textPath);
+        QFile textFile(textPath);
+        QVERIFY(textFile.open(QIODevice::ReadOnly));
+        const auto gguf = GgufModel::open(path.toStdString());
+        std::vector<std::int32_t> tokens =
+            Tokenizer::fromModel(*gguf).encode(textFile.readAll().toStdString());
+        const auto expected = c["tokens"].get<std::vector<std::int32_t>>();
+        tokens.resize(std::min(tokens.size(), expected.size()));
+        QCOMPARE(tokens, expected);
+        const Eigen::MatrixXf logits = Transformer(gguf).logits(tokens);
+        double sum = 0;
+        double worst = 0;
+        int same = 0;
+        for (std::size_t p = 0; p + 1 < tokens.size(); ++p) {
+            const double mine =
+                logSumExp(logits.col(Eigen::Index(p))) - logits(tokens[p + 1], Eigen::Index(p));
+            sum += mine;
+            worst = std::max(worst, std::abs(mine - c["nll"][p].get<double>()));
+            same += std::abs(mine - c["nll"][p].get<double>()) < 1e-3 ? 1 : 0;
+        }
+        const double perplexity = std::exp(sum / double(tokens.size() - 1));
+        const double theirs = c["perplexity"].get<double>();
+        const int scored = int(tokens.size()) - 1;
+        qInfo("perplexity %.6f (llama.cpp %.6f, %+.3f %%), mean NLL %+.5f nats apart; %d of %d tokens "
+              "within 1e-3 nats, the farthest %.3g",
+              perplexity, theirs, 100 * (perplexity / theirs - 1), std::log(perplexity / theirs), same,
+              scored, worst);
+        QVERIFY2(std::abs(perplexity / theirs - 1) < 3e-3,
+                 qPrintable(QStringLiteral("perplexity %1, llama.cpp %2").arg(perplexity).arg(theirs)));
+        QVERIFY2(12 * same >= scored, qPrintable(QStringLiteral("%1 of %2 tokens").arg(same).arg(scored)));
+    }
+
     // Greedy continuation with the key/value cache: llama.cpp's text, and the same logits as
     // running the whole sequence at once.
     void greedyMatchesLlamaCpp() {
@@ -259,10 +320,20 @@ private slots:
         QCOMPARE((a - three.logits(tokens)).cwiseAbs().maxCoeff(), 0.0f);
     }
 
-    // Q8_0 weights meet 8-bit activations; every kernel this CPU has adds in the same order and
+    // Q8_0, IQ4_NL, K-quant and IQ4_XS weights meet 8-bit activations; every kernel this CPU has
     // gives the same logits, bit for bit.
+    void quantizedKernelsGiveTheSameLogits_data() {
+        QTest::addColumn<QString>("model");
+        for (const char* model : {"stories260K-q8_0.gguf", "quant/wide-q4_k_m.gguf", "quant/wide-q2_k.gguf",
+                                  "quant/wide-q3_k_m.gguf", "quant/wide-q5_k_m.gguf",
+                                  "quant/wide-iq4_nl.gguf", "quant/wide-iq4_xs.gguf"}) {
+            QTest::newRow(model) << QString::fromLatin1(model);
+        }
+    }
+
     void quantizedKernelsGiveTheSameLogits() {
-        const QString path = sharedModel(QStringLiteral("stories260K-q8_0.gguf"));
+        QFETCH(QString, model);
+        const QString path = sharedModel(model);
         ORGAN_REQUIRE_SHARED(path);
         const auto gguf = GgufModel::open(path.toStdString());
         const Transformer transformer(gguf);

@@ -1,5 +1,5 @@
 // Item models under QAbstractItemModelTester, attached before any data is loaded.
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
 #include "display_names.h"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A mutation run: hostile variants of real GGUF files through every organ command.
+"""A mutation run: hostile variants of real GGUF files through every organ command, or (with
+--http) through every endpoint of `organ serve`.
 
 Takes the GGUF files of a folder (../shared/models by default), makes mutated copies of them
 (bit flips, truncation, huge counts and lengths, invalid UTF-8 and control characters in
@@ -12,19 +13,35 @@ crashed (a signal), hung (past the timeout), wrote raw control bytes to the term
 more than the memory limit, with the peak memory of any run, and keeps the files of each
 failure in the work folder.
 
-usage: mutation_run.py ORGAN [--models DIR] [--count N] [--seed S] [--work DIR] [--timeout SECONDS]
+With --http it starts `organ serve` with the work folder as its root and drives the API instead:
+each mutated file through inspect, validate, measure, extract, purify, assemble (the mutant as
+base, as donor, by inline plan and by plan file), plan check and fleet; then mutated requests
+(paths with "..", absolute, NUL, control characters, invalid UTF-8, links in and out, FIFOs,
+devices; JSON bodies with each field removed, retyped, huge, deeply nested, invalid UTF-8; raw
+HTTP that is malformed, ambiguous or pipelined). It reports the requests sent, how often the
+server crashed (it is restarted), hung (no answer within the timeout, or a job that does not
+end when it is cancelled after the timeout) or answered 5xx, and the server's peak memory; and
+checks that nothing outside the root changed.
+
+usage: mutation_run.py ORGAN [--http] [--models DIR] [--count N] [--seed S] [--work DIR] [--timeout SECONDS]
 Not part of the test suite (it takes minutes); the suite has a regression test for each kind
 of failure this run ever found.
 """
 import argparse
+import hashlib
+import http.client
+import json
 import os
 import random
+import re
 import shutil
+import socket
 import struct
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 
 def mutations(data, rng):
@@ -90,27 +107,19 @@ def valid_utf8(text):
         return False
 
 
-def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("organ")
-    parser.add_argument("--models", default=os.path.join(here, "../../../shared/models"))
-    parser.add_argument("--count", type=int, default=40, help="source files to mutate (default 40)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--work", default="/tmp/organ-mutation-run")
-    parser.add_argument("--timeout", type=float, default=20.0)
-    parser.add_argument("--memory-limit-mib", type=int, default=512)
-    args = parser.parse_args()
-    rng = random.Random(args.seed)
-    shutil.rmtree(args.work, ignore_errors=True)
-    os.makedirs(args.work)
-    env_cache = os.path.join(args.work, "cache")
-    os.environ["ORGAN_CACHE_DIR"] = env_cache
+def source_files(args):
+    """The files to mutate, and the donor the grafts use (stories260K-f32.gguf, also when --count
+    leaves it out)."""
     sources = sorted(
         os.path.join(root, f) for root, _, files in os.walk(args.models) for f in files if f.endswith(".gguf")
     )
-    sources = [s for s in sources if os.path.getsize(s) < 8 << 20][: args.count]
     donor = next(s for s in sources if s.endswith("stories260K-f32.gguf"))
+    return [s for s in sources if os.path.getsize(s) < 8 << 20][: args.count], donor
+
+
+def commands_main(args):
+    rng = random.Random(args.seed)
+    sources, donor = source_files(args)
     files, runs, crashes, hangs, raw, heavy, peak = 0, 0, [], [], [], [], 0
     for k, source in enumerate(sources):
         data = open(source, "rb").read()
@@ -206,6 +215,316 @@ def main():
     for line in crashes + hangs + raw + heavy:
         print("  " + line)
     return 0 if ok else 1
+
+
+class ApiServer:
+    """organ serve on a free loopback port, restarted when it dies; its peak memory is kept."""
+
+    def __init__(self, organ, root, timeout):
+        self.organ, self.root, self.timeout = organ, root, timeout
+        self.peak_kib, self.crashes, self.process = 0, [], None
+        self.start()
+
+    def start(self):
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [self.organ, "serve", "--listen", "127.0.0.1:0", "--root", self.root, "--max-jobs", "4"],
+            stdout=subprocess.PIPE, stderr=self.log)
+        line = self.process.stdout.readline().decode("utf-8", "replace")
+        self.port = int(re.search(r":(\d+)/v1/", line).group(1))
+
+    def sample_memory(self):
+        try:
+            with open(f"/proc/{self.process.pid}/status") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        self.peak_kib = max(self.peak_kib, int(line.split()[1]))
+        except OSError:
+            pass
+
+    def check_alive(self, case):
+        """After each case: a server that died is a crash (named by the case) and is restarted."""
+        self.sample_memory()
+        if self.process.poll() is None:
+            return
+        self.crashes.append(f"{case} -> exit {self.process.returncode}")
+        self.start()
+
+    def stop(self):
+        self.sample_memory()
+        self.process.terminate()
+        self.process.wait(10)
+
+
+def api_request(server, method, target, body=None, raw_body=None, timeout=20.0):
+    """One request on its own connection: (status, parsed JSON or None); status 'hang' when no
+    answer came in time, 'closed' when the connection was closed without one."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
+    try:
+        payload = raw_body if raw_body is not None else (None if body is None else json.dumps(body).encode())
+        connection.request(method, target, body=payload, headers={"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        data = answer.read()
+        try:
+            return answer.status, json.loads(data)
+        except ValueError:
+            return answer.status, None
+    except socket.timeout:
+        return "hang", None
+    except (ConnectionError, http.client.HTTPException, OSError):
+        return "closed", None
+    finally:
+        connection.close()
+
+
+def raw_exchange(server, data, timeout=20.0):
+    """Bytes as they are sent; the status of the first answer, 'hang' or 'closed'. The connection
+    stays open for writing: an incomplete request is the server's to time out (408)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=timeout) as s:
+        try:
+            s.sendall(data)
+            got = b""
+            while b"\r\n" not in got:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        except socket.timeout:
+            return "hang"
+        except OSError:
+            return "closed"
+    match = re.match(rb"HTTP/1\.1 (\d+)", got)
+    return int(match.group(1)) if match else "closed"
+
+
+def path_variants(name, rng):
+    """Hostile spellings of a path inside the root, and paths that must be refused."""
+    variants = [name, "./" + name, "../" + name, "/etc/passwd", "%2e%2e/" + name, name + "\x00.gguf",
+                name.replace(".gguf", "\x1b[2J.gguf"), name + "\n", "a" * 5000, "", ".", "/", "links/out",
+                "links/out/x.gguf", "links/in.gguf", "links/fifo.gguf", "links/zero.gguf", "special/fifo.gguf",
+                "special", name + "/"]
+    rng.shuffle(variants)
+    return variants[:8]
+
+
+def json_variants(body, rng):
+    """A body with one field removed, retyped or made huge, and bodies that are not what they say."""
+    yield body
+    key = rng.choice(list(body))
+    removed = dict(body)
+    del removed[key]
+    yield removed
+    for value in (None, True, -1, 1e308, 18446744073709551616, "", "x" * 100000, [], {}, [[[[[[1]]]]]],
+                  "\udcff"):
+        changed = dict(body)
+        changed[key] = value
+        yield changed
+    extra = dict(body)
+    extra["unknown"] = 1
+    yield extra
+
+
+def raw_bodies(body):
+    text = json.dumps(body).encode()
+    return [text[: len(text) // 2], text + b"garbage", b"\xef\xbb\xbf" + text, text.replace(b'"', b"'"),
+            b'{"path": "\xff\xfe"}', b"[" * 100 + b"]" * 100, b"{" + b'"a":1,' * 20000 + b'"a":2}', b"null"]
+
+
+RAW_REQUESTS = [
+    b"POST /v1/measure HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 27\r\n\r\nGET /v1/health HTTP/1.1\r\n\r\n",
+    b"POST /v1/measure HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"POST /v1/measure HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+    b"POST /v1/measure HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+    b"POST /v1/measure HTTP/1.1\r\nContent-Length : 5\r\n\r\nabcde",
+    b"GET /v1/health HTTP/1.1\r\nX: a\r\n folded\r\n\r\n",
+    b"GET /v1/health HTTP/1.1\r\nno colon here\r\n\r\n",
+    b"GARBAGE\r\n\r\n",
+    b"GET /v1/health\r\n\r\n",
+    b"GET http://127.0.0.1/v1/health HTTP/1.1\r\n\r\n",
+    b"GET /v1/inspect?path=" + b"a" * 100000 + b" HTTP/1.1\r\n\r\n",
+    b"GET /v1/health HTTP/1.1\r\n" + b"X-Many: 1\r\n" * 2000 + b"\r\n",
+    b"GET /v1/health HTTP/1.1\r\nX-Nul: a\x00b\r\n\r\n",
+    b"GET /v1/health HTTP/1.1\nHost: x\n\n",
+    b"GET /v1/health HTTP/1.1\r\n\r\nGET /v1/health HTTP/1.1\r\n\r\nGET /v1/jobs HTTP/1.1\r\n\r\n",
+    b"FOO /v1/health HTTP/1.1\r\n\r\n",
+    b"GET v1/health HTTP/1.1\r\n\r\n",
+    b"GET /v1/inspect?path=%zz HTTP/1.1\r\n\r\n",
+    b"GET /v1/inspect?path=a&path=b HTTP/1.1\r\n\r\n",
+    b"GET /v1/jobs/18446744073709551616 HTTP/1.1\r\n\r\n",
+    b"DELETE /v1/jobs/-1 HTTP/1.1\r\n\r\n",
+    b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03",
+]
+
+
+def tree_digest(folder):
+    """Every file and link under `folder` with its content, for telling whether anything changed."""
+    digest = hashlib.sha256()
+    for root, dirs, files in sorted(os.walk(folder)):
+        for name in sorted(dirs + files):
+            path = os.path.join(root, name)
+            digest.update(path.encode())
+            if os.path.islink(path):
+                digest.update(os.readlink(path).encode())
+            elif os.path.isfile(path):
+                with open(path, "rb") as f:
+                    digest.update(f.read())
+    return digest.hexdigest()
+
+
+def http_main(args):
+    rng = random.Random(args.seed)
+    sources, donor = source_files(args)
+    root = os.path.join(args.work, "root")
+    outside = os.path.join(args.work, "outside")
+    for folder in ("models", "out", "links", "special"):
+        os.makedirs(os.path.join(root, folder))
+    os.makedirs(outside)
+    shutil.copy(donor, os.path.join(root, "donor.gguf"))
+    shutil.copy(donor, os.path.join(outside, "x.gguf"))
+    os.symlink(outside, os.path.join(root, "links/out"))
+    os.symlink(os.path.join(root, "donor.gguf"), os.path.join(root, "links/in.gguf"))
+    os.mkfifo(os.path.join(root, "special/fifo.gguf"))
+    os.symlink(os.path.join(root, "special/fifo.gguf"), os.path.join(root, "links/fifo.gguf"))
+    os.symlink("/dev/zero", os.path.join(root, "links/zero.gguf"))
+    outside_before = tree_digest(outside)
+    server = ApiServer(args.organ, root, args.timeout)
+    cases, hangs, errors, statuses = 0, [], [], {}
+
+    def record(case, status):
+        nonlocal cases
+        cases += 1
+        statuses[status] = statuses.get(status, 0) + 1
+        if status == "hang":
+            hangs.append(case)
+        elif isinstance(status, int) and status >= 500:
+            errors.append(f"{case} -> {status}")
+        server.check_alive(case)
+
+    def wait_for(href):
+        """Polls a job until it ends or the timeout passes: its state, or None."""
+        deadline = time.monotonic() + args.timeout
+        while time.monotonic() < deadline:
+            polled, state = api_request(server, "GET", href, timeout=args.timeout)
+            if polled != 200 or not isinstance(state, dict) or state.get("state") not in ("queued", "running", "cancelling"):
+                return state.get("state") if isinstance(state, dict) else polled
+            time.sleep(0.01)
+        return None
+
+    def job(case, target, body):
+        """A request that may start a job: the job is polled to its end. One still running after
+        the timeout is cancelled: ending then, it was slow ('slow'); still running, it hangs."""
+        status, answer = api_request(server, "POST", target, body, timeout=args.timeout)
+        if status == 202 and isinstance(answer, dict) and wait_for(answer["href"]) is None:
+            api_request(server, "DELETE", answer["href"])
+            status = "slow" if wait_for(answer["href"]) is not None else "hang"
+        record(case, status)
+
+    def plan(base, donor_path):
+        return {"format": "organ-graft-plan", "version": 1, "base": base, "donors": {"d": donor_path},
+                "operations": [{"op": "replace", "donor": "d", "system": "organ"}, {"op": "duplicate_layer", "layer": 0}]}
+
+    for k, source in enumerate(sources):
+        data = open(source, "rb").read()
+        for m, (kind, mutant) in enumerate(mutations(data, rng)):
+            name = f"models/m{k:03d}-{m:02d}-{kind}.gguf"
+            with open(os.path.join(root, name), "wb") as f:
+                f.write(mutant)
+            quoted = urllib.parse.quote(name)
+            out = f"out/m{k:03d}-{m:02d}"
+            record(f"{name}: inspect", api_request(server, "GET", f"/v1/inspect?path={quoted}")[0])
+            record(f"{name}: validate", api_request(server, "GET", f"/v1/validate?path={quoted}")[0])
+            job(f"{name}: measure", "/v1/measure", {"path": name})
+            job(f"{name}: extract", "/v1/extract", {"path": name, "output": out + ".organs"})
+            job(f"{name}: assemble its organs", "/v1/assemble",
+                {"plan": plan(out + ".organs", "donor.gguf"), "output": out + ".d.gguf"})
+            manifest = os.path.join(root, out + ".organs", "manifest.json")
+            if os.path.exists(manifest):
+                damaged = bytearray(open(manifest, "rb").read())
+                for _ in range(rng.randint(1, 4)):
+                    damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+                open(manifest, "wb").write(bytes(damaged))
+                record(f"{name}: inspect damaged organs",
+                       api_request(server, "GET", f"/v1/inspect?path={urllib.parse.quote(out)}.organs")[0])
+                job(f"{name}: assemble damaged organs", "/v1/assemble",
+                    {"plan": plan(out + ".organs", "donor.gguf"), "output": out + ".g.gguf"})
+            job(f"{name}: purify fft", "/v1/purify",
+                {"path": name, "output": out + ".e.gguf", "method": "fft", "system": "organ"})
+            job(f"{name}: purify haar", "/v1/purify",
+                {"path": name, "output": out + ".f.gguf", "method": "haar", "layers": "0-1"})
+            job(f"{name}: assemble as base", "/v1/assemble", {"plan": plan(name, "donor.gguf"), "output": out + ".a.gguf"})
+            job(f"{name}: assemble as donor", "/v1/assemble", {"plan": plan("donor.gguf", name), "output": out + ".b"})
+            # A plan file beside the mutant, naming it and the donor relative to its own folder.
+            plan_file = f"models/m{k:03d}-{m:02d}.plan.json"
+            with open(os.path.join(root, plan_file), "w") as f:
+                json.dump(plan(os.path.basename(name), "../donor.gguf"), f)
+            record(f"{name}: plan check", api_request(server, "POST", "/v1/plan/check", {"plan_path": plan_file})[0])
+            job(f"{name}: assemble plan file", "/v1/assemble", {"plan_path": plan_file, "output": out + ".c.gguf"})
+        if k % 10 == 9 or k == len(sources) - 1:
+            job(f"fleet after source {k}", "/v1/fleet", {"paths": ["models"]})
+    # Hostile paths through every endpoint that takes one.
+    for path in path_variants("donor.gguf", rng) + path_variants("models", rng):
+        quoted = urllib.parse.quote(path, safe="/")
+        record(f"inspect {path!r}", api_request(server, "GET", f"/v1/inspect?path={quoted}")[0])
+        record(f"validate {path!r}", api_request(server, "GET", f"/v1/validate?path={quoted}")[0])
+        job(f"measure {path!r}", "/v1/measure", {"path": path})
+        job(f"extract {path!r}", "/v1/extract", {"path": path, "output": f"out/p{cases}"})
+        job(f"extract to {path!r}", "/v1/extract", {"path": "donor.gguf", "output": path})
+        job(f"purify to {path!r}", "/v1/purify", {"path": "donor.gguf", "output": path, "method": "haar"})
+        job(f"assemble to {path!r}", "/v1/assemble", {"plan": plan("donor.gguf", "donor.gguf"), "output": path})
+        job(f"assemble from {path!r}", "/v1/assemble", {"plan": plan(path, "donor.gguf"), "output": f"out/q{cases}.gguf"})
+        job(f"fleet {path!r}", "/v1/fleet", {"paths": [path]})
+        record(f"plan check {path!r}", api_request(server, "POST", "/v1/plan/check", {"plan_path": path})[0])
+    # Mutated bodies.
+    bodies = [("/v1/measure", {"path": "donor.gguf", "sample": 64}),
+              ("/v1/fleet", {"paths": ["models"], "sample": 64}),
+              ("/v1/extract", {"path": "donor.gguf", "output": "out/b"}),
+              ("/v1/purify", {"path": "donor.gguf", "output": "out/b.gguf", "method": "fft", "keep": 0.5,
+                              "layers": "0-1", "system": "organ"}),
+              ("/v1/assemble", {"plan": plan("donor.gguf", "donor.gguf"), "output": "out/c.gguf", "keep_invalid": False}),
+              ("/v1/plan/check", {"plan": plan("donor.gguf", "donor.gguf")})]
+    for target, body in bodies:
+        for n, variant in enumerate(json_variants(body, rng)):
+            variant = dict(variant)
+            if "output" in variant and isinstance(variant["output"], str):
+                variant["output"] = f"{variant['output']}-{cases}-{n}"
+            try:
+                job(f"{target} {json.dumps(variant)[:80]}", target, variant)
+            except (TypeError, ValueError):
+                pass
+        for raw_body in raw_bodies(body):
+            record(f"{target} raw {raw_body[:40]!r}", api_request(server, "POST", target, raw_body=raw_body)[0])
+    for data in RAW_REQUESTS:
+        record(f"raw {data[:50]!r}", raw_exchange(server, data, args.timeout))
+    server.stop()
+    crashes = server.crashes
+    outside_changed = tree_digest(outside) != outside_before
+    heavy = server.peak_kib > args.memory_limit_mib * 1024
+    ok = not (crashes or hangs or errors or outside_changed or heavy)
+    print(f"HTTP cases: {cases}; answers: " + ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items(), key=str)) +
+          " ('slow': a job still running after the timeout, cancelled then)")
+    print(f"crashes: {len(crashes)}, hangs: {len(hangs)}, 5xx answers: {len(errors)}, outside the root changed: "
+          f"{'yes' if outside_changed else 'no'}; peak memory of the server: {server.peak_kib / 1024:.1f} MiB")
+    for line in crashes + hangs + errors:
+        print("  " + line)
+    return 0 if ok else 1
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("organ")
+    parser.add_argument("--http", action="store_true", help="drive `organ serve` instead of the commands")
+    parser.add_argument("--models", default=os.path.join(here, "../../../shared/models"))
+    parser.add_argument("--count", type=int, default=40, help="source files to mutate (default 40)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--work", default="/tmp/organ-mutation-run")
+    parser.add_argument("--timeout", type=float, default=20.0)
+    parser.add_argument("--memory-limit-mib", type=int, default=512)
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    os.environ["ORGAN_CACHE_DIR"] = os.path.join(args.work, "cache")
+    return http_main(args) if args.http else commands_main(args)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // The θ heatmap as a widget on its own, without the window: its grid follows the model's
 // layers and roles, results fill cells, Δθ mode, drags from cells, rows and columns, the
 // preview, and layer labels as drop targets.
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 #include "organs/organ_directory.h"
 #include "theta_heatmap.h"
 

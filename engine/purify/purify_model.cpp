@@ -1,4 +1,4 @@
-#include "graft/purify_model.h"
+#include "purify/purify_model.h"
 
 #include "anatomy/anatomy.h"
 #include "measure/measure_report.h"
@@ -118,7 +118,7 @@ void setPurifyMetadata(GgufWriteSpec& spec, const PurifyParams& params,
 }
 
 PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, const PurifyParams& params,
-                          const std::string& output, const ProgressFn& progress, const StopToken* stop) {
+                          const RootedPath& output, const ProgressFn& progress, const StopToken* stop) {
     PurifyOutcome outcome;
     if (const auto problem = purifyParamsProblem(params)) {
         outcome.written = JobResult::failed(fileLabel(model.path()) + ": " + *problem);
@@ -152,7 +152,7 @@ PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, 
         return outcome;
     }
     setPurifyMetadata(spec, params, purifiedNames);
-    if (isOrganDirectoryTarget(output)) {
+    if (isOrganDirectoryTarget(output.path)) {
         OrganSource source;
         source.made = "purify";
         outcome.written = writeOrganDirectory(spec, output, source, nullptr, progress, stop);

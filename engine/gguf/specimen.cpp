@@ -1,4 +1,4 @@
-#include "anatomy/specimen.h"
+#include "gguf/specimen.h"
 
 #include "gguf/tensor_name.h"
 

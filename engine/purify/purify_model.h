@@ -1,8 +1,8 @@
 #pragma once
 
+#include "anatomy/tensor_selector.h"
 #include "gguf/gguf_model.h"
 #include "gguf/gguf_writer.h"
-#include "graft/graft_plan.h"
 #include "purify/purification.h"
 #include "support/job.h"
 #include <nlohmann/json.hpp>
@@ -77,7 +77,7 @@ struct PurifyOutcome {
 // the rest untouched, one tensor in memory at a time. A tensor is stored in purifiedType() (a
 // finding says when that is F16). The metadata records organ.purify.* (setPurifyMetadata).
 PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, const PurifyParams& params,
-                          const std::string& output, const ProgressFn& progress = {},
+                          const RootedPath& output, const ProgressFn& progress = {},
                           const StopToken* stop = nullptr);
 
 // θ before and after of each purified tensor, as `organ purify --json`, `organ assemble --json`

@@ -1,0 +1,107 @@
+#include "measure_controller.h"
+
+#include "display_names.h"
+#include "job_tracker.h"
+#include "measure/measure_cache.h"
+#include "measure/tensor_portrait.h"
+#include "model_view.h"
+
+#include <QPointer>
+
+namespace organ::app {
+
+MeasureController::MeasureController(JobTracker* jobs, QObject* parent) : QObject(parent), m_jobs(jobs) {}
+
+void MeasureController::attach(widgets::ModelView* view) {
+    const auto snapshot = view->snapshotPointer();
+    const QPointer<widgets::ModelView> target = view;
+    JobTracker::Job job;
+    job.kind = "measure";
+    job.title = tr("Measuring %1").arg(model::displayText(snapshot->model->name()));
+    job.ended = [this, target](const JobSnapshot& ended) {
+        if (ended.state == JobState::Failed) {
+            emit failed(model::displayText(ended.message));
+        } else if (ended.state == JobState::Cancelled && target) {
+            emit measured(target, tr("Measurement cancelled"));
+        }
+    };
+    const JobId id = m_jobs->start(
+        std::move(job),
+        [this, snapshot, target](const ProgressFn& progress, const StopToken& stop,
+                                 const JobTracker::Post& post) {
+            MeasuredModel m{snapshot->model, snapshot->anatomy, {}, {}};
+            const MeasurementCache cache;
+            MeasureOptions options;
+            options.onTensor = [&](std::size_t tensor, const ZResult& result) {
+                post([this, target, tensor, result] {
+                    if (target) {
+                        target->applyTensorResult(int(tensor), result);
+                        emit tensorApplied(target, int(tensor));
+                    }
+                });
+            };
+            const CachedMeasurement done = measureWithCache(m, options, &cache, progress, &stop);
+            if (done.result.isOk()) {
+                // From the cache there were no per-tensor results: the view applies them all at once.
+                auto measurement = std::make_shared<const ModelMeasurement>(std::move(m.measurement));
+                post([this, target, measurement] {
+                    if (!target) {
+                        return;
+                    }
+                    target->setMeasurement(measurement);
+                    emit measured(target,
+                                  tr("Measured %1: θ mean %2°%3")
+                                      .arg(model::displayText(measurement->name))
+                                      .arg(measurement->model.thetaMean, 0, 'f', 2)
+                                      .arg(measurement->fromCache ? tr(" (from the cache)") : QString()));
+                });
+            }
+            return done.result;
+        },
+        this);
+    connect(view, &QObject::destroyed, this, [this, id, view] {
+        m_jobs->cancel(id);
+        m_jobs->forget(id);
+        if (const auto it = m_portraits.find(view); it != m_portraits.end()) {
+            m_jobs->forget(*it);
+            m_portraits.erase(it);
+        }
+    });
+    connect(view, &widgets::ModelView::tensorSelected, this,
+            [this, view](int tensor) { portrait(view, tensor); });
+}
+
+void MeasureController::portrait(widgets::ModelView* view, int tensor) {
+    if (const auto it = m_portraits.find(view); it != m_portraits.end()) {
+        m_jobs->cancel(*it); // the older selection's portrait is not wanted any more
+        m_jobs->forget(*it);
+    }
+    const auto snapshot = view->snapshotPointer();
+    const QPointer<widgets::ModelView> target = view;
+    JobTracker::Job job;
+    job.kind = "portrait";
+    job.title =
+        tr("Drawing %1").arg(model::displayText(snapshot->model->tensors().at(std::size_t(tensor)).name));
+    job.lane = JobTracker::Lane::Interactive;
+    m_portraits[view] = m_jobs->start(
+        std::move(job),
+        [snapshot, target, tensor](const ProgressFn&, const StopToken& stop, const JobTracker::Post& post) {
+            const TensorInfo& t = snapshot->model->tensors().at(std::size_t(tensor));
+            const std::uint64_t columns = t.nDims == 0 ? 1 : t.ne[0];
+            auto drawn = portraitOf(t.type, snapshot->model->tensorData(t), columns,
+                                    t.elements / std::max<std::uint64_t>(1, columns), 256, 128, &stop);
+            if (!drawn) {
+                return JobResult::cancelled();
+            }
+            auto portrait = std::make_shared<const TensorPortrait>(std::move(*drawn));
+            post([target, tensor, portrait] {
+                if (target) {
+                    target->setPortrait(tensor, portrait);
+                }
+            });
+            return JobResult::ok();
+        },
+        this);
+}
+
+} // namespace organ::app

@@ -1,0 +1,50 @@
+#include "recent_files.h"
+
+#include <QFileInfo>
+#include <QMenu>
+#include <QSettings>
+
+namespace organ::app {
+namespace {
+
+constexpr int kMaxRecent = 10;
+const QString kRecentKey = QStringLiteral("recentFiles");
+
+} // namespace
+
+RecentFiles::RecentFiles(QMenu* recipient, QMenu* donor, std::function<void(const QString&, Side)> open,
+                         QObject* parent)
+    : QObject(parent), m_recipient(recipient), m_donor(donor), m_open(std::move(open)) {
+    rebuildMenus();
+}
+
+QStringList RecentFiles::files() const {
+    return QSettings().value(kRecentKey).toStringList();
+}
+
+void RecentFiles::remember(const QString& path) {
+    QStringList recent = files();
+    recent.removeAll(path);
+    recent.prepend(path);
+    while (recent.size() > kMaxRecent) {
+        recent.removeLast();
+    }
+    QSettings().setValue(kRecentKey, recent);
+    rebuildMenus();
+}
+
+void RecentFiles::rebuildMenus() {
+    const QStringList recent = files();
+    for (const auto& [menu, side] :
+         {std::pair(m_recipient, Side::Recipient), std::pair(m_donor, Side::Donor)}) {
+        menu->clear();
+        for (const QString& path : recent) {
+            menu->addAction(QFileInfo(path).fileName(), this,
+                            [this, path, side = side] { m_open(path, side); })
+                ->setToolTip(path);
+        }
+        menu->setEnabled(!recent.isEmpty());
+    }
+}
+
+} // namespace organ::app

@@ -1,0 +1,33 @@
+#pragma once
+
+#include "model_pane.h"
+
+#include <QObject>
+#include <QStringList>
+#include <functional>
+
+class QMenu;
+
+namespace organ::app {
+
+// File → Open Recent and Open Recent as Donor: the last ten models opened, newest first, kept in
+// the settings; choosing one calls `open` with its side.
+class RecentFiles : public QObject {
+    Q_OBJECT
+public:
+    using Side = widgets::ModelPane::Side;
+    RecentFiles(QMenu* recipient, QMenu* donor, std::function<void(const QString& path, Side side)> open,
+                QObject* parent);
+
+    QStringList files() const;
+    void remember(const QString& path);
+
+private:
+    void rebuildMenus();
+
+    QMenu* m_recipient;
+    QMenu* m_donor;
+    std::function<void(const QString&, Side)> m_open;
+};
+
+} // namespace organ::app

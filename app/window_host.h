@@ -1,0 +1,30 @@
+#pragma once
+
+#include "model_pane.h"
+
+#include <QMainWindow>
+#include <QString>
+#include <QStringList>
+#include <functional>
+
+namespace organ::widgets {
+class ModelView;
+}
+
+namespace organ::app {
+
+class JobTracker;
+
+// What a controller asks of the window it serves: one struct for all of them.
+struct WindowHost {
+    using Side = widgets::ModelPane::Side;
+    QMainWindow* window = nullptr;
+    JobTracker* jobs = nullptr;
+    std::function<int(const QStringList& paths, Side side)> openFiles; // returns how many opened
+    std::function<void(const QString& title, const QString& message)> showError;
+    std::function<widgets::ModelView*()> focusedView; // the focused pane's current model
+    // A message in the window's status bar for `milliseconds`.
+    void say(const QString& message, int milliseconds = 10000) const;
+};
+
+} // namespace organ::app

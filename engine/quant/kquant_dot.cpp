@@ -1,0 +1,201 @@
+#include "quant/kquant_dot.h"
+
+#include "quant/dequant_detail.h"
+#include "quant/kquant_unpack.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ORGAN_X86 1
+#endif
+
+namespace organ {
+namespace {
+
+using detail::Unpacked;
+
+// Σ_j scale[j] · Σ_{16 levels of j} q · x: exact in 32 bits (at most 16 · 128 · 16 · 127 · 127).
+std::int32_t scaledSumPortable(const Unpacked& w, const Q8KBlock& x) {
+    std::int32_t total = 0;
+    for (int j = 0; j < 16; ++j) {
+        std::int32_t sum = 0;
+        for (int k = 16 * j; k < 16 * j + 16; ++k) {
+            sum += std::int32_t(w.q[k]) * std::int32_t(x.values[k]);
+        }
+        total += w.scale[j] * sum;
+    }
+    return total;
+}
+
+// One block of 32 IQ4_NL levels (looked up from their nibbles) · 32 q8_0 values.
+std::int32_t iq4NlSumPortable(const std::uint8_t* nibbles, const std::int8_t* x) {
+    std::int32_t sum = 0;
+    for (int j = 0; j < 16; ++j) {
+        sum += detail::kIq4Levels[nibbles[j] & 0xF] * std::int32_t(x[j]) +
+               detail::kIq4Levels[nibbles[j] >> 4] * std::int32_t(x[j + 16]);
+    }
+    return sum;
+}
+
+#ifdef ORGAN_X86
+__attribute__((target("avx2"))) std::int32_t horizontalSum(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// |w| · (x with w's sign) in byte pairs to int16 (|w|, |x| ≤ 127: never saturates), then the
+// pairs times each 16's scale to int32: the low 128 bits hold one 16, the high the next.
+__attribute__((target("avx2"))) std::int32_t scaledSumAvx2(const Unpacked& w, const Q8KBlock& x) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int i = 0; i < 8; ++i) {
+        const __m256i qw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w.q + 32 * i));
+        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.values + 32 * i));
+        const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw));
+        const __m256i scales =
+            _mm256_set_m128i(_mm_set1_epi16(w.scale[2 * i + 1]), _mm_set1_epi16(w.scale[2 * i]));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scales));
+    }
+    return horizontalSum(acc);
+}
+
+// The nibbles looked up as bytes (pshufb over the 16 levels): low nibbles are values 0-15,
+// high ones 16-31, as q8_0 holds them.
+__attribute__((target("avx2"))) std::int32_t iq4NlSumAvx2(const std::uint8_t* nibbles, const std::int8_t* x) {
+    const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(detail::kIq4Levels));
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(nibbles));
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i low = _mm_shuffle_epi8(levels, _mm_and_si128(packed, mask));
+    const __m128i high = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(packed, 4), mask));
+    const __m256i qw = _mm256_set_m128i(high, low);
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw));
+    return horizontalSum(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+#endif
+
+struct IntegerKernel {
+    std::int32_t (*scaledSum)(const Unpacked& w, const Q8KBlock& x);
+    std::int32_t (*iq4NlSum)(const std::uint8_t* nibbles, const std::int8_t* x);
+};
+
+// The integer sums of the kernel quant_dot runs: plain C++ for "portable", AVX2 otherwise.
+IntegerKernel integerKernel() {
+#ifdef ORGAN_X86
+    if (std::string_view(quantizedProductKernel()) != "portable") {
+        return {scaledSumAvx2, iq4NlSumAvx2};
+    }
+#endif
+    return {scaledSumPortable, iq4NlSumPortable};
+}
+
+// acc + this super-block's product: the exact integer total, then one multiply-add with
+// d · x.d, and one with −dmin · x.d for the minimums (Σ min · sums of 16, exact too).
+float accumulate(const IntegerKernel& k, const Unpacked& w, const Q8KBlock& x, float acc) {
+    acc = std::fma(w.d * x.d, static_cast<float>(k.scaledSum(w, x)), acc);
+    if (w.hasMins) {
+        std::int32_t mins = 0;
+        for (int j = 0; j < 16; ++j) {
+            mins += w.min[j] * std::int32_t(x.sums[j]);
+        }
+        acc = std::fma(-(w.dmin * x.d), static_cast<float>(mins), acc);
+    }
+    return acc;
+}
+
+} // namespace
+
+void quantizeQ8K(const float* x, std::size_t count, Q8KBlock* out) {
+    for (std::size_t b = 0; b < count / 256; ++b, x += 256) {
+        Q8KBlock& block = out[b];
+        float max = 0;
+        float amax = 0;
+        for (int j = 0; j < 256; ++j) {
+            if (std::abs(x[j]) > amax) {
+                amax = std::abs(x[j]);
+                max = x[j];
+            }
+        }
+        if (amax == 0) {
+            block.d = 0;
+            std::memset(block.values, 0, sizeof block.values);
+            std::memset(block.sums, 0, sizeof block.sums);
+            continue;
+        }
+        const float inverse = -127.0f / max;
+        for (int j = 0; j < 256; ++j) {
+            const float level = std::nearbyint(inverse * x[j]);
+            // |level| ≤ 127 for finite values; a NaN gives 127 (as ggml's MIN does), never
+            // undefined behaviour.
+            block.values[j] = static_cast<std::int8_t>(level < 127.0f ? std::max(level, -127.0f) : 127.0f);
+        }
+        for (int j = 0; j < 16; ++j) {
+            int sum = 0;
+            for (int k = 16 * j; k < 16 * j + 16; ++k) {
+                sum += block.values[k];
+            }
+            block.sums[j] = static_cast<std::int16_t>(sum);
+        }
+        block.d = 1.0f / inverse;
+    }
+}
+
+Q8KActivations::Q8KActivations(const float* x, std::size_t columns, std::size_t count)
+    : m_columns(columns), m_count(count), m_blocks(columns / 256 * count) {
+    quantizeQ8K(x, columns * count, m_blocks.data());
+}
+
+bool hasQ8KProduct(TensorType type) {
+    return detail::superBlockUnpacker(type) != nullptr;
+}
+
+void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, const Q8KActivations& x,
+                float* out, std::size_t outStride) {
+    const detail::UnpackFn unpack = detail::superBlockUnpacker(type);
+    if (unpack == nullptr) {
+        return;
+    }
+    const IntegerKernel kernel = integerKernel();
+    const std::size_t blocks = x.columns() / 256;
+    const std::size_t blockBytes = traitsOf(type).bytesPerBlock;
+    std::vector<Unpacked> row(blocks);
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t b = 0; b < blocks; ++b) {
+            unpack(weights + (r * blocks + b) * blockBytes, row[b]);
+        }
+        for (std::size_t c = 0; c < x.count(); ++c) {
+            const Q8KBlock* column = x.column(c);
+            float acc = 0;
+            for (std::size_t b = 0; b < blocks; ++b) {
+                acc = accumulate(kernel, row[b], column[b], acc);
+            }
+            out[r + c * outStride] = acc;
+        }
+    }
+}
+
+void iq4NlProduct(const std::byte* weights, std::size_t rows, const QuantizedActivations& x, float* out,
+                  std::size_t outStride) {
+    const IntegerKernel kernel = integerKernel();
+    const std::size_t blocks = x.columns() / 32;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const std::byte* row = weights + r * blocks * 18;
+        for (std::size_t c = 0; c < x.count(); ++c) {
+            const QuantizedActivations::Block* column = x.column(c);
+            float acc = 0;
+            for (std::size_t b = 0; b < blocks; ++b) {
+                const std::byte* block = row + b * 18;
+                const std::int32_t sum = kernel.iq4NlSum(detail::bytes(block + 2), column[b].values);
+                acc = std::fma(detail::loadHalf(block) * column[b].scale, static_cast<float>(sum), acc);
+            }
+            out[r + c * outStride] = acc;
+        }
+    }
+}
+
+} // namespace organ
