@@ -9,9 +9,6 @@
 namespace organ::cli {
 namespace {
 
-// Reports larger than this are not fleet reports anyone wrote by hand or by organ.
-constexpr std::uint64_t kMaxFleetReport = 256u << 20;
-
 int writeReports(const Arguments& parsed, const FleetReport& report, const std::vector<std::string>& inputs) {
     int status = kExitOk;
     if (const auto json = parsed.option("--json")) {
@@ -31,10 +28,9 @@ int mergeReports(const Arguments& parsed) {
     std::vector<FleetReport> reports;
     for (const auto& path : parsed.positional()) {
         try {
-            reports.push_back(fleetFromJson(nlohmann::json::parse(readSmallFile(path, kMaxFleetReport))));
+            reports.push_back(readFleetReport(path));
         } catch (const std::exception& error) {
-            std::cerr << "organ fleet: " << escapeText(fileLabel(path)) << ": " << escapeText(error.what())
-                      << "\n";
+            std::cerr << "organ fleet: " << escapeText(error.what()) << "\n";
             return kExitInvalid;
         }
     }

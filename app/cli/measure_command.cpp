@@ -68,9 +68,6 @@ bool reportTargetsOk(const char* command, const Arguments& parsed, const std::ve
 
 namespace {
 
-// Shard reports carry their part's header; larger than this is not one organ wrote.
-constexpr std::uint64_t kMaxShardReport = 1u << 30;
-
 void printModel(const MeasuredModel& m, const std::string& source, bool first) {
     std::cout << (first ? "" : "\n") << escapeText(m.measurement.name) << "  (" << escapeText(source) << ")"
               << (m.measurement.fromCache ? "  [from cache; --no-cache measures afresh]" : "") << "\n"
@@ -153,11 +150,9 @@ int mergeShards(const Arguments& parsed) {
     std::vector<ShardReport> reports;
     for (const auto& path : parsed.positional()) {
         try {
-            reports.push_back(
-                shardReportFromJson(nlohmann::json::parse(readSmallFile(path, kMaxShardReport))));
+            reports.push_back(readShardReport(path));
         } catch (const std::exception& error) {
-            std::cerr << "organ measure: " << escapeText(fileLabel(path)) << ": " << escapeText(error.what())
-                      << "\n";
+            std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
             return kExitInvalid;
         }
     }

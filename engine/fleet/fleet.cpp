@@ -2,6 +2,9 @@
 
 #include "anatomy/model_summary.h"
 #include "organs/organ_directory.h"
+#include "support/bounded_json.h"
+#include "support/errors.h"
+#include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
 
@@ -439,6 +442,18 @@ void readMeasuredRow(const nlohmann::json& m, FleetRow& row) {
 }
 
 } // namespace
+
+FleetReport readFleetReport(const RootedPath& path) {
+    const std::string label = fileLabel(path.path);
+    std::string text = readSmallFile(path, kMaxFleetReportBytes);
+    const nlohmann::json document = parseBoundedJson(text, kMaxFleetReportValues, label, "a fleet report");
+    text = {};
+    try {
+        return fleetFromJson(document);
+    } catch (const std::exception& error) {
+        throw FormatError(label + ": " + error.what());
+    }
+}
 
 FleetReport fleetFromJson(const nlohmann::json& document) {
     FleetReport report;

@@ -1,7 +1,9 @@
 #include "measure/shard_report.h"
 
 #include "support/base64.h"
+#include "support/bounded_json.h"
 #include "support/errors.h"
+#include "support/safe_files.h"
 #include "support/sha256.h"
 #include "support/text_format.h"
 
@@ -217,6 +219,18 @@ std::vector<unsigned> missingParts(const std::vector<ShardReport>& reports) {
         }
     }
     return missing;
+}
+
+ShardReport readShardReport(const RootedPath& path) {
+    const std::string label = fileLabel(path.path);
+    std::string text = readSmallFile(path, kMaxShardReportBytes);
+    const nlohmann::json document = parseBoundedJson(text, kMaxShardReportValues, label, "a shard report");
+    text = {};
+    try {
+        return shardReportFromJson(document);
+    } catch (const std::exception& error) {
+        throw FormatError(label + ": " + error.what());
+    }
 }
 
 MeasuredModel mergeShardReports(const std::vector<ShardReport>& reports) {

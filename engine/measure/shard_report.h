@@ -1,6 +1,7 @@
 #pragma once
 
 #include "measure/measure_report.h"
+#include "support/rooted_files.h"
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -45,6 +46,16 @@ nlohmann::json shardReportToJson(const ShardReport& report);
 // Throws std::runtime_error naming what is wrong; also refuses a header that does not parse or
 // whose tensors are not the report's.
 ShardReport shardReportFromJson(const nlohmann::json& document);
+
+// What reading a shard report may cost: its bytes (it carries its part's header, a large
+// vocabulary included), and the JSON values it holds, counted while it is parsed (a parsed value
+// costs some 50 bytes: 80 MB of small numbers took 1.59 GB). A part of 100 000 tensors is about
+// 1.3 million values.
+inline constexpr std::uint64_t kMaxShardReportBytes = 128u << 20;
+inline constexpr std::uint64_t kMaxShardReportValues = 4u << 20;
+// The shard report at `path`, read within those bounds. Throws IoError or FormatError naming the
+// file and what is wrong.
+ShardReport readShardReport(const RootedPath& path);
 
 // The whole model's measurement from the reports of all its parts: equal, tensor for tensor, to
 // measuring the complete set. Throws std::runtime_error saying which parts are missing, given

@@ -4,9 +4,9 @@
 // under ulimit -n 1024). The limit is set in this process, hard too, so nothing can raise it.
 #include "fixtures.h"
 
-#include "graft/purify_model.h"
 #include "measure/model_measure.h"
 #include "organs/organ_directory.h"
+#include "purify/purify_model.h"
 
 #include <QDir>
 #include <QFileInfo>

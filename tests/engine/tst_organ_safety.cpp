@@ -6,11 +6,13 @@
 #include "organ_fixture.h"
 #include "shared_models.h"
 
+#include "fleet/fleet.h"
 #include "graft/assembly.h"
 #include "graft/graft_check.h"
-#include "graft/purify_model.h"
 #include "measure/measure_report.h"
+#include "measure/shard_report.h"
 #include "organs/organ_directory.h"
+#include "purify/purify_model.h"
 #include "support/safe_files.h"
 #include "vitals/vitals_report.h"
 
@@ -59,7 +61,8 @@ private slots:
         QTest::addColumn<QString>("linked");
         QTest::addColumn<QString>("message");
         QTest::newRow("sub-folder") << QStringLiteral("organs")
-                                    << QStringLiteral("/organs is not a folder inside linked-organs");
+                                    << QStringLiteral("leads through a link (a linked file or sub-folder is "
+                                                      "never followed out of linked-organs)");
         QTest::newRow("manifest") << QStringLiteral("manifest.json") << QStringLiteral("no manifest.json");
     }
     void linksNeverLeadOut() {
@@ -189,13 +192,18 @@ private slots:
     }
 
     // What killed writers left is found and removed the next time the target is written, and
-    // named; a live process's partial is left alone, a link is removed and never followed.
+    // named: the writer's partial folders as they are named now and as earlier versions named
+    // them, and partial files; a live process's partial is left alone, a link is removed and
+    // never followed.
     void partialsOfKilledRunsAreRemoved() {
         const QString target = path(QStringLiteral("killed"));
         const pid_t dead = exitedProcess();
         const QString stale = target + QStringLiteral(".partial-%1-0").arg(dead);
         QVERIFY(QDir().mkpath(stale + QStringLiteral("/organs")));
         QVERIFY(writeAll(stale + QStringLiteral("/organs/blk_0_ffn_up.bin"), QByteArray(4096, 'x')));
+        const QString staleNow = target + QStringLiteral(".partial-%1.1f03a9").arg(dead);
+        QVERIFY(QDir().mkpath(staleNow + QStringLiteral("/embed")));
+        QVERIFY(writeAll(staleNow + QStringLiteral("/embed/token_embd.bin"), QByteArray(4096, 'y')));
         const QString staleFile = target + QStringLiteral(".partial.%1.abc123").arg(dead);
         QVERIFY(writeAll(staleFile, "partial"));
         const QString kept = path(QStringLiteral("kept-by-a-link"));
@@ -209,16 +217,22 @@ private slots:
         const JobResult done = extractOrgans(*GgufModel::open(m_model.toStdString()), target.toStdString());
         QVERIFY2(done.isOk(), done.message.c_str());
         QVERIFY(!QFileInfo::exists(stale));
+        QVERIFY(!QFileInfo::exists(staleNow));
         QVERIFY(!QFileInfo::exists(staleFile));
         QVERIFY(!QFileInfo(link).isSymLink());
         QCOMPARE(readAll(kept + QStringLiteral("/precious")), QByteArray("keep me"));
         QVERIFY(QFileInfo::exists(alive));
-        QCOMPARE(done.warnings.size(), std::size_t(3));
-        const std::string all = done.warnings[0] + done.warnings[1] + done.warnings[2];
-        QVERIFY2(all.find("killed.partial-" + std::to_string(dead) +
-                          "-0: removed a partial directory left by an earlier run (process " +
-                          std::to_string(dead) + ")") != std::string::npos,
-                 all.c_str());
+        QCOMPARE(done.warnings.size(), std::size_t(4));
+        std::string all;
+        for (const std::string& warning : done.warnings) {
+            all += warning + "\n";
+        }
+        for (const std::string& name : {std::to_string(dead) + "-0", std::to_string(dead) + ".1f03a9"}) {
+            QVERIFY2(all.find("killed.partial-" + name +
+                              ": removed a partial directory left by an earlier run (process " +
+                              std::to_string(dead) + ")") != std::string::npos,
+                     all.c_str());
+        }
     }
 
     // A manifest's array costs its bytes, not a value object per element: ten million u8
@@ -255,6 +269,42 @@ private slots:
         QVERIFY2(error.contains(QStringLiteral("more than 4 194 304 values")), qPrintable(error));
         qInfo("one of 4 194 304 refused with %.1f MiB at most", double(refused) / (1 << 20));
         QVERIFY2(refused < (400u << 20), qPrintable(QString::number(refused)));
+    }
+
+    // Shard and fleet reports read for --merge cost bounded memory: a report of 30 million small
+    // numbers (60 MB, under the byte caps) took 1.6 GB and more to parse; it is refused after
+    // 4 194 304 values, naming the file, and one of real size still reads.
+    void reportsCostBoundedMemory() {
+        const QString path = QDir(m_dir.path()).filePath(QStringLiteral("huge-report.json"));
+        QByteArray text = "{\"rows\": [0";
+        text.reserve(60 << 20);
+        while (text.size() < (60 << 20)) {
+            text += ",0";
+        }
+        text += "]}";
+        QVERIFY(writeAll(path, text));
+        for (const bool fleet : {true, false}) {
+            resetPeakAllocation();
+            const QString error = thrown([&] {
+                if (fleet) {
+                    readFleetReport(path.toStdString());
+                } else {
+                    readShardReport(path.toStdString());
+                }
+            });
+            const std::size_t peak = peakAllocationSinceReset();
+            QVERIFY2(error.startsWith(QStringLiteral("huge-report.json: more than 4 194 304 values")),
+                     qPrintable(error));
+            qInfo("a %s report of 30 000 000 values refused with %.1f MiB at most", fleet ? "fleet" : "shard",
+                  double(peak) / (1 << 20));
+            QVERIFY2(peak < (400u << 20), qPrintable(QString::number(peak)));
+        }
+        const QString small = QDir(m_dir.path()).filePath(QStringLiteral("not-a-report.json"));
+        QVERIFY(writeAll(small, "{\"format\": \"something else\"}"));
+        QVERIFY2(thrown([&] { readFleetReport(small.toStdString()); }).startsWith(QStringLiteral("not-a-report.json: ")),
+                 qPrintable(thrown([&] { readFleetReport(small.toStdString()); })));
+        QVERIFY2(thrown([&] { readShardReport(small.toStdString()); }).startsWith(QStringLiteral("not-a-report.json: ")),
+                 qPrintable(thrown([&] { readShardReport(small.toStdString()); })));
     }
 };
 

@@ -179,7 +179,9 @@ private slots:
         QTest::newRow("missing file")
             << QStringLiteral("remove") << QStringLiteral("organs/blk_0_ffn_up.bin is missing");
         QTest::newRow("link") << QStringLiteral("link")
-                              << QStringLiteral("organs/blk_0_ffn_up.bin is not a regular file");
+                              << QStringLiteral(
+                                     "organs/blk_0_ffn_up.bin leads through a link (a linked file or "
+                                     "sub-folder is never followed out of organs-link)");
         QTest::newRow("not JSON") << QStringLiteral("json") << QStringLiteral("manifest.json: not JSON");
         QTest::newRow("format") << QStringLiteral("format")
                                 << QStringLiteral("\"format\" is not \"organ-directory\"");
