@@ -7,9 +7,9 @@
 #include "fleet/fleet.h"
 #include "graft/assembly.h"
 #include "graft/graft_check.h"
-#include "purify/purify_model.h"
 #include "measure/measure_cache.h"
 #include "organs/organ_directory.h"
+#include "purify/purify_model.h"
 #include "support/sha256.h"
 #include "support/text_safety.h"
 
@@ -147,6 +147,23 @@ std::string queryPath(const QHttpServerRequest& request) {
     return query.queryItemValue(QStringLiteral("path"), QUrl::FullyDecoded).toStdString();
 }
 
+// A request whose Connection header says "close" is its connection's last (RFC 9112, 9.6): once
+// it is answered the server closes the connection, and its slot is free at once, not when the
+// client's close arrives, after connections made since may have been refused for want of it.
+void closeIfAsked(const QHttpServerRequest& request, QTcpSocket* socket) {
+    for (const auto& [name, value] : request.headers()) {
+        if (name.compare("connection", Qt::CaseInsensitive) != 0) {
+            continue;
+        }
+        for (const QByteArray& option : value.split(',')) {
+            if (option.trimmed().compare("close", Qt::CaseInsensitive) == 0) {
+                socket->disconnectFromHost(); // after what is written has been sent
+                return;
+            }
+        }
+    }
+}
+
 } // namespace
 
 bool sameToken(const QByteArray& given, const QByteArray& expected) {
@@ -219,6 +236,7 @@ bool ApiServer::handleRequest(const QHttpServerRequest& request, QTcpSocket* soc
         responder.writeHeader("Allow", reply.allow);
     }
     responder.writeBody(body);
+    closeIfAsked(request, socket);
     return true;
 }
 

@@ -4,6 +4,7 @@
 // any address of 127/8 (each is this machine, and the server tells clients apart by address).
 // For the API tests' hostile clients and for the benchmarks.
 #include <arpa/inet.h>
+#include <cerrno>
 #include <cstdlib>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -75,6 +76,36 @@ inline std::string roundTrip(int port, const std::string& request, const char* f
     }
     ::close(fd);
     return answer;
+}
+
+// One request on a connection of its own, as roundTrip, and whether the server closed the
+// connection once it had answered (within 5 s), without waiting for the client to.
+struct Exchange {
+    std::string answer;
+    bool closedByServer = false;
+};
+
+inline Exchange exchange(int port, const std::string& request, const char* from = "127.0.0.1") {
+    Exchange result;
+    const int fd = connectFrom(from, port);
+    if (fd < 0) {
+        return result;
+    }
+    timeval timeout{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+        result.answer = readAnswer(fd);
+        char byte = 0;
+        result.closedByServer = !result.answer.empty() && ::recv(fd, &byte, 1, 0) == 0;
+    }
+    ::close(fd);
+    return result;
+}
+
+// Whether a connection is still open and the server has sent nothing on it.
+inline bool untouched(int fd) {
+    char byte = 0;
+    return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 // The status of an answer, 0 when there is none.
