@@ -25,19 +25,15 @@ int writeReports(const Arguments& parsed, const FleetReport& report, const std::
 }
 
 int mergeReports(const Arguments& parsed) {
-    std::vector<FleetReport> reports;
-    for (const auto& path : parsed.positional()) {
-        try {
-            reports.push_back(readFleetReport(path));
-        } catch (const std::exception& error) {
-            std::cerr << "organ fleet: " << escapeText(error.what()) << "\n";
-            return kExitInvalid;
-        }
+    const auto reports =
+        readEach("fleet", parsed.positional(), [](const std::string& path) { return readFleetReport(path); });
+    if (!reports) {
+        return kExitInvalid;
     }
     std::vector<std::string> warnings;
     FleetReport merged;
     try {
-        merged = mergeFleetReports(reports, &warnings);
+        merged = mergeFleetReports(*reports, &warnings);
     } catch (const std::exception& error) {
         std::cerr << "organ fleet: " << escapeText(error.what()) << "\n";
         return kExitInvalid;

@@ -147,23 +147,19 @@ int measureOneShard(const Arguments& parsed, const MeasureOptions& options) {
 }
 
 int mergeShards(const Arguments& parsed) {
-    std::vector<ShardReport> reports;
-    for (const auto& path : parsed.positional()) {
-        try {
-            reports.push_back(readShardReport(path));
-        } catch (const std::exception& error) {
-            std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
-            return kExitInvalid;
-        }
+    const auto reports = readEach("measure", parsed.positional(),
+                                  [](const std::string& path) { return readShardReport(path); });
+    if (!reports) {
+        return kExitInvalid;
     }
     std::vector<MeasuredModel> measured;
     try {
-        measured.push_back(mergeShardReports(reports));
+        measured.push_back(mergeShardReports(*reports));
     } catch (const std::exception& error) {
         std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
         return kExitInvalid;
     }
-    printModel(measured.front(), "merged from " + std::to_string(reports.size()) + " shard reports", true);
+    printModel(measured.front(), "merged from " + std::to_string(reports->size()) + " shard reports", true);
     return writeMeasurementReports(parsed, measured, parsed.positional(), kExitOk);
 }
 

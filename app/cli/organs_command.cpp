@@ -1,8 +1,8 @@
 #include "anatomy/model_validation.h"
 #include "cli.h"
-#include "purify/purify_model.h"
 #include "measure/measure_cache.h"
 #include "organs/organ_directory.h"
+#include "purify/purify_model.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
 #include "vitals/tokenizer.h"
@@ -45,12 +45,8 @@ int runExtract(const std::vector<std::string>& args) {
         extractOrgans(*m.model, *output, measurement ? &*measurement : nullptr,
                       [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
     printer.finish();
-    if (!done.isOk()) {
-        std::cerr << "organ extract: " << escapeText(done.message) << "\n";
+    if (!reportJobEnd("extract", done)) {
         return kExitInvalid;
-    }
-    for (const std::string& warning : done.warnings) {
-        std::cerr << "organ extract: warning: " << escapeText(warning) << "\n";
     }
     std::cout << escapeText(fileLabel(*output)) << ": " << m.model->tensors().size() << " tensors"
               << (measurement ? ", with their measurement" : "") << "\n";
@@ -69,12 +65,8 @@ int runAssembleOrgans(const std::string& directory, const std::string& output, b
             printer.update(p.done, p.total, p.stage);
         });
         printer.finish();
-        if (!done.isOk()) {
-            std::cerr << "organ assemble: " << escapeText(done.message) << "\n";
+        if (!reportJobEnd("assemble", done)) {
             return kExitInvalid;
-        }
-        for (const std::string& warning : done.warnings) {
-            std::cerr << "organ assemble: warning: " << escapeText(warning) << "\n";
         }
         std::cout << escapeText(fileLabel(output)) << ": assembled from " << organs.tensors().size()
                   << " tensor files\n";

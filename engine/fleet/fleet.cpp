@@ -444,15 +444,7 @@ void readMeasuredRow(const nlohmann::json& m, FleetRow& row) {
 } // namespace
 
 FleetReport readFleetReport(const RootedPath& path) {
-    const std::string label = fileLabel(path.path);
-    std::string text = readSmallFile(path, kMaxFleetReportBytes);
-    const nlohmann::json document = parseBoundedJson(text, kMaxFleetReportValues, label, "a fleet report");
-    text = {};
-    try {
-        return fleetFromJson(document);
-    } catch (const std::exception& error) {
-        throw FormatError(label + ": " + error.what());
-    }
+    return readBoundedJson(path, {64u << 20, 4u << 20}, "a fleet report", fleetFromJson);
 }
 
 FleetReport fleetFromJson(const nlohmann::json& document) {

@@ -222,15 +222,7 @@ std::vector<unsigned> missingParts(const std::vector<ShardReport>& reports) {
 }
 
 ShardReport readShardReport(const RootedPath& path) {
-    const std::string label = fileLabel(path.path);
-    std::string text = readSmallFile(path, kMaxShardReportBytes);
-    const nlohmann::json document = parseBoundedJson(text, kMaxShardReportValues, label, "a shard report");
-    text = {};
-    try {
-        return shardReportFromJson(document);
-    } catch (const std::exception& error) {
-        throw FormatError(label + ": " + error.what());
-    }
+    return readBoundedJson(path, {128u << 20, 4u << 20}, "a shard report", shardReportFromJson);
 }
 
 MeasuredModel mergeShardReports(const std::vector<ShardReport>& reports) {

@@ -47,14 +47,9 @@ nlohmann::json shardReportToJson(const ShardReport& report);
 // whose tensors are not the report's.
 ShardReport shardReportFromJson(const nlohmann::json& document);
 
-// What reading a shard report may cost: its bytes (it carries its part's header, a large
-// vocabulary included), and the JSON values it holds, counted while it is parsed (a parsed value
-// costs some 50 bytes: 80 MB of small numbers took 1.59 GB). A part of 100 000 tensors is about
-// 1.3 million values.
-inline constexpr std::uint64_t kMaxShardReportBytes = 128u << 20;
-inline constexpr std::uint64_t kMaxShardReportValues = 4u << 20;
-// The shard report at `path`, read within those bounds. Throws IoError or FormatError naming the
-// file and what is wrong.
+// The shard report at `path`, within 128 MiB (it carries its part's header, a large vocabulary
+// included) and 4 194 304 JSON values (a part of 100 000 tensors is about 1.3 million):
+// IoError or FormatError naming the file.
 ShardReport readShardReport(const RootedPath& path);
 
 // The whole model's measurement from the reports of all its parts: equal, tensor for tensor, to
