@@ -99,8 +99,7 @@ QuantizePlan planQuantization(const GgufModel& model, const QuantizeRecipe& reci
             requantized += traitsOf(t.type).quantized ? 1 : 0;
             w.source = quantizedSource(model, t, choice.type, std::move(weights), threads);
         } else {
-            w.source.bytes = model.tensorData(t);
-            w.source.mapping = model.tensorMapping(t);
+            w.source = model.tensorSource(t); // the writer checks a promised SHA-256 as it copies
         }
         plan.spec.tensors.push_back(std::move(w));
         plan.tensors.push_back(std::move(report));

@@ -5,6 +5,8 @@
 #include "support/errors.h"
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 
 namespace organ {
 namespace {
@@ -30,10 +32,15 @@ TensorSource quantizedSource(const GgufModel& model, const TensorInfo& tensor, T
     }
     TensorSource source;
     source.mapping = model.tensorMapping(tensor); // named, so that the output is never this input
-    source.generate = [data = model.tensorData(tensor), mapping = model.tensorMapping(tensor),
+    // An organ directory's tensor file is checked against its manifest's SHA-256 before its
+    // values are used, once, whichever part of the output is asked for first.
+    source.generate = [in = model.tensorSource(tensor), checked = std::make_shared<std::once_flag>(),
                        from = tensor.type, name = tensor.name, target, importance = std::move(importance),
                        threads, columns, rowBytes, rows,
                        rowsPerExpert](std::uint64_t offset, std::span<std::byte> out) {
+        std::call_once(*checked, [&in] { checkPromise(in); });
+        const std::span<const std::byte> data = in.bytes;
+        const std::shared_ptr<const MappedFile>& mapping = in.mapping;
         const std::uint64_t end = offset + out.size();
         if (end > rows * rowBytes || end < offset) {
             throw FormatError(name + ": bytes asked for past the end of the quantized tensor");

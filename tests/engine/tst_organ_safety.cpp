@@ -13,6 +13,7 @@
 #include "measure/shard_report.h"
 #include "organs/organ_directory.h"
 #include "purify/purify_model.h"
+#include "quant/quantize_model.h"
 #include "support/safe_files.h"
 #include "vitals/vitals_report.h"
 
@@ -84,8 +85,9 @@ private slots:
     // laundered into a new manifest: each reader of its bytes checks the SHA-256 and names it.
     void tamperedTensorsAreRefused_data() {
         QTest::addColumn<QString>("use");
-        for (const char* use : {"graft into a GGUF", "graft into a directory", "purify it", "purify another",
-                                "extract again", "assemble", "vital signs", "vital signs of a plan"}) {
+        for (const char* use :
+             {"graft into a GGUF", "graft into a directory", "purify it", "purify another", "extract again",
+              "assemble", "vital signs", "vital signs of a plan", "quantize it", "quantize, copied as is"}) {
             QTest::newRow(use) << QString::fromUtf8(use);
         }
     }
@@ -119,6 +121,17 @@ private slots:
         } else if (use == QStringLiteral("extract again")) {
             error = QString::fromStdString(extractOrgans(*openModel(d), out.toStdString()).message);
             QVERIFY(!QFileInfo::exists(out));
+        } else if (use.startsWith(QStringLiteral("quantize"))) {
+            QuantizeRecipe recipe;
+            recipe.fileType = QuantFileType::Q8_0;
+            recipe.pure = true;
+            if (use.endsWith(QStringLiteral("as is"))) {
+                recipe.tensorTypes = {{"ffn_up", TensorType::F32}};
+            }
+            const std::string target = QString(out + QStringLiteral(".gguf")).toStdString();
+            const QuantizeOutcome outcome = quantizeModel(*openModel(d), recipe, nullptr, target);
+            error = QString::fromStdString(outcome.written.message);
+            QVERIFY(!fs::exists(target));
         } else if (use == QStringLiteral("assemble")) {
             error = QString::fromStdString(
                 assembleOrgans(OrganDirectory::open(d), QString(out + QStringLiteral(".gguf")).toStdString())
@@ -301,9 +314,13 @@ private slots:
         }
         const QString small = QDir(m_dir.path()).filePath(QStringLiteral("not-a-report.json"));
         QVERIFY(writeAll(small, "{\"format\": \"something else\"}"));
-        QVERIFY2(thrown([&] { readFleetReport(small.toStdString()); }).startsWith(QStringLiteral("not-a-report.json: ")),
+        QVERIFY2(thrown([&] {
+                     readFleetReport(small.toStdString());
+                 }).startsWith(QStringLiteral("not-a-report.json: ")),
                  qPrintable(thrown([&] { readFleetReport(small.toStdString()); })));
-        QVERIFY2(thrown([&] { readShardReport(small.toStdString()); }).startsWith(QStringLiteral("not-a-report.json: ")),
+        QVERIFY2(thrown([&] {
+                     readShardReport(small.toStdString());
+                 }).startsWith(QStringLiteral("not-a-report.json: ")),
                  qPrintable(thrown([&] { readShardReport(small.toStdString()); })));
     }
 };
