@@ -2,6 +2,7 @@
 
 #include "quant/dequant_detail.h"
 #include "quant/kquant_unpack.h"
+#include "support/instruction_set.h"
 
 #include <algorithm>
 #include <cmath>
@@ -87,7 +88,7 @@ struct IntegerKernel {
 // The integer sums of the kernel quant_dot runs: plain C++ for "portable", AVX2 otherwise.
 IntegerKernel integerKernel() {
 #ifdef ORGAN_X86
-    if (std::string_view(quantizedProductKernel()) != "portable") {
+    if (activeInstructionSet() != InstructionSet::Portable) {
         return {scaledSumAvx2, iq4NlSumAvx2};
     }
 #endif

@@ -9,7 +9,7 @@
 // deleted afterwards unless ORGAN_BENCH_KEEP is set)
 #include "bench_models.h"
 #include "proc_status.h"
-#include "quant/quant_dot.h"
+#include "support/instruction_set.h"
 #include "vitals/forward.h"
 #include "vitals/vital_signs.h"
 
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
         std::printf("perplexity pass: %zu tokens in %.2f s = %.1f tokens/s (perplexity %.0f), %u threads, %s "
                     "kernel\n",
                     tokens.size(), pass, tokens.size() / pass, perplexity, transformer.threads(),
-                    quantizedProductKernel());
+                    std::string(instructionSetName(activeInstructionSet())).c_str());
         std::printf("  peak RSS %.1f MiB (+%.1f over the open model)\n", processStatusKiB("VmHWM:") / 1024.0,
                     (processStatusKiB("VmHWM:") - base) / 1024.0);
         const std::vector<std::int32_t> prompt(tokens.begin(), tokens.begin() + 8);

@@ -5,6 +5,7 @@
 #include "quant/dequant.h"
 #include "quant/kquant_dot.h"
 #include "quant/quant_dot.h"
+#include "support/instruction_set.h"
 
 #include <QTest>
 #include <algorithm>
@@ -92,7 +93,7 @@ std::vector<float> oneHot(std::size_t n, std::size_t k) {
 std::vector<float> product(TensorType t, const std::vector<std::byte>& weights, std::size_t rows,
                            std::size_t columns, const std::vector<float>& x, std::size_t count,
                            const std::string& kernel) {
-    useQuantizedProductKernel(kernel);
+    useInstructionSet(kernel);
     std::vector<float> out(rows * count, std::nanf(""));
     if (t == TensorType::IQ4_NL) {
         quantizedProduct(t, weights.data(), rows, QuantizedActivations(x.data(), columns, count), out.data(),
@@ -292,7 +293,7 @@ private slots:
         QCOMPARE(values[static_cast<std::size_t>(position)], weight);
     }
 
-    void cleanup() { useQuantizedProductKernel(quantizedProductKernels().front()); }
+    void cleanup() { useInstructionSet(instructionSetName(supportedInstructionSets().front())); }
 
     // Random blocks of every type, on every kernel: the product equals the dequantized weights
     // times the dequantized activations up to float rounding, on rows of one to several
@@ -300,17 +301,18 @@ private slots:
     void kernelsAgreeWithSlowSums_data() {
         QTest::addColumn<QString>("kernel");
         QTest::addColumn<int>("type");
-        for (const std::string& kernel : quantizedProductKernels()) {
+        for (const InstructionSet set : supportedInstructionSets()) {
+            const std::string kernel(instructionSetName(set));
             for (const TensorType t : {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
                                        TensorType::Q6_K, TensorType::IQ4_XS, TensorType::IQ4_NL}) {
                 const std::string row = kernel + " " + std::string(tensorTypeName(t));
                 QTest::newRow(row.c_str()) << QString::fromStdString(kernel) << int(t);
             }
         }
-        const std::vector<std::string> all = quantizedProductKernels();
-        for (const char* name : {"avx512-vnni", "avx2"}) {
-            if (std::find(all.begin(), all.end(), name) == all.end()) {
-                qInfo("kernel %s: this CPU cannot run it, not tested", name);
+        const auto& supported = supportedInstructionSets();
+        for (const InstructionSet set : knownInstructionSets()) {
+            if (std::find(supported.begin(), supported.end(), set) == supported.end()) {
+                qInfo("kernel %s: this CPU cannot run it, not tested", instructionSetName(set).data());
             }
         }
     }

@@ -6,6 +6,7 @@
 #include "quant/quant_dot.h"
 #include "shared_models.h"
 #include "support/errors.h"
+#include "support/instruction_set.h"
 #include "vitals/forward.h"
 #include "vitals/tokenizer.h"
 #include "vitals/vital_signs.h"
@@ -338,11 +339,12 @@ private slots:
         const auto gguf = GgufModel::open(path.toStdString());
         const Transformer transformer(gguf);
         const std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
-        const std::vector<std::string> kernels = quantizedProductKernels();
+        const std::vector<InstructionSet>& kernels = supportedInstructionSets();
         const Eigen::MatrixXf first = transformer.logits(tokens);
         const double perplexity = perplexityOf(first, tokens).perplexity;
-        for (const std::string& kernel : kernels) {
-            useQuantizedProductKernel(kernel);
+        for (const InstructionSet set : kernels) {
+            const std::string kernel(instructionSetName(set));
+            useInstructionSet(kernel);
             const Eigen::MatrixXf logits = transformer.logits(tokens);
             const double mean = (logits - first).cwiseAbs().mean();
             const double theirs = perplexityOf(logits, tokens).perplexity;
@@ -351,7 +353,7 @@ private slots:
             QCOMPARE((logits - first).cwiseAbs().maxCoeff(), 0.0f);
             QCOMPARE(theirs, perplexity);
         }
-        useQuantizedProductKernel(kernels.front());
+        useInstructionSet(instructionSetName(kernels.front()));
     }
 
     void cancelLeavesTheSession() {
