@@ -53,6 +53,10 @@ const KQuantKernels& kQuantKernels(InstructionSet set);
 const Q80Kernels* q80KernelsX86(InstructionSet set);
 const KQuantKernels* kQuantKernelsX86(InstructionSet set);
 
+template <class Kernels> const Kernels& orPortable(const Kernels* x86, const Kernels& portable) {
+    return x86 != nullptr ? *x86 : portable;
+}
+
 // Cuts rows × count products into tiles of `tile`: calls run(firstRow, firstColumn, rowIndex,
 // columnIndex, out) with the tile's indices (the last real one repeated past an edge), then copies
 // the real results into result[r + c · stride].

@@ -49,6 +49,14 @@ namespace avx512vnni {
 #undef ORGAN_VNNI
 } // namespace avx512vnni
 
+// The kernels of `set` among those of each x86 set; nullptr for portable.
+template <class Kernels>
+const Kernels* bySet(InstructionSet set, const Kernels& avx2, const Kernels& avxVnni, const Kernels& avx512,
+                     const Kernels& avx512Vnni) {
+    const Kernels* const kernels[] = {nullptr, &avx2, &avxVnni, &avx512, &avx512Vnni}; // the enum's order
+    return kernels[static_cast<int>(set)];
+}
+
 // Tile shapes: sixteen 256-bit registers (AVX2, AVX-VNNI) hold 4 × 2 accumulators beside their
 // operands; thirty-two 512-bit ones 4 × 8 products (two to a register).
 const Q80Kernels* q80KernelsX86(InstructionSet set) {
@@ -57,19 +65,17 @@ const Q80Kernels* q80KernelsX86(InstructionSet set) {
     static const Q80Kernels kAvx512{{4, 8, avx512::q80TileWide<4, 4>}, {4, 1, avx512::q80Tile<4, 1>}};
     static const Q80Kernels kAvx512Vnni{{4, 8, avx512vnni::q80TileWide<4, 4>},
                                         {4, 1, avx512vnni::q80Tile<4, 1>}};
-    switch (set) {
-    case InstructionSet::Avx2:
-        return &kAvx2;
-    case InstructionSet::AvxVnni:
-        return &kAvxVnni;
-    case InstructionSet::Avx512:
-        return &kAvx512;
-    case InstructionSet::Avx512Vnni:
-        return &kAvx512Vnni;
-    case InstructionSet::Portable:
-        break;
-    }
-    return nullptr;
+    return bySet(set, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni);
+}
+
+const KQuantKernels* kQuantKernelsX86(InstructionSet set) {
+    static const KQuantKernels kAvx2{{4, 2, avx2::kQuantTile<4, 2>}, {8, 1, avx2::kQuantTile<8, 1>}};
+    static const KQuantKernels kAvxVnni{{4, 2, avxvnni::kQuantTile<4, 2>}, {8, 1, avxvnni::kQuantTile<8, 1>}};
+    static const KQuantKernels kAvx512{{4, 4, avx512::kQuantTileWide<4, 4>},
+                                       {8, 1, avx512::kQuantTileWide<8, 1>}};
+    static const KQuantKernels kAvx512Vnni{{4, 4, avx512vnni::kQuantTileWide<4, 4>},
+                                           {8, 1, avx512vnni::kQuantTileWide<8, 1>}};
+    return bySet(set, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni);
 }
 
 } // namespace organ::detail
@@ -79,6 +85,10 @@ const Q80Kernels* q80KernelsX86(InstructionSet set) {
 namespace organ::detail {
 
 const Q80Kernels* q80KernelsX86(InstructionSet) {
+    return nullptr;
+}
+
+const KQuantKernels* kQuantKernelsX86(InstructionSet) {
     return nullptr;
 }
 

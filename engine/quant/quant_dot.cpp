@@ -100,8 +100,7 @@ namespace detail {
 
 const Q80Kernels& q80Kernels(InstructionSet set) {
     static const Q80Kernels kPortable{{1, 1, tilePortable}, {1, 1, tilePortable}};
-    const Q80Kernels* x86 = q80KernelsX86(set);
-    return x86 != nullptr ? *x86 : kPortable;
+    return orPortable(q80KernelsX86(set), kPortable);
 }
 
 } // namespace detail

@@ -4,6 +4,7 @@
 // give the same bits as the portable one.
 #include "quant/dequant.h"
 #include "quant/kquant_dot.h"
+#include "quant/kquant_unpack.h"
 #include "quant/quant_dot.h"
 #include "support/instruction_set.h"
 
@@ -324,7 +325,10 @@ private slots:
         const std::size_t blockSize = traitsOf(t).blockSize;
         std::mt19937 rng(static_cast<unsigned>(type));
         for (const auto& [rows, columns, count] :
-             {std::tuple<std::size_t, std::size_t, std::size_t>{5, 256, 3}, {3, 1024, 4}, {2, 2048, 1}}) {
+             {std::tuple<std::size_t, std::size_t, std::size_t>{5, 256, 3},
+              {3, 1024, 4},
+              {2, 2048, 1},
+              {19, 512, 9}}) {
             const std::vector<std::byte> weights = randomBlocks(t, rows * columns / blockSize, rng);
             const std::vector<float> x = randomActivations(columns * count, rng);
             const std::vector<float> portable = product(t, weights, rows, columns, x, count, "portable");
@@ -339,6 +343,35 @@ private slots:
                                         .arg(out[i])
                                         .arg(slow[2 * i])));
                 QCOMPARE(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(portable[i]));
+            }
+        }
+    }
+
+    // Every instruction set's unpacker gives the portable one's unpacked super-block.
+    void unpackersAgree() {
+        std::mt19937 rng(5);
+        for (const TensorType t : {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                                   TensorType::Q6_K, TensorType::IQ4_XS}) {
+            const std::vector<std::byte> blocks = randomBlocks(t, 16, rng);
+            const std::size_t bytes = traitsOf(t).bytesPerBlock;
+            for (const InstructionSet set : supportedInstructionSets()) {
+                for (std::size_t b = 0; b < 16; ++b) {
+                    detail::Unpacked portable;
+                    detail::Unpacked fast;
+                    std::memset(portable.q, 0xA5, sizeof portable.q);
+                    std::memset(fast.q, 0x5A, sizeof fast.q);
+                    detail::superBlockUnpacker(t, InstructionSet::Portable)(blocks.data() + b * bytes,
+                                                                            portable);
+                    detail::superBlockUnpacker(t, set)(blocks.data() + b * bytes, fast);
+                    QVERIFY(std::memcmp(portable.q, fast.q, sizeof portable.q) == 0);
+                    QVERIFY(std::memcmp(portable.scales, fast.scales, sizeof portable.scales) == 0);
+                    QVERIFY(std::memcmp(portable.correction, fast.correction, sizeof portable.correction) ==
+                            0);
+                    QCOMPARE(fast.d, portable.d);
+                    QCOMPARE(fast.dmin * float(fast.hasMins), portable.dmin * float(portable.hasMins));
+                    QCOMPARE(fast.hasMins, portable.hasMins);
+                    QCOMPARE(fast.wideLevels, portable.wideLevels);
+                }
             }
         }
     }
