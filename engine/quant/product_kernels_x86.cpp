@@ -19,6 +19,7 @@ namespace avx2 {
 #define ORGAN_TARGET __attribute__((target("avx2,fma,f16c")))
 #define ORGAN_VNNI 0
 #include "quant/product_kernels_ymm.inc"
+#undef ORGAN_UNROLL
 #undef ORGAN_TARGET
 #undef ORGAN_VNNI
 } // namespace avx2
@@ -27,6 +28,7 @@ namespace avxvnni {
 #define ORGAN_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define ORGAN_VNNI 1
 #include "quant/product_kernels_ymm.inc"
+#undef ORGAN_UNROLL
 #undef ORGAN_TARGET
 #undef ORGAN_VNNI
 } // namespace avxvnni

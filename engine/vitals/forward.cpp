@@ -2,8 +2,6 @@
 
 #include "gguf/tensor_name.h"
 #include "quant/dequant.h"
-#include "quant/kquant_dot.h"
-#include "quant/quant_dot.h"
 #include "support/errors.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -133,27 +131,31 @@ Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_
 }
 
 Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,
-                                      const Eigen::MatrixXf& x) const {
+                                      const Eigen::MatrixXf& x, PreparedInput* prepared) const {
     const ModelWeights::Tensor& tensor = checkedTensor(name, rows, columns);
     Eigen::MatrixXf y(static_cast<Eigen::Index>(rows), x.cols());
+    PreparedInput local;
+    PreparedInput& input = prepared != nullptr ? *prepared : local;
     // Quantized weights with a quantized product meet 8-bit activations, as in llama.cpp: Q8_0
     // and IQ4_NL in blocks of 32, the K-quants and IQ4_XS in super-blocks of 256; the others are
     // decoded to F32 a slice at a time and multiplied by Eigen.
-    std::optional<QuantizedActivations> quantized;
-    std::optional<Q8KActivations> superBlocks;
-    if (hasQuantizedProduct(tensor.type)) {
-        quantized.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
-    } else if (hasQ8KProduct(tensor.type)) {
-        superBlocks.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
+    const bool blocks = hasQuantizedProduct(tensor.type);
+    const bool superBlocks = hasQ8KProduct(tensor.type);
+    if (blocks && !input.blocks) {
+        input.blocks.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
+    } else if (superBlocks && !input.superBlocks) {
+        input.superBlocks.emplace(x.data(), static_cast<std::size_t>(columns),
+                                  static_cast<std::size_t>(x.cols()));
     }
     // F16 weights meet activations rounded to F16, as llama.cpp converts them.
-    Eigen::MatrixXf halved;
-    if (tensor.type == TensorType::F16) {
-        halved = x.unaryExpr([](float v) { return halfToFloat(floatToHalf(v)); });
+    if (tensor.type == TensorType::F16 && input.halved.size() == 0) {
+        input.halved = x.unaryExpr([](float v) { return halfToFloat(floatToHalf(v)); });
     }
-    const Eigen::MatrixXf& input = halved.size() > 0 ? halved : x;
-    // Slices of at most 1024 rows (8 MiB of F32 for a 2048-wide weight), dealt to the threads.
-    constexpr std::uint64_t kSlice = 1024;
+    const Eigen::MatrixXf& dense = tensor.type == TensorType::F16 ? input.halved : x;
+    // Slices of rows dealt to the threads: about 64 of them, so that no thread waits long for the
+    // last, a multiple of 16 rows and at most 1024 (8 MiB of F32 for a 2048-wide weight). They do
+    // not depend on the number of threads, nor then do the results.
+    const std::uint64_t kSlice = std::clamp<std::uint64_t>((rows + 1023) / 1024 * 16, 16, 1024);
     const std::uint64_t slices = (rows + kSlice - 1) / kSlice;
     std::atomic<std::uint64_t> next{0};
     std::exception_ptr failure;
@@ -164,19 +166,19 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
             for (std::uint64_t s = next++; s < slices; s = next++) {
                 const std::uint64_t first = s * kSlice;
                 const std::uint64_t count = std::min(kSlice, rows - first);
-                if (quantized || superBlocks) {
+                if (blocks || superBlocks) {
                     const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
-                    if (quantized) {
+                    if (blocks) {
                         quantizedProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count),
-                                         *quantized, y.data() + first, static_cast<std::size_t>(rows));
+                                         *input.blocks, y.data() + first, static_cast<std::size_t>(rows));
                     } else {
-                        q8KProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *superBlocks,
-                                   y.data() + first, static_cast<std::size_t>(rows));
+                        q8KProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count),
+                                   *input.superBlocks, y.data() + first, static_cast<std::size_t>(rows));
                     }
                     continue;
                 }
                 y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =
-                    weightRows(name, rows, columns, first, count) * input;
+                    weightRows(name, rows, columns, first, count) * dense;
             }
         } catch (...) {
             std::lock_guard lock(failureMutex);
@@ -341,11 +343,11 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     }
     // weight · input, the input shown to the observer first.
     auto product = [&](const std::string& weight, std::uint64_t rows, std::uint64_t columns,
-                       const Eigen::MatrixXf& input) {
+                       const Eigen::MatrixXf& input, Transformer::PreparedInput* prepared = nullptr) {
         if (m_observer) {
             m_observer(weight, input);
         }
-        return t.multiply(weight, rows, columns, input);
+        return t.multiply(weight, rows, columns, input, prepared);
     };
     // y += bias, when the layer has that bias (qwen2's attention).
     auto addBias = [&](Eigen::MatrixXf& y, const std::string& name) {
@@ -372,9 +374,10 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             k = qkv.middleRows(qDim, kv);
             v = qkv.bottomRows(kv);
         } else {
-            q = product(name("attn_q.weight"), qDim, e, h);
-            k = product(name("attn_k.weight"), kv, e, h);
-            v = product(name("attn_v.weight"), kv, e, h);
+            Transformer::PreparedInput prepared;
+            q = product(name("attn_q.weight"), qDim, e, h, &prepared);
+            k = product(name("attn_k.weight"), kv, e, h, &prepared);
+            v = product(name("attn_v.weight"), kv, e, h, &prepared);
             addBias(q, name("attn_q.bias"));
             addBias(k, name("attn_k.bias"));
             addBias(v, name("attn_v.bias"));
@@ -447,8 +450,9 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             gate = both.topRows(static_cast<Eigen::Index>(ff));
             upped = both.bottomRows(static_cast<Eigen::Index>(ff));
         } else if (t.m_weights.tensor(name("ffn_gate.weight")) != nullptr) {
-            gate = product(name("ffn_gate.weight"), ff, e, f);
-            upped = product(name("ffn_up.weight"), ff, e, f);
+            Transformer::PreparedInput prepared;
+            gate = product(name("ffn_gate.weight"), ff, e, f, &prepared);
+            upped = product(name("ffn_up.weight"), ff, e, f, &prepared);
             addBias(gate, name("ffn_gate.bias"));
             addBias(upped, name("ffn_up.bias"));
         } else {
