@@ -35,26 +35,6 @@ void integerSums(const Unpacked& w, const Q8KBlock& x, std::int32_t& scaled, std
     }
 }
 
-// One row × one column, super-block after super-block: the exact integer total (less the bias
-// correction where it belongs to it), one multiply-add with d · x.d, and for the types with
-// minimums one with −dmin · x.d of the minimums' total.
-void kQuantTilePortable(const Unpacked* const* rows, const Q8KBlock* const* columns, std::size_t blocks,
-                        float* out) {
-    float acc = 0;
-    for (std::size_t b = 0; b < blocks; ++b) {
-        const Unpacked& w = rows[0][b];
-        const Q8KBlock& x = columns[0][b];
-        std::int32_t scaled = 0;
-        std::int32_t corrections = 0;
-        integerSums(w, x, scaled, corrections);
-        acc = std::fma(w.d * x.d, static_cast<float>(w.hasMins ? scaled : scaled - corrections), acc);
-        if (w.hasMins) {
-            acc = std::fma(-(w.dmin * x.d), static_cast<float>(corrections), acc);
-        }
-    }
-    *out = acc;
-}
-
 // One block of 32 IQ4_NL levels (looked up from their nibbles) · 32 q8_0 values.
 std::int32_t iq4NlSumPortable(const std::uint8_t* nibbles, const std::int8_t* x) {
     std::int32_t sum = 0;
@@ -101,6 +81,26 @@ Iq4NlSum iq4NlSum() {
 }
 
 } // namespace
+
+// One row × one column, super-block after super-block: the exact integer total (less the bias
+// correction where it belongs to it), one multiply-add with d · x.d, and for the types with
+// minimums one with −dmin · x.d of the minimums' total.
+void detail::kQuantTilePortable(const Unpacked* const* rows, const Q8KBlock* const* columns,
+                                std::size_t blocks, float* out) {
+    float acc = 0;
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const Unpacked& w = rows[0][b];
+        const Q8KBlock& x = columns[0][b];
+        std::int32_t scaled = 0;
+        std::int32_t corrections = 0;
+        integerSums(w, x, scaled, corrections);
+        acc = std::fma(w.d * x.d, static_cast<float>(w.hasMins ? scaled : scaled - corrections), acc);
+        if (w.hasMins) {
+            acc = std::fma(-(w.dmin * x.d), static_cast<float>(corrections), acc);
+        }
+    }
+    *out = acc;
+}
 
 void quantizeQ8K(const float* x, std::size_t count, Q8KBlock* out) {
     for (std::size_t b = 0; b < count / 256; ++b, x += 256) {
@@ -153,7 +153,7 @@ void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, con
     if (unpack == nullptr) {
         return;
     }
-    const detail::KQuantKernels& kernels = detail::kQuantKernels(set);
+    const detail::KQuantKernels& kernels = detail::kernelsOf(set).kQuant;
     const std::size_t blocks = x.columns() / 256;
     const std::size_t blockBytes = traitsOf(type).bytesPerBlock;
     const auto wide = static_cast<std::size_t>(kernels.wide.columns);
@@ -162,7 +162,8 @@ void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, con
     // columns, narrow ones over the rest.
     const std::size_t group =
         static_cast<std::size_t>(std::max(kernels.wide.rows, kernels.narrow.rows)) * (x.count() > 1 ? 2 : 1);
-    std::vector<Unpacked> unpacked(group * blocks);
+    thread_local std::vector<Unpacked> unpacked;
+    unpacked.resize(group * blocks);
     auto columnAt = [&](std::size_t c) { return x.column(c); };
     for (std::size_t first = 0; first < rows; first += group) {
         const std::size_t count = std::min(group, rows - first);
@@ -194,14 +195,5 @@ void iq4NlProduct(const std::byte* weights, std::size_t rows, const QuantizedAct
         }
     }
 }
-
-namespace detail {
-
-const KQuantKernels& kQuantKernels(InstructionSet set) {
-    static const KQuantKernels kPortable{{1, 1, kQuantTilePortable}, {1, 1, kQuantTilePortable}};
-    return orPortable(kQuantKernelsX86(set), kPortable);
-}
-
-} // namespace detail
 
 } // namespace organ

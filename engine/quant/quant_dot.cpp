@@ -46,12 +46,12 @@ float dotPortable(const std::byte* row, const Q80Block* x, std::size_t blocks) {
     return (a + c) + (b + d);
 }
 
-void tilePortable(const std::byte* const* rows, const Q80Block* const* columns, std::size_t blocks,
-                  float* out) {
+} // namespace
+
+void detail::q80TilePortable(const std::byte* const* rows, const Q80Block* const* columns, std::size_t blocks,
+                             float* out) {
     *out = dotPortable(rows[0], columns[0], blocks);
 }
-
-} // namespace
 
 bool hasQuantizedProduct(TensorType type) {
     return type == TensorType::Q8_0 || type == TensorType::IQ4_NL;
@@ -86,7 +86,7 @@ void quantizedProduct(TensorType type, const std::byte* weights, std::size_t row
     }
     const std::size_t blocks = x.columns() / 32;
     const std::size_t rowBytes = blocks * kQ8Bytes;
-    const detail::Q80Kernels& kernels = detail::q80Kernels(activeInstructionSet());
+    const detail::Q80Kernels& kernels = detail::kernelsOf(activeInstructionSet()).q80;
     auto rowAt = [&](std::size_t r) { return weights + r * rowBytes; };
     auto columnAt = [&](std::size_t c) { return x.column(c); };
     // Wide tiles over whole groups of their columns, narrow ones over the rest.
@@ -95,14 +95,5 @@ void quantizedProduct(TensorType type, const std::byte* weights, std::size_t row
     detail::runTiles(kernels.wide, rows, 0, tiled, blocks, rowAt, columnAt, out, outStride);
     detail::runTiles(kernels.narrow, rows, tiled, x.count() - tiled, blocks, rowAt, columnAt, out, outStride);
 }
-
-namespace detail {
-
-const Q80Kernels& q80Kernels(InstructionSet set) {
-    static const Q80Kernels kPortable{{1, 1, tilePortable}, {1, 1, tilePortable}};
-    return orPortable(q80KernelsX86(set), kPortable);
-}
-
-} // namespace detail
 
 } // namespace organ

@@ -2,6 +2,7 @@
 
 #include "gguf/tensor_name.h"
 #include "quant/dequant.h"
+#include "quant/f16_dot.h"
 #include "support/errors.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -138,7 +139,8 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
     PreparedInput& input = prepared != nullptr ? *prepared : local;
     // Quantized weights with a quantized product meet 8-bit activations, as in llama.cpp: Q8_0
     // and IQ4_NL in blocks of 32, the K-quants and IQ4_XS in super-blocks of 256; the others are
-    // decoded to F32 a slice at a time and multiplied by Eigen.
+    // decoded to F32 a slice at a time and multiplied by Eigen, but F16, whose rows meet F16-rounded
+    // activations in quant/f16_dot.h's tiles.
     const bool blocks = hasQuantizedProduct(tensor.type);
     const bool superBlocks = hasQ8KProduct(tensor.type);
     if (blocks && !input.blocks) {
@@ -152,6 +154,7 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
         input.halved = x.unaryExpr([](float v) { return halfToFloat(floatToHalf(v)); });
     }
     const Eigen::MatrixXf& dense = tensor.type == TensorType::F16 ? input.halved : x;
+    const bool halves = tensor.type == TensorType::F16 && hasF16Product(static_cast<std::size_t>(columns));
     // Slices of rows dealt to the threads: about 64 of them, so that no thread waits long for the
     // last, a multiple of 16 rows and at most 1024 (8 MiB of F32 for a 2048-wide weight). They do
     // not depend on the number of threads, nor then do the results.
@@ -175,6 +178,14 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
                         q8KProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count),
                                    *input.superBlocks, y.data() + first, static_cast<std::size_t>(rows));
                     }
+                    continue;
+                }
+                if (halves) {
+                    const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
+                    f16Product(reinterpret_cast<const std::uint16_t*>(bytes.data()),
+                               static_cast<std::size_t>(count), static_cast<std::size_t>(columns),
+                               dense.data(), static_cast<std::size_t>(x.cols()), y.data() + first,
+                               static_cast<std::size_t>(rows));
                     continue;
                 }
                 y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =

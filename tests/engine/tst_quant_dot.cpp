@@ -1,7 +1,8 @@
-// Quantized products (Q8_0 weights × 8-bit activations): every kernel this CPU runs against the
-// same sums done slowly in double and bit for bit against the portable kernel, on shapes that
-// leave edges beside the tiles; the kernels this CPU cannot run are named.
+// Quantized products (Q8_0 weights × 8-bit activations) and F16 products: every kernel this CPU
+// runs against the same sums done slowly in double and bit for bit against the portable kernel,
+// on shapes that leave edges beside the tiles; the kernels this CPU cannot run are named.
 #include "quant/dequant.h"
+#include "quant/f16_dot.h"
 #include "quant/quant_dot.h"
 #include "quant/quantize.h"
 #include "support/instruction_set.h"
@@ -164,6 +165,60 @@ private slots:
         for (std::size_t i = 0; i < out.size(); ++i) {
             QVERIFY(std::abs(out[i] - slow[i]) <= 1e-5 * std::abs(slow[i]));
         }
+    }
+
+    // F16 weights × F16-rounded activations: every kernel as the portable one, bit for bit, and
+    // as the sums in double; shapes with tile edges.
+    void f16KernelsAgree_data() { kernelsAgreeWithSlowSums_data(); }
+
+    void f16KernelsAgree() {
+        QFETCH(QString, kernel);
+        std::mt19937 rng(17);
+        std::normal_distribution<float> normal;
+        for (const auto& [rows, columns, count] :
+             {std::tuple<std::size_t, std::size_t, std::size_t>{19, 72, 9},
+              {8, 2048, 1},
+              {3, 8, 5},
+              {33, 256, 16}}) {
+            std::vector<std::uint16_t> w(rows * columns);
+            for (auto& v : w) {
+                v = floatToHalf(0.05f * normal(rng));
+            }
+            std::vector<float> x(columns * count);
+            for (auto& v : x) {
+                v = halfToFloat(floatToHalf(normal(rng)));
+            }
+            std::vector<float> portable(rows * count, std::nanf(""));
+            useInstructionSet("portable");
+            f16Product(w.data(), rows, columns, x.data(), count, portable.data(), rows);
+            useInstructionSet(kernel.toStdString());
+            std::vector<float> out(rows * count, std::nanf(""));
+            f16Product(w.data(), rows, columns, x.data(), count, out.data(), rows);
+            for (std::size_t c = 0; c < count; ++c) {
+                for (std::size_t r = 0; r < rows; ++r) {
+                    double sum = 0;
+                    double magnitude = 0;
+                    for (std::size_t i = 0; i < columns; ++i) {
+                        const double term = double(halfToFloat(w[r * columns + i])) * x[c * columns + i];
+                        sum += term;
+                        magnitude += std::abs(term);
+                    }
+                    const std::size_t at = r + c * rows;
+                    QCOMPARE(std::bit_cast<std::uint32_t>(out[at]),
+                             std::bit_cast<std::uint32_t>(portable[at]));
+                    QVERIFY2(std::abs(out[at] - sum) <= 1e-6 * magnitude,
+                             qPrintable(QStringLiteral("%1×%2×%3 [%4]: %5, slowly %6")
+                                            .arg(rows)
+                                            .arg(columns)
+                                            .arg(count)
+                                            .arg(at)
+                                            .arg(out[at])
+                                            .arg(sum)));
+                }
+            }
+        }
+        QVERIFY(hasF16Product(2048));
+        QVERIFY(!hasF16Product(2044));
     }
 
     void unknownKernelIsRefused() {

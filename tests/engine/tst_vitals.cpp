@@ -321,13 +321,14 @@ private slots:
         QCOMPARE((a - three.logits(tokens)).cwiseAbs().maxCoeff(), 0.0f);
     }
 
-    // Q8_0, IQ4_NL, K-quant and IQ4_XS weights meet 8-bit activations; every kernel this CPU has
-    // gives the same logits, bit for bit.
+    // Q8_0, IQ4_NL, K-quant and IQ4_XS weights meet 8-bit activations, F16 weights F16-rounded
+    // ones; every kernel this CPU has gives the same logits, bit for bit.
     void quantizedKernelsGiveTheSameLogits_data() {
         QTest::addColumn<QString>("model");
-        for (const char* model : {"stories260K-q8_0.gguf", "quant/wide-q4_k_m.gguf", "quant/wide-q2_k.gguf",
-                                  "quant/wide-q3_k_m.gguf", "quant/wide-q5_k_m.gguf",
-                                  "quant/wide-iq4_nl.gguf", "quant/wide-iq4_xs.gguf"}) {
+        for (const char* model :
+             {"stories260K-q8_0.gguf", "llama-2-tiny-random-f16.gguf", "quant/wide-q4_k_m.gguf",
+              "quant/wide-q2_k.gguf", "quant/wide-q3_k_m.gguf", "quant/wide-q5_k_m.gguf",
+              "quant/wide-iq4_nl.gguf", "quant/wide-iq4_xs.gguf"}) {
             QTest::newRow(model) << QString::fromLatin1(model);
         }
     }
