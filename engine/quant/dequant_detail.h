@@ -3,6 +3,7 @@
 // Shared by the dequantizer's and the quantized products' translation units: loads from unaligned
 // block bytes, and the packings of scales that both unpack.
 #include "quant/dequant.h"
+#include "support/instruction_set.h"
 
 #include <cstring>
 
@@ -58,5 +59,8 @@ using DecodeFn = void (*)(const std::byte* src, std::size_t blocks, float* out);
 // Per family, in their own files.
 DecodeFn kQuantDecoder(TensorType type);
 DecodeFn iQuantDecoder(TensorType type);
+// The SIMD decoders of `set` (dequant_x86.cpp), which give the portable ones' bits; nullptr for
+// the types without one.
+DecodeFn x86Decoder(TensorType type, InstructionSet set);
 
 } // namespace organ::detail
