@@ -176,12 +176,12 @@ ORGAN_TARGET void decodeQ6_K(const std::byte* src, std::size_t blocks, float* ou
     const __m256i nibble = _mm256_set1_epi32(0xF);
     const __m256i pair = _mm256_set1_epi32(3);
     const __m256i bias = _mm256_set1_epi32(32);
-    for (std::size_t b = 0; b < blocks; ++b, src += 210) {
-        const std::uint8_t* ql = bytes(src);
-        const std::uint8_t* qh = bytes(src + 128);
-        const auto* sc = reinterpret_cast<const std::int8_t*>(src + 192);
+    for (std::size_t b = 0; b < blocks; ++b, src += 210, out += 256) {
         const float d = halfAt(src + 208);
-        for (int half = 0; half < 2; ++half, out += 128, ql += 64, qh += 32, sc += 8) {
+        for (int half = 0; half < 2; ++half) {
+            const std::uint8_t* ql = bytes(src) + 64 * half;
+            const std::uint8_t* qh = bytes(src + 128) + 32 * half;
+            const auto* sc = reinterpret_cast<const std::int8_t*>(src + 192) + 8 * half;
             for (int l = 0; l < 32; l += 8) {
                 const int is = l / 16;
                 const __m256i a = eightBytes(ql + l);
@@ -197,7 +197,7 @@ ORGAN_TARGET void decodeQ6_K(const std::byte* src, std::size_t blocks, float* ou
                     _mm256_or_si256(_mm256_srli_epi32(c, 4), _mm256_slli_epi32(_mm256_srli_epi32(h, 6), 4))};
                 for (int t = 0; t < 4; ++t) {
                     const __m256 scale = _mm256_set1_ps(d * sc[is + 2 * t]);
-                    _mm256_storeu_ps(out + l + 32 * t,
+                    _mm256_storeu_ps(out + 128 * half + l + 32 * t,
                                      _mm256_mul_ps(scale, toFloats(_mm256_sub_epi32(q[t], bias))));
                 }
             }
@@ -219,12 +219,7 @@ __attribute__((target("avx2,avx512f,avx512bw"))) void decodeBF16Avx512(const std
     decodeBF16(src + 2 * i, n - i, out + i);
 }
 
-struct Decoder {
-    TensorType type;
-    DecodeFn decode;
-};
-
-constexpr Decoder kDecoders[] = {
+constexpr TypeEntry<DecodeFn> kDecoders[] = {
     {TensorType::Q8_0, decodeQ8_0},
     {TensorType::BF16, decodeBF16},
     {TensorType::Q4_0, decodeQ4<false>},
@@ -243,12 +238,7 @@ DecodeFn x86Decoder(TensorType type, InstructionSet set) {
     if (type == TensorType::BF16 && (set == InstructionSet::Avx512 || set == InstructionSet::Avx512Vnni)) {
         return decodeBF16Avx512;
     }
-    for (const Decoder& d : kDecoders) {
-        if (d.type == type) {
-            return d.decode;
-        }
-    }
-    return nullptr;
+    return entryOf(kDecoders, type);
 }
 
 } // namespace organ::detail

@@ -151,12 +151,7 @@ void unpackIQ4XS(const std::byte* src, Unpacked& u) {
     setScales(u, scales, 128);
 }
 
-struct TypeUnpacker {
-    TensorType type;
-    UnpackFn unpack;
-};
-
-constexpr TypeUnpacker kUnpackers[] = {
+constexpr TypeEntry<UnpackFn> kUnpackers[] = {
     {TensorType::Q2_K, unpackQ2K},
     {TensorType::Q3_K, unpackQ3K},
     {TensorType::Q4_K, unpackQ4orQ5K<false>},
@@ -173,12 +168,7 @@ UnpackFn superBlockUnpacker(TensorType type, InstructionSet set) {
             return fast;
         }
     }
-    for (const TypeUnpacker& u : kUnpackers) {
-        if (u.type == type) {
-            return u.unpack;
-        }
-    }
-    return nullptr;
+    return entryOf(kUnpackers, type);
 }
 
 } // namespace organ::detail
