@@ -328,7 +328,8 @@ private slots:
              {std::tuple<std::size_t, std::size_t, std::size_t>{5, 256, 3},
               {3, 1024, 4},
               {2, 2048, 1},
-              {19, 512, 9}}) {
+              {19, 512, 9},
+              {3, 8192, 37}}) {
             const std::vector<std::byte> weights = randomBlocks(t, rows * columns / blockSize, rng);
             const std::vector<float> x = randomActivations(columns * count, rng);
             const std::vector<float> portable = product(t, weights, rows, columns, x, count, "portable");

@@ -86,13 +86,14 @@ private slots:
     void kernelsAgreeWithSlowSums() {
         QFETCH(QString, kernel);
         // 4k + 3 rows and columns: tiles and the rows and columns beside them; 17 columns: two
-        // of the widest tiles and one column beside them.
+        // of the widest tiles and one column beside them; 8192 × 45: columns in several runs.
         for (const auto& [rows, columns, count] :
              {std::tuple<std::size_t, std::size_t, std::size_t>{67, 96, 7},
               {8, 2048, 4},
               {5, 32, 1},
               {1, 64, 130},
-              {9, 256, 17}}) {
+              {9, 256, 17},
+              {5, 8192, 45}}) {
             const Case c = makeCase(rows, columns, count, unsigned(rows * 31 + count));
             const QuantizedActivations x(c.x.data(), columns, count);
             std::vector<float> portable(rows * count, std::nanf(""));
@@ -179,7 +180,8 @@ private slots:
              {std::tuple<std::size_t, std::size_t, std::size_t>{19, 72, 9},
               {8, 2048, 1},
               {3, 8, 5},
-              {33, 256, 16}}) {
+              {33, 256, 16},
+              {5, 8192, 21}}) {
             std::vector<std::uint16_t> w(rows * columns);
             for (auto& v : w) {
                 v = floatToHalf(0.05f * normal(rng));
