@@ -14,8 +14,8 @@
 // - K-quants × q8_K: one float per product; per super-block one fused multiply-add of the exact
 //   integer total with d · x.d, then, for the types with minimums, one of Σ min · sums of 16 with
 //   −(dmin · x.d).
-// - F16 × F16: eight float lanes, lane l adding weight · activation of values l, l + 8, … by
-//   fused multiply-adds, then the lanes added as Q8_0's.
+// - F16 × F16 and F32 × F32: eight float lanes, lane l adding weight · activation of values l,
+//   l + 8, … by fused multiply-adds, then the lanes added as Q8_0's.
 #include "quant/kquant_dot.h"
 #include "quant/kquant_unpack.h"
 #include "quant/quant_dot.h"
@@ -51,11 +51,14 @@ using Q80Kernels = TileKernels<std::byte, Q80Block>;
 using KQuantKernels = TileKernels<Unpacked, Q8KBlock>;
 // F16 rows × F32 columns holding values rounded to F16; `blocks` of 8 values per row.
 using F16Kernels = TileKernels<std::uint16_t, float>;
+// F32 rows × F32 columns, the same way.
+using F32Kernels = TileKernels<float, float>;
 
 struct SetKernels {
     Q80Kernels q80;
     KQuantKernels kQuant;
     F16Kernels f16;
+    F32Kernels f32;
 };
 
 // The kernels of `set` (product_kernels.cpp).
@@ -68,6 +71,7 @@ void kQuantTilePortable(const Unpacked* const* rows, const Q8KBlock* const* colu
                         float* out);
 void f16TilePortable(const std::uint16_t* const* rows, const float* const* columns, std::size_t blocks,
                      float* out);
+void f32TilePortable(const float* const* rows, const float* const* columns, std::size_t blocks, float* out);
 
 // The x86 kernels of `set` (product_kernels_x86.cpp); nullptr for portable or where the build has
 // none.

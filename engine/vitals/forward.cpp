@@ -454,12 +454,25 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         forEachInParallel(shape.heads, t.m_threads, [&](std::size_t head, std::vector<std::byte>&) {
             const Eigen::Index qRow = static_cast<Eigen::Index>(head) * shape.headSize;
             const Eigen::Index kvRow = static_cast<Eigen::Index>(head / group) * shape.headSize;
-            const auto qh = q.middleRows(qRow, shape.headSize);
-            const auto kh = keys[l].middleRows(kvRow, shape.headSize);
             const auto vh = values[l].middleRows(kvRow, shape.headSize);
+            const Eigen::Index keyCount = past + n;
+            // Heads of a multiple of 8 values go through quant/f16_dot.h's F32 tiles (Eigen's products
+            // here are built for the baseline x86-64); their keys padded with zeros to 8k.
+            const bool tiled = shape.headSize % 8 == 0;
+            const Eigen::Index padded = tiled ? (keyCount + 7) / 8 * 8 : keyCount;
             // scores(key, query), causal: a query sees keys up to its own position (and, in a
             // sliding layer, no further back than the window).
-            Eigen::MatrixXf scores = (kh.transpose() * qh) * shape.queryScale;
+            Eigen::MatrixXf scores = Eigen::MatrixXf::Zero(padded, n);
+            if (tiled) {
+                f32Product(keys[l].data() + kvRow, kv, static_cast<std::size_t>(keyCount), shape.headSize,
+                           q.data() + qRow, qDim, static_cast<std::size_t>(n), scores.data(),
+                           static_cast<std::size_t>(padded));
+                scores *= shape.queryScale;
+            } else {
+                scores = (keys[l].middleRows(kvRow, shape.headSize).transpose() *
+                          q.middleRows(qRow, shape.headSize)) *
+                         shape.queryScale;
+            }
             if (shape.attentionSoftcap > 0) {
                 scores = (scores.array() / shape.attentionSoftcap).tanh() * shape.attentionSoftcap;
             }
@@ -468,7 +481,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
                 const Eigen::Index from =
                     sliding ? std::max<Eigen::Index>(0, seen - static_cast<Eigen::Index>(shape.slidingWindow))
                             : 0;
-                auto column = scores.col(query);
+                auto column = scores.col(query).head(keyCount);
                 const float top = column.segment(from, seen - from).maxCoeff();
                 float sum = 0;
                 for (Eigen::Index key = from; key < seen; ++key) {
@@ -477,9 +490,19 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
                 }
                 column.segment(from, seen - from) /= sum;
                 column.head(from).setZero();
-                column.tail(past + n - seen).setZero();
+                column.tail(keyCount - seen).setZero();
             }
-            attended.middleRows(qRow, shape.headSize) = vh * scores;
+            if (tiled) {
+                // Σ over keys of values × scores: the values transposed so that each of a head's
+                // values is a row of keys.
+                Transformer::RowMatrix transposed = Transformer::RowMatrix::Zero(shape.headSize, padded);
+                transposed.leftCols(keyCount) = vh;
+                f32Product(transposed.data(), static_cast<std::size_t>(padded), shape.headSize,
+                           static_cast<std::size_t>(padded), scores.data(), static_cast<std::size_t>(padded),
+                           static_cast<std::size_t>(n), attended.data() + qRow, qDim);
+            } else {
+                attended.middleRows(qRow, shape.headSize) = vh * scores;
+            }
         });
         Eigen::MatrixXf attention = product(name("attn_output.weight"), e, qDim, attended);
         addBias(attention, name("attn_output.bias"));

@@ -168,8 +168,8 @@ private slots:
         }
     }
 
-    // F16 weights × F16-rounded activations: every kernel as the portable one, bit for bit, and
-    // as the sums in double; shapes with tile edges.
+    // F16 weights × F16-rounded activations (and the same values as F32 rows): every kernel as the
+    // portable one, bit for bit, and as the sums in double; shapes with tile edges.
     void f16KernelsAgree_data() { kernelsAgreeWithSlowSums_data(); }
 
     void f16KernelsAgree() {
@@ -196,6 +196,14 @@ private slots:
             useInstructionSet(kernel.toStdString());
             std::vector<float> out(rows * count, std::nanf(""));
             f16Product(w.data(), rows, columns, x.data(), count, out.data(), rows);
+            // F32 rows holding the same values give the same bits.
+            std::vector<float> wide(w.size());
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                wide[i] = halfToFloat(w[i]);
+            }
+            std::vector<float> dense(rows * count, std::nanf(""));
+            f32Product(wide.data(), columns, rows, columns, x.data(), columns, count, dense.data(), rows);
+            QVERIFY(std::memcmp(dense.data(), out.data(), out.size() * sizeof(float)) == 0);
             for (std::size_t c = 0; c < count; ++c) {
                 for (std::size_t r = 0; r < rows; ++r) {
                     double sum = 0;
