@@ -11,7 +11,7 @@
 //                     [--kernels active|all|NAME,…] [--threads 1,2] [--repeat 2]
 // (about 5 GB of free disk in FOLDER for the three models; they are deleted afterwards unless
 // ORGAN_BENCH_KEEP is set, and a kept one is used again.) ORGAN_CPU forces the kernel as
-// everywhere; --kernels all runs each this CPU has.
+// everywhere; --kernels all runs each SIMD one this CPU has (portable only when named).
 #include "bench_models.h"
 #include "proc_status.h"
 #include "support/instruction_set.h"
@@ -200,8 +200,11 @@ int main(int argc, char** argv) {
     if (o.kernels == "active") {
         kernels.emplace_back(instructionSetName(activeInstructionSet()));
     } else if (o.kernels == "all") {
+        // The SIMD ones: portable takes minutes a pass (name it to run it).
         for (const InstructionSet set : supportedInstructionSets()) {
-            kernels.emplace_back(instructionSetName(set));
+            if (set != InstructionSet::Portable) {
+                kernels.emplace_back(instructionSetName(set));
+            }
         }
     } else {
         kernels = splitList(o.kernels);
