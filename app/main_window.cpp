@@ -9,6 +9,7 @@
 #include "job_tracker.h"
 #include "measure_controller.h"
 #include "model_view.h"
+#include "open_models.h"
 #include "organs/organ_directory.h"
 #include "organs_controller.h"
 #include "recent_files.h"
@@ -58,28 +59,25 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                 [this, pane](const QStringList& paths) { openFiles(paths, pane->side()); });
     }
     m_jobs = new JobTracker(this);
-    const WindowHost host{this, m_jobs,
+    m_models = new model::OpenModels(this);
+    const WindowHost host{this,
+                          m_jobs,
+                          m_models,
                           [this](const QStringList& paths, Side side) { return openFiles(paths, side); },
                           [this](const QString& title, const QString& message) { showError(title, message); },
                           [this] { return focusedPane()->currentView(); }};
-    m_measure = new MeasureController(m_jobs, this);
-    connect(m_measure, &MeasureController::measured, this,
-            [this](widgets::ModelView*, const QString& message) {
-                statusBar()->showMessage(message, 8000);
-                updateComparison();
-                m_surgery->updatePreview();
-            });
+    m_measure = new MeasureController(m_jobs, m_models, this);
+    connect(m_measure, &MeasureController::measured, this, [this](const QString&, const QString& message) {
+        statusBar()->showMessage(message, 8000);
+        updateComparison();
+        m_surgery->updatePreview();
+    });
     connect(m_measure, &MeasureController::failed, this,
             [this](const QString& message) { showError(tr("Measurement failed"), message); });
     m_surgery = new SurgeryController(m_recipient, m_donor, host);
     for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
         connect(pane, &widgets::ModelPane::viewsChanged, m_surgery, &SurgeryController::updateRoles);
         pane->setCloseGuard([this](widgets::ModelView* view) { return m_surgery->confirmClose(view); });
-        connect(pane, &widgets::ModelPane::viewClosed, this, [this](const QString& path) {
-            if (m_surgery->findView(path) == nullptr) {
-                m_surgery->document()->removeModel(path);
-            }
-        });
     }
     m_vitals = new VitalsController(m_recipient, m_donor, m_surgery, host);
     m_organs = new OrgansController(host);
@@ -103,6 +101,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 MainWindow::~MainWindow() {
     m_recipient->disconnect(this);
     m_donor->disconnect(this);
+    m_models->blockSignals(true); // nor a model closing with the views QWidget deletes
 }
 
 void MainWindow::buildMenus() {
@@ -172,10 +171,9 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
     int opened = 0;
     for (const QString& path : paths) {
         try {
-            auto snapshot = ModelSnapshot::of(openModel(QFileInfo(path).absoluteFilePath().toStdString()));
+            const model::OpenModels::Entry entry = m_models->take(QFileInfo(path).absoluteFilePath());
             widgets::ModelPane* target = pane(side);
-            m_surgery->document()->addModel(snapshot);
-            auto* view = new widgets::ModelView(std::move(snapshot), target);
+            auto* view = new widgets::ModelView(entry.snapshot, entry.results, target);
             // Tabs carry the file's name: two specimens share their general.name.
             target->addView(view, QFileInfo(path).completeBaseName(), path);
             m_measure->attach(view);

@@ -13,6 +13,10 @@ class JobStatus;
 class ModelView;
 } // namespace organ::widgets
 
+namespace organ::model {
+class OpenModels;
+}
+
 namespace organ::app {
 
 class JobTracker;
@@ -91,6 +95,7 @@ private:
     bool m_bothPanesUsed = false;
     RecentFiles* m_recent = nullptr;
     JobTracker* m_jobs = nullptr;
+    model::OpenModels* m_models = nullptr;
     MeasureController* m_measure = nullptr;
     widgets::JobStatus* m_jobStatus = nullptr;
     SurgeryController* m_surgery = nullptr;

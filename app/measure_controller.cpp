@@ -5,51 +5,74 @@
 #include "measure/measure_cache.h"
 #include "measure/tensor_portrait.h"
 #include "model_view.h"
+#include "open_models.h"
 
 #include <QPointer>
 
 namespace organ::app {
 
-MeasureController::MeasureController(JobTracker* jobs, QObject* parent) : QObject(parent), m_jobs(jobs) {}
+MeasureController::MeasureController(JobTracker* jobs, model::OpenModels* models, QObject* parent)
+    : QObject(parent), m_jobs(jobs), m_models(models) {
+    connect(m_models, &model::OpenModels::closed, this, [this](const QString& path) {
+        if (const auto it = m_measurements.find(path); it != m_measurements.end()) {
+            m_jobs->cancel(*it);
+            m_jobs->forget(*it);
+            m_measurements.erase(it);
+        }
+    });
+}
 
-void MeasureController::attach(widgets::ModelView* view) {
-    const auto snapshot = view->snapshotPointer();
-    const QPointer<widgets::ModelView> target = view;
+void MeasureController::ensureMeasured(const QString& path) {
+    const auto entry = m_models->find(path);
+    const auto it = m_measurements.find(path);
+    if (entry && entry->results->measurement() == nullptr &&
+        (it == m_measurements.end() || !m_jobs->isLive(*it))) {
+        if (it != m_measurements.end()) {
+            m_jobs->forget(*it);
+        }
+        measure(path);
+    }
+}
+
+void MeasureController::measure(const QString& path) {
+    const auto entry = m_models->find(path);
+    const auto snapshot = entry->snapshot;
+    const QPointer<model::TensorResults> target = entry->results;
     JobTracker::Job job;
     job.kind = "measure";
     job.title = tr("Measuring %1").arg(model::displayText(snapshot->model->name()));
-    job.ended = [this, target](const JobSnapshot& ended) {
+    job.ended = [this, path](const JobSnapshot& ended) {
         if (ended.state == JobState::Failed) {
             emit failed(model::displayText(ended.message));
-        } else if (ended.state == JobState::Cancelled && target) {
-            emit measured(target, tr("Measurement cancelled"));
+        } else if (ended.state == JobState::Cancelled && m_models->find(path)) {
+            emit measured(path, tr("Measurement cancelled"));
         }
     };
-    const JobId id = m_jobs->start(
+    m_measurements[path] = m_jobs->start(
         std::move(job),
-        [this, snapshot, target](const ProgressFn& progress, const StopToken& stop,
-                                 const JobTracker::Post& post) {
+        [this, snapshot, target, path](const ProgressFn& progress, const StopToken& stop,
+                                       const JobTracker::Post& post) {
             MeasuredModel m{snapshot->model, snapshot->anatomy, {}, {}};
             const MeasurementCache cache;
             MeasureOptions options;
             options.onTensor = [&](std::size_t tensor, const ZResult& result) {
-                post([this, target, tensor, result] {
+                post([this, target, path, tensor, result] {
                     if (target) {
-                        target->applyTensorResult(int(tensor), result);
-                        emit tensorApplied(target, int(tensor));
+                        target->set(int(tensor), result);
+                        emit tensorApplied(path, int(tensor));
                     }
                 });
             };
             const CachedMeasurement done = measureWithCache(m, options, &cache, progress, &stop);
             if (done.result.isOk()) {
-                // From the cache there were no per-tensor results: the view applies them all at once.
+                // From the cache there were no per-tensor results: they are stored all at once.
                 auto measurement = std::make_shared<const ModelMeasurement>(std::move(m.measurement));
-                post([this, target, measurement] {
+                post([this, target, path, measurement] {
                     if (!target) {
                         return;
                     }
                     target->setMeasurement(measurement);
-                    emit measured(target,
+                    emit measured(path,
                                   tr("Measured %1: θ mean %2°%3")
                                       .arg(model::displayText(measurement->name))
                                       .arg(measurement->model.thetaMean, 0, 'f', 2)
@@ -59,9 +82,14 @@ void MeasureController::attach(widgets::ModelView* view) {
             return done.result;
         },
         this);
-    connect(view, &QObject::destroyed, this, [this, id, view] {
-        m_jobs->cancel(id);
-        m_jobs->forget(id);
+}
+
+void MeasureController::attach(widgets::ModelView* view) {
+    const QString path = QString::fromStdString(view->snapshot().model->path());
+    ensureMeasured(path);
+    connect(view, &widgets::ModelView::closing, m_models,
+            [models = m_models, path] { models->giveBack(path); });
+    connect(view, &QObject::destroyed, this, [this, view] {
         if (const auto it = m_portraits.find(view); it != m_portraits.end()) {
             m_jobs->forget(*it);
             m_portraits.erase(it);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "open_models.h"
+
 #include <QHash>
 #include <QObject>
 #include <QString>
@@ -12,29 +14,36 @@ namespace organ::app {
 
 class JobTracker;
 
-// Measurement in the window: each open model's Z-measure on the engine's worker (from the
-// measurement cache when the file is unchanged), θ filled into its view as each tensor is
-// measured; and the inspector's portrait of the tensor selected, on the interactive worker (a
-// newer selection drops an older one's result). A closed view's jobs are cancelled.
+// Measurement in the window: each model opened is measured once on the engine's worker (from
+// the measurement cache when the file is unchanged), θ stored in its OpenModels entry as each
+// tensor is measured, where every view of it reads it; and the inspector's portrait of the
+// tensor selected, on the interactive worker (a newer selection drops an older one's result).
+// A closed model's measurement and a closed view's portrait are cancelled.
 class MeasureController : public QObject {
     Q_OBJECT
 public:
-    MeasureController(JobTracker* jobs, QObject* parent);
+    MeasureController(JobTracker* jobs, model::OpenModels* models, QObject* parent);
 
-    // Starts measuring the view's model and follows its selection for portraits.
+    // A view of an open model: measures the model unless it is measured or being measured (a
+    // model opened again after its measurement was cancelled is measured again), follows the
+    // view's selection for portraits, and gives the model back when the view closes.
     void attach(widgets::ModelView* view);
 
 signals:
-    // A model's measurement is applied (`message`: what the status bar says of it).
-    void measured(widgets::ModelView* view, const QString& message);
+    // A model's measurement is complete (`message`: what the status bar says of it).
+    void measured(const QString& path, const QString& message);
     void failed(const QString& message);
-    // A tensor's θ reached its view as it was measured (none when the cache had them all).
-    void tensorApplied(widgets::ModelView* view, int tensor);
+    // A tensor's θ was stored as it was measured (none when the cache had them all).
+    void tensorApplied(const QString& path, int tensor);
 
 private:
+    void ensureMeasured(const QString& path);
+    void measure(const QString& path);
     void portrait(widgets::ModelView* view, int tensor);
 
     JobTracker* m_jobs;
+    model::OpenModels* m_models;
+    QHash<QString, quint64> m_measurements;          // the measurement of each open model
     QHash<widgets::ModelView*, quint64> m_portraits; // the portrait each view waits for
 };
 

@@ -2,13 +2,15 @@
 // disk, the chimera's assembly on the engine thread and the guard rails around them.
 #include "surgery_controller.h"
 
+#include "open_models.h"
+
 #include "assembly_controller.h"
-#include "purify/purify_model.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
 #include "job_tracker.h"
 #include "model_view.h"
 #include "plan_autosave.h"
+#include "purify/purify_model.h"
 #include "write_folder.h"
 
 #include <QAction>
@@ -38,7 +40,7 @@ SurgeryController::SurgeryController(widgets::ModelPane* recipient, widgets::Mod
                                      WindowHost host)
     : QObject(host.window), m_window(host.window), m_recipient(recipient), m_donor(donor),
       m_host(std::move(host)) {
-    m_document = new model::GraftDocument(this);
+    m_document = new model::GraftDocument(m_host.models, this);
     m_planPanel = new widgets::GraftPlanPanel(m_document, m_window);
     m_planDock = new QDockWidget(tr("Graft plan"), m_window);
     m_planDock->setObjectName(QStringLiteral("graftPlanDock"));
@@ -275,8 +277,8 @@ void SurgeryController::updatePreview() {
         const GraftPlan& plan = m_document->plan();
         // Measurements by file; a model not open or not measured yet has none.
         auto measurementOf = [this](const QString& path) -> const ModelMeasurement* {
-            const widgets::ModelView* v = findView(path);
-            return v != nullptr ? v->measurement() : nullptr;
+            const auto open = m_host.models->find(path);
+            return open ? open->results->measurement() : nullptr;
         };
         std::vector<widgets::ThetaHeatmap::PreviewCell> cells;
         std::vector<int> perDonor(plan.donors.size(), 0);

@@ -10,6 +10,9 @@
 namespace organ::widgets {
 class ModelView;
 }
+namespace organ::model {
+class OpenModels;
+}
 
 namespace organ::app {
 
@@ -20,6 +23,7 @@ struct WindowHost {
     using Side = widgets::ModelPane::Side;
     QMainWindow* window = nullptr;
     JobTracker* jobs = nullptr;
+    model::OpenModels* models = nullptr; // every open model, its snapshot and measurement once
     std::function<int(const QStringList& paths, Side side)> openFiles; // returns how many opened
     std::function<void(const QString& title, const QString& message)> showError;
     std::function<widgets::ModelView*()> focusedView; // the focused pane's current model

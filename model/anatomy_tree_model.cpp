@@ -22,13 +22,21 @@ AnatomyTreeModel::AnatomyTreeModel(QObject* parent) : QAbstractItemModel(parent)
 
 void AnatomyTreeModel::setSnapshot(std::shared_ptr<const ModelSnapshot> snapshot) {
     beginResetModel();
-    const bool sameModel = snapshot && m_snapshot && snapshot->model == m_snapshot->model;
     m_snapshot = std::move(snapshot);
-    if (!sameModel) {
-        m_results.assign(m_snapshot ? m_snapshot->model->tensors().size() : 0, std::nullopt);
-    }
     rebuildIndex();
     endResetModel();
+}
+
+void AnatomyTreeModel::setResults(const TensorResults* results) {
+    followResults(
+        this, m_results, results,
+        [this](int tensor, std::optional<double> before) { tensorChanged(tensor, before); },
+        [this] { resultsReset(); });
+}
+
+const std::optional<ZResult>& AnatomyTreeModel::tensorResult(int tensor) const {
+    static const std::optional<ZResult> none;
+    return m_results == nullptr ? none : m_results->at(tensor);
 }
 
 void AnatomyTreeModel::rebuildIndex() {
@@ -47,11 +55,7 @@ void AnatomyTreeModel::rebuildIndex() {
     }
     m_thetaSum.assign(nodes.size(), 0.0);
     m_thetaCount.assign(nodes.size(), 0);
-    for (std::size_t t = 0; t < m_results.size(); ++t) {
-        if (m_results[t] && m_results[t]->hasTheta()) {
-            addToGroups(static_cast<int>(t), *m_results[t]->theta);
-        }
-    }
+    addAllResults();
     rebuildPlanCounts();
 }
 
@@ -127,19 +131,29 @@ void AnatomyTreeModel::addToGroups(int tensor, double theta) {
     }
 }
 
-void AnatomyTreeModel::setTensorResult(int tensor, const ZResult& result) {
-    if (!m_snapshot || tensor < 0 || static_cast<std::size_t>(tensor) >= m_results.size()) {
+void AnatomyTreeModel::addAllResults() {
+    if (m_results == nullptr) {
         return;
     }
-    if (m_results[tensor] && m_results[tensor]->hasTheta()) {
+    for (std::size_t t = 0; t < m_nodeOfTensor.size(); ++t) {
+        if (const auto theta = m_results->theta(static_cast<int>(t))) {
+            addToGroups(static_cast<int>(t), *theta);
+        }
+    }
+}
+
+void AnatomyTreeModel::tensorChanged(int tensor, std::optional<double> thetaBefore) {
+    if (!m_snapshot || tensor < 0 || static_cast<std::size_t>(tensor) >= m_nodeOfTensor.size()) {
+        return;
+    }
+    if (thetaBefore) {
         for (int n = m_nodeOfTensor[tensor]; n >= 0; n = tree()->nodes[n].parent) {
-            m_thetaSum[n] -= *m_results[tensor]->theta;
+            m_thetaSum[n] -= *thetaBefore;
             --m_thetaCount[n];
         }
     }
-    m_results[tensor] = result;
-    if (result.hasTheta()) {
-        addToGroups(tensor, *result.theta);
+    if (const auto theta = m_results->theta(tensor)) {
+        addToGroups(tensor, *theta);
     }
     for (int n = m_nodeOfTensor[tensor]; n >= 0; n = tree()->nodes[n].parent) {
         const QModelIndex cell = createIndex(tree()->nodes[n].row, Theta, quintptr(n));
@@ -147,32 +161,20 @@ void AnatomyTreeModel::setTensorResult(int tensor, const ZResult& result) {
     }
 }
 
-void AnatomyTreeModel::setTensorResults(const std::vector<ZResult>& results) {
-    if (!m_snapshot || results.size() != m_results.size()) {
+void AnatomyTreeModel::resultsReset() {
+    if (!m_snapshot) {
         return;
     }
     std::fill(m_thetaSum.begin(), m_thetaSum.end(), 0.0);
     std::fill(m_thetaCount.begin(), m_thetaCount.end(), 0);
-    for (std::size_t t = 0; t < results.size(); ++t) {
-        m_results[t] = results[t];
-        if (results[t].hasTheta()) {
-            addToGroups(static_cast<int>(t), *results[t].theta);
-        }
-    }
+    addAllResults();
     signalAllRows(Theta, {Qt::DisplayRole, SortRole, ThetaRole, Qt::ToolTipRole});
-}
-
-void AnatomyTreeModel::clearResults() {
-    beginResetModel();
-    std::fill(m_results.begin(), m_results.end(), std::nullopt);
-    rebuildIndex();
-    endResetModel();
 }
 
 QVariant AnatomyTreeModel::thetaOf(const AnatomyNode& node, int nodeIndex) const {
     if (node.kind == AnatomyNode::Kind::Tensor) {
-        const auto& r = m_results[static_cast<std::size_t>(node.tensor)];
-        return r && r->hasTheta() ? QVariant(*r->theta) : QVariant();
+        const auto theta = m_results == nullptr ? std::nullopt : m_results->theta(node.tensor);
+        return theta ? QVariant(*theta) : QVariant();
     }
     const int count = m_thetaCount[static_cast<std::size_t>(nodeIndex)];
     return count == 0 ? QVariant() : QVariant(m_thetaSum[static_cast<std::size_t>(nodeIndex)] / count);
@@ -429,8 +431,7 @@ QVariant AnatomyTreeModel::data(const QModelIndex& index, int role) const {
     const int nodeIndex = static_cast<int>(index.internalId());
     if (index.column() == Theta) {
         const QVariant theta = thetaOf(n, nodeIndex);
-        const std::optional<ZResult>* result =
-            n.tensor >= 0 ? &m_results[static_cast<std::size_t>(n.tensor)] : nullptr;
+        const std::optional<ZResult>* result = n.tensor >= 0 ? &tensorResult(n.tensor) : nullptr;
         switch (role) {
         case Qt::DisplayRole:
             return thetaText(theta, result);

@@ -2,6 +2,7 @@
 
 #include "anatomy/anatomy_tree.h"
 #include "measure/zmeasure.h"
+#include "open_models.h"
 #include "tensor_drag.h"
 
 #include <QAbstractItemModel>
@@ -27,15 +28,12 @@ public:
     // The index of a tensor's row (column 0), or an invalid index.
     QModelIndex indexOfTensor(int tensor) const;
 
-    // A tensor's Z-measure arrived: its θ cell and its groups' means change (dataChanged).
-    void setTensorResult(int tensor, const ZResult& result);
-    // Every tensor's result at once (a measurement from the cache): the sums are rebuilt and
-    // the θ column signalled once per group of siblings, not three times per tensor.
-    void setTensorResults(const std::vector<ZResult>& results);
-    void clearResults();
-    const std::optional<ZResult>& tensorResult(int tensor) const {
-        return m_results.at(static_cast<std::size_t>(tensor));
-    }
+    // The θ column shows `results` (the model's, stored in OpenModels; null: none) and follows
+    // it: a tensor measured changes its cell and its groups' means (dataChanged); every tensor
+    // at once (a measurement from the cache) rebuilds the sums and signals the θ column once per
+    // group of siblings, not three times per tensor.
+    void setResults(const TensorResults* results);
+    const std::optional<ZResult>& tensorResult(int tensor) const;
 
     // The graft plan on the recipient's tree: a tensor the plan replaces shows its donor's
     // colour (DecorationRole on the name, PlanDonorRole) and names its source in its tooltip;
@@ -84,6 +82,9 @@ private:
     TreeGrouping m_grouping = TreeGrouping::SystemLayer;
     void rebuildIndex();
     void addToGroups(int tensor, double theta);
+    void addAllResults();
+    void tensorChanged(int tensor, std::optional<double> thetaBefore);
+    void resultsReset();
     QVariant thetaOf(const AnatomyNode& node, int nodeIndex) const;
 
     void collectTensors(int node, std::vector<int>& out) const;
@@ -95,8 +96,8 @@ private:
     TensorDropHandler* m_dropHandler = nullptr;
     mutable QString m_dropMessage;
     std::vector<int> m_nodeOfTensor;
-    std::vector<std::optional<ZResult>> m_results; // per tensor, survives regrouping
-    std::vector<double> m_thetaSum;                // per node of the current tree
+    const TensorResults* m_results = nullptr;
+    std::vector<double> m_thetaSum; // per node of the current tree
     std::vector<int> m_thetaCount;
     std::map<int, PlanMark> m_planMarks;
     std::vector<int> m_planCount;      // per node: tensors below it the plan replaces

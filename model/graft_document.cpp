@@ -116,8 +116,11 @@ QString selectionText(const std::vector<std::string>& names) {
 
 } // namespace
 
-GraftDocument::GraftDocument(QObject* parent) : QObject(parent), m_undo(new QUndoStack(this)) {
+GraftDocument::GraftDocument(const OpenModels* models, QObject* parent)
+    : QObject(parent), m_undo(new QUndoStack(this)), m_models(models) {
     connect(m_undo, &QUndoStack::cleanChanged, this, &GraftDocument::changed);
+    connect(m_models, &OpenModels::opened, this, &GraftDocument::recheck);
+    connect(m_models, &OpenModels::closed, this, &GraftDocument::recheck);
 }
 
 // The stack clears itself when deleted, which would signal to views of a half-destroyed document.
@@ -125,19 +128,9 @@ GraftDocument::~GraftDocument() {
     m_undo->blockSignals(true);
 }
 
-void GraftDocument::addModel(std::shared_ptr<const ModelSnapshot> snapshot) {
-    m_models[q(snapshot->model->path())] = std::move(snapshot);
-    recheck();
-}
-
-void GraftDocument::removeModel(const QString& path) {
-    m_models.erase(path);
-    recheck();
-}
-
 std::shared_ptr<const ModelSnapshot> GraftDocument::model(const QString& path) const {
-    const auto it = m_models.find(path);
-    return it == m_models.end() ? nullptr : it->second;
+    const auto entry = m_models->find(path);
+    return entry ? entry->snapshot : nullptr;
 }
 
 bool GraftDocument::isModified() const {

@@ -6,6 +6,7 @@
 #include "graft/drop_evaluation.h"
 #include "graft/graft_plan.h"
 #include "measure/model_measure.h"
+#include "open_models.h"
 #include "tensor_drag.h"
 
 #include <QObject>
@@ -26,12 +27,12 @@ namespace organ::model {
 class GraftDocument : public QObject, public TensorDropHandler {
     Q_OBJECT
 public:
-    explicit GraftDocument(QObject* parent = nullptr);
+    // Plans refer to models by their (absolute) path; `models` are the ones open in the window,
+    // and the plan is checked again whenever one opens or closes.
+    explicit GraftDocument(const OpenModels* models, QObject* parent = nullptr);
     ~GraftDocument() override;
 
-    // The models the window has open, by their (absolute) path; plans refer to them by path.
-    void addModel(std::shared_ptr<const ModelSnapshot> snapshot);
-    void removeModel(const QString& path);
+    // The open model at `path`, or null.
     std::shared_ptr<const ModelSnapshot> model(const QString& path) const;
 
     const GraftPlan& plan() const { return m_plan; }
@@ -174,7 +175,7 @@ private:
     CompatibilityReport m_report;
     QString m_unavailable;
     QUndoStack* m_undo = nullptr;
-    std::map<QString, std::shared_ptr<const ModelSnapshot>> m_models;
+    const OpenModels* m_models;
     QString m_lastDropMessage;
     QString m_editMessage;
     QString m_fileName;

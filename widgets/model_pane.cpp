@@ -87,11 +87,10 @@ void ModelPane::closeView(int index) {
     if (view == nullptr || (m_closeGuard && !m_closeGuard(view))) {
         return;
     }
-    const QString path = QString::fromStdString(view->snapshot().model->path());
     m_tabs->removeTab(m_tabs->indexOf(view));
+    emit view->closing();
     view->deleteLater();
     updatePage();
-    emit viewClosed(path);
     emit viewsChanged();
 }
 

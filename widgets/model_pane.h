@@ -41,8 +41,6 @@ public:
 signals:
     void filesDropped(const QStringList& paths);
     void viewsChanged();
-    // A model's tab was closed (its file's path).
-    void viewClosed(const QString& path);
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;

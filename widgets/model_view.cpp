@@ -48,8 +48,9 @@ QString text(const std::string& s) {
 
 } // namespace
 
-ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent)
-    : QWidget(parent), m_snapshot(std::move(snapshot)) {
+ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, const model::TensorResults* results,
+                     QWidget* parent)
+    : QWidget(parent), m_snapshot(std::move(snapshot)), m_results(results) {
     auto* layout = new QVBoxLayout(this);
     m_header = wrappedLabel(this, QStringLiteral("modelHeader"), Qt::RichText, true);
     m_header->setText(headerText());
@@ -86,6 +87,11 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* par
     connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex& current) { showCurrentTensor(current); });
     layout->addWidget(m_tabs, 1);
+    m_treeModel->setResults(m_results);
+    m_heatmap->setResults(m_results);
+    m_systemCharts->setResults(m_results);
+    m_inspector->setResults(m_results);
+    connect(m_results, &model::TensorResults::reset, this, [this] { m_header->setText(headerText()); });
 }
 
 QString ModelView::headerText() const {
@@ -99,10 +105,10 @@ QString ModelView::headerText() const {
         files += tr(" (organ directory, %1 tensor files)").arg(m_snapshot->model->tensors().size());
     }
     QString measured = tr("θ not measured yet");
-    if (m_measurement && m_measurement->model.measured != 0) {
+    if (const ModelMeasurement* m = measurement(); m != nullptr && m->model.measured != 0) {
         measured = tr("θ mean %1° &nbsp;·&nbsp; signal %2")
-                       .arg(m_measurement->model.thetaMean, 0, 'f', 2)
-                       .arg(m_measurement->model.signalMean, 0, 'f', 3);
+                       .arg(m->model.thetaMean, 0, 'f', 2)
+                       .arg(m->model.signalMean, 0, 'f', 3);
     }
     // A LoRA adapter (general.type "adapter") says so: it is not a model that runs alone.
     QString kind = arch.toHtmlEscaped();
@@ -370,15 +376,15 @@ MeasuredModel ModelView::shownTensorsReport() const {
     m.path = model.path();
     m.name = model.name();
     m.architecture = model.architecture();
-    if (m_measurement) {
-        m.params = m_measurement->params;
-        m.fromCache = m_measurement->fromCache;
+    if (const ModelMeasurement* measured = measurement()) {
+        m.params = measured->params;
+        m.fromCache = measured->fromCache;
     }
     const auto& tensors = model.tensors();
     m.tensors.resize(tensors.size());
     report.include.resize(tensors.size());
     for (std::size_t i = 0; i < tensors.size(); ++i) {
-        if (const auto& result = m_treeModel->tensorResult(static_cast<int>(i))) {
+        if (const auto& result = m_results->at(static_cast<int>(i))) {
             m.tensors[i] = *result;
         } else {
             m.tensors[i].N = tensors[i].elements;
@@ -411,9 +417,6 @@ void ModelView::inspectTensor(int tensor) {
         return;
     }
     m_inspector->showTensor(tensor, m_snapshot->model->tensors()[static_cast<std::size_t>(tensor)]);
-    if (const auto& result = m_treeModel->tensorResult(tensor)) {
-        m_inspector->setResult(tensor, *result);
-    }
     emit tensorSelected(tensor);
 }
 
@@ -465,13 +468,6 @@ QString ModelView::comparisonReason() const {
 
 void ModelView::setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait) {
     m_inspector->setPortrait(tensor, std::move(portrait));
-}
-
-void ModelView::applyTensorResult(int tensor, const ZResult& result) {
-    m_treeModel->setTensorResult(tensor, result);
-    m_heatmap->setTensorResult(tensor, result);
-    m_systemCharts->setTensorResult(tensor, result);
-    m_inspector->setResult(tensor, result);
 }
 
 QWidget* ModelView::buildHeatmapTab() {
@@ -526,20 +522,6 @@ void ModelView::selectTensor(int tensor) {
     m_tree->scrollTo(index);
     m_tree->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect |
                                                          QItemSelectionModel::Rows);
-}
-
-void ModelView::setMeasurement(std::shared_ptr<const ModelMeasurement> measurement) {
-    m_measurement = std::move(measurement);
-    // From the cache the results arrive here all at once: applied in bulk, so that even a
-    // model of a thousand tensors costs the event loop one short pass.
-    const auto& results = m_measurement->tensors;
-    m_treeModel->setTensorResults(results);
-    m_heatmap->setTensorResults(results);
-    m_systemCharts->setTensorResults(results);
-    if (const int current = m_inspector->tensor(); current >= 0 && std::size_t(current) < results.size()) {
-        m_inspector->setResult(current, results[std::size_t(current)]);
-    }
-    m_header->setText(headerText());
 }
 
 void ModelView::showPage(Page page) {

@@ -27,6 +27,7 @@ class GraftDocument;
 class AnatomyFilterProxy;
 class AnatomyTreeModel;
 class MetadataTableModel;
+class TensorResults;
 } // namespace organ::model
 
 namespace organ::widgets {
@@ -42,7 +43,10 @@ class VitalsPage;
 class ModelView : public QWidget {
     Q_OBJECT
 public:
-    explicit ModelView(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent = nullptr);
+    // `results`: the model's measurement, stored once in OpenModels for every view of the model;
+    // the tree, heatmap, side charts, inspector and header follow it.
+    ModelView(std::shared_ptr<const ModelSnapshot> snapshot, const model::TensorResults* results,
+              QWidget* parent = nullptr);
 
     const ModelSnapshot& snapshot() const { return *m_snapshot; }
     std::shared_ptr<const ModelSnapshot> snapshotPointer() const { return m_snapshot; }
@@ -78,6 +82,8 @@ public:
     QLabel* planPreviewLabel() const { return m_previewLabel; }
 
 signals:
+    // Its pane closed it; it is deleted later.
+    void closing();
     // The current tensor changed (tree or heatmap): the window fetches its portrait.
     void tensorSelected(int tensor);
     // Tensors dropped on the tree or heatmap did not fit: why.
@@ -97,10 +103,9 @@ public:
     void inspectTensor(int tensor);
     QString headerText() const;
 
-    // Measurement results as they arrive (GUI thread).
-    void applyTensorResult(int tensor, const ZResult& result);
-    void setMeasurement(std::shared_ptr<const ModelMeasurement> measurement);
-    const ModelMeasurement* measurement() const { return m_measurement.get(); }
+    const model::TensorResults* results() const { return m_results; }
+    // The whole measurement, once complete (null before).
+    const ModelMeasurement* measurement() const { return m_results->measurement(); }
     // The tensors the tree shows (filter and system toggles applied) with their results so
     // far (unmeasured ones have no θ), groups aggregated over them: what the tree exports.
     MeasuredModel shownTensorsReport() const;
@@ -122,7 +127,7 @@ private:
     void addPurifyAction(QMenu& menu, std::vector<int> tensors);
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
-    std::shared_ptr<const ModelMeasurement> m_measurement;
+    const model::TensorResults* m_results;
     QLabel* m_header = nullptr;
     QTabWidget* m_tabs = nullptr;
     QWidget* m_anatomyTab = nullptr;

@@ -39,7 +39,7 @@ QString systemLabel(System system) {
 } // namespace
 
 SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent)
-    : QWidget(parent), m_snapshot(std::move(snapshot)), m_theta(m_snapshot->anatomy.tensors.size()) {
+    : QWidget(parent), m_snapshot(std::move(snapshot)) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_layers = new QCustomPlot(this);
@@ -137,19 +137,9 @@ SystemThetaCharts::SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapsh
     refresh();
 }
 
-void SystemThetaCharts::setTensorResult(int tensor, const ZResult& result) {
-    if (tensor < 0 || static_cast<std::size_t>(tensor) >= m_theta.size()) {
-        return;
-    }
-    m_theta[static_cast<std::size_t>(tensor)] = result.theta;
-    scheduleRefresh();
-}
-
-void SystemThetaCharts::setTensorResults(const std::vector<ZResult>& results) {
-    for (std::size_t t = 0; t < results.size() && t < m_theta.size(); ++t) {
-        m_theta[t] = results[t].theta;
-    }
-    scheduleRefresh();
+void SystemThetaCharts::setResults(const model::TensorResults* results) {
+    model::followResults(
+        this, m_results, results, [this] { scheduleRefresh(); }, [this] { scheduleRefresh(); });
 }
 
 void SystemThetaCharts::setPreview(std::map<int, std::optional<double>> thetaAfter) {
@@ -169,14 +159,12 @@ std::optional<double> SystemThetaCharts::meanTheta(System system, std::optional<
         if (tensors[i].system != system || (layer && tensors[i].layer != layer)) {
             continue;
         }
-        std::optional<double> theta = m_theta[i];
-        if (afterPlan) {
-            if (const auto it = m_after.find(int(i)); it != m_after.end()) {
-                theta = it->second;
-            }
-        }
-        if (theta) {
-            sum += *theta;
+        const auto after = afterPlan ? m_after.find(int(i)) : m_after.end();
+        const std::optional<double> theta = after != m_after.end() ? after->second
+                                            : m_results != nullptr ? m_results->theta(int(i))
+                                                                   : std::nullopt;
+        if (theta.has_value()) {
+            sum += theta.value();
             ++count;
         }
     }

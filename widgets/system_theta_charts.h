@@ -2,6 +2,7 @@
 
 #include "anatomy/anatomy_tree.h"
 #include "measure/zmeasure.h"
+#include "open_models.h"
 
 #include <QWidget>
 #include <map>
@@ -23,8 +24,8 @@ class SystemThetaCharts : public QWidget {
 public:
     explicit SystemThetaCharts(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent = nullptr);
 
-    void setTensorResult(int tensor, const ZResult& result);
-    void setTensorResults(const std::vector<ZResult>& results);
+    // The charts show `results` (the model's, stored in OpenModels; null: none) and follow it.
+    void setResults(const model::TensorResults* results);
 
     // The plan's preview: per tensor the θ it will have (the donor's), for the tensors the
     // plan replaces; drawn beside today's values (dashed lines, lighter bars). Empty: none.
@@ -44,7 +45,7 @@ private:
     void refresh();
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
-    std::vector<std::optional<double>> m_theta; // per tensor
+    const model::TensorResults* m_results = nullptr;
     std::map<int, std::optional<double>> m_after;
     std::vector<QCPGraph*> m_afterGraphs; // per system, dashed
     std::vector<QCPBars*> m_bars;         // per system shown

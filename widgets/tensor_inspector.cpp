@@ -93,7 +93,6 @@ void TensorInspector::showTensor(int tensor, const TensorInfo& info) {
     m_name = model::displayText(info.name);
     m_columns = info.ne[0];
     m_rows = info.ne[0] == 0 ? 0 : info.elements / info.ne[0];
-    m_result.reset();
     m_portrait.reset();
     const auto type = tensorTypeName(info.type);
     m_title->setText(QStringLiteral("<b>") + m_name.toHtmlEscaped() + QStringLiteral("</b> &nbsp; ") +
@@ -114,11 +113,26 @@ bool TensorInspector::isEmptyShown() const {
     return m_pages->currentWidget() == m_empty;
 }
 
-void TensorInspector::setResult(int tensor, const ZResult& result) {
-    if (tensor != m_tensor) {
+void TensorInspector::setResults(const model::TensorResults* results) {
+    model::followResults(
+        this, m_results, results,
+        [this](int tensor) {
+            if (tensor == m_tensor) {
+                resultChanged();
+            }
+        },
+        [this] { resultChanged(); });
+}
+
+const std::optional<ZResult>& TensorInspector::result() const {
+    static const std::optional<ZResult> none;
+    return m_results == nullptr ? none : m_results->at(m_tensor);
+}
+
+void TensorInspector::resultChanged() {
+    if (m_tensor < 0) {
         return;
     }
-    m_result = result;
     m_indicators->setText(indicatorsText());
     drawSpectrum();
 }
@@ -133,10 +147,11 @@ void TensorInspector::setPortrait(int tensor, std::shared_ptr<const TensorPortra
 }
 
 QString TensorInspector::indicatorsText() const {
-    if (!m_result) {
+    const auto& measured = result();
+    if (!measured) {
         return m_tensor < 0 ? QString() : tr("not measured yet");
     }
-    const ZResult& z = *m_result;
+    const ZResult& z = *measured;
     if (z.constant) {
         return tr("constant: no θ");
     }
@@ -186,20 +201,21 @@ void TensorInspector::drawSpectrum() {
     m_spectrum->clearGraphs();
     m_spectrum->xAxis->setLabel(tr("Haar level j (1 = finest)"));
     m_spectrum->yAxis->setLabel(tr("log₂ E_j"));
-    if (m_result && !m_result->levelEnergies.empty()) {
+    const auto& measured = result();
+    if (measured && !measured->levelEnergies.empty()) {
         QVector<double> x;
         QVector<double> y;
-        for (std::size_t j = 0; j < m_result->levelEnergies.size(); ++j) {
-            if (m_result->levelEnergies[j] > 0) {
+        for (std::size_t j = 0; j < measured->levelEnergies.size(); ++j) {
+            if (measured->levelEnergies[j] > 0) {
                 x << static_cast<double>(j + 1);
-                y << std::log2(m_result->levelEnergies[j]);
+                y << std::log2(measured->levelEnergies[j]);
             }
         }
         QCPGraph* points = m_spectrum->addGraph();
         points->setData(x, y);
         points->setLineStyle(QCPGraph::lsNone);
         points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(0x1f, 0x9e, 0x89), 7));
-        if (m_result->beta && x.size() >= 2) {
+        if (measured->beta && x.size() >= 2) {
             // The least-squares line whose slope is β, through the points' centre.
             double mx = 0, my = 0;
             for (int i = 0; i < x.size(); ++i) {
@@ -209,7 +225,7 @@ void TensorInspector::drawSpectrum() {
             QCPGraph* fit = m_spectrum->addGraph();
             fit->setPen(QPen(QColor(0xd6, 0x27, 0x28), 1.5, Qt::DashLine));
             fit->setData({x.front(), x.back()},
-                         {my + *m_result->beta * (x.front() - mx), my + *m_result->beta * (x.back() - mx)});
+                         {my + *measured->beta * (x.front() - mx), my + *measured->beta * (x.back() - mx)});
         }
         m_spectrum->rescaleAxes();
         m_spectrum->xAxis->setRange(0.5, x.isEmpty() ? 1.5 : x.back() + 0.5);

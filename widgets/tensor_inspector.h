@@ -3,6 +3,7 @@
 #include "gguf/gguf_file.h"
 #include "measure/tensor_portrait.h"
 #include "measure/zmeasure.h"
+#include "open_models.h"
 
 #include <QWidget>
 #include <memory>
@@ -30,7 +31,9 @@ public:
 
     // A tensor was selected: shows its name at once, the rest when it arrives.
     void showTensor(int tensor, const TensorInfo& info);
-    void setResult(int tensor, const ZResult& result);
+    // The indicators and spectrum show the selected tensor's result in `results` (the model's,
+    // stored in OpenModels; null: none) and follow it.
+    void setResults(const model::TensorResults* results);
     void setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait);
     int tensor() const { return m_tensor; }
     bool hasPortrait() const { return m_portrait != nullptr; }
@@ -48,13 +51,15 @@ private:
     void drawHistogram();
     void drawSpectrum();
     void drawImage();
+    const std::optional<ZResult>& result() const;
+    void resultChanged();
 
     QString m_model;
     std::uint64_t m_columns = 0;
     std::uint64_t m_rows = 0;
     QString m_name;
     int m_tensor = -1;
-    std::optional<ZResult> m_result;
+    const model::TensorResults* m_results = nullptr;
     std::shared_ptr<const TensorPortrait> m_portrait;
     QLabel* m_title = nullptr;
     QLabel* m_indicators = nullptr;

@@ -30,7 +30,7 @@ constexpr double kConstant = 2.0;
 ThetaHeatmap::ThetaHeatmap(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent, Mode mode)
     : QWidget(parent), m_snapshot(std::move(snapshot)), m_mode(mode) {
     buildGrid();
-    m_delta.assign(m_results.size(), std::nullopt);
+    m_delta.assign(m_snapshot->anatomy.tensors.size(), std::nullopt);
     buildPlot();
 }
 
@@ -49,7 +49,6 @@ void ThetaHeatmap::buildGrid() {
                               [](const TensorAnatomy& t) { return !t.layer; });
     m_columns = columnOfLayer(anatomy.layerCount());
     m_cells.assign(static_cast<std::size_t>(m_columns) * m_roles.size(), -1);
-    m_results.assign(anatomy.tensors.size(), std::nullopt);
     for (std::size_t i = 0; i < anatomy.tensors.size(); ++i) {
         const auto& t = anatomy.tensors[i];
         const int column = t.layer ? columnOfLayer(*t.layer) : 0;
@@ -268,10 +267,12 @@ int ThetaHeatmap::tensorAt(int column, int row) const {
 
 std::optional<double> ThetaHeatmap::thetaAt(int column, int row) const {
     const int tensor = tensorAt(column, row);
-    if (tensor < 0 || !m_results[static_cast<std::size_t>(tensor)]) {
-        return std::nullopt;
-    }
-    return m_results[static_cast<std::size_t>(tensor)]->theta;
+    return tensor < 0 || m_results == nullptr ? std::nullopt : m_results->theta(tensor);
+}
+
+const std::optional<ZResult>& ThetaHeatmap::result(int tensor) const {
+    static const std::optional<ZResult> none;
+    return m_results == nullptr ? none : m_results->at(tensor);
 }
 
 std::pair<int, int> ThetaHeatmap::cellOf(int tensor) const {
@@ -292,21 +293,23 @@ QPoint ThetaHeatmap::pixelOfTensor(int tensor) const {
             static_cast<int>(m_plot->yAxis->coordToPixel(row))};
 }
 
-void ThetaHeatmap::setTensorResult(int tensor, const ZResult& result) {
-    if (tensor < 0 || static_cast<std::size_t>(tensor) >= m_results.size() || m_theta == nullptr) {
-        return;
-    }
-    m_results[static_cast<std::size_t>(tensor)] = result;
-    refreshCell(tensor);
-    scheduleReplot();
+void ThetaHeatmap::setResults(const model::TensorResults* results) {
+    model::followResults(
+        this, m_results, results,
+        [this](int tensor) {
+            if (m_theta != nullptr) {
+                refreshCell(tensor);
+                scheduleReplot();
+            }
+        },
+        [this] { refreshAllCells(); });
 }
 
-void ThetaHeatmap::setTensorResults(const std::vector<ZResult>& results) {
-    if (m_theta == nullptr || results.size() != m_results.size()) {
+void ThetaHeatmap::refreshAllCells() {
+    if (m_theta == nullptr) {
         return;
     }
-    for (std::size_t t = 0; t < results.size(); ++t) {
-        m_results[t] = results[t];
+    for (std::size_t t = 0; t < m_cellOf.size(); ++t) {
         refreshCell(static_cast<int>(t));
     }
     scheduleReplot();
@@ -314,7 +317,7 @@ void ThetaHeatmap::setTensorResults(const std::vector<ZResult>& results) {
 
 void ThetaHeatmap::refreshCell(int tensor) {
     const auto [column, row] = cellOf(tensor);
-    const auto& r = m_results[static_cast<std::size_t>(tensor)];
+    const auto& r = result(tensor);
     m_presence->data()->setCell(column, row, r && r->constant ? kConstant : kPending);
     const int preview = m_previewOf.empty() ? -1 : m_previewOf[static_cast<std::size_t>(tensor)];
     const std::optional<double> theta =
@@ -492,7 +495,7 @@ void ThetaHeatmap::showTooltip(QMouseEvent* event) {
         return;
     }
     const auto& name = m_snapshot->model->tensors()[static_cast<std::size_t>(tensor)].name;
-    const auto& r = m_results[static_cast<std::size_t>(tensor)];
+    const auto& r = result(tensor);
     QString text = model::displayText(name);
     if (m_mode == Mode::Delta) {
         const auto& delta = m_delta[static_cast<std::size_t>(tensor)];

@@ -2,6 +2,7 @@
 
 #include "anatomy/anatomy_tree.h"
 #include "measure/zmeasure.h"
+#include "open_models.h"
 #include "tensor_drag.h"
 
 #include <QWidget>
@@ -45,9 +46,10 @@ public:
     // Delta mode: what is compared ("Δθ donor − recipient"), the title of exported charts.
     void setComparisonTitle(const QString& title) { m_comparisonTitle = title; }
 
-    void setTensorResult(int tensor, const ZResult& result);
-    void setTensorResults(const std::vector<ZResult>& results); // all at once, one replot
-    void highlightTensor(int tensor);                           // -1: none
+    // Theta mode: the cells show `results` (the model's, stored in OpenModels; null: none) and
+    // follow it, a replot at most every 50 ms while results arrive.
+    void setResults(const model::TensorResults* results);
+    void highlightTensor(int tensor); // -1: none
 
     int columnCount() const { return m_columns; }
     // Column 0 is "global" (tensors outside layers) when the model has such tensors.
@@ -127,6 +129,8 @@ private:
     void buildGrid();
     void buildPlot();
     void refreshCell(int tensor);
+    void refreshAllCells();
+    const std::optional<ZResult>& result(int tensor) const;
     void updateRange();
     void scheduleReplot();
     void drawSelection();
@@ -146,7 +150,7 @@ private:
     int m_columns = 0;                         // "global" (when any) + one per layer
     std::vector<int> m_cells;                  // column * rows + row → tensor, -1 absent
     std::vector<std::pair<int, int>> m_cellOf; // tensor → (column, row)
-    std::vector<std::optional<ZResult>> m_results;
+    const model::TensorResults* m_results = nullptr;
     QCustomPlot* m_plot = nullptr;
     QCPColorMap* m_presence = nullptr; // absent / not measured / constant
     QCPColorMap* m_theta = nullptr;

@@ -241,7 +241,7 @@ int runAssemble(const std::vector<std::string>& args) {
         if (planPath || !parsed.positional().empty() || !output) {
             throw UsageError{"assemble --organs DIR needs -o OUT.gguf (and no plan)"};
         }
-        return runAssembleOrgans(*organs, *output);
+        return runAssembleOrgans(*organs, *output, parsed.flag("--keep-invalid"));
     }
     if (!planPath || !parsed.positional().empty()) {
         throw UsageError{"assemble needs --plan PLAN.json [-o OUT.gguf], or --organs DIR -o OUT.gguf"};

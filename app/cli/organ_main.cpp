@@ -63,9 +63,10 @@ usage:
       Takes the model apart into an organ directory: one file per tensor in
       skeleton/ organs/ embed/ norm/ adapters/ other/, and manifest.json with every
       metadata key, the tensor order and each tensor's SHA-256 (docs/organ-directory.md).
-  organ assemble --organs DIR -o OUT.gguf
+  organ assemble --organs DIR -o OUT.gguf [--keep-invalid]
       Puts an organ directory back together after checking every file against the
-      manifest: the original GGUF byte for byte.
+      manifest: the original GGUF byte for byte. One llama.cpp would not load is
+      not kept (--keep-invalid keeps it, exit status 1).
   organ purify MODEL --method fft|haar [--keep F] [--threshold T] [--attenuation A]
                [--layers A-B] [--system S] [--role R]... [--tensor NAME]... -o OUT.gguf
                [--json F]

@@ -6,17 +6,22 @@
 #include "support/text_safety.h"
 
 #include <algorithm>
+#include <mutex>
 
 namespace organ {
 namespace {
 
-// Decodes the source elements behind a range of target bytes and encodes them again.
+// Decodes the source elements behind a range of target bytes and encodes them again; the
+// source's promised SHA-256 is checked before its first bytes are converted.
 TensorSource conversionSource(const GgufModel& model, const TensorInfo& source, TensorType target) {
     TensorSource out;
-    const auto data = model.tensorData(source);
-    const auto mapping = model.tensorMapping(source);
     const TensorType from = source.type;
-    out.generate = [data, mapping, from, target](std::uint64_t offset, std::span<std::byte> bytes) {
+    auto checked = std::make_shared<std::once_flag>();
+    out.generate = [in = model.tensorSource(source), from, target, checked](std::uint64_t offset,
+                                                                            std::span<std::byte> bytes) {
+        std::call_once(*checked, [&in] { checkPromise(in); });
+        const auto data = in.bytes;
+        const auto& mapping = in.mapping;
         const auto& t = traitsOf(target);
         const std::uint64_t firstBlock = offset / t.bytesPerBlock;
         const std::uint64_t endBlock = (offset + bytes.size() + t.bytesPerBlock - 1) / t.bytesPerBlock;
@@ -99,8 +104,7 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
         } else if (t.converted) {
             w.source = conversionSource(model, source, t.targetType);
         } else {
-            w.source.bytes = model.tensorData(source);
-            w.source.mapping = model.tensorMapping(source);
+            w.source = model.tensorSource(source);
         }
         spec.tensors.push_back(std::move(w));
     }

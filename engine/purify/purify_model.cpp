@@ -19,9 +19,12 @@ std::optional<double> thetaOf(TensorType type, std::span<const std::byte> data, 
     return z ? z->theta : std::nullopt;
 }
 
-// Purifies a tensor's values (`data`, as stored) whole and encodes them as `target`.
-PurifiedBytes purifyData(const TensorInfo& t, std::span<const std::byte> data, TensorType target,
+// Purifies a tensor's values (`source`, as stored, checked against its promised SHA-256
+// first) whole and encodes them as `target`.
+PurifiedBytes purifyData(const TensorInfo& t, const TensorSource& source, TensorType target,
                          const PurifyParams& params) {
+    checkPromise(source);
+    const std::span<const std::byte> data = source.bytes;
     std::vector<float> values(static_cast<std::size_t>(t.elements));
     dequantizeRange(t.type, data, 0, values.size(), values.data());
     const Purified purified = purify(values, t.ne[0], params);
@@ -59,7 +62,7 @@ TensorType purifiedType(TensorType type) {
 
 PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& t, TensorType target,
                            const PurifyParams& params) {
-    return purifyData(t, model.tensorData(t), target, params);
+    return purifyData(t, model.tensorSource(t), target, params);
 }
 
 TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, const std::string& name,
@@ -76,12 +79,11 @@ TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, co
     TensorSource source;
     // The bytes and the mapping that holds them, never the model: a planned chimera's spec may
     // outlive the GraftModels it was made from (the vital signs run it on the engine thread).
-    source.generate = [data = model.tensorData(tensor), mapping = model.tensorMapping(tensor), tensor, name,
-                       target, params, once, log, state,
+    source.generate = [from = model.tensorSource(tensor), tensor, name, target, params, once, log, state,
                        size](std::uint64_t offset, std::span<std::byte> out) {
         std::lock_guard lock(state->mutex);
         if (!state->bytes) {
-            PurifiedBytes made = purifyData(tensor, data, target, params);
+            PurifiedBytes made = purifyData(tensor, from, target, params);
             made.report.name = name;
             if (log && !state->logged) {
                 log->add(std::move(made.report));
@@ -141,8 +143,7 @@ PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, 
             w.source = purifiedSource(model, t, t.name, w.type, params, true, log);
             purifiedNames.push_back(t.name);
         } else {
-            w.source.bytes = model.tensorData(t);
-            w.source.mapping = model.tensorMapping(t);
+            w.source = model.tensorSource(t);
         }
         spec.tensors.push_back(std::move(w));
     }

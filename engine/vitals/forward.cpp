@@ -1,5 +1,6 @@
 #include "vitals/forward.h"
 
+#include "anatomy/loader_rules.h"
 #include "gguf/tensor_name.h"
 #include "quant/dequant.h"
 #include "quant/f16_dot.h"
@@ -101,6 +102,12 @@ Transformer::Transformer(ModelWeights weights)
     m_shape.architecture = arch;
     m_shape.embedding = required("embedding_length");
     m_shape.blocks = required("block_count");
+    // llama.cpp keeps its per-layer settings in arrays of kLlamaMaxLayers: a deeper model is no
+    // model it runs (and its keys, values and hidden states would grow with the declared count).
+    if (m_shape.blocks > kLlamaMaxLayers) {
+        throw FormatError(label + ": " + arch + ".block_count is " + std::to_string(m_shape.blocks) +
+                          "; llama.cpp runs at most " + std::to_string(kLlamaMaxLayers) + " blocks");
+    }
     m_shape.heads = required("attention.head_count");
     m_shape.kvHeads =
         m_weights.archValue("attention.head_count_kv") ? required("attention.head_count_kv") : m_shape.heads;
@@ -120,6 +127,14 @@ Transformer::Transformer(ModelWeights weights)
     m_shape.ropeBase = real("rope.freq_base", 10000.0);
     m_shape.rmsEpsilon = arch == "gpt2" ? real("attention.layer_norm_epsilon", 1e-5)
                                         : real("attention.layer_norm_rms_epsilon", 1e-5);
+    // NaN, infinite or not positive: every output would be NaN, a perplexity that means nothing.
+    for (const auto& [what, value] :
+         {std::pair("the norm epsilon", m_shape.rmsEpsilon), std::pair("rope.freq_base", m_shape.ropeBase)}) {
+        if (!(value > 0) || !std::isfinite(value)) {
+            throw FormatError(label + ": " + what + " is " + std::to_string(value) +
+                              "; it must be a positive number");
+        }
+    }
     const ModelWeights::Tensor* embed = m_weights.tensor("token_embd.weight");
     if (embed == nullptr || embed->nDims != 2 || embed->ne[0] != m_shape.embedding) {
         throw VitalsUnavailable(label + ": vital signs need token_embd.weight of " +

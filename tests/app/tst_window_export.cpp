@@ -312,7 +312,8 @@ private slots:
         const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         ORGAN_REQUIRE_SHARED(path);
         const auto snapshot = ModelSnapshot::of(openModel(path.toStdString()));
-        widgets::ModelView view(snapshot);
+        const model::TensorResults unmeasured(snapshot->model->tensors().size());
+        widgets::ModelView view(snapshot, &unmeasured);
         QString error;
         const QString csv = m_dir.filePath(QStringLiteral("unmeasured.csv"));
         QVERIFY2(widgets::writeMeasurementReport(view.shownTensorsReport(), csv, &error), qPrintable(error));

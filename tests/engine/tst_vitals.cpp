@@ -516,6 +516,72 @@ private slots:
         }
     }
 
+    // Success that is not: a perplexity of no tokens, of NaN outputs, or of a model llama.cpp
+    // would not run is an error, never a number printed with exit status 0.
+    void meaninglessRunsAreRefused_data() {
+        QTest::addColumn<QString>("edit");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("one token") << QStringLiteral("no-bos") << QStringLiteral("a")
+                                   << QStringLiteral(
+                                          "token(s) in the model's vocabulary; perplexity needs at least 2");
+        QTest::newRow("empty vocabulary") << QStringLiteral("no-vocab") << QStringLiteral("Once upon a time")
+                                          << QStringLiteral("the text is 0 token(s)");
+        QTest::newRow("NaN weights") << QStringLiteral("nan") << QString()
+                                     << QStringLiteral("its outputs are not finite numbers");
+        QTest::newRow("NaN epsilon") << QStringLiteral("eps-nan") << QString()
+                                     << QStringLiteral(
+                                            "the norm epsilon is nan; it must be a positive number");
+        QTest::newRow("negative epsilon")
+            << QStringLiteral("eps-negative") << QString()
+            << QStringLiteral("the norm epsilon is -1.000000; it must be a positive number");
+        QTest::newRow("600 blocks") << QStringLiteral("deep") << QString()
+                                    << QStringLiteral(
+                                           "llama.block_count is 600; llama.cpp runs at most 512 blocks");
+    }
+    void meaninglessRunsAreRefused() {
+        QFETCH(QString, edit);
+        QFETCH(QString, text);
+        QFETCH(QString, message);
+        const QString stories = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(stories);
+        GgufWriteSpec spec = specFromFile(*GgufFile::open(stories.toStdString()));
+        if (edit == QStringLiteral("no-bos")) {
+            spec.set("tokenizer.ggml.add_bos_token", MetaValue::fromBool(false));
+        } else if (edit == QStringLiteral("no-vocab")) {
+            spec.set("tokenizer.ggml.tokens", MetaValue::fromStrings({}));
+            spec.set("tokenizer.ggml.scores", MetaValue::fromF32s({}));
+            spec.set("tokenizer.ggml.token_type", MetaValue::fromI32s({}));
+        } else if (edit == QStringLiteral("nan")) {
+            for (auto& t : spec.tensors) {
+                if (t.name == "output_norm.weight") {
+                    auto nan =
+                        std::make_shared<std::vector<float>>(64, std::numeric_limits<float>::quiet_NaN());
+                    t.source = {};
+                    t.source.bytes = std::as_bytes(std::span(*nan));
+                    t.source.owner = nan;
+                }
+            }
+        } else if (edit.startsWith(QStringLiteral("eps"))) {
+            spec.set("llama.attention.layer_norm_rms_epsilon",
+                     MetaValue::fromF32(edit.endsWith(QStringLiteral("nan")) ? std::nanf("") : -1.0f));
+        } else if (edit == QStringLiteral("deep")) {
+            spec.set("llama.block_count", MetaValue::fromU32(600));
+        }
+        QTemporaryDir dir;
+        const std::string file = dir.filePath(QStringLiteral("edited.gguf")).toStdString();
+        QVERIFY(writeGguf(file, spec).isOk());
+        VitalsRequest request;
+        request.text = text.toStdString();
+        request.continuation = 0;
+        try {
+            takeVitals(ModelWeights::ofModel(GgufModel::open(file)), {}, request);
+            QFAIL("vital signs were taken");
+        } catch (const std::exception& error) {
+            QVERIFY2(QString::fromUtf8(error.what()).contains(message), error.what());
+        }
+    }
+
     void otherArchitecturesAreRefused() {
         const QString path = sharedModel(QStringLiteral("zoo/tiny-mamba-f32.gguf"));
         ORGAN_REQUIRE_SHARED(path);

@@ -49,9 +49,10 @@ class TestGraftDocument : public QObject {
     }
 
     struct Trees {
+        OpenModels models;
         AnatomyTreeModel donor;
         AnatomyTreeModel recipient;
-        GraftDocument document;
+        GraftDocument document{&models};
     };
 
     std::unique_ptr<Trees> trees() {
@@ -60,8 +61,8 @@ class TestGraftDocument : public QObject {
         t->donor.setDragSource(true);
         t->recipient.setSnapshot(m_recipient);
         t->recipient.setDropHandler(&t->document);
-        t->document.addModel(m_donor);
-        t->document.addModel(m_recipient);
+        t->models.take(m_donor);
+        t->models.take(m_recipient);
         return t;
     }
 
@@ -145,7 +146,8 @@ private slots:
         for (const QString& name : names) {
             op.select.names.push_back(name.toStdString());
         }
-        GraftDocument document;
+        const OpenModels none;
+        GraftDocument document(&none);
         QCOMPARE(document.describe(op), label);
     }
 
@@ -276,7 +278,7 @@ private slots:
         const QString tinyPath = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
         ORGAN_REQUIRE_SHARED(tinyPath);
         const auto tiny = ModelSnapshot::of(openModel(tinyPath.toStdString()));
-        t->document.addModel(tiny);
+        t->models.take(tiny);
         AnatomyTreeModel tinyTree;
         tinyTree.setSnapshot(tiny);
         tinyTree.setDragSource(true);
@@ -300,7 +302,7 @@ private slots:
         const QString oddPath = m_dir.filePath(QStringLiteral("odd.gguf"));
         QVERIFY(writeFixture(oddPath, spec));
         const auto odd = ModelSnapshot::of(openModel(oddPath.toStdString()));
-        t->document.addModel(odd);
+        t->models.take(odd);
         AnatomyTreeModel oddTree;
         oddTree.setSnapshot(odd);
         oddTree.setDragSource(true);
@@ -335,7 +337,7 @@ private slots:
         const QString f16Path = sharedModel(QStringLiteral("stories260K-f16.gguf"));
         ORGAN_REQUIRE_SHARED(f16Path);
         const auto f16 = ModelSnapshot::of(openModel(QFileInfo(f16Path).absoluteFilePath().toStdString()));
-        t->document.addModel(f16);
+        t->models.take(f16);
         AnatomyTreeModel f16Tree;
         f16Tree.setSnapshot(f16);
         f16Tree.setDragSource(true);
@@ -434,16 +436,18 @@ private slots:
         const QString path = m_dir.filePath(QStringLiteral("plan.json"));
         t->document.save(path);
         QVERIFY(!t->document.isModified());
-        GraftDocument again;
-        again.addModel(m_donor);
-        again.addModel(m_recipient);
+        OpenModels both;
+        both.take(m_donor);
+        both.take(m_recipient);
+        GraftDocument again(&both);
         again.load(path);
         QCOMPARE(planJson(again), planJson(t->document));
         QVERIFY(!again.isModified());
         QCOMPARE(again.report().layout.tensorsFromDonors, std::uint64_t(15));
         // Without its donor open the plan cannot be checked, and says which file is missing.
-        GraftDocument missing;
-        missing.addModel(m_recipient);
+        OpenModels recipientOnly;
+        recipientOnly.take(m_recipient);
+        GraftDocument missing(&recipientOnly);
         missing.load(path);
         QVERIFY2(missing.unavailable().contains(QStringLiteral("stories260K-f32.gguf is not open")),
                  qPrintable(missing.unavailable()));

@@ -1,8 +1,8 @@
 // Item models under QAbstractItemModelTester, attached before any data is loaded.
-#include "gguf/specimen.h"
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
 #include "display_names.h"
+#include "gguf/specimen.h"
 #include "metadata_table_model.h"
 #include "model_roles.h"
 #include "organs/organ_directory.h"
@@ -138,14 +138,17 @@ private slots:
         QCOMPARE(model.rowCount(), 0);
     }
 
-    // θ arrives per tensor: the tensor's cell and every group above it change; group means
-    // are the means of the measured tensors below; results survive regrouping.
+    // θ arrives per tensor in the model's TensorResults: the tensor's cell and every group
+    // above it change; group means are the means of the measured tensors below; results survive
+    // regrouping.
     void thetaColumn() {
         ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
         AnatomyTreeModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         model.setSnapshot(stories());
         const auto& tensors = model.snapshot()->model->tensors();
+        TensorResults results(tensors.size());
+        model.setResults(&results);
         auto indexOf = [&](const char* name) {
             return int(model.snapshot()->model->findTensor(name) - tensors.data());
         };
@@ -160,18 +163,18 @@ private slots:
         z.K = 2.0;
         z.C = 3.0;
         scoreResult(z);
-        model.setTensorResult(indexOf("blk.3.ffn_up.weight"), z);
+        results.set(indexOf("blk.3.ffn_up.weight"), z);
         QCOMPARE(changed.count(), 3); // the tensor, layer 3, the organ system
         QCOMPARE(upTheta.data(ThetaRole).toDouble(), *z.theta);
         QCOMPARE(upTheta.data().toString(), QString::number(*z.theta, 'f', 1) + QStringLiteral("°"));
         ZResult other = z;
         other.theta = 10.0;
-        model.setTensorResult(indexOf("blk.3.ffn_down.weight"), other);
+        results.set(indexOf("blk.3.ffn_down.weight"), other);
         const QModelIndex organTheta = model.index(2, AnatomyTreeModel::Theta);
         QCOMPARE(organTheta.data(ThetaRole).toDouble(), (*z.theta + 10.0) / 2);
         ZResult constant;
         constant.constant = true;
-        model.setTensorResult(indexOf("blk.3.ffn_gate.weight"), constant);
+        results.set(indexOf("blk.3.ffn_gate.weight"), constant);
         QCOMPARE(model.indexOfTensor(indexOf("blk.3.ffn_gate.weight"))
                      .siblingAtColumn(AnatomyTreeModel::Theta)
                      .data()
@@ -179,7 +182,7 @@ private slots:
                  QStringLiteral("const"));
         QCOMPARE(organTheta.data(ThetaRole).toDouble(), (*z.theta + 10.0) / 2); // constants have no θ
         // Replacing a result replaces its share of the means.
-        model.setTensorResult(indexOf("blk.3.ffn_down.weight"), z);
+        results.set(indexOf("blk.3.ffn_down.weight"), z);
         QCOMPARE(organTheta.data(ThetaRole).toDouble(), *z.theta);
         model.setGrouping(TreeGrouping::LayerSystem);
         QCOMPARE(model.indexOfTensor(indexOf("blk.3.ffn_up.weight"))
@@ -190,7 +193,7 @@ private slots:
         const QModelIndex layer3 = model.index(4, AnatomyTreeModel::Theta);
         QCOMPARE(model.index(4, 0).data().toString(), QStringLiteral("layer 3"));
         QCOMPARE(layer3.data(ThetaRole).toDouble(), *z.theta);
-        model.clearResults();
+        model.setResults(nullptr);
         QVERIFY(!model.index(4, AnatomyTreeModel::Theta).data(ThetaRole).isValid());
 
         // All results at once (from the cache): the same means, one signal per sibling group.
@@ -200,11 +203,17 @@ private slots:
         AnatomyTreeModel oneByOne;
         oneByOne.setSnapshot(stories());
         oneByOne.setGrouping(TreeGrouping::LayerSystem);
+        TensorResults perTensor(tensors.size());
+        oneByOne.setResults(&perTensor);
         for (std::size_t t = 0; t < all.size(); ++t) {
-            oneByOne.setTensorResult(int(t), all[t]);
+            perTensor.set(int(t), all[t]);
         }
+        TensorResults atOnce(tensors.size());
+        model.setResults(&atOnce);
+        auto measurement = std::make_shared<ModelMeasurement>();
+        measurement->tensors = all;
         changed.clear();
-        model.setTensorResults(all);
+        atOnce.setMeasurement(measurement);
         QVERIFY(changed.count() < int(tensors.size())); // one per tensor and group would be 3 × 48
         for (int t = 0; t < int(tensors.size()); ++t) {
             for (QModelIndex a = model.indexOfTensor(t), b = oneByOne.indexOfTensor(t); a.isValid();
@@ -213,6 +222,46 @@ private slots:
                          b.siblingAtColumn(AnatomyTreeModel::Theta).data(ThetaRole));
             }
         }
+    }
+
+    // One entry per file however many views take it: the same snapshot and the same results;
+    // the model closes with the last view that gives it back, and a bad file is refused.
+    void openModelsOncePerFile() {
+        QTemporaryDir dir;
+        const QString a = dir.filePath(QStringLiteral("a.gguf"));
+        QVERIFY(writeSpecimen(a.toStdString(), 3).isOk());
+        OpenModels models;
+        QSignalSpy opened(&models, &OpenModels::opened);
+        QSignalSpy closed(&models, &OpenModels::closed);
+        bool fresh = false;
+        const OpenModels::Entry first = models.take(a, &fresh);
+        QVERIFY(fresh);
+        const OpenModels::Entry second = models.take(a, &fresh);
+        QVERIFY(!fresh);
+        QCOMPARE(second.snapshot, first.snapshot);
+        QCOMPARE(second.results, first.results);
+        QCOMPARE(first.results->size(), first.snapshot->model->tensors().size());
+        QCOMPARE(opened.count(), 1);
+        QCOMPARE(models.paths(), std::vector<QString>{a});
+        // A result stored once is what both views read.
+        QSignalSpy changed(first.results, &TensorResults::changed);
+        ZResult z;
+        z.theta = 12.5;
+        first.results->set(2, z);
+        QCOMPARE(second.results->theta(2), std::optional<double>(12.5));
+        z.theta = 20.0;
+        first.results->set(2, z);
+        QCOMPARE(changed.count(), 2);
+        QCOMPARE(changed.at(1).at(1).value<std::optional<double>>(), std::optional<double>(12.5));
+        QVERIFY(!first.results->at(-1) && !first.results->at(int(first.results->size())));
+        models.giveBack(a);
+        QVERIFY(models.find(a).has_value());
+        QCOMPARE(closed.count(), 0);
+        models.giveBack(a);
+        QVERIFY(!models.find(a).has_value());
+        QCOMPARE(closed.count(), 1);
+        QVERIFY_THROWS_EXCEPTION(std::exception, models.take(dir.filePath(QStringLiteral("missing.gguf"))));
+        QVERIFY(models.paths().empty());
     }
 
     void resetBetweenModels() {

@@ -67,9 +67,12 @@ private slots:
         const int row = int(std::find(roles.begin(), roles.end(), "attn_q") - roles.begin());
         const int column = heatmap.columnOfLayer(2);
         QVERIFY(!heatmap.thetaAt(column, row)); // not measured yet
+        model::TensorResults results(m_snapshot->model->tensors().size());
+        heatmap.setResults(&results);
+        QVERIFY(!heatmap.thetaAt(column, row));
         ZResult result;
         result.theta = 42.5;
-        heatmap.setTensorResult(q2, result);
+        results.set(q2, result);
         QCOMPARE(heatmap.thetaAt(column, row), std::optional<double>(42.5));
         QCOMPARE(heatmap.shownThetaAt(column, row), std::optional<double>(42.5));
         // The preview shows the donor's θ in the cells the plan replaces.
