@@ -6,6 +6,7 @@
 #include "quant/quant_dot.h"
 #include "shared_models.h"
 #include "support/errors.h"
+#include "support/instruction_set.h"
 #include "vitals/forward.h"
 #include "vitals/tokenizer.h"
 #include "vitals/vital_signs.h"
@@ -320,13 +321,14 @@ private slots:
         QCOMPARE((a - three.logits(tokens)).cwiseAbs().maxCoeff(), 0.0f);
     }
 
-    // Q8_0, IQ4_NL, K-quant and IQ4_XS weights meet 8-bit activations; every kernel this CPU has
-    // gives the same logits, bit for bit.
+    // Q8_0, IQ4_NL, K-quant and IQ4_XS weights meet 8-bit activations, F16 weights F16-rounded
+    // ones; every kernel this CPU has gives the same logits, bit for bit.
     void quantizedKernelsGiveTheSameLogits_data() {
         QTest::addColumn<QString>("model");
-        for (const char* model : {"stories260K-q8_0.gguf", "quant/wide-q4_k_m.gguf", "quant/wide-q2_k.gguf",
-                                  "quant/wide-q3_k_m.gguf", "quant/wide-q5_k_m.gguf",
-                                  "quant/wide-iq4_nl.gguf", "quant/wide-iq4_xs.gguf"}) {
+        for (const char* model :
+             {"stories260K-q8_0.gguf", "llama-2-tiny-random-f16.gguf", "quant/wide-q4_k_m.gguf",
+              "quant/wide-q2_k.gguf", "quant/wide-q3_k_m.gguf", "quant/wide-q5_k_m.gguf",
+              "quant/wide-iq4_nl.gguf", "quant/wide-iq4_xs.gguf"}) {
             QTest::newRow(model) << QString::fromLatin1(model);
         }
     }
@@ -338,11 +340,12 @@ private slots:
         const auto gguf = GgufModel::open(path.toStdString());
         const Transformer transformer(gguf);
         const std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
-        const std::vector<std::string> kernels = quantizedProductKernels();
+        const std::vector<InstructionSet>& kernels = supportedInstructionSets();
         const Eigen::MatrixXf first = transformer.logits(tokens);
         const double perplexity = perplexityOf(first, tokens).perplexity;
-        for (const std::string& kernel : kernels) {
-            useQuantizedProductKernel(kernel);
+        for (const InstructionSet set : kernels) {
+            const std::string kernel(instructionSetName(set));
+            useInstructionSet(kernel);
             const Eigen::MatrixXf logits = transformer.logits(tokens);
             const double mean = (logits - first).cwiseAbs().mean();
             const double theirs = perplexityOf(logits, tokens).perplexity;
@@ -351,7 +354,7 @@ private slots:
             QCOMPARE((logits - first).cwiseAbs().maxCoeff(), 0.0f);
             QCOMPARE(theirs, perplexity);
         }
-        useQuantizedProductKernel(kernels.front());
+        useInstructionSet(instructionSetName(kernels.front()));
     }
 
     void cancelLeavesTheSession() {
