@@ -5,6 +5,8 @@
 #include "graft_document.h"
 #include "job_tracker.h"
 #include "open_offer.h"
+#include "path_row.h"
+#include "quant/quant_mix.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
 #include "write_folder.h"
@@ -21,6 +23,7 @@
 #include <QPushButton>
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace organ::app {
 
@@ -43,20 +46,14 @@ void AssemblyController::assembleDialog() {
     name->setMinimumWidth(420);
     const QFileInfo base(m_document->base());
     auto* path = new QLineEdit(widgets::proposedWriteFolder(base.absolutePath()) + u'/' +
-                                   base.completeBaseName() + QStringLiteral("-chimera.gguf"),
+                                   base.completeBaseName() + proposedSuffix(m_document->plan()),
                                &dialog);
     path->setObjectName(QStringLiteral("chimeraPath"));
-    auto* browse = new QPushButton(tr("Browse…"), &dialog);
-    connect(browse, &QPushButton::clicked, &dialog, [&dialog, path] {
-        const QString chosen = QFileDialog::getSaveFileName(&dialog, tr("Assemble chimera"), path->text(),
-                                                            tr("GGUF models (*.gguf)"));
-        if (!chosen.isEmpty()) {
-            path->setText(chosen);
-        }
-    });
-    auto* file = new QHBoxLayout;
-    file->addWidget(path, 1);
-    file->addWidget(browse);
+    QHBoxLayout* file =
+        widgets::pathRow(path, new QPushButton(tr("Browse…"), &dialog), [&dialog](const QString& current) {
+            return QFileDialog::getSaveFileName(&dialog, tr("Assemble chimera"), current,
+                                                tr("GGUF models (*.gguf)"));
+        });
     form->addRow(tr("Name"), name);
     form->addRow(tr("File"), file);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
@@ -89,6 +86,17 @@ void AssemblyController::assembleDialog() {
     }
 }
 
+// "-chimera.gguf"; a plan that quantizes says to what ("-q4_k_m.gguf" when that is all it does).
+QString AssemblyController::proposedSuffix(const GraftPlan& plan) {
+    const GraftOperation* quantize = plan.quantizeOperation();
+    if (quantize == nullptr) {
+        return QStringLiteral("-chimera.gguf");
+    }
+    const QString type = QString::fromUtf8(quantFileTypeName(quantize->quantize.fileType)).toLower();
+    return (plan.operations.size() == 1 ? QString() : QStringLiteral("-chimera")) + u'-' + type +
+           QStringLiteral(".gguf");
+}
+
 bool AssemblyController::start(const QString& output, QString* error) {
     if (m_job != 0) {
         *error = tr("A chimera is being assembled already");
@@ -106,12 +114,21 @@ bool AssemblyController::start(const QString& output, QString* error) {
     std::string missing;
     const NamedModels models = *m_document->openModels(plan, &missing); // all open: the plan is checked
     // The writer reports bytes of tensor data in file order: their ends give the tensors done.
+    // A quantized chimera is written in llama-quantize's tensor order.
+    const ChimeraLayout& layout = m_document->report().layout;
+    std::vector<MixTensor> tensors;
+    for (const ChimeraTensor& t : layout.tensors) {
+        tensors.push_back({t.name, t.targetType, m_document->source(t).tensor->ne});
+    }
+    std::vector<std::size_t> order(tensors.size());
+    std::iota(order.begin(), order.end(), std::size_t(0));
+    if (layout.quantize) {
+        order = llamaTensorOrder(tensors);
+    }
     m_tensorEnds.clear();
     std::uint64_t end = 0;
-    for (const ChimeraTensor& t : m_document->report().layout.tensors) {
-        const TensorInfo* info = m_document->source(t).tensor;
-        const TensorTypeTraits& traits = traitsOf(t.targetType);
-        end += info->elements / traits.blockSize * traits.bytesPerBlock;
+    for (const std::size_t i : order) {
+        end += storedBytes(tensors[i].type, m_document->source(layout.tensors[i]).tensor->elements);
         m_tensorEnds.push_back(end);
     }
     m_stage.clear();
@@ -146,7 +163,8 @@ bool AssemblyController::start(const QString& output, QString* error) {
                                                           const JobTracker::Post&) {
             // Messages leave the job as the window shows them (the plan's report escapes its own).
             try {
-                const GraftModels graftModels = GraftModels::fromModels(models);
+                GraftModels graftModels = GraftModels::fromModels(models);
+                graftModels.loadImportance(plan);
                 const GraftOutcome outcome = graftChimera(plan, graftModels, target, {}, {}, progress, &stop);
                 if (outcome.report.hasErrors()) {
                     return JobResult::failed(reportText(outcome.report, plan));

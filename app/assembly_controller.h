@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <vector>
 
+namespace organ {
+struct GraftPlan;
+}
 namespace organ::model {
 class GraftDocument;
 }
@@ -35,6 +38,7 @@ signals:
     void ended(bool ok, const QString& message);
 
 private:
+    static QString proposedSuffix(const GraftPlan& plan);
     QString progressText(std::uint64_t done, std::uint64_t total, const QString& stage);
     void showAssembled(const QString& output, const QString& validation, bool valid);
 

@@ -101,9 +101,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 MainWindow::~MainWindow() {
     m_recipient->disconnect(this);
     m_donor->disconnect(this);
-    // The panes' views go before the open models: the last ones closing must not make the plan
-    // and its preview look at half-destroyed panes.
-    m_models->blockSignals(true);
+    m_models->blockSignals(true); // nor a model closing with the views QWidget deletes
 }
 
 void MainWindow::buildMenus() {
@@ -173,22 +171,12 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
     int opened = 0;
     for (const QString& path : paths) {
         try {
-            const QString absolute = QFileInfo(path).absoluteFilePath();
-            bool fresh = false;
-            const model::OpenModels::Entry entry = m_models->take(absolute, &fresh);
+            const model::OpenModels::Entry entry = m_models->take(QFileInfo(path).absoluteFilePath());
             widgets::ModelPane* target = pane(side);
             auto* view = new widgets::ModelView(entry.snapshot, entry.results, target);
-            // The model closes with its last view, as the view closes (the context: nothing once
-            // the window goes).
-            const QString key = QString::fromStdString(entry.snapshot->model->path());
-            connect(view, &widgets::ModelView::closing, m_models,
-                    [models = m_models, key] { models->giveBack(key); });
             // Tabs carry the file's name: two specimens share their general.name.
             target->addView(view, QFileInfo(path).completeBaseName(), path);
             m_measure->attach(view);
-            if (!fresh) {
-                m_measure->ensureMeasured(key);
-            }
             m_vitals->attach(view);
             connect(view, &widgets::ModelView::dropRefused, this, [this](const QString& reason) {
                 statusBar()->showMessage(tr("Not grafted: %1").arg(reason), 10000);

@@ -13,7 +13,6 @@ namespace organ::app {
 
 MeasureController::MeasureController(JobTracker* jobs, model::OpenModels* models, QObject* parent)
     : QObject(parent), m_jobs(jobs), m_models(models) {
-    connect(m_models, &model::OpenModels::opened, this, &MeasureController::measure);
     connect(m_models, &model::OpenModels::closed, this, [this](const QString& path) {
         if (const auto it = m_measurements.find(path); it != m_measurements.end()) {
             m_jobs->cancel(*it);
@@ -86,6 +85,10 @@ void MeasureController::measure(const QString& path) {
 }
 
 void MeasureController::attach(widgets::ModelView* view) {
+    const QString path = QString::fromStdString(view->snapshot().model->path());
+    ensureMeasured(path);
+    connect(view, &widgets::ModelView::closing, m_models,
+            [models = m_models, path] { models->giveBack(path); });
     connect(view, &QObject::destroyed, this, [this, view] {
         if (const auto it = m_portraits.find(view); it != m_portraits.end()) {
             m_jobs->forget(*it);

@@ -24,11 +24,10 @@ class MeasureController : public QObject {
 public:
     MeasureController(JobTracker* jobs, model::OpenModels* models, QObject* parent);
 
-    // Follows the view's selection for portraits.
+    // A view of an open model: measures the model unless it is measured or being measured (a
+    // model opened again after its measurement was cancelled is measured again), follows the
+    // view's selection for portraits, and gives the model back when the view closes.
     void attach(widgets::ModelView* view);
-    // Measures the open model at `path` unless it is measured or being measured (a model opened
-    // again after its measurement was cancelled).
-    void ensureMeasured(const QString& path);
 
 signals:
     // A model's measurement is complete (`message`: what the status bar says of it).
@@ -38,6 +37,7 @@ signals:
     void tensorApplied(const QString& path, int tensor);
 
 private:
+    void ensureMeasured(const QString& path);
     void measure(const QString& path);
     void portrait(widgets::ModelView* view, int tensor);
 

@@ -11,6 +11,7 @@
 #include "model_view.h"
 #include "plan_autosave.h"
 #include "purify/purify_model.h"
+#include "quantize_dialog.h"
 #include "write_folder.h"
 
 #include <QAction>
@@ -172,6 +173,33 @@ void SurgeryController::purifyDialog(const std::vector<int>& tensors) {
     purify(view, tensors, params);
 }
 
+void SurgeryController::quantizeRecipient() {
+    // From a view's context menu, that view; from the Graft menu, the recipient shown.
+    auto* view = qobject_cast<widgets::ModelView*>(sender());
+    quantizeDialog(view != nullptr ? view : m_recipient->currentView());
+}
+
+void SurgeryController::quantizeDialog(widgets::ModelView* recipient) {
+    if (recipient == nullptr) {
+        m_window->statusBar()->showMessage(tr("Open a model as the recipient to quantize it"), 8000);
+        return;
+    }
+    const QString path = QString::fromStdString(recipient->snapshot().model->path());
+    if (const QString refusal = m_document->refusal(path); !refusal.isEmpty()) {
+        m_host.showError(tr("Cannot quantize %1").arg(QFileInfo(path).fileName()), refusal);
+        return;
+    }
+    const GraftOperation* planned = m_document->plan().quantizeOperation();
+    widgets::QuantizeDialog dialog(path, planned ? planned->quantize : QuantizeRecipe{}, m_window);
+    if (dialog.exec() != QDialog::Accepted) {
+        return;
+    }
+    m_document->quantize(path, dialog.recipe());
+    if (dialog.choice() == widgets::QuantizeDialog::Choice::QuantizeNow) {
+        m_assembly->assembleDialog();
+    }
+}
+
 void SurgeryController::populateMenus(QMenu* edit, QMenu* graft) {
     QAction* undo = m_document->undoStack()->createUndoAction(edit, tr("&Undo"));
     undo->setShortcut(QKeySequence::Undo);
@@ -185,6 +213,8 @@ void SurgeryController::populateMenus(QMenu* edit, QMenu* graft) {
         ->setShortcut(QKeySequence::Save);
     graft->addAction(tr("&Assemble chimera…"), m_assembly, &AssemblyController::assembleDialog)
         ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_B));
+    graft->addAction(tr("&Quantize recipient…"), this, &SurgeryController::quantizeRecipient)
+        ->setObjectName(QStringLiteral("quantizeRecipientAction"));
     graft->addAction(tr("&Clear plan"), m_document, &model::GraftDocument::clear);
     graft->addSeparator();
     graft->addAction(m_planDock->toggleViewAction());
@@ -218,6 +248,8 @@ void SurgeryController::updateRoles() {
         for (widgets::ModelView* view : pane->views()) {
             view->setSurgery(m_document, pane == m_recipient);
             connect(view, &widgets::ModelView::purifyRequested, this, &SurgeryController::purifyDialog,
+                    Qt::UniqueConnection);
+            connect(view, &widgets::ModelView::quantizeRequested, this, &SurgeryController::quantizeRecipient,
                     Qt::UniqueConnection);
         }
     }

@@ -74,6 +74,8 @@ public:
 
 public slots:
     void openPlanDialog();
+    // Graft → Quantize recipient… and the recipient's context menu: the Quantize… dialog.
+    void quantizeRecipient();
     void savePlanDialog();
     // Offers back, one by one, the plans autosaved by sessions that crashed or were killed.
     void offerRecovery();
@@ -90,6 +92,9 @@ private:
     void startPurifyPreview(std::vector<PurifyPreviewTensor> tensors, const PurifyParams& params);
     // The recipient's Purify… (tree or heatmap): asks for the method and its parameters.
     void purifyDialog(const std::vector<int>& tensors);
+    // The recipient's Quantize…: asks for organ quantize's options, adds the plan's quantize
+    // operation and, with "Quantize now…", goes on to assemble.
+    void quantizeDialog(widgets::ModelView* recipient);
 
     QMainWindow* m_window;
     widgets::ModelPane* m_recipient;

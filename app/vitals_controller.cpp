@@ -171,7 +171,8 @@ bool VitalsController::checkChimera(QString* error) {
         return false;
     }
     try {
-        const GraftModels graftModels = GraftModels::fromModels(*models);
+        GraftModels graftModels = GraftModels::fromModels(*models);
+        graftModels.loadImportance(document->plan());
         const ModelWeights chimera = ModelWeights::ofPlan(document->plan(), graftModels, document->report());
         std::vector<ModelWeights> parents;
         for (const auto& [id, model] : *models) {

@@ -1,5 +1,7 @@
 #include "graft_document.h"
 
+#include "support/text_format.h"
+
 #include <QCoreApplication>
 #include <QFileInfo>
 #include <QUndoCommand>
@@ -329,6 +331,10 @@ void GraftDocument::layerOperation(const QString& recipient, GraftOperation op, 
         m_lastDropMessage = error;
         return;
     }
+    if (op.kind == GraftOperation::Kind::Quantize) {
+        std::erase_if(after.operations,
+                      [](const GraftOperation& o) { return o.kind == GraftOperation::Kind::Quantize; });
+    }
     after.operations.push_back(std::move(op));
     push(text, std::move(after));
 }
@@ -358,6 +364,14 @@ void GraftDocument::purify(const QString& recipient, std::vector<std::string> na
     op.select.names = std::move(names);
     op.purify = params;
     layerOperation(recipient, op, tr("Purify %n tensor(s)", nullptr, count));
+}
+
+void GraftDocument::quantize(const QString& recipient, const QuantizeRecipe& recipe) {
+    GraftOperation op;
+    op.kind = GraftOperation::Kind::Quantize;
+    op.quantize = recipe;
+    layerOperation(recipient, op,
+                   tr("Quantize to %1").arg(QString::fromUtf8(quantFileTypeName(recipe.fileType))));
 }
 
 void GraftDocument::repeatLayers(const QString& recipient, std::uint32_t first, std::uint32_t last) {
@@ -416,7 +430,19 @@ QString GraftDocument::chimeraName() const {
     return {};
 }
 
+QString GraftDocument::recipientName() const {
+    const auto snapshot = model(base());
+    const MetaValue* name = snapshot ? snapshot->model->find("general.name") : nullptr;
+    return name != nullptr ? QString::fromStdString(std::string(name->asString().value_or(""))) : QString();
+}
+
 QString GraftDocument::defaultChimeraName() const {
+    // A plan that only quantizes makes the same model in fewer bits: it keeps its name.
+    if (m_plan.donors.empty() && !m_plan.operations.empty() &&
+        std::all_of(m_plan.operations.begin(), m_plan.operations.end(),
+                    [](const GraftOperation& o) { return o.kind == GraftOperation::Kind::Quantize; })) {
+        return recipientName();
+    }
     QStringList parts;
     for (const QString& path : QStringList{base()}) {
         if (const auto snapshot = model(path)) {
@@ -431,7 +457,8 @@ QString GraftDocument::defaultChimeraName() const {
 }
 
 void GraftDocument::setChimeraName(const QString& name) {
-    if (isEmpty() || name == chimeraName()) {
+    // The name the recipient has already is not set again.
+    if (isEmpty() || name == chimeraName() || (chimeraName().isEmpty() && name == recipientName())) {
         return;
     }
     GraftPlan after = m_plan;
@@ -476,7 +503,8 @@ void GraftDocument::markSaved() {
 GraftDocument::OperationSummary GraftDocument::summary(int operation) const {
     OperationSummary s;
     for (const ChimeraTensor& t : m_report.layout.tensors) {
-        if ((t.operation == operation && t.model != "base") || (t.purify && t.purifyOperation == operation)) {
+        if ((t.operation == operation && t.model != "base") || (t.purify && t.purifyOperation == operation) ||
+            (t.quantizeOperation == operation && operation >= 0)) {
             ++s.tensors;
             if (const TensorInfo* info = source(t).tensor) {
                 s.bytes += info->bytes;
@@ -536,6 +564,12 @@ QString GraftDocument::describe(const GraftOperation& o) const {
         return tr("purify %1 (%2, %3)")
             .arg(o.select.names.empty() ? tr("a selection") : selectionText(o.select.names),
                  q(purifyMethodName(o.purify.method)), q(purifyParamsText(o.purify)));
+    case Kind::Quantize:
+        return o.quantize.imatrix.empty()
+                   ? tr("quantize to %1").arg(q(std::string(quantFileTypeName(o.quantize.fileType))))
+                   : tr("quantize to %1 with the importance matrix %2")
+                         .arg(q(std::string(quantFileTypeName(o.quantize.fileType))),
+                              q(fileLabel(o.quantize.imatrix)));
     }
     return {};
 }

@@ -75,14 +75,18 @@ public:
     void repeatLayers(const QString& recipient, std::uint32_t first, std::uint32_t last);
     // A purify operation on the chimera's tensors of these names, as the plan makes them.
     void purify(const QString& recipient, std::vector<std::string> names, const PurifyParams& params);
+    // The plan's quantize operation (one at most: it replaces the one there), last in the list.
+    void quantize(const QString& recipient, const QuantizeRecipe& recipe);
     // Removes every operation that reads `path` (all of them when it is the base).
     void removeOperationsUsing(const QString& path);
     void clear();
     // The chimera's general.name: a `set general.name` operation of the plan (added, changed,
     // or removed when empty), so that a saved plan names its chimera the same way.
     void setChimeraName(const QString& name);
-    QString chimeraName() const;        // the plan's, empty when it sets none
-    QString defaultChimeraName() const; // "<recipient> + <donor> chimera"
+    QString chimeraName() const; // the plan's, empty when it sets none
+    QString
+    defaultChimeraName() const;    // "<recipient> + <donor> chimera"; the recipient's own when only quantized
+    QString recipientName() const; // the recipient's general.name, empty when it has none
 
     // Plans on disk, the JSON of `organ assemble --plan`. Throw FormatError/IoError.
     void save(const QString& path);
@@ -169,6 +173,7 @@ private:
     void push(const QString& text, GraftPlan after, const QString& message = {}, bool newFile = false);
     void recheck();
     GraftPlan withBase(const QString& recipient, QString* error) const;
+    // Adds `op` at the end of the plan of `recipient` (a quantize operation replaces the plan's).
     void layerOperation(const QString& recipient, GraftOperation op, const QString& text);
 
     GraftPlan m_plan;

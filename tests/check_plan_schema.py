@@ -44,7 +44,10 @@ def main():
                            {"op": "duplicate_layer", "layer": 3},
                            {"op": "remove_metadata", "key": "general.url"},
                            {"op": "purify", "system": "organ", "method": "haar", "threshold": 0.5,
-                            "attenuation": 0.25}]}
+                            "attenuation": 0.25},
+                           {"op": "quantize", "type": "q4_k_m", "imatrix": "m.imatrix.gguf",
+                            "tensor_types": ["ffn_down=q6_k"], "output_tensor_type": "Q8_0",
+                            "token_embedding_type": "q4_k", "pure": False, "leave_output_tensor": True}]}
     expect(good, True, "hand-written plan")
     bad = [
         ({**good, "version": 2}, "version 2"),
@@ -58,6 +61,14 @@ def main():
         ({**good, "operations": [{"op": "purify", "method": "fft"}]}, "purify without a selection"),
         ({**good, "operations": [{"op": "purify", "layers": "1", "method": "fft", "keep": 0}]}, "keep 0"),
         ({**good, "operations": [{"op": "purify", "layers": "1", "method": "dct"}]}, "unknown method"),
+        ({**good, "operations": [{"op": "quantize"}]}, "quantize without a type"),
+        ({**good, "operations": [{"op": "quantize", "type": "Q4_K_X"}]}, "unknown file type"),
+        ({**good, "operations": [{"op": "quantize", "type": "Q4_K_M", "output_tensor_type": "iq2_xxs"}]},
+         "a tensor type the engine does not write"),
+        ({**good, "operations": [{"op": "quantize", "type": "Q4_K_M", "tensor_types": ["ffn_down"]}]},
+         "a tensor type without its type"),
+        ({**good, "operations": [{"op": "quantize", "type": "Q4_K_M", "pure": 1}]}, "pure not a boolean"),
+        ({**good, "operations": [{"op": "quantize", "type": "Q4_K_M", "imatrx": "m"}]}, "a misspelt field"),
     ]
     for plan, what in bad:
         expect(plan, False, what)

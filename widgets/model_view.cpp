@@ -213,6 +213,11 @@ QWidget* ModelView::buildAnatomyTab() {
         addLayerActions(menu, m_tree->indexAt(at));
         if (m_document != nullptr && m_isRecipient) {
             addPurifyAction(menu, tensorsAt(m_tree->indexAt(at)));
+            QAction* quantize =
+                menu.addAction(tr("Quantize this model…"), this, &ModelView::quantizeRequested);
+            quantize->setObjectName(QStringLiteral("quantizeAction"));
+            refuseIfPlannedElsewhere(menu, {quantize});
+            menu.addSeparator();
         }
         menu.addAction(tr("Export shown tensors as JSON, CSV or Markdown…"), this,
                        &ModelView::exportShownTensorsDialog);

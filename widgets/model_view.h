@@ -90,6 +90,8 @@ signals:
     void dropRefused(const QString& reason);
     // The recipient's "Purify…" (tree or heatmap context menu) on these tensors.
     void purifyRequested(std::vector<int> tensors);
+    // The recipient's "Quantize this model…" (tree context menu).
+    void quantizeRequested();
 
 public:
     enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Vitals };

@@ -81,6 +81,17 @@ std::uint64_t Arguments::unsignedOption(std::string_view name, std::uint64_t fal
     return value;
 }
 
+bool reportJobEnd(const char* command, const JobResult& done) {
+    if (!done.isOk()) {
+        std::cerr << "organ " << command << ": " << escapeText(done.message) << "\n";
+        return false;
+    }
+    for (const std::string& warning : done.warnings) {
+        std::cerr << "organ " << command << ": warning: " << escapeText(warning) << "\n";
+    }
+    return true;
+}
+
 ProgressPrinter::ProgressPrinter(std::string label)
     : m_label(std::move(label)), m_terminal(::isatty(2) != 0) {}
 

@@ -1,6 +1,10 @@
 #pragma once
 
+#include "support/job.h"
+#include "support/text_safety.h"
+
 #include <cstdint>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,9 +51,10 @@ int runSpecimen(const std::vector<std::string>& args);
 int runGraft(const std::vector<std::string>& args);
 int runPlanCommand(const std::vector<std::string>& args);
 int runAssemble(const std::vector<std::string>& args);
-int runAssembleOrgans(const std::string& directory, const std::string& output);
+int runAssembleOrgans(const std::string& directory, const std::string& output, bool keepInvalid);
 int runExtract(const std::vector<std::string>& args);
 int runPurify(const std::vector<std::string>& args);
+int runQuantize(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
 int runImatrix(const std::vector<std::string>& args);
@@ -75,6 +80,27 @@ TensorSelector selectorFrom(const Arguments& args);
 std::optional<PurifyParams> purifyParamsFrom(const Arguments& args, const char* methodOption);
 // θ before → after, the change and the share kept, a tensor a line.
 void printPurified(const std::vector<PurifiedTensor>& tensors, const PurifyParams& params);
+
+// Each of `paths` read by `read` (readShardReport, readFleetReport), in order; the first that
+// cannot be read is said on stderr after "organ COMMAND: ", and nothing is returned.
+template <typename Read>
+auto readEach(const char* command, const std::vector<std::string>& paths, Read read)
+    -> std::optional<std::vector<decltype(read(paths.front()))>> {
+    std::vector<decltype(read(paths.front()))> out;
+    for (const std::string& path : paths) {
+        try {
+            out.push_back(read(path));
+        } catch (const std::exception& error) {
+            std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
+            return std::nullopt;
+        }
+    }
+    return out;
+}
+
+// A job's end said on stderr after "organ COMMAND: ": its error, or its warnings. True when it
+// succeeded.
+bool reportJobEnd(const char* command, const JobResult& done);
 
 // Progress on stderr: a redrawn bar on a terminal, plain lines otherwise.
 class ProgressPrinter {

@@ -9,9 +9,6 @@
 namespace organ::cli {
 namespace {
 
-// Reports larger than this are not fleet reports anyone wrote by hand or by organ.
-constexpr std::uint64_t kMaxFleetReport = 256u << 20;
-
 int writeReports(const Arguments& parsed, const FleetReport& report, const std::vector<std::string>& inputs) {
     int status = kExitOk;
     if (const auto json = parsed.option("--json")) {
@@ -28,20 +25,15 @@ int writeReports(const Arguments& parsed, const FleetReport& report, const std::
 }
 
 int mergeReports(const Arguments& parsed) {
-    std::vector<FleetReport> reports;
-    for (const auto& path : parsed.positional()) {
-        try {
-            reports.push_back(fleetFromJson(nlohmann::json::parse(readSmallFile(path, kMaxFleetReport))));
-        } catch (const std::exception& error) {
-            std::cerr << "organ fleet: " << escapeText(fileLabel(path)) << ": " << escapeText(error.what())
-                      << "\n";
-            return kExitInvalid;
-        }
+    const auto reports =
+        readEach("fleet", parsed.positional(), [](const std::string& path) { return readFleetReport(path); });
+    if (!reports) {
+        return kExitInvalid;
     }
     std::vector<std::string> warnings;
     FleetReport merged;
     try {
-        merged = mergeFleetReports(reports, &warnings);
+        merged = mergeFleetReports(*reports, &warnings);
     } catch (const std::exception& error) {
         std::cerr << "organ fleet: " << escapeText(error.what()) << "\n";
         return kExitInvalid;
@@ -62,18 +54,23 @@ int runFleet(const std::vector<std::string>& args) {
         throw UsageError{parsed.flag("--merge") ? "fleet --merge needs at least one fleet report"
                                                 : "fleet needs at least one file or folder"};
     }
-    if (!reportTargetsOk("fleet", parsed, parsed.positional())) {
-        return kExitInvalid;
-    }
     if (parsed.flag("--merge")) {
         if (parsed.option("--sample") || parsed.option("--threads") || parsed.flag("--no-cache")) {
             throw UsageError{"--merge reads reports: --sample, --threads and --no-cache do not apply"};
+        }
+        if (!reportTargetsOk("fleet", parsed, parsed.positional())) {
+            return kExitInvalid;
         }
         return mergeReports(parsed);
     }
     const std::vector<std::string> models = findFleetModels(parsed.positional());
     if (models.empty()) {
         std::cerr << "organ fleet: no GGUF file or organ directory found in the paths given\n";
+        return kExitInvalid;
+    }
+    // The models found are the inputs (an organ directory with every file in it); the folders
+    // searched are not: a report may go beside the models.
+    if (!reportTargetsOk("fleet", parsed, models)) {
         return kExitInvalid;
     }
     const MeasurementCache cache;

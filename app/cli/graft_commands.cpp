@@ -128,7 +128,7 @@ int runGraft(const std::vector<std::string>& args) {
     const Arguments parsed(args, {"--keep-invalid"},
                            {"--base", "--donor", "--layers", "--system", "--role", "--tensor", "--map", "-o",
                             "--output", "--save-plan", "--purify", "--keep", "--threshold", "--attenuation",
-                            "--json"});
+                            "--quantize", "--imatrix", "--json"});
     const auto base = parsed.option("--base");
     const auto donor = parsed.option("--donor");
     const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
@@ -183,6 +183,21 @@ int runGraft(const std::vector<std::string>& args) {
         o.select = selector;
         plan.operations.push_back(std::move(o));
         purifyToo(selector);
+    }
+    // With --quantize, the chimera is quantized as organ quantize would quantize it.
+    if (const auto type = parsed.option("--quantize")) {
+        GraftOperation q;
+        q.kind = GraftOperation::Kind::Quantize;
+        const auto fileType = quantFileTypeFromName(*type);
+        if (!fileType) {
+            throw UsageError{"--quantize needs a file type of organ quantize (Q4_K_M, Q6_K, IQ4_XS…), not '" +
+                             *type + "'"};
+        }
+        q.quantize.fileType = *fileType;
+        q.quantize.imatrix = parsed.option("--imatrix").value_or("");
+        plan.operations.push_back(std::move(q));
+    } else if (parsed.option("--imatrix")) {
+        throw UsageError{"--imatrix goes with --quantize"};
     }
     // The plan is saved only once both targets are known to be safe to write: neither is one
     // of the models, a special file, or the other target.
@@ -241,7 +256,7 @@ int runAssemble(const std::vector<std::string>& args) {
         if (planPath || !parsed.positional().empty() || !output) {
             throw UsageError{"assemble --organs DIR needs -o OUT.gguf (and no plan)"};
         }
-        return runAssembleOrgans(*organs, *output);
+        return runAssembleOrgans(*organs, *output, parsed.flag("--keep-invalid"));
     }
     if (!planPath || !parsed.positional().empty()) {
         throw UsageError{"assemble needs --plan PLAN.json [-o OUT.gguf], or --organs DIR -o OUT.gguf"};

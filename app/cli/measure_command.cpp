@@ -68,13 +68,15 @@ bool reportTargetsOk(const char* command, const Arguments& parsed, const std::ve
 
 namespace {
 
-// Shard reports carry their part's header; larger than this is not one organ wrote.
-constexpr std::uint64_t kMaxShardReport = 1u << 30;
-
 void printModel(const MeasuredModel& m, const std::string& source, bool first) {
     std::cout << (first ? "" : "\n") << escapeText(m.measurement.name) << "  (" << escapeText(source) << ")"
               << (m.measurement.fromCache ? "  [from cache; --no-cache measures afresh]" : "") << "\n"
-              << measurementHeadline(m.measurement) << "\n\n"
+              << measurementHeadline(m.measurement) << "\n"
+              << (m.model->hasTensorFiles()
+                      ? "organ directory: measured from samples of its tensor files, whose "
+                        "SHA-256s are not checked (organ assemble --organs checks them)\n"
+                      : "")
+              << "\n"
               << tensorThetaTable(m) << "\n"
               << systemThetaTable(m);
 }
@@ -145,25 +147,19 @@ int measureOneShard(const Arguments& parsed, const MeasureOptions& options) {
 }
 
 int mergeShards(const Arguments& parsed) {
-    std::vector<ShardReport> reports;
-    for (const auto& path : parsed.positional()) {
-        try {
-            reports.push_back(
-                shardReportFromJson(nlohmann::json::parse(readSmallFile(path, kMaxShardReport))));
-        } catch (const std::exception& error) {
-            std::cerr << "organ measure: " << escapeText(fileLabel(path)) << ": " << escapeText(error.what())
-                      << "\n";
-            return kExitInvalid;
-        }
+    const auto reports = readEach("measure", parsed.positional(),
+                                  [](const std::string& path) { return readShardReport(path); });
+    if (!reports) {
+        return kExitInvalid;
     }
     std::vector<MeasuredModel> measured;
     try {
-        measured.push_back(mergeShardReports(reports));
+        measured.push_back(mergeShardReports(*reports));
     } catch (const std::exception& error) {
         std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
         return kExitInvalid;
     }
-    printModel(measured.front(), "merged from " + std::to_string(reports.size()) + " shard reports", true);
+    printModel(measured.front(), "merged from " + std::to_string(reports->size()) + " shard reports", true);
     return writeMeasurementReports(parsed, measured, parsed.positional(), kExitOk);
 }
 

@@ -48,12 +48,14 @@ usage:
       --token. Runs organ-serve, installed beside organ.
   organ graft --base A.gguf --donor B.gguf [--layers 5-20] [--system S] [--role R]...
               [--tensor NAME]... [--map I:J]... -o OUT.gguf [--save-plan PLAN.json]
-              [--keep-invalid] [--json F]
+              [--quantize TYPE [--imatrix F]] [--keep-invalid] [--json F]
       Replaces the recipient's (A's) selected tensors by the donor's (B's): by layer
       range, system, role or name; --map I:J puts donor layer I into layer J. Checks
       first (including whether llama.cpp would load the result), converts dtypes
       where it can, writes, then validates the chimera; an invalid chimera is not kept.
       --keep-invalid  write and keep a chimera llama.cpp would refuse (exit status 1)
+      --quantize TYPE  quantize the chimera as organ quantize does (a plan's quantize),
+                       with --imatrix F's importance matrix when given
   organ plan check PLAN.json [--json]
       The compatibility report of a graft plan (docs/graft-plan.md); nothing is written.
   organ assemble --plan PLAN.json [-o OUT.gguf] [--keep-invalid] [--json F]
@@ -63,9 +65,10 @@ usage:
       Takes the model apart into an organ directory: one file per tensor in
       skeleton/ organs/ embed/ norm/ adapters/ other/, and manifest.json with every
       metadata key, the tensor order and each tensor's SHA-256 (docs/organ-directory.md).
-  organ assemble --organs DIR -o OUT.gguf
+  organ assemble --organs DIR -o OUT.gguf [--keep-invalid]
       Puts an organ directory back together after checking every file against the
-      manifest: the original GGUF byte for byte.
+      manifest: the original GGUF byte for byte. One llama.cpp would not load is
+      not kept (--keep-invalid keeps it, exit status 1).
   organ purify MODEL --method fft|haar [--keep F] [--threshold T] [--attenuation A]
                [--layers A-B] [--system S] [--role R]... [--tensor NAME]... -o OUT.gguf
                [--json F]
@@ -74,6 +77,19 @@ usage:
       power), haar the wavelet details coherent across scales (--threshold 1,
       --attenuation 0); mean and spread restored. Reports θ before → after and the
       relative change per tensor.
+  organ quantize MODEL --type TYPE -o OUT.gguf [--imatrix F] [--tensor-type REGEX=TYPE]...
+                 [--output-tensor-type T] [--token-embedding-type T] [--pure]
+                 [--leave-output-tensor] [--threads N] [--json F]
+      Quantizes as llama-quantize does, to the same bytes (docs/quantization.md):
+      TYPE is Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, Q8_0,
+      Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, F16, BF16 or F32, with llama-quantize's
+      mixing rules (which tensors get more bits). A quantized input is quantized
+      again, with a note (llama-quantize's --allow-requantize).
+      --imatrix F   an importance matrix (llama-imatrix's GGUF format or legacy .dat)
+      --tensor-type REGEX=TYPE  the type of the tensors whose name matches (repeatable)
+      --output-tensor-type T, --token-embedding-type T  those tensors' types
+      --pure        every quantizable tensor in TYPE, no mix
+      --leave-output-tensor  output.weight as it is
   organ validate FILE... [--json]
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
@@ -113,7 +129,7 @@ int main(int argc, char** argv) {
         {"plan", runPlanCommand},  {"assemble", runAssemble}, {"validate", runValidate},
         {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
         {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
-        {"imatrix", runImatrix},
+        {"imatrix", runImatrix},   {"quantize", runQuantize},
     };
     if (argc < 2) {
         std::cerr << kUsage;

@@ -1,7 +1,8 @@
+#include "anatomy/model_validation.h"
 #include "cli.h"
-#include "purify/purify_model.h"
 #include "measure/measure_cache.h"
 #include "organs/organ_directory.h"
+#include "purify/purify_model.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
 #include "vitals/tokenizer.h"
@@ -44,8 +45,7 @@ int runExtract(const std::vector<std::string>& args) {
         extractOrgans(*m.model, *output, measurement ? &*measurement : nullptr,
                       [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
     printer.finish();
-    if (!done.isOk()) {
-        std::cerr << "organ extract: " << escapeText(done.message) << "\n";
+    if (!reportJobEnd("extract", done)) {
         return kExitInvalid;
     }
     std::cout << escapeText(fileLabel(*output)) << ": " << m.model->tensors().size() << " tensors"
@@ -57,22 +57,27 @@ int runExtract(const std::vector<std::string>& args) {
     return kExitOk;
 }
 
-int runAssembleOrgans(const std::string& directory, const std::string& output) {
+int runAssembleOrgans(const std::string& directory, const std::string& output, bool keepInvalid) {
     try {
         const OrganDirectory organs = OrganDirectory::open(directory);
         ProgressPrinter printer(fileLabel(directory));
-        const JobResult done = assembleOrgans(
-            organs, output, [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+        const JobResult done = assembleOrgans(organs, output, keepInvalid, [&](const Progress& p) {
+            printer.update(p.done, p.total, p.stage);
+        });
         printer.finish();
-        if (!done.isOk()) {
-            std::cerr << "organ assemble: " << escapeText(done.message) << "\n";
+        if (!reportJobEnd("assemble", done)) {
             return kExitInvalid;
-        }
-        for (const std::string& warning : done.warnings) {
-            std::cerr << "organ assemble: warning: " << escapeText(warning) << "\n";
         }
         std::cout << escapeText(fileLabel(output)) << ": assembled from " << organs.tensors().size()
                   << " tensor files\n";
+        // Kept although invalid only when asked for: said, and not a success.
+        const std::vector<Finding> findings = validateModel(*GgufModel::open(output));
+        if (!countFindings(findings).ok()) {
+            std::cout << findingsText(findings, "validation of " + fileLabel(output));
+            std::cerr << "organ assemble: " << escapeText(fileLabel(output))
+                      << " is invalid (llama.cpp will not load it) and was kept because of --keep-invalid\n";
+            return kExitInvalid;
+        }
         return kExitOk;
     } catch (const std::exception& error) {
         std::cerr << "organ assemble: " << escapeText(error.what()) << "\n";
@@ -200,6 +205,7 @@ int runPurify(const std::vector<std::string>& args) {
     try {
         VitalsRequest request;
         request.continuation = 0;
+        request.layerImportance = false;
         const auto before = takeVitals(ModelWeights::ofModel(model), {}, request);
         const auto after = takeVitals(ModelWeights::ofModel(openModel(*output)), {}, request);
         if (before && after) {

@@ -1,5 +1,5 @@
-#include "gguf/specimen.h"
 #include "cli.h"
+#include "gguf/specimen.h"
 #include "support/text_format.h"
 
 #include <iostream>

@@ -10,6 +10,7 @@
 #include "measure/measure_cache.h"
 #include "organs/organ_directory.h"
 #include "purify/purify_model.h"
+#include "quant/quantize_model.h"
 #include "support/sha256.h"
 #include "support/text_safety.h"
 
@@ -278,6 +279,7 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         {"/v1/assemble", Method::Post, &ApiServer::assemble},
         {"/v1/extract", Method::Post, &ApiServer::extract},
         {"/v1/purify", Method::Post, &ApiServer::purify},
+        {"/v1/quantize", Method::Post, &ApiServer::quantize},
         {"/v1/jobs", Method::Get, &ApiServer::listJobs},
     };
     const std::string path = request.url().path(QUrl::FullyDecoded).toStdString();
@@ -325,7 +327,28 @@ GraftPlan ApiServer::planFrom(const nlohmann::json& body) const {
     for (auto& [id, donor] : plan.donors) {
         donor = m_paths.input(donor).path;
     }
+    for (GraftOperation& o : plan.operations) {
+        if (!o.quantize.imatrix.empty()) {
+            o.quantize.imatrix = m_paths.input(o.quantize.imatrix).path;
+        }
+    }
     return plan;
+}
+
+GraftOperation ApiServer::operationOf(nlohmann::json body, const char* op) const {
+    body.erase("path");
+    body.erase("output");
+    body["op"] = op;
+    try {
+        return graftPlanFromJson({{"format", "organ-graft-plan"},
+                                  {"version", kGraftPlanVersion},
+                                  {"base", "model.gguf"},
+                                  {"operations", nlohmann::json::array({std::move(body)})}},
+                                 "the request")
+            .operations.front();
+    } catch (const std::exception& error) {
+        throw ApiError{400, error.what()};
+    }
 }
 
 GraftModels ApiServer::openPlanModels(const GraftPlan& plan) const {
@@ -473,25 +496,11 @@ ApiServer::Reply ApiServer::extract(const QHttpServerRequest& request) {
 
 // The purification is read as a plan's purify operation: one grammar, one set of checks.
 ApiServer::Reply ApiServer::purify(const QHttpServerRequest& request) {
-    nlohmann::json body = bodyObject(request, {"path", "output", "method", "keep", "threshold", "attenuation",
-                                               "layers", "system", "roles", "tensors"});
+    const nlohmann::json body = bodyObject(request, {"path", "output", "method", "keep", "threshold",
+                                                     "attenuation", "layers", "system", "roles", "tensors"});
     auto model = openInside(stringField(body, "path"));
     const OutputTarget output = m_paths.output(stringField(body, "output"));
-    nlohmann::json operation = body;
-    operation.erase("path");
-    operation.erase("output");
-    operation["op"] = "purify";
-    GraftOperation parsed;
-    try {
-        const GraftPlan plan = graftPlanFromJson({{"format", "organ-graft-plan"},
-                                                  {"version", kGraftPlanVersion},
-                                                  {"base", "model.gguf"},
-                                                  {"operations", nlohmann::json::array({operation})}},
-                                                 "the request");
-        parsed = plan.operations.front();
-    } catch (const std::exception& error) {
-        throw ApiError{400, error.what()};
-    }
+    const GraftOperation parsed = operationOf(body, "purify");
     return startJob(
         "purify",
         [model, output, parsed](const ProgressFn& progress, const StopToken& stop) -> nlohmann::json {
@@ -501,6 +510,37 @@ ApiServer::Reply ApiServer::purify(const QHttpServerRequest& request) {
                 throw JobFailure{outcome.written.message, nullptr};
             }
             return purifyOutcomeToJson(outcome, output.path.path);
+        },
+        output.claim);
+}
+
+// The recipe is read as a plan's quantize operation, as `organ quantize` takes its options.
+ApiServer::Reply ApiServer::quantize(const QHttpServerRequest& request) {
+    const nlohmann::json body =
+        bodyObject(request, {"path", "output", "type", "imatrix", "tensor_types", "output_tensor_type",
+                             "token_embedding_type", "pure", "leave_output_tensor"});
+    auto model = openInside(stringField(body, "path"));
+    const OutputTarget output = m_paths.output(stringField(body, "output"));
+    const QuantizeRecipe recipe = operationOf(body, "quantize").quantize;
+    std::shared_ptr<const ImatrixData> importance;
+    if (!recipe.imatrix.empty()) {
+        const RootedPath path = m_paths.input(recipe.imatrix);
+        try {
+            importance = std::make_shared<const ImatrixData>(readImatrix(path));
+        } catch (const std::exception& error) {
+            throw ApiError{422, error.what()};
+        }
+    }
+    return startJob(
+        "quantize",
+        [model, output, recipe, importance](const ProgressFn& progress,
+                                            const StopToken& stop) -> nlohmann::json {
+            const QuantizeOutcome outcome =
+                quantizeModel(*model, recipe, importance.get(), output.path, progress, &stop);
+            if (!outcome.written.isOk()) {
+                throw JobFailure{outcome.written.message, nullptr};
+            }
+            return quantizeOutcomeToJson(outcome, recipe, output.path.path);
         },
         output.claim);
 }

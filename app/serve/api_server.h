@@ -66,6 +66,7 @@ private:
     Reply assemble(const QHttpServerRequest& request);
     Reply extract(const QHttpServerRequest& request);
     Reply purify(const QHttpServerRequest& request);
+    Reply quantize(const QHttpServerRequest& request);
     Reply listJobs(const QHttpServerRequest& request);
     Reply oneJob(const QHttpServerRequest& request, const std::string& id);
 
@@ -73,6 +74,9 @@ private:
     std::shared_ptr<const GgufModel> openInside(const std::string& given) const;
     GraftPlan planFrom(const nlohmann::json& body) const;
     GraftModels openPlanModels(const GraftPlan& plan) const;
+    // A request's body (but its "path" and "output") read as a plan's `op` operation: one grammar,
+    // one set of checks; refused 400 naming the problem.
+    GraftOperation operationOf(nlohmann::json body, const char* op) const;
 
     // Queues `work`. A job that writes names its output's `claim`: until it has ended, another
     // job for the same output is refused (409).

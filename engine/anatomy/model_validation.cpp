@@ -2,6 +2,7 @@
 
 #include "anatomy/anatomy.h"
 #include "anatomy/loader_rules.h"
+#include "support/text_format.h"
 
 #include <algorithm>
 #include <map>
@@ -239,6 +240,30 @@ private:
             (tokens == nullptr || !tokens->isArray() || tokens->elementType() != ValueType::String)) {
             error("keys",
                   "the key tokenizer.ggml.tokens (an array of strings) is missing (llama.cpp requires it)");
+            return;
+        }
+        if (tokens != nullptr && tokens->isArray()) {
+            checkTokenArray("tokenizer.ggml.scores", ValueType::F32, tokens->arraySize());
+            checkTokenArray("tokenizer.ggml.token_type", ValueType::I32, tokens->arraySize());
+        }
+    }
+
+    // llama.cpp reads the scores and token types as raw arrays of f32 and i32 indexed by token:
+    // an array of strings fails its assertion, any other type is read as those bytes, and a
+    // shorter array is read past its end.
+    void checkTokenArray(const std::string& name, ValueType element, std::uint64_t vocab) {
+        const MetaValue* value = m_model.find(name);
+        if (value == nullptr) {
+            return;
+        }
+        if (!value->isArray() || value->elementType() != element) {
+            error("keys", "the key " + name + " is " +
+                              (value->isArray() ? "an array of " + typeName(value->elementType())
+                                                : typeName(value->type())) +
+                              "; llama.cpp reads an array of " + typeName(element) + ", one per token");
+        } else if (value->arraySize() < vocab) {
+            error("keys", "the key " + name + " has " + std::to_string(value->arraySize()) + " entries for " +
+                              std::to_string(vocab) + " tokens; llama.cpp reads one per token, past its end");
         }
     }
 
@@ -660,6 +685,24 @@ nlohmann::json validationToJson(const std::string& path, const std::vector<Findi
     document["path"] = path;
     document["valid"] = document["ok"];
     return document;
+}
+
+std::optional<std::string> invalidModelRefusal(const RootedPath& written, const std::string& output,
+                                               bool keepInvalid) {
+    if (keepInvalid) {
+        return std::nullopt;
+    }
+    std::vector<std::string> errors;
+    for (const Finding& f : validateModel(*GgufModel::open(written))) {
+        if (f.severity == Finding::Severity::Error) {
+            errors.push_back(f.message);
+        }
+    }
+    if (errors.empty()) {
+        return std::nullopt;
+    }
+    return fileLabel(output) + ": not written: it would not load (" + std::to_string(errors.size()) +
+           " validation error(s), the first: " + errors.front() + "); --keep-invalid keeps such a file";
 }
 
 } // namespace organ

@@ -4,6 +4,8 @@
 #include "gguf/gguf_model.h"
 #include "support/finding.h"
 
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace organ {
@@ -18,6 +20,11 @@ namespace organ {
 // refuses the file; warnings deserve a look.
 std::vector<Finding> validateFacts(const ModelFacts& model);
 std::vector<Finding> validateModel(const GgufModel& model);
+// Whether the GGUF just written at `written` (a partial file, beneath its folder) may replace
+// `output`: nothing when llama.cpp would load it or `keepInvalid` says to keep it anyway; else the
+// message that refuses it, naming `output`, the number of errors and the first.
+std::optional<std::string> invalidModelRefusal(const RootedPath& written, const std::string& output,
+                                               bool keepInvalid);
 // `organ validate --json` of one model: findingsToJson with the model's "path" and "valid".
 nlohmann::json validationToJson(const std::string& path, const std::vector<Finding>& findings);
 

@@ -2,6 +2,9 @@
 
 #include "anatomy/model_summary.h"
 #include "organs/organ_directory.h"
+#include "support/bounded_json.h"
+#include "support/errors.h"
+#include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
 
@@ -218,6 +221,12 @@ ScaleLaw fitScaleLaw(const std::vector<FleetRow>& rows) {
         residual += e * e;
     }
     law.r2 = syy > 0 ? 1.0 - residual / syy : 1.0;
+    // θ far outside [0°, 90°] (from a report made by hand) overflows the sums: no claim of a fit.
+    if (!std::isfinite(law.slope) || !std::isfinite(law.intercept) || !std::isfinite(law.r2)) {
+        law.fitted = false;
+        law.slope = law.intercept = law.r2 = 0;
+        law.reason = "the θ means are too large to fit a line through them";
+    }
     return law;
 }
 
@@ -402,6 +411,42 @@ nlohmann::json fleetToJson(const FleetReport& report) {
             {"scale_law", std::move(scale)}};
 }
 
+namespace {
+
+// A measured model's row; throws std::runtime_error (a number out of its range) or nlohmann's
+// exceptions (a field missing or mistyped).
+void readMeasuredRow(const nlohmann::json& m, FleetRow& row) {
+    row.architecture = m.at("architecture").get<std::string>();
+    row.parameters = unsignedAt(m, "parameters");
+    row.fileSize = unsignedAt(m, "file_size");
+    const auto bits = numberOrNothing(m, "bits_per_weight", 0);
+    if (!bits) {
+        throw std::runtime_error("bits_per_weight is missing");
+    }
+    row.bitsPerWeight = *bits;
+    for (const auto& [type, parameters] : m.at("dtypes").items()) {
+        row.dtypes.emplace_back(type, unsignedAt(m.at("dtypes"), type.c_str()));
+    }
+    std::stable_sort(row.dtypes.begin(), row.dtypes.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    row.tensors = unsignedAt(m, "tensors");
+    row.measured = unsignedAt(m, "measured");
+    row.thetaMean = numberOrNothing(m, "theta_mean", 0, kThetaMax);
+    row.signalMean = numberOrNothing(m, "signal_mean", 0, 1);
+    for (const auto& s : m.at("systems")) {
+        row.systems.push_back({s.at("system").get<std::string>(), unsignedAt(s, "tensors"),
+                               unsignedAt(s, "measured"), unsignedAt(s, "parameters"),
+                               numberOrNothing(s, "theta_mean", 0, kThetaMax)});
+    }
+    row.fromCache = m.value("from_cache", false);
+}
+
+} // namespace
+
+FleetReport readFleetReport(const RootedPath& path) {
+    return readBoundedJson(path, {64u << 20, 4u << 20}, "a fleet report", fleetFromJson);
+}
+
 FleetReport fleetFromJson(const nlohmann::json& document) {
     FleetReport report;
     try {
@@ -418,28 +463,10 @@ FleetReport fleetFromJson(const nlohmann::json& document) {
                 report.rows.push_back(std::move(row));
                 continue;
             }
-            row.architecture = m.at("architecture").get<std::string>();
-            row.parameters = m.at("parameters").get<std::uint64_t>();
-            row.fileSize = m.at("file_size").get<std::uint64_t>();
-            row.bitsPerWeight = m.at("bits_per_weight").get<double>();
-            for (const auto& [type, parameters] : m.at("dtypes").items()) {
-                row.dtypes.emplace_back(type, parameters.get<std::uint64_t>());
-            }
-            std::stable_sort(row.dtypes.begin(), row.dtypes.end(),
-                             [](const auto& a, const auto& b) { return a.second > b.second; });
-            row.tensors = m.at("tensors").get<std::uint64_t>();
-            row.measured = m.at("measured").get<std::uint64_t>();
-            row.thetaMean = numberOrNothing(m, "theta_mean");
-            row.signalMean = numberOrNothing(m, "signal_mean");
-            for (const auto& s : m.at("systems")) {
-                row.systems.push_back(
-                    {s.at("system").get<std::string>(), s.at("tensors").get<std::uint64_t>(),
-                     s.at("measured").get<std::uint64_t>(), s.at("parameters").get<std::uint64_t>(),
-                     numberOrNothing(s, "theta_mean")});
-            }
-            row.fromCache = m.value("from_cache", false);
-            if (row.thetaMean && !std::isfinite(*row.thetaMean)) {
-                throw std::runtime_error("model '" + row.path + "': theta_mean is not a finite number");
+            try {
+                readMeasuredRow(m, row);
+            } catch (const std::runtime_error& error) {
+                throw std::runtime_error("model '" + row.path + "': " + error.what());
             }
             report.rows.push_back(std::move(row));
         }

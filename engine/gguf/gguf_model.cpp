@@ -198,6 +198,16 @@ const std::shared_ptr<const MappedFile>& GgufModel::tensorMapping(const TensorIn
     return m_tensorFiles.at(m_byName.at(tensor.name)).mapping;
 }
 
+TensorSource GgufModel::tensorSource(const TensorInfo& tensor) const {
+    TensorSource source;
+    source.bytes = tensorData(tensor);
+    source.mapping = tensorMapping(tensor);
+    if (!m_tensorFiles.empty()) {
+        source.promised = m_tensorFiles.at(m_byName.at(tensor.name)).promised;
+    }
+    return source;
+}
+
 std::vector<std::shared_ptr<const MappedFile>> GgufModel::files() const {
     std::vector<std::shared_ptr<const MappedFile>> out;
     for (const auto& shard : m_shards) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 
 #include <memory>
 #include <string>
@@ -32,9 +33,12 @@ public:
     // A model of `header` (GgufFile::fromHeader) whose tensors' bytes are in `data`, one per tensor
     // in the header's order: `offset` bytes into its file, and as long as the tensor. Throws
     // FormatError naming the file when one is too short.
+    // `promised`: the SHA-256 the tensor's bytes must have (its manifest's), checked by whoever
+    // copies or computes from them (tensorSource).
     struct TensorFile {
         std::shared_ptr<const MappedFile> mapping;
         std::uint64_t offset = 0;
+        std::optional<PromisedSha256> promised;
     };
     static std::shared_ptr<const GgufModel> fromTensorFiles(std::shared_ptr<const GgufFile> header,
                                                             std::vector<TensorFile> data);
@@ -49,6 +53,9 @@ public:
     std::span<const std::byte> tensorData(const TensorInfo& tensor) const;
     // The mapping tensorData() lies in.
     const std::shared_ptr<const MappedFile>& tensorMapping(const TensorInfo& tensor) const;
+    // The tensor's bytes to copy or compute from: the data, its mapping, and for a tensor file the
+    // SHA-256 it was promised.
+    TensorSource tensorSource(const TensorInfo& tensor) const;
     // Every file the model's bytes are read from: its parts, or its header's stand-in and the
     // tensor files (what an output must never be).
     std::vector<std::shared_ptr<const MappedFile>> files() const;

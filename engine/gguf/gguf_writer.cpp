@@ -211,9 +211,32 @@ GgufWriteSpec specFromFile(const GgufFile& file) {
     }
     for (const auto& info : file.tensors()) {
         spec.tensors.push_back(
-            {info.name, info.type, info.nDims, info.ne, {file.tensorData(info), {}, file.mapping(), {}}});
+            {info.name, info.type, info.nDims, info.ne, {file.tensorData(info), {}, file.mapping(), {}, {}}});
     }
     return spec;
+}
+
+std::string sha256Of(const TensorSource& source) {
+    Sha256 sha;
+    const auto data = source.bytes;
+    if (!source.mapping) {
+        sha.update(data);
+        return sha.finishHex();
+    }
+    const auto base = static_cast<std::uint64_t>(data.data() - source.mapping->bytes().data());
+    std::vector<std::byte> buffer;
+    for (std::uint64_t at = 0; at < data.size(); at += kChunk) {
+        buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, data.size() - at)));
+        source.mapping->read(base + at, buffer);
+        sha.update(buffer);
+    }
+    return sha.finishHex();
+}
+
+void checkPromise(const TensorSource& source) {
+    if (source.promised) {
+        source.promised->check(sha256Of(source));
+    }
 }
 
 JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const ProgressFn& progress,
@@ -238,6 +261,10 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
         for (auto& plan : planned) {
             const TensorSource& source = plan.tensor->source;
             Digest digest;
+            std::optional<Sha256> promised;
+            if (source.promised && !source.generate) {
+                promised.emplace();
+            }
             for (std::uint64_t at = 0; at < plan.bytes; at += kChunk) {
                 if (stop != nullptr && stop->stopRequested()) {
                     return JobResult::cancelled();
@@ -260,8 +287,14 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 }
                 out.write(chunk);
                 digest.update(chunk);
+                if (promised) {
+                    promised->update(chunk);
+                }
                 done += n;
                 throttle.report(done, total, "writing");
+            }
+            if (promised) {
+                source.promised->check(promised->finishHex());
             }
             plan.digest = digest.value();
             out.write(std::span(zeros).first(

@@ -2,6 +2,7 @@
 
 #include "gguf/gguf_file.h"
 #include "support/job.h"
+#include "support/sha256.h"
 
 #include <functional>
 #include <optional>
@@ -14,12 +15,22 @@ namespace organ {
 // Where the writer gets a tensor's bytes: a span (of a mapped file or a buffer) or a
 // callback that fills `out` with the bytes starting at `offset`. Only one chunk of a
 // few MiB is ever in flight, so writing a 100 GB model needs a few MiB of memory.
+// `promised`: what the bytes must hash to (an organ directory's tensor file); whoever reads
+// them to copy or compute checks it (the writers as they copy, checkPromise before computing).
 struct TensorSource {
     std::span<const std::byte> bytes;
     std::function<void(std::uint64_t offset, std::span<std::byte> out)> generate;
     std::shared_ptr<const MappedFile> mapping; // set when `bytes` lies in this mapping
     std::shared_ptr<const void> owner;         // keeps a buffer behind `bytes` alive
+    std::optional<PromisedSha256> promised;
 };
+
+// The SHA-256 of a source's `bytes`, read through its mapping with pread a few MiB at a time
+// (memory stays flat, nothing is left resident). Not for generated sources.
+std::string sha256Of(const TensorSource& source);
+// Reads the source and checks the SHA-256 it was promised; nothing when it has no promise.
+// Throws FormatError naming the file.
+void checkPromise(const TensorSource& source);
 
 struct TensorToWrite {
     std::string name;
@@ -54,6 +65,8 @@ GgufLayout layoutGguf(const GgufWriteSpec& spec, const std::string& label);
 // or not regular files. On cancel or failure no file is left behind and a file already at
 // `path` is untouched. Warnings (partials of killed runs removed) are in the result.
 // Runs on the calling thread.
+// A source with a promised SHA-256 is checked as it is copied: a mismatch fails the write,
+// naming the source's file.
 // `accept`, when given, is asked about the verified partial file (reached through its folder's
 // descriptor) before it is renamed into place; a message refuses it (the write fails with that
 // message). The rename is the job's commit (StopToken::beginCommit): a stop requested before it

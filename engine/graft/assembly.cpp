@@ -30,21 +30,9 @@ JobResult assembleChimera(const GraftPlan& plan, const GraftModels& models, cons
     }
     // Validated as llama.cpp would load it before it replaces anything: an invalid chimera is
     // never left on disk unless asked for.
-    const auto accept = [&](const RootedPath& written) -> std::optional<std::string> {
-        const auto findings = validateModel(*GgufModel::open(written));
-        std::vector<std::string> errors;
-        for (const Finding& f : findings) {
-            if (f.severity == Finding::Severity::Error) {
-                errors.push_back(f.message);
-            }
-        }
-        if (errors.empty() || options.keepInvalid) {
-            return std::nullopt;
-        }
-        return fileLabel(output.path) + ": not written: it would not load (" + std::to_string(errors.size()) +
-               " validation error(s), the first: " + errors.front() + "); --keep-invalid keeps such a file";
-    };
-    return writeGguf(output, spec, progress, stop, accept);
+    return writeGguf(output, spec, progress, stop, [&](const RootedPath& written) {
+        return invalidModelRefusal(written, output.path, options.keepInvalid);
+    });
 }
 
 GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, const RootedPath& output,

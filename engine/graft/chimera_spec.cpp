@@ -1,22 +1,31 @@
 #include "graft/chimera_spec.h"
 
+#include "graft/quantize_chimera.h"
 #include "quant/dequant.h"
+#include "quant/quant_mix.h"
 #include "quant/quantize.h"
+#include "quant/quantize_model.h"
+#include "quant/quantized_source.h"
 #include "support/sha256.h"
 #include "support/text_safety.h"
 
 #include <algorithm>
+#include <mutex>
 
 namespace organ {
 namespace {
 
-// Decodes the source elements behind a range of target bytes and encodes them again.
+// Decodes the source elements behind a range of target bytes and encodes them again; the
+// source's promised SHA-256 is checked before its first bytes are converted.
 TensorSource conversionSource(const GgufModel& model, const TensorInfo& source, TensorType target) {
     TensorSource out;
-    const auto data = model.tensorData(source);
-    const auto mapping = model.tensorMapping(source);
     const TensorType from = source.type;
-    out.generate = [data, mapping, from, target](std::uint64_t offset, std::span<std::byte> bytes) {
+    auto checked = std::make_shared<std::once_flag>();
+    out.generate = [in = model.tensorSource(source), from, target, checked](std::uint64_t offset,
+                                                                            std::span<std::byte> bytes) {
+        std::call_once(*checked, [&in] { checkPromise(in); });
+        const auto data = in.bytes;
+        const auto& mapping = in.mapping;
         const auto& t = traitsOf(target);
         const std::uint64_t firstBlock = offset / t.bytesPerBlock;
         const std::uint64_t endBlock = (offset + bytes.size() + t.bytesPerBlock - 1) / t.bytesPerBlock;
@@ -95,17 +104,32 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
             // Not to be written: only its shape and type are read.
         } else if (t.purify) {
             w.source = purifiedSource(model, source, t.name, t.targetType, *t.purify,
-                                      sources == ChimeraSources::Writer, log);
+                                      sources == ChimeraSources::Writer, log,
+                                      chimeraTensorWeights(layout, models, t));
         } else if (t.converted) {
-            w.source = conversionSource(model, source, t.targetType);
+            std::vector<float> weights = chimeraTensorWeights(layout, models, t);
+            w.source = weights.empty() ? conversionSource(model, source, t.targetType)
+                                       : quantizedSource(model, source, t.targetType, std::move(weights));
         } else {
-            w.source.bytes = model.tensorData(source);
-            w.source.mapping = model.tensorMapping(source);
+            w.source = model.tensorSource(source);
         }
         spec.tensors.push_back(std::move(w));
     }
     if (!purified.empty() && layout.purify) {
         setPurifyMetadata(spec, *layout.purify, purified);
+    }
+    if (layout.quantize) {
+        setQuantizeMetadata(spec, *layout.quantize, models.importance());
+        // In the order organ quantize (and llama-quantize) writes a model's tensors.
+        std::vector<MixTensor> names;
+        for (const TensorToWrite& w : spec.tensors) {
+            names.push_back({w.name, w.type, w.ne});
+        }
+        std::vector<TensorToWrite> ordered;
+        for (const std::size_t i : llamaTensorOrder(names)) {
+            ordered.push_back(std::move(spec.tensors[i]));
+        }
+        spec.tensors = std::move(ordered);
     }
     return spec;
 }

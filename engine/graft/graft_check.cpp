@@ -6,8 +6,9 @@
 
 #include "anatomy/model_validation.h"
 #include "graft/layer_metadata.h"
-#include "purify/purify_model.h"
+#include "graft/quantize_chimera.h"
 #include "organs/organ_directory.h"
+#include "purify/purify_model.h"
 #include "quant/quantize.h"
 #include "support/text_format.h"
 
@@ -175,6 +176,15 @@ private:
             break;
         case Kind::Purify:
             purify(o, index);
+            break;
+        case Kind::Quantize:
+            if (m_quantizeOperation >= 0) {
+                add(Finding::Severity::Error, index,
+                    "quantize: a plan quantizes the chimera once (operation " +
+                        std::to_string(m_quantizeOperation + 1) + " does)");
+                return;
+            }
+            m_quantizeOperation = index;
             break;
         }
     }
@@ -398,12 +408,11 @@ private:
             const auto& traits = traitsOf(out.targetType);
             if (canQuantizeTo(out.targetType) && source->ne[0] % traits.blockSize == 0) {
                 out.converted = true;
-                m_conversions[{source->type, out.targetType}].push_back(name);
             } else {
                 add(Finding::Severity::Error, slot.operation,
                     name + ": " + slot.model + " has it as " + std::string(tensorTypeName(source->type)) +
                         ", the base as " + std::string(tensorTypeName(out.targetType)) +
-                        "; the engine converts only to F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1",
+                        "; the engine converts only to " + writableTypesText(),
                     {name});
             }
         }
@@ -431,6 +440,19 @@ private:
             checkTensor(s, s.suffix);
         }
         m_report.layout.blocks = static_cast<std::uint32_t>(m_body.layers.size());
+        if (m_quantizeOperation >= 0 && !m_report.hasErrors()) {
+            const GraftOperation& o = m_plan.operations[static_cast<std::size_t>(m_quantizeOperation)];
+            for (Finding& f : quantizeLayout(m_report.layout, o.quantize, m_models, m_quantizeOperation)) {
+                m_report.findings.push_back(std::move(f));
+            }
+        }
+        std::map<std::pair<TensorType, TensorType>, std::vector<std::string>> conversions; // → chimera names
+        for (const ChimeraTensor& t : m_report.layout.tensors) {
+            if (t.converted) {
+                const TensorType from = m_models.find(t.model)->findTensor(t.sourceName)->type;
+                conversions[{from, t.targetType}].push_back(t.name);
+            }
+        }
         if (!m_purified.empty()) {
             add(Finding::Severity::Info, -1,
                 std::to_string(m_purified.size()) + " tensor" + (m_purified.size() == 1 ? "" : "s") +
@@ -445,7 +467,7 @@ private:
                     " stored as F16: the engine cannot write the base's type",
                 m_storedAsF16);
         }
-        for (const auto& [types, names] : m_conversions) {
+        for (const auto& [types, names] : conversions) {
             add(Finding::Severity::Info, -1,
                 std::to_string(names.size()) + " tensor" + (names.size() == 1 ? "" : "s") +
                     " converted from " + std::string(tensorTypeName(types.first)) + " to " +
@@ -524,7 +546,7 @@ private:
     const GraftModels& m_models;
     Body m_body;
     std::set<std::set<std::string>> m_baseLayerShapes;
-    std::map<std::pair<TensorType, TensorType>, std::vector<std::string>> m_conversions; // → chimera names
+    int m_quantizeOperation = -1;
     std::vector<std::string> m_purified;
     std::vector<std::string> m_storedAsF16;
     std::set<std::string> m_donorsUsed;
@@ -544,6 +566,7 @@ GraftModels GraftModels::open(const GraftPlan& plan, const std::shared_ptr<const
     for (const auto& [id, path] : plan.donors) {
         models.m_models.emplace_back(id, openModel({root, path}));
     }
+    models.loadImportance(plan, root);
     return models;
 }
 
@@ -551,6 +574,14 @@ GraftModels GraftModels::fromModels(NamedModels models) {
     GraftModels out;
     out.m_models = std::move(models);
     return out;
+}
+
+void GraftModels::loadImportance(const GraftPlan& plan, const std::shared_ptr<const FileRoot>& root) {
+    const GraftOperation* quantize = plan.quantizeOperation();
+    m_importance.reset();
+    if (quantize != nullptr && !quantize->quantize.imatrix.empty()) {
+        m_importance = std::make_shared<const ImatrixData>(readImatrix({root, quantize->quantize.imatrix}));
+    }
 }
 
 const GgufModel* GraftModels::find(const std::string& id) const {

@@ -3,6 +3,7 @@
 #include "anatomy/anatomy.h"
 #include "gguf/gguf_model.h"
 #include "graft/graft_plan.h"
+#include "quant/imatrix_file.h"
 #include "support/finding.h"
 
 #include <memory>
@@ -22,6 +23,11 @@ public:
     static GraftModels open(const GraftPlan& plan, const std::shared_ptr<const FileRoot>& root = {});
     // Models already open (the window's): "base" first, then each donor id.
     static GraftModels fromModels(NamedModels models);
+    // Reads the importance matrix of the plan's quantize operation, when it names one (open() does).
+    // Throws FormatError or IoError naming the file.
+    void loadImportance(const GraftPlan& plan, const std::shared_ptr<const FileRoot>& root = {});
+    // The matrix read, or null.
+    const ImatrixData* importance() const { return m_importance.get(); }
 
     const GgufModel& base() const { return *m_models.front().second; }
     const GgufModel* find(const std::string& id) const;
@@ -29,6 +35,7 @@ public:
 
 private:
     NamedModels m_models;
+    std::shared_ptr<const ImatrixData> m_importance;
 };
 
 // One tensor of the chimera: where its bytes come from and what type they are written as.
@@ -41,6 +48,7 @@ struct ChimeraTensor {
     int operation = -1;                 // the plan operation that set its source (-1: the base's own)
     std::optional<PurifyParams> purify; // purified (whole, then stored as targetType)
     int purifyOperation = -1;           // the plan operation that purifies it
+    int quantizeOperation = -1;         // the quantize operation, when it gave it another type
 };
 
 // What the plan will produce, computed before anything is written.
@@ -52,7 +60,8 @@ struct ChimeraLayout {
     std::vector<std::string> removeMetadata;
     std::uint64_t tensorsFromDonors = 0;
     std::uint64_t bytesFromDonors = 0;
-    std::optional<PurifyParams> purify; // the plan's purification (one for every purify operation)
+    std::optional<PurifyParams> purify;     // the plan's purification (one for every purify operation)
+    std::optional<QuantizeRecipe> quantize; // the plan's quantize operation, applied to the whole
 };
 
 struct CompatibilityReport {

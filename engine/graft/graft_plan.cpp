@@ -29,6 +29,7 @@ constexpr KindName kKinds[] = {
     {GraftOperation::Kind::SetMetadata, "set_metadata"},
     {GraftOperation::Kind::RemoveMetadata, "remove_metadata"},
     {GraftOperation::Kind::Purify, "purify"},
+    {GraftOperation::Kind::Quantize, "quantize"},
 };
 
 // Reads the fields of one JSON object, refusing unknown ones so that a typo is an error.
@@ -75,6 +76,16 @@ public:
             fail(std::string("\"") + key + "\" must be a number");
         }
         return v != nullptr ? std::optional<double>(v->get<double>()) : std::nullopt;
+    }
+    bool flag(const char* key) {
+        const nlohmann::json* v = optional(key);
+        if (v != nullptr && !v->is_boolean()) {
+            fail(std::string("\"") + key + "\" must be true or false");
+        }
+        return v != nullptr && v->get<bool>();
+    }
+    std::optional<std::string> optionalString(const char* key) {
+        return optional(key) != nullptr ? std::optional(string(key)) : std::nullopt;
     }
     std::vector<std::string> strings(const char* key) {
         const nlohmann::json* v = optional(key);
@@ -197,6 +208,69 @@ void selectorToJson(const TensorSelector& s, nlohmann::json& out) {
     }
 }
 
+// A quantize operation: organ quantize's options under the names of the schema.
+QuantizeRecipe quantizeRecipeFromJson(Fields& f) {
+    QuantizeRecipe recipe;
+    const std::string type = f.string("type");
+    const auto fileType = quantFileTypeFromName(type);
+    if (!fileType) {
+        f.fail("\"type\" '" + type + "' is not a file type organ quantize writes");
+    }
+    recipe.fileType = *fileType;
+    for (const std::string& option : f.strings("tensor_types")) {
+        std::pair<std::string, TensorType> entry;
+        if (!parseTensorTypeOption(option, entry)) {
+            f.fail("\"tensor_types\" entries are \"REGEX=TYPE\", not '" + option + "'");
+        }
+        recipe.tensorTypes.push_back(std::move(entry));
+    }
+    const auto typeField = [&](const char* key) -> std::optional<TensorType> {
+        const auto name = f.optionalString(key);
+        if (!name) {
+            return std::nullopt;
+        }
+        const auto t = tensorTypeFromAnyCase(*name);
+        if (!t) {
+            f.fail(std::string("\"") + key + "\" '" + *name + "' is not a tensor type");
+        }
+        return t;
+    };
+    recipe.outputTensorType = typeField("output_tensor_type");
+    recipe.tokenEmbeddingType = typeField("token_embedding_type");
+    recipe.pure = f.flag("pure");
+    recipe.leaveOutputTensor = f.flag("leave_output_tensor");
+    recipe.imatrix = f.optionalString("imatrix").value_or("");
+    if (const auto problem = quantizeRecipeProblem(recipe)) {
+        f.fail(*problem);
+    }
+    return recipe;
+}
+
+void quantizeRecipeToJson(const QuantizeRecipe& recipe, nlohmann::json& out) {
+    out["type"] = quantFileTypeName(recipe.fileType);
+    if (!recipe.tensorTypes.empty()) {
+        out["tensor_types"] = nlohmann::json::array();
+        for (const auto& [pattern, type] : recipe.tensorTypes) {
+            out["tensor_types"].push_back(pattern + "=" + std::string(tensorTypeName(type)));
+        }
+    }
+    if (recipe.outputTensorType) {
+        out["output_tensor_type"] = tensorTypeName(*recipe.outputTensorType);
+    }
+    if (recipe.tokenEmbeddingType) {
+        out["token_embedding_type"] = tensorTypeName(*recipe.tokenEmbeddingType);
+    }
+    if (recipe.pure) {
+        out["pure"] = true;
+    }
+    if (recipe.leaveOutputTensor) {
+        out["leave_output_tensor"] = true;
+    }
+    if (!recipe.imatrix.empty()) {
+        out["imatrix"] = recipe.imatrix;
+    }
+}
+
 GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, const std::string& label) {
     Fields f(j, "operation " + std::to_string(index + 1), label);
     const std::string op = f.string("op");
@@ -286,6 +360,9 @@ GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, con
         }
         break;
     }
+    case GraftOperation::Kind::Quantize:
+        o.quantize = quantizeRecipeFromJson(f);
+        break;
     }
     if ((o.kind == GraftOperation::Kind::SetMetadata || o.kind == GraftOperation::Kind::RemoveMetadata) &&
         o.key.starts_with(kProvenancePrefix)) {
@@ -331,6 +408,13 @@ std::string GraftPlan::ensureDonor(const std::string& path) {
     }
     donors.emplace_back(id, path);
     return id;
+}
+
+const GraftOperation* GraftPlan::quantizeOperation() const {
+    const auto it = std::find_if(operations.begin(), operations.end(), [](const GraftOperation& o) {
+        return o.kind == GraftOperation::Kind::Quantize;
+    });
+    return it != operations.end() ? &*it : nullptr;
 }
 
 bool parseLayerRange(const std::string& text, std::uint32_t& first, std::uint32_t& last) {
@@ -458,6 +542,9 @@ nlohmann::json graftPlanToJson(const GraftPlan& plan) {
                 j["attenuation"] = o.purify.attenuation;
             }
             break;
+        case GraftOperation::Kind::Quantize:
+            quantizeRecipeToJson(o.quantize, j);
+            break;
         }
         operations.push_back(std::move(j));
     }
@@ -493,6 +580,9 @@ GraftPlan loadGraftPlan(const RootedPath& rooted) {
         resolve(donor.second);
     }
     resolve(plan.output);
+    for (auto& o : plan.operations) {
+        resolve(o.quantize.imatrix);
+    }
     return plan;
 }
 
@@ -522,6 +612,9 @@ void saveGraftPlan(const GraftPlan& plan, const std::string& path) {
         donor.second = pathForPlan(donor.second, folder);
     }
     stored.output = pathForPlan(plan.output, folder);
+    for (auto& o : stored.operations) {
+        o.quantize.imatrix = pathForPlan(o.quantize.imatrix, folder);
+    }
     // The plan's own models are inputs: a plan is never saved over one of them.
     std::vector<std::string> inputs{plan.base};
     for (const auto& donor : plan.donors) {

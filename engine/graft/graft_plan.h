@@ -4,6 +4,7 @@
 #include "anatomy/tensor_selector.h"
 #include "gguf/meta_value.h"
 #include "purify/purification.h"
+#include "quant/quantize_recipe.h"
 #include "support/rooted_files.h"
 
 #include <nlohmann/json.hpp>
@@ -38,7 +39,8 @@ struct GraftOperation {
         RemoveLayer,
         SetMetadata,
         RemoveMetadata,
-        Purify
+        Purify,
+        Quantize
     };
     Kind kind = Kind::Replace;
     std::string donor;             // Replace, MapLayer
@@ -49,10 +51,12 @@ struct GraftOperation {
     std::string key;               // Set/RemoveMetadata
     MetaValue value;               // SetMetadata
     PurifyParams purify;           // Purify: the chimera's tensors the selection picks, as they stand
+    QuantizeRecipe quantize;       // Quantize: the finished chimera, as organ quantize quantizes a model
 };
 
 // A self-contained recipe for a chimera: the models by path (relative paths are relative
-// to the plan file), the operations in order, and the output. Documented by
+// to the plan file, as is a quantize operation's importance matrix), the operations in order,
+// and the output. Documented by
 // docs/graft-plan.schema.json; the window and `organ assemble --plan` run the same plans.
 struct GraftPlan {
     std::string base;
@@ -64,6 +68,8 @@ struct GraftPlan {
     // The id of the donor at `path`, added when the plan has none: the file's stem with
     // characters other than ASCII letters and digits as '-', "-2", "-3"… when taken.
     std::string ensureDonor(const std::string& path);
+    // The quantize operation (a plan holds at most one that counts: the first), or null.
+    const GraftOperation* quantizeOperation() const;
 };
 
 // Throws FormatError naming the plan file and the problem.

@@ -49,9 +49,9 @@ std::string MeasurementCache::keyFor(const GgufModel& model, const ZParams& para
         const std::string canonical = std::filesystem::weakly_canonical(file->path(), error).string();
         digest.update(std::string_view(canonical));
         // The size and time of the file that was opened, not of whatever its name leads to now.
+        const UniqueFd opened = file->openDescriptor();
         struct stat st {};
-        if ((file->descriptor() >= 0 ? ::fstat(file->descriptor(), &st)
-                                     : ::stat(file->path().c_str(), &st)) == 0) {
+        if ((opened.valid() ? ::fstat(opened.get(), &st) : ::stat(file->path().c_str(), &st)) == 0) {
             digest.updateValue(static_cast<std::int64_t>(st.st_size));
             digest.updateValue(static_cast<std::int64_t>(st.st_mtim.tv_sec));
             digest.updateValue(static_cast<std::int64_t>(st.st_mtim.tv_nsec));

@@ -5,6 +5,7 @@
 #include "support/text_format.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -96,9 +97,29 @@ nlohmann::json optionalNumber(const std::optional<double>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-std::optional<double> numberOrNothing(const nlohmann::json& j, const char* key) {
+std::optional<double> numberOrNothing(const nlohmann::json& j, const char* key, double min, double max) {
     const auto it = j.find(key);
-    return it == j.end() || it->is_null() ? std::nullopt : std::optional<double>(it->get<double>());
+    if (it == j.end() || it->is_null()) {
+        return std::nullopt;
+    }
+    const double value = it->is_number() ? it->get<double>() : std::nan("");
+    if (!std::isfinite(value)) {
+        throw std::runtime_error(std::string(key) + " is " + it->dump() + ", not a finite number");
+    }
+    if (value < min || value > max) {
+        throw std::runtime_error(std::string(key) + " is " + it->dump() + ", not a number in [" +
+                                 csvNumber(min) + ", " + csvNumber(max) + "]");
+    }
+    return value;
+}
+
+std::uint64_t unsignedAt(const nlohmann::json& j, const char* key) {
+    const auto& value = j.at(key);
+    if (!value.is_number_unsigned()) {
+        throw std::runtime_error(std::string(key) + " is " + value.dump() +
+                                 ", not a whole number of 0 or more");
+    }
+    return value.get<std::uint64_t>();
 }
 
 nlohmann::json sampleJson(const ZParams& p) {
@@ -120,8 +141,9 @@ ZParams readReportPreamble(const nlohmann::json& document, const char* format, i
     }
     const auto& sample = document.at("parameters").at("sample");
     ZParams params;
-    params.sample =
-        sample.is_string() && sample.get<std::string>() == "all" ? kSampleAll : sample.get<std::uint64_t>();
+    params.sample = sample.is_string() && sample.get<std::string>() == "all"
+                        ? kSampleAll
+                        : unsignedAt(document.at("parameters"), "sample");
     return params;
 }
 
@@ -136,7 +158,12 @@ std::string csvNumber(const std::optional<double>& v) {
 
 std::string csvQuoted(const std::string& raw) {
     std::string q = "\"";
-    for (char c : escapeText(raw)) {
+    // A spreadsheet runs a cell that starts like a formula; a leading quote makes it text.
+    const std::string text = escapeText(raw);
+    if (!text.empty() && std::string_view("=+-@").find(text.front()) != std::string_view::npos) {
+        q += '\'';
+    }
+    for (char c : text) {
         q += c == '"' ? std::string("\"\"") : std::string(1, c);
     }
     return q + "\"";
@@ -162,10 +189,10 @@ nlohmann::json zResultToJson(const ZResult& z) {
 
 ZResult zResultFromJson(const nlohmann::json& j) {
     ZResult z;
-    z.n = j.at("n").get<std::uint64_t>();
-    z.N = j.at("N").get<std::uint64_t>();
+    z.n = unsignedAt(j, "n");
+    z.N = unsignedAt(j, "N");
     z.constant = j.at("constant").get<bool>();
-    z.nonFinite = j.at("non_finite").get<std::uint64_t>();
+    z.nonFinite = unsignedAt(j, "non_finite");
     z.H = numberOrNothing(j, "H");
     z.K = numberOrNothing(j, "K");
     z.C = numberOrNothing(j, "C");
@@ -176,7 +203,7 @@ ZResult zResultFromJson(const nlohmann::json& j) {
     z.signal = numberOrNothing(j, "signal");
     z.beta = numberOrNothing(j, "beta");
     z.levelEnergies = j.at("energies").get<std::vector<double>>();
-    z.spectrumNonFinite = j.at("spectrum_non_finite").get<std::uint64_t>();
+    z.spectrumNonFinite = unsignedAt(j, "spectrum_non_finite");
     return z;
 }
 
@@ -204,17 +231,22 @@ nlohmann::json measurementToJson(const MeasuredModel& m) {
         }
         return out;
     };
-    return {{"path", mm.path},
-            {"name", mm.name},
-            {"architecture", mm.architecture},
-            {"z_measure", kZMeasureVersion},
-            {"parameters", {{"sample", sampleJson(mm.params)}}},
-            {"from_cache", mm.fromCache},
-            {"model", groupJson(mm.model)},
-            {"systems", groups(mm.bySystem)},
-            {"roles", groups(mm.byRole)},
-            {"layers", groups(mm.byLayer)},
-            {"tensors", std::move(tensors)}};
+    nlohmann::json document{{"path", mm.path},
+                            {"name", mm.name},
+                            {"architecture", mm.architecture},
+                            {"z_measure", kZMeasureVersion},
+                            {"parameters", {{"sample", sampleJson(mm.params)}}},
+                            {"from_cache", mm.fromCache},
+                            {"model", groupJson(mm.model)},
+                            {"systems", groups(mm.bySystem)},
+                            {"roles", groups(mm.byRole)},
+                            {"layers", groups(mm.byLayer)},
+                            {"tensors", std::move(tensors)}};
+    // A measurement reads samples, not every byte: an organ directory's digests are not checked.
+    if (m.model->hasTensorFiles()) {
+        document["tensor_digests"] = "not checked";
+    }
+    return document;
 }
 
 nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models) {

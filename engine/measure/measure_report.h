@@ -4,6 +4,7 @@
 #include "gguf/gguf_model.h"
 #include "measure/model_measure.h"
 
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -33,15 +34,25 @@ nlohmann::json measurementToJson(const MeasuredModel& m);
 nlohmann::json measurementsDocument(const std::vector<MeasuredModel>& models);
 
 // Text from a file, made safe for a report: in Markdown with the characters Markdown acts on
-// escaped; in CSV as one quoted field.
+// escaped; in CSV as one quoted field, a leading =, +, - or @ after a quote mark (a spreadsheet
+// would run it as a formula).
 std::string markdownText(const std::string& raw);
 std::string csvQuoted(const std::string& raw);
 // A number in a CSV field: 10 significant digits, empty when there is none.
 std::string csvNumber(const std::optional<double>& v);
 
 // An optional number in a report: the number, or null; and back (absent or null: nothing).
+// Reading refuses what a report cannot hold, naming the key: anything but a number, or one
+// outside [min, max] (every number must be finite). Throws std::runtime_error.
 nlohmann::json optionalNumber(const std::optional<double>& v);
-std::optional<double> numberOrNothing(const nlohmann::json& j, const char* key);
+std::optional<double> numberOrNothing(const nlohmann::json& j, const char* key,
+                                      double min = -std::numeric_limits<double>::max(),
+                                      double max = std::numeric_limits<double>::max());
+// A report's count or size: a whole number of 0 or more (nlohmann would turn -5 into
+// 18446744073709551611). Throws std::runtime_error naming the key.
+std::uint64_t unsignedAt(const nlohmann::json& j, const char* key);
+// θ and its mean lie in [0°, 90°], a signal in [0, 1].
+inline constexpr double kThetaMax = 90.0;
 
 // The sample as reports write it: a number, or "all".
 nlohmann::json sampleJson(const ZParams& params);

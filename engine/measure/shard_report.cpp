@@ -1,7 +1,9 @@
 #include "measure/shard_report.h"
 
 #include "support/base64.h"
+#include "support/bounded_json.h"
 #include "support/errors.h"
+#include "support/safe_files.h"
 #include "support/sha256.h"
 #include "support/text_format.h"
 
@@ -34,10 +36,23 @@ void takeIdentity(const GgufFile& first, ShardReport& out) {
     }
 }
 
+// "2, 5-9, 12": the parts as runs, at most kShownRuns of them (a set may claim 99 999 parts).
 std::string partsText(const std::vector<unsigned>& parts) {
+    constexpr std::size_t kShownRuns = 20;
     std::string out;
-    for (unsigned p : parts) {
-        out += (out.empty() ? "" : ", ") + std::to_string(p);
+    std::size_t runs = 0;
+    for (std::size_t i = 0; i < parts.size();) {
+        std::size_t end = i + 1;
+        while (end < parts.size() && parts[end] == parts[end - 1] + 1) {
+            ++end;
+        }
+        if (runs == kShownRuns) {
+            return out + " and " + std::to_string(parts.size() - i) + " more";
+        }
+        out += (out.empty() ? "" : ", ") + std::to_string(parts[i]) +
+               (end - i > 1 ? "-" + std::to_string(parts[end - 1]) : std::string());
+        ++runs;
+        i = end;
     }
     return out;
 }
@@ -131,10 +146,18 @@ ShardReport shardReportFromJson(const nlohmann::json& d) {
     try {
         r.params = readReportPreamble(d, kShardFormat, kShardReportVersion, "shard report");
         r.path = d.at("path").get<std::string>();
-        r.part = d.at("part").get<unsigned>();
-        r.count = d.at("count").get<unsigned>();
-        r.setTensors = d.at("set_tensors").get<std::uint64_t>();
-        r.fileSize = d.at("file_size").get<std::uint64_t>();
+        const std::uint64_t part = unsignedAt(d, "part");
+        const std::uint64_t count = unsignedAt(d, "count");
+        // File names carry the count in five digits; a larger one is not a split set (and would
+        // size the merge's tables by a number from the file).
+        if (count < 2 || count > kMaxSplitParts || part < 1 || part > count) {
+            throw std::runtime_error("part " + std::to_string(part) + " of " + std::to_string(count) +
+                                     " is not a part of a split set");
+        }
+        r.part = static_cast<unsigned>(part);
+        r.count = static_cast<unsigned>(count);
+        r.setTensors = unsignedAt(d, "set_tensors");
+        r.fileSize = unsignedAt(d, "file_size");
         const auto& identity = d.at("identity");
         if (identity.at("known").get<bool>()) {
             r.firstHeaderSha256 = identity.at("first_header_sha256").get<std::string>();
@@ -155,12 +178,6 @@ ShardReport shardReportFromJson(const nlohmann::json& d) {
     } catch (const nlohmann::json::exception& error) {
         throw std::runtime_error(std::string("not a valid shard report: ") + error.what());
     }
-    // File names carry the count in five digits; a larger one is not a split set (and would size
-    // the merge's tables by a number from the file).
-    if (r.count < 2 || r.count > kMaxSplitParts || r.part < 1 || r.part > r.count) {
-        throw std::runtime_error("part " + std::to_string(r.part) + " of " + std::to_string(r.count) +
-                                 " is not a part of a split set");
-    }
     // The header must parse as the part the report says it is, holding the report's tensors.
     const auto file = GgufFile::fromHeader(r.path, r.header, r.fileSize);
     if (unsignedKey(*file, "split.no") != r.part - 1 || unsignedKey(*file, "split.count") != r.count) {
@@ -174,6 +191,13 @@ ShardReport shardReportFromJson(const nlohmann::json& d) {
     }
     if (!same) {
         throw std::runtime_error("its tensors are not those of its header");
+    }
+    // Every result must be one the Z-measure can give for that tensor (θ in [0°, 90°] and
+    // following from H, K and C): a θ of -1e9 would merge into the model's mean unnoticed.
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (const auto why = inconsistency(r.tensors[i].second, tensors[i].elements)) {
+            throw std::runtime_error("tensor '" + tensors[i].name + "': " + *why);
+        }
     }
     return r;
 }
@@ -195,6 +219,10 @@ std::vector<unsigned> missingParts(const std::vector<ShardReport>& reports) {
         }
     }
     return missing;
+}
+
+ShardReport readShardReport(const RootedPath& path) {
+    return readBoundedJson(path, {128u << 20, 4u << 20}, "a shard report", shardReportFromJson);
 }
 
 MeasuredModel mergeShardReports(const std::vector<ShardReport>& reports) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "measure/measure_report.h"
+#include "support/rooted_files.h"
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -45,6 +46,11 @@ nlohmann::json shardReportToJson(const ShardReport& report);
 // Throws std::runtime_error naming what is wrong; also refuses a header that does not parse or
 // whose tensors are not the report's.
 ShardReport shardReportFromJson(const nlohmann::json& document);
+
+// The shard report at `path`, within 128 MiB (it carries its part's header, a large vocabulary
+// included) and 4 194 304 JSON values (a part of 100 000 tensors is about 1.3 million):
+// IoError or FormatError naming the file.
+ShardReport readShardReport(const RootedPath& path);
 
 // The whole model's measurement from the reports of all its parts: equal, tensor for tensor, to
 // measuring the complete set. Throws std::runtime_error saying which parts are missing, given

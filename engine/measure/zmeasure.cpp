@@ -187,6 +187,10 @@ std::optional<std::string> inconsistency(const ZResult& r, std::uint64_t element
             return std::string("a value that is not finite");
         }
     }
+    // The spectrum takes at most 2^20 values: at most 20 levels.
+    if (r.levelEnergies.size() > 20) {
+        return std::string("more spectrum levels than 2^20 values have");
+    }
     for (double e : r.levelEnergies) {
         if (!std::isfinite(e) || e < 0) {
             return std::string("a spectrum energy that is negative or not finite");

@@ -7,6 +7,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 
 namespace organ {
 
@@ -105,8 +107,20 @@ nlohmann::ordered_json bareValue(const MetaValue& v) {
     return nullptr;
 }
 
-MetaValue parseBare(ValueType type, const nlohmann::json& j, const std::string& where) {
-    auto bad = [&](const std::string& what) { return FormatError(where + ": " + what); };
+template <typename T> void appendLe(std::vector<std::byte>& out, T value) {
+    const auto* p = reinterpret_cast<const std::byte*>(&value);
+    out.insert(out.end(), p, p + sizeof(T));
+}
+
+// Where a value sits, for messages: made only when one is needed (an array of ten million
+// values must not make ten million strings).
+using Where = std::function<std::string()>;
+
+// Appends a value as GGUF v3 encodes it (without its type tag): the bytes of a number, a string's
+// length and bytes, an array's element type, count and elements. Arrays are encoded in place,
+// never as one MetaValue per element.
+void appendBare(ValueType type, const nlohmann::json& j, std::vector<std::byte>& out, const Where& where) {
+    auto bad = [&](const std::string& what) { return FormatError(where() + ": " + what); };
     auto unsignedValue = [&](std::uint64_t max) {
         if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<std::int64_t>() >= 0)) {
             throw bad("expected a non-negative integer");
@@ -128,6 +142,7 @@ MetaValue parseBare(ValueType type, const nlohmann::json& j, const std::string& 
         }
         return i;
     };
+    // A non-finite float is stored as {"bits": hex}, most significant byte first.
     auto floatBits = [&](std::size_t bytes) -> std::optional<std::string> {
         if (!j.is_object() || !j.contains("bits") || !j["bits"].is_string()) {
             return std::nullopt;
@@ -139,60 +154,63 @@ MetaValue parseBare(ValueType type, const nlohmann::json& j, const std::string& 
         std::reverse(raw->begin(), raw->end());
         return raw;
     };
+    auto number = [&] {
+        if (!j.is_number()) {
+            throw bad("expected a number");
+        }
+        return j.get<double>();
+    };
     switch (type) {
     case ValueType::U8:
-        return MetaValue::fromU8(static_cast<std::uint8_t>(unsignedValue(UINT8_MAX)));
+        return appendLe(out, static_cast<std::uint8_t>(unsignedValue(UINT8_MAX)));
     case ValueType::U16:
-        return MetaValue::fromU16(static_cast<std::uint16_t>(unsignedValue(UINT16_MAX)));
+        return appendLe(out, static_cast<std::uint16_t>(unsignedValue(UINT16_MAX)));
     case ValueType::U32:
-        return MetaValue::fromU32(static_cast<std::uint32_t>(unsignedValue(UINT32_MAX)));
+        return appendLe(out, static_cast<std::uint32_t>(unsignedValue(UINT32_MAX)));
     case ValueType::U64:
-        return MetaValue::fromU64(unsignedValue(UINT64_MAX));
+        return appendLe(out, unsignedValue(UINT64_MAX));
     case ValueType::I8:
-        return MetaValue::fromI8(static_cast<std::int8_t>(signedValue(INT8_MIN, INT8_MAX)));
+        return appendLe(out, static_cast<std::int8_t>(signedValue(INT8_MIN, INT8_MAX)));
     case ValueType::I16:
-        return MetaValue::fromI16(static_cast<std::int16_t>(signedValue(INT16_MIN, INT16_MAX)));
+        return appendLe(out, static_cast<std::int16_t>(signedValue(INT16_MIN, INT16_MAX)));
     case ValueType::I32:
-        return MetaValue::fromI32(static_cast<std::int32_t>(signedValue(INT32_MIN, INT32_MAX)));
+        return appendLe(out, static_cast<std::int32_t>(signedValue(INT32_MIN, INT32_MAX)));
     case ValueType::I64:
-        return MetaValue::fromI64(signedValue(INT64_MIN, INT64_MAX));
-    case ValueType::F32: {
+        return appendLe(out, signedValue(INT64_MIN, INT64_MAX));
+    case ValueType::F32:
         if (const auto raw = floatBits(4)) {
-            std::uint32_t bits;
-            std::memcpy(&bits, raw->data(), 4);
-            return MetaValue::fromF32(std::bit_cast<float>(bits));
+            out.insert(out.end(), reinterpret_cast<const std::byte*>(raw->data()),
+                       reinterpret_cast<const std::byte*>(raw->data()) + 4);
+            return;
         }
-        if (!j.is_number()) {
-            throw bad("expected a number");
-        }
-        return MetaValue::fromF32(static_cast<float>(j.get<double>()));
-    }
-    case ValueType::F64: {
+        return appendLe(out, static_cast<float>(number()));
+    case ValueType::F64:
         if (const auto raw = floatBits(8)) {
-            std::uint64_t bits;
-            std::memcpy(&bits, raw->data(), 8);
-            return MetaValue::fromF64(std::bit_cast<double>(bits));
+            out.insert(out.end(), reinterpret_cast<const std::byte*>(raw->data()),
+                       reinterpret_cast<const std::byte*>(raw->data()) + 8);
+            return;
         }
-        if (!j.is_number()) {
-            throw bad("expected a number");
-        }
-        return MetaValue::fromF64(j.get<double>());
-    }
+        return appendLe(out, number());
     case ValueType::Bool:
         if (!j.is_boolean()) {
             throw bad("expected true or false");
         }
-        return MetaValue::fromBool(j.get<bool>());
-    case ValueType::String:
-        if (j.is_string()) {
-            return MetaValue::fromString(j.get<std::string>());
+        return appendLe(out, static_cast<std::uint8_t>(j.get<bool>() ? 1 : 0));
+    case ValueType::String: {
+        std::optional<std::string> hex;
+        const std::string* text = j.is_string() ? &j.get_ref<const std::string&>() : nullptr;
+        if (text == nullptr && j.is_object() && j.contains("hex") && j["hex"].is_string()) {
+            hex = bytesOfHex(j["hex"].get<std::string>());
+            text = hex ? &*hex : nullptr;
         }
-        if (j.is_object() && j.contains("hex") && j["hex"].is_string()) {
-            if (const auto raw = bytesOfHex(j["hex"].get<std::string>())) {
-                return MetaValue::fromString(*raw);
-            }
+        if (text == nullptr) {
+            throw bad("expected a string or {\"hex\": …}");
         }
-        throw bad("expected a string or {\"hex\": …}");
+        appendLe<std::uint64_t>(out, text->size());
+        out.insert(out.end(), reinterpret_cast<const std::byte*>(text->data()),
+                   reinterpret_cast<const std::byte*>(text->data()) + text->size());
+        return;
+    }
     case ValueType::Array: {
         if (!j.is_object() || !j.contains("element_type") || !j["element_type"].is_string() ||
             !j.contains("value") || !j["value"].is_array()) {
@@ -200,17 +218,29 @@ MetaValue parseBare(ValueType type, const nlohmann::json& j, const std::string& 
         }
         const auto element = typeFromName(j["element_type"].get<std::string>());
         if (!element) {
-            throw bad("unknown element type '" + escapeText(j["element_type"].get<std::string>()) + "'");
+            throw bad("unknown element type '" + j["element_type"].get<std::string>() + "'");
         }
-        std::vector<MetaValue> items;
-        items.reserve(j["value"].size());
-        for (std::size_t i = 0; i < j["value"].size(); ++i) {
-            items.push_back(parseBare(*element, j["value"][i], where + "[" + std::to_string(i) + "]"));
+        const auto& items = j["value"];
+        appendLe<std::uint32_t>(out, static_cast<std::uint32_t>(*element));
+        appendLe<std::uint64_t>(out, items.size());
+        const std::size_t fixed = fixedValueSize(*element);
+        out.reserve(out.size() + items.size() * (fixed != 0 ? fixed : 8));
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            appendBare(*element, items[i], out,
+                       [&where, i] { return where() + "[" + std::to_string(i) + "]"; });
         }
-        return MetaValue::fromArray(*element, items);
+        return;
     }
     }
     throw bad("unknown type");
+}
+
+MetaValue parseBare(ValueType type, const nlohmann::json& j, const std::string& where) {
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    appendBare(type, j, *bytes, [&where] { return where; });
+    bytes->shrink_to_fit();
+    const std::span<const std::byte> payload(bytes->data(), bytes->size());
+    return MetaValue(type, payload, 8, std::move(bytes));
 }
 
 } // namespace
@@ -240,7 +270,7 @@ MetaValue metaValueFromManifest(const nlohmann::json& entry, const std::string& 
     }
     const auto type = typeFromName(name);
     if (!type || *type == ValueType::Array || !entry.contains("value")) {
-        throw FormatError(where + ": unknown type '" + escapeText(name) + "' or no \"value\"");
+        throw FormatError(where + ": unknown type '" + name + "' or no \"value\"");
     }
     return parseBare(*type, entry["value"], where);
 }

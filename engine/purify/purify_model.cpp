@@ -19,18 +19,30 @@ std::optional<double> thetaOf(TensorType type, std::span<const std::byte> data, 
     return z ? z->theta : std::nullopt;
 }
 
-// Purifies a tensor's values (`data`, as stored) whole and encodes them as `target`.
-PurifiedBytes purifyData(const TensorInfo& t, std::span<const std::byte> data, TensorType target,
-                         const PurifyParams& params) {
+// Purifies a tensor's values (`source`, as stored, checked against its promised SHA-256
+// first) whole and encodes them as `target`.
+PurifiedBytes purifyData(const TensorInfo& t, const TensorSource& source, TensorType target,
+                         const PurifyParams& params, std::span<const float> importance = {}) {
+    checkPromise(source);
+    const std::span<const std::byte> data = source.bytes;
     std::vector<float> values(static_cast<std::size_t>(t.elements));
     dequantizeRange(t.type, data, 0, values.size(), values.data());
     const Purified purified = purify(values, t.ne[0], params);
     values = {};
     PurifiedBytes out;
-    const TensorTypeTraits& traits = traitsOf(target);
-    const std::uint64_t blocks = t.elements / traits.blockSize;
-    out.bytes.resize(static_cast<std::size_t>(blocks * traits.bytesPerBlock));
-    quantizeBlocks(target, purified.values.data(), static_cast<std::size_t>(blocks), out.bytes.data());
+    out.bytes.resize(static_cast<std::size_t>(storedBytes(target, t.elements)));
+    if (importance.empty()) {
+        const std::uint64_t blocks = t.elements / traitsOf(target).blockSize;
+        quantizeBlocks(target, purified.values.data(), static_cast<std::size_t>(blocks), out.bytes.data());
+    } else {
+        // One matrix (ne[1] rows) per expert, each with its own weights.
+        const std::uint64_t rows = std::max<std::uint64_t>(1, t.ne[1]);
+        const std::uint64_t rowBytes = storedBytes(target, t.ne[0]);
+        for (std::uint64_t e = 0; e * t.ne[0] < importance.size(); ++e) {
+            quantizeRows(target, purified.values.data() + e * rows * t.ne[0], rows, t.ne[0],
+                         importance.data() + e * t.ne[0], out.bytes.data() + e * rows * rowBytes);
+        }
+    }
     out.report.name = t.name;
     out.report.from = t.type;
     out.report.to = target;
@@ -59,12 +71,12 @@ TensorType purifiedType(TensorType type) {
 
 PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& t, TensorType target,
                            const PurifyParams& params) {
-    return purifyData(t, model.tensorData(t), target, params);
+    return purifyData(t, model.tensorSource(t), target, params);
 }
 
 TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, const std::string& name,
                             TensorType target, const PurifyParams& params, bool once,
-                            std::shared_ptr<PurifyLog> log) {
+                            std::shared_ptr<PurifyLog> log, std::vector<float> importance) {
     struct State {
         std::mutex mutex;
         std::optional<std::vector<std::byte>> bytes;
@@ -76,12 +88,11 @@ TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, co
     TensorSource source;
     // The bytes and the mapping that holds them, never the model: a planned chimera's spec may
     // outlive the GraftModels it was made from (the vital signs run it on the engine thread).
-    source.generate = [data = model.tensorData(tensor), mapping = model.tensorMapping(tensor), tensor, name,
-                       target, params, once, log, state,
-                       size](std::uint64_t offset, std::span<std::byte> out) {
+    source.generate = [from = model.tensorSource(tensor), tensor, name, target, params, once, log, state, size,
+                       importance = std::move(importance)](std::uint64_t offset, std::span<std::byte> out) {
         std::lock_guard lock(state->mutex);
         if (!state->bytes) {
-            PurifiedBytes made = purifyData(tensor, data, target, params);
+            PurifiedBytes made = purifyData(tensor, from, target, params, importance);
             made.report.name = name;
             if (log && !state->logged) {
                 log->add(std::move(made.report));
@@ -141,8 +152,7 @@ PurifyOutcome purifyModel(const GgufModel& model, const TensorSelector& select, 
             w.source = purifiedSource(model, t, t.name, w.type, params, true, log);
             purifiedNames.push_back(t.name);
         } else {
-            w.source.bytes = model.tensorData(t);
-            w.source.mapping = model.tensorMapping(t);
+            w.source = model.tensorSource(t);
         }
         spec.tensors.push_back(std::move(w));
     }

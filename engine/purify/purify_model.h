@@ -56,10 +56,11 @@ PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& tensor, Ten
 // order (the writer reads each tensor once), so that a model is purified one tensor at a time;
 // otherwise they stay while the source lives (the vital signs read rows again and again). What
 // was done goes to `log` when given, under `name`: the tensor's name in the model written (a
-// chimera's layers may be renumbered).
+// chimera's layers may be renumbered). `importance`: weights to encode with (a quantized chimera's
+// importance matrix, ne[0] per expert), or empty.
 TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, const std::string& name,
                             TensorType target, const PurifyParams& params, bool once,
-                            std::shared_ptr<PurifyLog> log);
+                            std::shared_ptr<PurifyLog> log, std::vector<float> importance = {});
 
 // The organ.purify.* keys a purified model records: version, method, its parameters and the
 // tensors purified.

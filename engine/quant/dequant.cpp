@@ -1,6 +1,7 @@
 #include "quant/dequant.h"
 
 #include "quant/dequant_detail.h"
+#include "support/instruction_set.h"
 
 #include <algorithm>
 #include <bit>
@@ -279,6 +280,11 @@ void decodeTQ2_0(const std::byte* src, std::size_t blocks, float* out) {
 }
 
 DecodeFn decoderFor(TensorType type) {
+    if (const InstructionSet set = activeInstructionSet(); set != InstructionSet::Portable) {
+        if (const DecodeFn fast = x86Decoder(type, set)) {
+            return fast;
+        }
+    }
     switch (type) {
     case TensorType::F32:
         return decodePlain<float>;

@@ -3,6 +3,7 @@
 // Shared by the dequantizer's and the quantized products' translation units: loads from unaligned
 // block bytes, and the packings of scales that both unpack.
 #include "quant/dequant.h"
+#include "support/instruction_set.h"
 
 #include <cstring>
 
@@ -55,8 +56,27 @@ inline constexpr std::int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -
 
 using DecodeFn = void (*)(const std::byte* src, std::size_t blocks, float* out);
 
+// A function of one type, in a table of them.
+template <class Fn> struct TypeEntry {
+    TensorType type;
+    Fn fn;
+};
+
+// The function of `type` in `table`; nullptr when it has none.
+template <class Fn, std::size_t N> Fn entryOf(const TypeEntry<Fn> (&table)[N], TensorType type) {
+    for (const TypeEntry<Fn>& entry : table) {
+        if (entry.type == type) {
+            return entry.fn;
+        }
+    }
+    return nullptr;
+}
+
 // Per family, in their own files.
 DecodeFn kQuantDecoder(TensorType type);
 DecodeFn iQuantDecoder(TensorType type);
+// The SIMD decoders of `set` (dequant_x86.cpp), which give the portable ones' bits; nullptr for
+// the types without one.
+DecodeFn x86Decoder(TensorType type, InstructionSet set);
 
 } // namespace organ::detail

@@ -198,8 +198,8 @@ void decodeIQ4_NL(const std::byte* src, std::size_t blocks, float* out) {
         const float d = loadHalf(src);
         const std::uint8_t* q = bytes(src + 2);
         for (int j = 0; j < 16; ++j) {
-            out[j] = d * kIq4Levels[q[j] & 0xF];
-            out[j + 16] = d * kIq4Levels[q[j] >> 4];
+            out[j] = d * iq::kIq4Levels[q[j] & 0xF];
+            out[j + 16] = d * iq::kIq4Levels[q[j] >> 4];
         }
     }
 }
@@ -216,8 +216,8 @@ void decodeIQ4_XS(const std::byte* src, std::size_t blocks, float* out) {
                 ((scalesLow[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scalesHigh >> (2 * ib)) & 3) << 4);
             const float dl = d * static_cast<float>(ls - 32);
             for (int j = 0; j < 16; ++j) {
-                out[j] = dl * kIq4Levels[q[j] & 0xF];
-                out[j + 16] = dl * kIq4Levels[q[j] >> 4];
+                out[j] = dl * iq::kIq4Levels[q[j] & 0xF];
+                out[j + 16] = dl * iq::kIq4Levels[q[j] >> 4];
             }
         }
     }

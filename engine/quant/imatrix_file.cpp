@@ -165,6 +165,11 @@ std::vector<float> ImatrixEntry::means() const {
     return out;
 }
 
+const ImatrixEntry* ImatrixData::find(const std::string& weight) const {
+    const auto it = entries.find(weight);
+    return it == entries.end() ? nullptr : &it->second;
+}
+
 ImatrixData readImatrix(const RootedPath& path) {
     const std::string label = fileLabel(path.path);
     const auto mapping = MappedFile::open(path);

@@ -27,6 +27,8 @@ struct ImatrixData {
     std::uint32_t chunkCount = 0;                // chunks of text run
     std::uint32_t chunkSize = 0;                 // tokens per chunk; 0 where the file does not say (.dat)
     std::map<std::string, ImatrixEntry> entries; // by weight name ("blk.0.ffn_up.weight")
+    // The entry of `weight`, or null when the matrix has none for it.
+    const ImatrixEntry* find(const std::string& weight) const;
 };
 
 // Reads llama.cpp's GGUF imatrix file (general.type "imatrix", NAME.in_sum2 and NAME.counts per

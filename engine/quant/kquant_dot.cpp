@@ -2,6 +2,8 @@
 
 #include "quant/dequant_detail.h"
 #include "quant/kquant_unpack.h"
+#include "quant/product_kernels.h"
+#include "support/instruction_set.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,17 +20,19 @@ namespace {
 
 using detail::Unpacked;
 
-// Σ_j scale[j] · Σ_{16 levels of j} q · x: exact in 32 bits (at most 16 · 128 · 16 · 127 · 127).
-std::int32_t scaledSumPortable(const Unpacked& w, const Q8KBlock& x) {
-    std::int32_t total = 0;
+// Σ_j scale[j] · Σ_{16 levels of j} level · x, and Σ_j correction[j] · sums[j]: exact in 32 bits
+// (at most 16 · 128 · 16 · 255 · 127, and 16 · 4096 · 2032).
+void integerSums(const Unpacked& w, const Q8KBlock& x, std::int32_t& scaled, std::int32_t& corrections) {
+    scaled = 0;
+    corrections = 0;
     for (int j = 0; j < 16; ++j) {
         std::int32_t sum = 0;
         for (int k = 16 * j; k < 16 * j + 16; ++k) {
             sum += std::int32_t(w.q[k]) * std::int32_t(x.values[k]);
         }
-        total += w.scale[j] * sum;
+        scaled += w.scales[j / 2][8 * (j % 2)] * sum;
+        corrections += w.correction[j] * std::int32_t(x.sums[j]);
     }
-    return total;
 }
 
 // One block of 32 IQ4_NL levels (looked up from their nibbles) · 32 q8_0 values.
@@ -49,21 +53,6 @@ __attribute__((target("avx2"))) std::int32_t horizontalSum(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
-// |w| · (x with w's sign) in byte pairs to int16 (|w|, |x| ≤ 127: never saturates), then the
-// pairs times each 16's scale to int32: the low 128 bits hold one 16, the high the next.
-__attribute__((target("avx2"))) std::int32_t scaledSumAvx2(const Unpacked& w, const Q8KBlock& x) {
-    __m256i acc = _mm256_setzero_si256();
-    for (int i = 0; i < 8; ++i) {
-        const __m256i qw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w.q + 32 * i));
-        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.values + 32 * i));
-        const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw));
-        const __m256i scales =
-            _mm256_set_m128i(_mm_set1_epi16(w.scale[2 * i + 1]), _mm_set1_epi16(w.scale[2 * i]));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scales));
-    }
-    return horizontalSum(acc);
-}
-
 // The nibbles looked up as bytes (pshufb over the 16 levels): low nibbles are values 0-15,
 // high ones 16-31, as q8_0 holds them.
 __attribute__((target("avx2"))) std::int32_t iq4NlSumAvx2(const std::uint8_t* nibbles, const std::int8_t* x) {
@@ -79,36 +68,39 @@ __attribute__((target("avx2"))) std::int32_t iq4NlSumAvx2(const std::uint8_t* ni
 }
 #endif
 
-struct IntegerKernel {
-    std::int32_t (*scaledSum)(const Unpacked& w, const Q8KBlock& x);
-    std::int32_t (*iq4NlSum)(const std::uint8_t* nibbles, const std::int8_t* x);
-};
+using Iq4NlSum = std::int32_t (*)(const std::uint8_t* nibbles, const std::int8_t* x);
 
-// The integer sums of the kernel quant_dot runs: plain C++ for "portable", AVX2 otherwise.
-IntegerKernel integerKernel() {
+// IQ4_NL's integer sums: plain C++ for portable, AVX2 otherwise.
+Iq4NlSum iq4NlSum() {
 #ifdef ORGAN_X86
-    if (std::string_view(quantizedProductKernel()) != "portable") {
-        return {scaledSumAvx2, iq4NlSumAvx2};
+    if (activeInstructionSet() != InstructionSet::Portable) {
+        return iq4NlSumAvx2;
     }
 #endif
-    return {scaledSumPortable, iq4NlSumPortable};
-}
-
-// acc + this super-block's product: the exact integer total, then one multiply-add with
-// d · x.d, and one with −dmin · x.d for the minimums (Σ min · sums of 16, exact too).
-float accumulate(const IntegerKernel& k, const Unpacked& w, const Q8KBlock& x, float acc) {
-    acc = std::fma(w.d * x.d, static_cast<float>(k.scaledSum(w, x)), acc);
-    if (w.hasMins) {
-        std::int32_t mins = 0;
-        for (int j = 0; j < 16; ++j) {
-            mins += w.min[j] * std::int32_t(x.sums[j]);
-        }
-        acc = std::fma(-(w.dmin * x.d), static_cast<float>(mins), acc);
-    }
-    return acc;
+    return iq4NlSumPortable;
 }
 
 } // namespace
+
+// One row × one column, super-block after super-block: the exact integer total (less the bias
+// correction where it belongs to it), one multiply-add with d · x.d, and for the types with
+// minimums one with −dmin · x.d of the minimums' total.
+void detail::kQuantTilePortable(const Unpacked* const* rows, const Q8KBlock* const* columns,
+                                std::size_t blocks, float* out) {
+    float acc = 0;
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const Unpacked& w = rows[0][b];
+        const Q8KBlock& x = columns[0][b];
+        std::int32_t scaled = 0;
+        std::int32_t corrections = 0;
+        integerSums(w, x, scaled, corrections);
+        acc = std::fma(w.d * x.d, static_cast<float>(w.hasMins ? scaled : scaled - corrections), acc);
+        if (w.hasMins) {
+            acc = std::fma(-(w.dmin * x.d), static_cast<float>(corrections), acc);
+        }
+    }
+    *out = acc;
+}
 
 void quantizeQ8K(const float* x, std::size_t count, Q8KBlock* out) {
     for (std::size_t b = 0; b < count / 256; ++b, x += 256) {
@@ -156,32 +148,38 @@ bool hasQ8KProduct(TensorType type) {
 
 void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, const Q8KActivations& x,
                 float* out, std::size_t outStride) {
-    const detail::UnpackFn unpack = detail::superBlockUnpacker(type);
+    const InstructionSet set = activeInstructionSet();
+    const detail::UnpackFn unpack = detail::superBlockUnpacker(type, set);
     if (unpack == nullptr) {
         return;
     }
-    const IntegerKernel kernel = integerKernel();
+    const detail::KQuantKernels& kernels = detail::kernelsOf(set).kQuant;
     const std::size_t blocks = x.columns() / 256;
     const std::size_t blockBytes = traitsOf(type).bytesPerBlock;
-    std::vector<Unpacked> row(blocks);
-    for (std::size_t r = 0; r < rows; ++r) {
-        for (std::size_t b = 0; b < blocks; ++b) {
-            unpack(weights + (r * blocks + b) * blockBytes, row[b]);
+    const auto wide = static_cast<std::size_t>(kernels.wide.columns);
+    const std::size_t tiled = x.count() / wide * wide;
+    // A group of rows unpacked once meets every column: wide tiles over whole groups of their
+    // columns, narrow ones over the rest.
+    const std::size_t group =
+        static_cast<std::size_t>(std::max(kernels.wide.rows, kernels.narrow.rows)) * (x.count() > 1 ? 2 : 1);
+    thread_local std::vector<Unpacked> unpacked;
+    unpacked.resize(group * blocks);
+    auto columnAt = [&](std::size_t c) { return x.column(c); };
+    for (std::size_t first = 0; first < rows; first += group) {
+        const std::size_t count = std::min(group, rows - first);
+        for (std::size_t i = 0; i < count * blocks; ++i) {
+            unpack(weights + (first * blocks + i) * blockBytes, unpacked[i]);
         }
-        for (std::size_t c = 0; c < x.count(); ++c) {
-            const Q8KBlock* column = x.column(c);
-            float acc = 0;
-            for (std::size_t b = 0; b < blocks; ++b) {
-                acc = accumulate(kernel, row[b], column[b], acc);
-            }
-            out[r + c * outStride] = acc;
-        }
+        auto rowAt = [&](std::size_t r) { return unpacked.data() + r * blocks; };
+        detail::runTiles(kernels.wide, count, 0, tiled, blocks, rowAt, columnAt, out + first, outStride);
+        detail::runTiles(kernels.narrow, count, tiled, x.count() - tiled, blocks, rowAt, columnAt,
+                         out + first, outStride);
     }
 }
 
 void iq4NlProduct(const std::byte* weights, std::size_t rows, const QuantizedActivations& x, float* out,
                   std::size_t outStride) {
-    const IntegerKernel kernel = integerKernel();
+    const Iq4NlSum sum = iq4NlSum();
     const std::size_t blocks = x.columns() / 32;
     for (std::size_t r = 0; r < rows; ++r) {
         const std::byte* row = weights + r * blocks * 18;
@@ -190,8 +188,8 @@ void iq4NlProduct(const std::byte* weights, std::size_t rows, const QuantizedAct
             float acc = 0;
             for (std::size_t b = 0; b < blocks; ++b) {
                 const std::byte* block = row + b * 18;
-                const std::int32_t sum = kernel.iq4NlSum(detail::bytes(block + 2), column[b].values);
-                acc = std::fma(detail::loadHalf(block) * column[b].scale, static_cast<float>(sum), acc);
+                const std::int32_t total = sum(detail::bytes(block + 2), column[b].values);
+                acc = std::fma(detail::loadHalf(block) * column[b].scale, static_cast<float>(total), acc);
             }
             out[r + c * outStride] = acc;
         }

@@ -53,9 +53,9 @@ private:
 bool hasQ8KProduct(TensorType type);
 
 // out[r + c·outStride] = row r of the weight · column c, for `rows` rows of `type` whose bytes
-// start at `weights`, each row unpacked once for all columns. The integer sums run on the kernel
-// quantizedProductKernel() names (AVX2 for "avx2" and "avx512-vnni", plain C++ for "portable"),
-// the float operations are the same scalar ones everywhere: every kernel gives the same bits.
+// start at `weights`: groups of rows unpacked once (quant/kquant_unpack.h) meet every column in
+// tiles of rows × columns on the instruction set support/instruction_set.h chooses; the integer
+// sums are exact and the float steps the same everywhere, so every kernel gives the same bits.
 void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, const Q8KActivations& x,
                 float* out, std::size_t outStride);
 

@@ -3,28 +3,80 @@
 #include "quant/dequant_detail.h"
 
 namespace organ::detail {
+
+void setScales(Unpacked& u, const int* scalePer16, int bias) {
+    // Whole runs of eight, which the compiler stores a vector at a time.
+    for (int i = 0; i < 8; ++i) {
+        const auto first = static_cast<std::int16_t>(scalePer16[2 * i]);
+        const auto second = static_cast<std::int16_t>(scalePer16[2 * i + 1]);
+        for (int k = 0; k < 8; ++k) {
+            u.scales[i][k] = first;
+            u.scales[i][8 + k] = second;
+        }
+    }
+    for (int j = 0; j < 16; ++j) {
+        u.correction[j] = static_cast<std::int16_t>(bias * scalePer16[j]);
+    }
+}
+
+void q4KFactors(const std::byte* src, Unpacked& u) {
+    const std::uint8_t* packed = bytes(src + 4);
+    u.d = loadHalf(src);
+    u.dmin = loadHalf(src + 2);
+    u.hasMins = true;
+    u.wideLevels = false;
+    int scales[16];
+    int mins[16];
+    for (int sub = 0; sub < 8; ++sub) {
+        scaleMin(sub, packed, scales[2 * sub], mins[2 * sub]);
+        scales[2 * sub + 1] = scales[2 * sub];
+        mins[2 * sub + 1] = mins[2 * sub];
+    }
+    setScales(u, scales, 0);
+    for (int j = 0; j < 16; ++j) {
+        u.correction[j] = static_cast<std::int16_t>(mins[j]);
+    }
+}
+
+void q6KFactors(const std::byte* src, Unpacked& u) {
+    const auto* packed = reinterpret_cast<const std::int8_t*>(src + 192);
+    u.d = loadHalf(src + 208);
+    u.hasMins = false;
+    u.wideLevels = false;
+    int scales[16];
+    for (int j = 0; j < 16; ++j) {
+        scales[j] = packed[j];
+    }
+    setScales(u, scales, 32);
+}
+
 namespace {
 
 // Q2_K: scales[16] (4-bit scale, 4-bit min), qs[64] (2 bits each), half d, half dmin. Levels
 // 0-31 of each 128 are bits 0-1 of 32 bytes, 32-63 bits 2-3, …
 void unpackQ2K(const std::byte* src, Unpacked& u) {
-    const std::uint8_t* scales = bytes(src);
+    const std::uint8_t* packed = bytes(src);
     const std::uint8_t* q = bytes(src + 16);
     u.d = loadHalf(src + 80);
     u.dmin = loadHalf(src + 82);
     u.hasMins = true;
+    u.wideLevels = false;
+    int scales[16];
     for (int j = 0; j < 16; ++j) {
-        u.scale[j] = static_cast<std::int16_t>(scales[j] & 0xF);
-        u.min[j] = static_cast<std::int16_t>(scales[j] >> 4);
+        scales[j] = packed[j] & 0xF;
+    }
+    setScales(u, scales, 0);
+    for (int j = 0; j < 16; ++j) {
+        u.correction[j] = static_cast<std::int16_t>(packed[j] >> 4);
     }
     for (int e = 0; e < 256; ++e) {
         const int shift = 2 * ((e % 128) / 32);
-        u.q[e] = static_cast<std::int8_t>((q[32 * (e / 128) + e % 32] >> shift) & 3);
+        u.q[e] = static_cast<std::uint8_t>((q[32 * (e / 128) + e % 32] >> shift) & 3);
     }
 }
 
 // Q3_K: hmask[32], qs[64], scales[12], half d. A level is 2 bits of qs less 4 where its hmask
-// bit is clear: −4 … 3.
+// bit is clear: −4 … 3, kept as 0 … 7.
 void unpackQ3K(const std::byte* src, Unpacked& u) {
     const std::uint8_t* hmask = bytes(src);
     const std::uint8_t* q = bytes(src + 32);
@@ -32,53 +84,38 @@ void unpackQ3K(const std::byte* src, Unpacked& u) {
     q3KScales(bytes(src + 96), scales);
     u.d = loadHalf(src + 108);
     u.hasMins = false;
-    for (int j = 0; j < 16; ++j) {
-        u.scale[j] = static_cast<std::int16_t>(scales[j]);
-        u.min[j] = 0;
-    }
+    u.wideLevels = false;
+    setScales(u, scales, 4);
     for (int e = 0; e < 256; ++e) {
         const int plane = e / 32; // 0 … 7: which 2 bits, in which half, and which hmask bit
         const int k = e % 32;
         const int low = (q[32 * (plane / 4) + k] >> (2 * (plane % 4))) & 3;
-        u.q[e] = static_cast<std::int8_t>(low - ((hmask[k] >> plane) & 1 ? 0 : 4));
+        u.q[e] = static_cast<std::uint8_t>(low + ((hmask[k] >> plane) & 1 ? 4 : 0));
     }
 }
 
 // Q4_K and Q5_K: half d, half dmin, scales[12] (eight 6-bit scales and mins, one pair per 32),
 // for Q5_K qh[32] holding the fifth bits, then qs[128]: 64 levels per 32 bytes, low nibbles first.
 template <bool kFifthBit> void unpackQ4orQ5K(const std::byte* src, Unpacked& u) {
-    const std::uint8_t* packed = bytes(src + 4);
+    q4KFactors(src, u);
     const std::uint8_t* qh = bytes(src + 16);
     const std::uint8_t* q = bytes(src + (kFifthBit ? 48 : 16));
-    u.d = loadHalf(src);
-    u.dmin = loadHalf(src + 2);
-    u.hasMins = true;
     for (int sub = 0; sub < 8; ++sub) {
-        int scale = 0;
-        int min = 0;
-        scaleMin(sub, packed, scale, min);
-        u.scale[2 * sub] = u.scale[2 * sub + 1] = static_cast<std::int16_t>(scale);
-        u.min[2 * sub] = u.min[2 * sub + 1] = static_cast<std::int16_t>(min);
         const std::uint8_t* bytesOfSub = q + 32 * (sub / 2);
         for (int l = 0; l < 32; ++l) {
             int level = sub % 2 == 0 ? bytesOfSub[l] & 0xF : bytesOfSub[l] >> 4;
             if (kFifthBit) {
                 level += ((qh[l] >> sub) & 1) * 16;
             }
-            u.q[32 * sub + l] = static_cast<std::int8_t>(level);
+            u.q[32 * sub + l] = static_cast<std::uint8_t>(level);
         }
     }
 }
 
-// Q6_K: ql[128] (low nibbles), qh[64] (high 2 bits), scales[16] (signed), half d. Levels −32 … 31.
+// Q6_K: ql[128] (low nibbles), qh[64] (high 2 bits), scales[16] (signed), half d. Levels −32 … 31,
+// kept as the stored 6 bits 0 … 63.
 void unpackQ6K(const std::byte* src, Unpacked& u) {
-    const auto* scales = reinterpret_cast<const std::int8_t*>(src + 192);
-    u.d = loadHalf(src + 208);
-    u.hasMins = false;
-    for (int j = 0; j < 16; ++j) {
-        u.scale[j] = scales[j];
-        u.min[j] = 0;
-    }
+    q6KFactors(src, u);
     for (int half = 0; half < 2; ++half) {
         const std::uint8_t* ql = bytes(src) + 64 * half;
         const std::uint8_t* qh = bytes(src + 128) + 32 * half;
@@ -86,38 +123,35 @@ void unpackQ6K(const std::byte* src, Unpacked& u) {
             for (int l = 0; l < 32; ++l) {
                 const int low = (ql[l + 32 * (t % 2)] >> (4 * (t / 2))) & 0xF;
                 const int high = (qh[l] >> (2 * t)) & 3;
-                u.q[128 * half + 32 * t + l] = static_cast<std::int8_t>((low | (high << 4)) - 32);
+                u.q[128 * half + 32 * t + l] = static_cast<std::uint8_t>(low | (high << 4));
             }
         }
     }
 }
 
 // IQ4_XS: half d, u16 high scale bits, 4 bytes of low scale nibbles, qs[128]: per 32 levels 16
-// bytes, low nibbles first, indexing the non-linear levels.
+// bytes, low nibbles first, indexing the non-linear levels (−127 … 113, kept as 1 … 241).
 void unpackIQ4XS(const std::byte* src, Unpacked& u) {
     const std::uint16_t scalesHigh = load16(src + 2);
     const std::uint8_t* scalesLow = bytes(src + 4);
     const std::uint8_t* q = bytes(src + 8);
     u.d = loadHalf(src);
     u.hasMins = false;
+    u.wideLevels = true;
+    int scales[16];
     for (int sub = 0; sub < 8; ++sub) {
         const int ls =
             ((scalesLow[sub / 2] >> (4 * (sub % 2))) & 0xF) | (((scalesHigh >> (2 * sub)) & 3) << 4);
-        u.scale[2 * sub] = u.scale[2 * sub + 1] = static_cast<std::int16_t>(ls - 32);
-        u.min[2 * sub] = u.min[2 * sub + 1] = 0;
+        scales[2 * sub] = scales[2 * sub + 1] = ls - 32;
         for (int j = 0; j < 16; ++j) {
-            u.q[32 * sub + j] = kIq4Levels[q[16 * sub + j] & 0xF];
-            u.q[32 * sub + j + 16] = kIq4Levels[q[16 * sub + j] >> 4];
+            u.q[32 * sub + j] = static_cast<std::uint8_t>(kIq4Levels[q[16 * sub + j] & 0xF] + 128);
+            u.q[32 * sub + j + 16] = static_cast<std::uint8_t>(kIq4Levels[q[16 * sub + j] >> 4] + 128);
         }
     }
+    setScales(u, scales, 128);
 }
 
-struct TypeUnpacker {
-    TensorType type;
-    UnpackFn unpack;
-};
-
-constexpr TypeUnpacker kUnpackers[] = {
+constexpr TypeEntry<UnpackFn> kUnpackers[] = {
     {TensorType::Q2_K, unpackQ2K},
     {TensorType::Q3_K, unpackQ3K},
     {TensorType::Q4_K, unpackQ4orQ5K<false>},
@@ -128,13 +162,13 @@ constexpr TypeUnpacker kUnpackers[] = {
 
 } // namespace
 
-UnpackFn superBlockUnpacker(TensorType type) {
-    for (const TypeUnpacker& u : kUnpackers) {
-        if (u.type == type) {
-            return u.unpack;
+UnpackFn superBlockUnpacker(TensorType type, InstructionSet set) {
+    if (set != InstructionSet::Portable) {
+        if (const UnpackFn fast = superBlockUnpackerX86(type)) {
+            return fast;
         }
     }
-    return nullptr;
+    return entryOf(kUnpackers, type);
 }
 
 } // namespace organ::detail

@@ -3,6 +3,7 @@
 // Shared by the quantized products' translation units: K-quant and IQ4_XS super-blocks in one
 // unpacked form.
 #include "gguf/tensor_type.h"
+#include "support/instruction_set.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -11,19 +12,38 @@ namespace organ::detail {
 
 // A super-block of Q2_K … Q6_K or IQ4_XS: 256 integer levels, an integer scale and minimum per
 // 16 levels, and the two float factors, so that weight value e is
-// d · scale[e/16] · q[e] − dmin · min[e/16]. Unpacked once per row, it meets every column.
+// d · scale[e/16] · level[e] − dmin · min[e/16]. Unpacked once per row, it meets every column.
+//
+// Levels are kept as unsigned bytes q = level + bias (the type's bias: Q3_K 4, Q6_K 32, IQ4_XS
+// 128, else 0) so that byte products take them as they are; Σ scale · level · x is then
+// Σ scale · q · x − Σ bias · scale · (sums of 16 x), both exact integers.
 struct Unpacked {
-    alignas(32) std::int8_t q[256];
-    std::int16_t scale[16];
-    std::int16_t min[16];
+    alignas(64) std::uint8_t q[256];
+    // Per 32 levels: the scale of its first 16 eight times, then that of its second 16 eight times
+    // (what one multiply-add of 16 pair sums needs).
+    alignas(64) std::int16_t scales[8][16];
+    // Per 16 levels: the minimum (hasMins) or bias · scale (without minimums).
+    alignas(32) std::int16_t correction[16];
     float d = 0;
     float dmin = 0;
     bool hasMins = false;
+    // q reaches 128 or more (IQ4_XS): two byte products could overflow 16 bits.
+    bool wideLevels = false;
 };
 
 using UnpackFn = void (*)(const std::byte* block, Unpacked& out);
 
-// The unpacker of `type`; nullptr for a type that has none.
-UnpackFn superBlockUnpacker(TensorType type);
+// The unpacker of `type` on `set` (all give the same Unpacked); nullptr for a type that has none.
+UnpackFn superBlockUnpacker(TensorType type, InstructionSet set = InstructionSet::Portable);
+
+// Fills scales and correction from one scale per 16 levels, bias · scale as the correction.
+void setScales(Unpacked& u, const int* scalePer16, int bias);
+
+// Everything of a Q4_K or Q5_K (q4KFactors) or Q6_K (q6KFactors) super-block but its levels.
+void q4KFactors(const std::byte* block, Unpacked& out);
+void q6KFactors(const std::byte* block, Unpacked& out);
+
+// The AVX2 unpackers of Q4_K and Q6_K (kquant_unpack_x86.cpp); nullptr elsewhere.
+UnpackFn superBlockUnpackerX86(TensorType type);
 
 } // namespace organ::detail

@@ -5,8 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <string>
-#include <string_view>
 #include <vector>
 
 namespace organ {
@@ -14,9 +12,10 @@ namespace organ {
 // Products of quantized weights with activations quantized to 8 bits, as llama.cpp computes
 // them on the CPU: for a Q8_0 weight the activations are cut into blocks of 32, each stored as
 // int8 values and a scale rounded to F16, and each block's dot product is an integer sum
-// times the two scales. The same numbers llama.cpp gets, at integer-SIMD speed (AVX2 or
-// AVX-512 VNNI when the CPU has them, chosen at run time; plain C++ otherwise). IQ4_NL weights
-// meet the same blocks (quant/kquant_dot.h, which also has the K-quants).
+// times the two scales. The same numbers llama.cpp gets, at integer-SIMD speed: tiles of rows ×
+// columns on the instruction set support/instruction_set.h chooses (AVX-512 VNNI, AVX-512,
+// AVX-VNNI, AVX2 or plain C++), all giving the same bits. IQ4_NL weights meet the same blocks
+// (quant/kquant_dot.h, which also has the K-quants).
 
 // Whether products with weights of this type take this path (Q8_0, IQ4_NL).
 bool hasQuantizedProduct(TensorType type);
@@ -45,14 +44,5 @@ private:
 // start at `weights` (row after row, each columns()/blockSize blocks).
 void quantizedProduct(TensorType type, const std::byte* weights, std::size_t rows,
                       const QuantizedActivations& x, float* out, std::size_t outStride);
-
-// Which kernel runs: "avx512-vnni", "avx2" or "portable" — by default the fastest this CPU has.
-const char* quantizedProductKernel();
-// The kernels this CPU can run, the fastest first; all give the same numbers up to the order of
-// float additions.
-std::vector<std::string> quantizedProductKernels();
-// Runs `name` from now on (tests and benchmarks compare them); throws std::invalid_argument for
-// one this CPU lacks.
-void useQuantizedProductKernel(std::string_view name);
 
 } // namespace organ

@@ -1,11 +1,15 @@
 #include "quant/quantize.h"
 
 #include "quant/dequant.h"
+#include "quant/quantize_detail.h"
+#include "quant/scale_fit.h"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 namespace organ {
 namespace {
@@ -115,6 +119,66 @@ void quantizeQ8_0(const float* x, std::byte* out) {
     }
 }
 
+// Q4_0, Q4_1, Q5_0 and Q5_1 with an importance matrix: weights importance · √(σ² + x²) with σ²
+// the row's mean square, a weighted fit per block of 32 (ggml's quantize_row_qN_M_impl).
+void quantizeRowWeighted(TensorType type, const float* x, std::size_t n, const float* importance,
+                         std::byte* out) {
+    using namespace detail;
+    float sumX2 = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        sumX2 += x[j] * x[j];
+    }
+    const float sigma2 = sumX2 / static_cast<float>(n);
+    const auto& traits = traitsOf(type);
+    for (std::size_t ib = 0; ib < n / 32; ++ib, out += traits.bytesPerBlock) {
+        const float* xb = x + 32 * ib;
+        const float* qw = importance + 32 * ib;
+        float weight[32];
+        for (int j = 0; j < 32; ++j) {
+            weight[j] = qw[j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+        }
+        int q[32];
+        if (type == TensorType::Q4_0 || type == TensorType::Q5_0) {
+            std::int8_t L[32];
+            putHalf(out, fitSymmetric(32, type == TensorType::Q4_0 ? 8 : 16, xb, L, weight));
+            std::copy(L, L + 32, q);
+        } else {
+            std::uint8_t L[32];
+            std::uint8_t scratch[32];
+            float min = 0;
+            const float d = fitWithMin(32, type == TensorType::Q4_1 ? 15 : 31, xb, weight, L, &min, scratch,
+                                       -0.9f, 0.05f, 36, false);
+            putHalf(out, d);
+            putHalf(out + 2, -min);
+            std::copy(L, L + 32, q);
+        }
+        const std::size_t header = type == TensorType::Q4_0 || type == TensorType::Q5_0 ? 2 : 4;
+        if (type == TensorType::Q4_0 || type == TensorType::Q4_1) {
+            for (int j = 0; j < 16; ++j) {
+                out[header + j] = std::byte(static_cast<std::uint8_t>(q[j] | (q[j + 16] << 4)));
+            }
+        } else {
+            packQ5(q, out + header, out + header + 4);
+        }
+    }
+}
+
+using BlockEncoder = void (*)(const float* x, const float* importance, std::byte* out);
+
+BlockEncoder blockEncoder(TensorType type) {
+    constexpr std::pair<TensorType, BlockEncoder> kEncoders[] = {
+        {TensorType::Q2_K, detail::encodeQ2_K},    {TensorType::Q3_K, detail::encodeQ3_K},
+        {TensorType::Q4_K, detail::encodeQ4_K},    {TensorType::Q5_K, detail::encodeQ5_K},
+        {TensorType::Q6_K, detail::encodeQ6_K},    {TensorType::IQ4_NL, detail::encodeIQ4_NL},
+        {TensorType::IQ4_XS, detail::encodeIQ4_XS}};
+    for (const auto& [t, encode] : kEncoders) {
+        if (t == type) {
+            return encode;
+        }
+    }
+    return nullptr;
+}
+
 } // namespace
 
 std::uint16_t floatToBfloat16(float value) {
@@ -137,12 +201,36 @@ bool canQuantizeTo(TensorType type) {
     case TensorType::Q5_1:
         return true;
     default:
-        return false;
+        return blockEncoder(type) != nullptr;
     }
+}
+
+std::string writableTypesText() {
+    std::vector<std::string_view> names;
+    for (const auto& traits : allTensorTypes()) {
+        if (canQuantizeTo(traits.type)) {
+            names.push_back(tensorTypeName(traits.type));
+        }
+    }
+    std::string text;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        text += std::string(i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+    }
+    return text;
+}
+
+bool takesImportance(TensorType type) {
+    return canQuantizeTo(type) && traitsOf(type).quantized && type != TensorType::Q8_0;
 }
 
 void quantizeBlocks(TensorType type, const float* in, std::size_t blocks, std::byte* out) {
     const auto& traits = traitsOf(type);
+    if (const BlockEncoder encode = blockEncoder(type)) {
+        for (std::size_t b = 0; b < blocks; ++b) {
+            encode(in + b * traits.blockSize, nullptr, out + b * traits.bytesPerBlock);
+        }
+        return;
+    }
     for (std::size_t b = 0; b < blocks; ++b) {
         const float* x = in + b * traits.blockSize;
         std::byte* dst = out + b * traits.bytesPerBlock;
@@ -176,6 +264,51 @@ void quantizeBlocks(TensorType type, const float* in, std::size_t blocks, std::b
         default:
             return;
         }
+    }
+}
+
+void quantizeRows(TensorType type, const float* in, std::size_t rows, std::size_t rowLength,
+                  const float* importance, std::byte* out) {
+    const auto& traits = traitsOf(type);
+    const std::size_t blocksPerRow = rowLength / traits.blockSize;
+    if (importance == nullptr || !takesImportance(type)) {
+        quantizeBlocks(type, in, rows * blocksPerRow, out);
+        return;
+    }
+    const std::size_t rowBytes = blocksPerRow * traits.bytesPerBlock;
+    const BlockEncoder encode = blockEncoder(type);
+    for (std::size_t r = 0; r < rows; ++r, in += rowLength, out += rowBytes) {
+        if (encode == nullptr) {
+            quantizeRowWeighted(type, in, rowLength, importance, out);
+            continue;
+        }
+        for (std::size_t b = 0; b < blocksPerRow; ++b) {
+            encode(in + b * traits.blockSize, importance + b * traits.blockSize,
+                   out + b * traits.bytesPerBlock);
+        }
+    }
+}
+
+void quantizeRowsParallel(TensorType type, const float* in, std::size_t rows, std::size_t rowLength,
+                          const float* importance, std::byte* out, unsigned threads) {
+    if (threads == 0) {
+        threads = std::max(1u, std::thread::hardware_concurrency());
+    }
+    const std::size_t workers = std::min<std::size_t>(threads, rows);
+    if (workers <= 1) {
+        quantizeRows(type, in, rows, rowLength, importance, out);
+        return;
+    }
+    // Each row is encoded on its own, so contiguous runs of rows give the same bytes anywhere.
+    const std::size_t rowBytes = storedBytes(type, rowLength);
+    std::vector<std::jthread> pool;
+    for (std::size_t w = 0; w < workers; ++w) {
+        const std::size_t first = rows * w / workers;
+        const std::size_t end = rows * (w + 1) / workers;
+        pool.emplace_back([=] {
+            quantizeRows(type, in + first * rowLength, end - first, rowLength, importance,
+                         out + first * rowBytes);
+        });
     }
 }
 

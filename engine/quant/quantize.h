@@ -4,15 +4,34 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace organ {
 
-// The types the engine can write from float values, as llama-quantize writes them
-// without an importance matrix (so a conversion gives the bytes llama.cpp would).
+// The types the engine can write from float values, as llama-quantize writes them (so a
+// conversion gives the bytes llama.cpp would): F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS.
 bool canQuantizeTo(TensorType type);
+// Those types' names for a message: "F32, F16, …, IQ4_NL and IQ4_XS".
+std::string writableTypesText();
 
-// Encodes `blocks` whole blocks of floats into `out`; `type` must be one canQuantizeTo accepts.
+// Whether llama-quantize writes `type` differently when given an importance matrix (all the
+// block types above but Q8_0).
+bool takesImportance(TensorType type);
+
+// Encodes `blocks` whole blocks of floats into `out` as llama-quantize does without an
+// importance matrix; `type` must be one canQuantizeTo accepts.
 void quantizeBlocks(TensorType type, const float* in, std::size_t blocks, std::byte* out);
+
+// Encodes `rows` rows of `rowLength` floats (a multiple of the block size) into `out`, weighing
+// each column by `importance` (rowLength weights: an importance matrix's in_sum2 / counts) when
+// it is not null, as llama-quantize does with --imatrix.
+void quantizeRows(TensorType type, const float* in, std::size_t rows, std::size_t rowLength,
+                  const float* importance, std::byte* out);
+
+// The same with the rows split across `threads` threads (0: one per core): the same bytes.
+void quantizeRowsParallel(TensorType type, const float* in, std::size_t rows, std::size_t rowLength,
+                          const float* importance, std::byte* out, unsigned threads);
 
 // Float to bfloat16, rounding to nearest even; NaN stays a quiet NaN.
 std::uint16_t floatToBfloat16(float value);

@@ -29,12 +29,39 @@ std::vector<FileIdentity>& registry() {
 // An empty file cannot be mapped; it still needs a valid pointer for an empty span.
 const std::byte kEmpty[1] = {};
 
+void registerInput(const FileIdentity& identity) {
+    std::lock_guard lock(registryMutex());
+    registry().push_back(identity);
+}
+
+void unregisterInput(const FileIdentity& identity) {
+    std::lock_guard lock(registryMutex());
+    auto& open = registry();
+    if (auto it = std::find(open.begin(), open.end(), identity); it != open.end()) {
+        open.erase(it);
+    }
+}
+
 } // namespace
 
 std::shared_ptr<const MappedFile> MappedFile::open(const RootedPath& rooted) {
-    const std::string& path = rooted.path;
     // Without blocking: opening a FIFO for reading would otherwise wait for a writer forever.
     UniqueFd fd = rooted.open(O_RDONLY | O_NONBLOCK);
+    auto file = map(fd, rooted.path);
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK); // reads of a regular file
+    file->m_fd = fd.release();
+    return file;
+}
+
+std::shared_ptr<const MappedFile> MappedFile::mapBeneath(UniqueFd fd, RootedPath path,
+                                                         std::shared_ptr<const void> owner) {
+    auto file = map(fd, path.path);
+    file->m_reopen = std::move(path);
+    file->m_owner = std::move(owner);
+    return file; // `fd` closes here: the mapping stays
+}
+
+std::shared_ptr<MappedFile> MappedFile::map(const UniqueFd& fd, const std::string& path) {
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) {
         throw IoError(fileLabel(path) + ": cannot read its size: " + std::strerror(errno));
@@ -42,7 +69,6 @@ std::shared_ptr<const MappedFile> MappedFile::open(const RootedPath& rooted) {
     if (!S_ISREG(st.st_mode)) {
         throw IoError(fileLabel(path) + ": is not a regular file");
     }
-    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK); // reads of a regular file
     const auto size = static_cast<std::uint64_t>(st.st_size);
     const std::byte* bytes = kEmpty;
     if (size != 0) {
@@ -53,18 +79,36 @@ std::shared_ptr<const MappedFile> MappedFile::open(const RootedPath& rooted) {
         }
         bytes = static_cast<const std::byte*>(data);
     }
-    // Made once the mapping exists: its destructor unmaps and unregisters.
+    // Made once the mapping exists: its destructor unmaps and unregisters exactly it.
     std::shared_ptr<MappedFile> file(new MappedFile);
     file->m_path = path;
     file->m_size = size;
     file->m_data = bytes;
     file->m_identity = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
-    file->m_fd = fd.release();
-    {
-        std::lock_guard lock(registryMutex());
-        registry().push_back(file->m_identity);
-    }
+    registerInput(file->m_identity);
     return file;
+}
+
+UniqueFd MappedFile::openDescriptor() const {
+    if (m_buffer) {
+        return UniqueFd();
+    }
+    if (m_fd >= 0) {
+        UniqueFd fd(::fcntl(m_fd, F_DUPFD_CLOEXEC, 0));
+        if (!fd.valid()) {
+            throw IoError(fileLabel(m_path) + ": cannot open it again: " + std::strerror(errno));
+        }
+        return fd;
+    }
+    UniqueFd fd = m_reopen->open(O_RDONLY | O_NONBLOCK);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        FileIdentity{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)} !=
+            m_identity) {
+        throw IoError(fileLabel(m_path) + ": was replaced by another file while it was read");
+    }
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+    return fd;
 }
 
 std::shared_ptr<const MappedFile> MappedFile::fromBuffer(std::string label,
@@ -92,11 +136,15 @@ MappedFile::~MappedFile() {
     if (m_size != 0) {
         ::munmap(const_cast<std::byte*>(m_data), static_cast<std::size_t>(m_size));
     }
-    std::lock_guard lock(registryMutex());
-    auto& open = registry();
-    if (auto it = std::find(open.begin(), open.end(), m_identity); it != open.end()) {
-        open.erase(it);
-    }
+    unregisterInput(m_identity);
+}
+
+InputMark::InputMark(const FileIdentity& identity) : m_identity(identity) {
+    registerInput(m_identity);
+}
+
+InputMark::~InputMark() {
+    unregisterInput(m_identity);
 }
 
 void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
@@ -117,7 +165,7 @@ void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
 }
 
 void MappedFile::read(std::uint64_t offset, std::span<std::byte> out) const {
-    if (m_fd < 0) {
+    if (m_buffer) {
         if (offset > m_size || out.size() > m_size - offset) {
             throw IoError(fileLabel(m_path) + ": read failed at byte " + groupDigits(offset) +
                           ": unexpected end of file");
@@ -125,8 +173,11 @@ void MappedFile::read(std::uint64_t offset, std::span<std::byte> out) const {
         std::copy_n(m_data + offset, out.size(), out.begin());
         return;
     }
+    // A file mapped beneath a folder keeps no descriptor: one is opened for this read.
+    const UniqueFd reopened = m_fd >= 0 ? UniqueFd() : openDescriptor();
+    const int fd = m_fd >= 0 ? m_fd : reopened.get();
     while (!out.empty()) {
-        const ssize_t n = ::pread(m_fd, out.data(), out.size(), static_cast<off_t>(offset));
+        const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
         if (n <= 0) {
             if (n < 0 && errno == EINTR) {
                 continue;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -23,8 +24,15 @@ struct FileIdentity {
 // registered, and isOpenAsInput() reports it.
 class MappedFile {
 public:
-    // Opened beneath the path's root when it has one (support/rooted_files.h).
+    // Opened beneath the path's root when it has one (support/rooted_files.h). The descriptor
+    // stays open with the mapping.
     static std::shared_ptr<const MappedFile> open(const RootedPath& path);
+    // The regular file `fd` is open on (`path`, opened beneath its root), mapped; the descriptor
+    // is closed at once, so that a model of 36 000 tensor files keeps none of them open. Reads
+    // and openDescriptor() open `path` again, checked to be the same file. `owner` lives as long
+    // as the mapping (an organ directory's InputMark).
+    static std::shared_ptr<const MappedFile> mapBeneath(UniqueFd fd, RootedPath path,
+                                                        std::shared_ptr<const void> owner = {});
     // A copy of `bytes` in memory standing in for a file named `label`: no file, no identity
     // (never an input), exactly bytes.size() bytes (so that a sanitizer sees any read past
     // them). For fuzzing the reader and for tests.
@@ -37,8 +45,11 @@ public:
     std::uint64_t size() const { return m_size; }
     std::span<const std::byte> bytes() const { return {m_data, static_cast<std::size_t>(m_size)}; }
     FileIdentity identity() const { return m_identity; }
-    // The open descriptor behind the mapping (for copy_file_range and link), -1 for a buffer.
-    int descriptor() const { return m_fd; }
+    // A descriptor of the file for the caller (copy_file_range, FICLONE, linkat): the mapping's
+    // own duplicated, or the file opened again beneath its root and checked to be the same file.
+    // Not valid for a buffer. Throws IoError when the file is gone or was replaced.
+    UniqueFd openDescriptor() const;
+    bool isBuffer() const { return m_buffer != nullptr; }
 
     // Tells the kernel that a range will not be needed soon, so that streaming a
     // 100 GB model through the writer keeps the resident set small.
@@ -52,12 +63,29 @@ public:
 
 private:
     MappedFile() = default;
+    static std::shared_ptr<MappedFile> map(const UniqueFd& fd, const std::string& path);
     std::string m_path;
     const std::byte* m_data = nullptr;
     std::uint64_t m_size = 0;
     FileIdentity m_identity;
     int m_fd = -1;
     std::unique_ptr<std::byte[]> m_buffer; // fromBuffer: the bytes, owned
+    std::optional<RootedPath> m_reopen;    // mapBeneath: where the file is opened again
+    std::shared_ptr<const void> m_owner;
+};
+
+// Registers an identity as an input (MappedFile::isOpenAsInput) for as long as it lives: an
+// organ directory's folder while the directory or a model of it is open, so that nothing is
+// written inside it (checkOutputTarget).
+class InputMark {
+public:
+    explicit InputMark(const FileIdentity& identity);
+    ~InputMark();
+    InputMark(const InputMark&) = delete;
+    InputMark& operator=(const InputMark&) = delete;
+
+private:
+    FileIdentity m_identity;
 };
 
 // The identity of an existing path, or nullopt-like {0,0} when it does not exist.

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <functional>
 #include <linux/fs.h>
+#include <optional>
 #include <random>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -20,16 +21,64 @@
 namespace organ {
 namespace {
 
-// A partial of `target` is "<target>.partial.<pid>.<random>".
+// A partial file of `target` is "<target>.partial.<pid>.<random>".
 std::string partialPrefix(const std::string& target) {
     return fileLabel(target) + ".partial.";
 }
 
+// The process that made `name`, a partial of `target` left beside it: "<target>.partial.<pid>.
+// <random>" (SafeOutput's file), "<target>.partial-<pid>.<random>" (SafeFolderOutput's folder) or
+// "<target>.partial-<pid>-<n>" (an organ directory of an earlier version); 0 when it is none.
+long partialOwner(const std::string& name, const std::string& target) {
+    const std::string prefix = fileLabel(target) + ".partial";
+    const std::size_t digits = prefix.size() + 1;
+    if (!name.starts_with(prefix) || name.size() <= digits ||
+        (name[prefix.size()] != '.' && name[prefix.size()] != '-')) {
+        return 0;
+    }
+    const std::size_t end = name.find_first_not_of("0123456789", digits);
+    if (end == std::string::npos || end == digits || end - digits > 9 ||
+        (name[end] != '.' && name[end] != '-') || end + 1 == name.size()) {
+        return 0;
+    }
+    return std::strtol(name.substr(digits, end - digits).c_str(), nullptr, 10);
+}
+
+// Removes what `folder` holds, links never followed (the partial folder of a writer).
+void removeContents(int folder) {
+    const int listed = ::openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* dir = listed >= 0 ? ::fdopendir(listed) : nullptr;
+    if (dir == nullptr) {
+        if (listed >= 0) {
+            ::close(listed);
+        }
+        return;
+    }
+    std::vector<std::string> names;
+    while (const dirent* entry = ::readdir(dir)) {
+        const std::string name = entry->d_name;
+        if (name != "." && name != "..") {
+            names.push_back(name);
+        }
+    }
+    ::closedir(dir);
+    for (const std::string& name : names) {
+        if (::unlinkat(folder, name.c_str(), 0) == 0 || (errno != EISDIR && errno != EPERM)) {
+            continue;
+        }
+        const UniqueFd inner(::openat(folder, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (inner.valid()) {
+            removeContents(inner.get());
+        }
+        ::unlinkat(folder, name.c_str(), AT_REMOVEDIR);
+    }
+}
+
 // Partials whose process is gone: a run that was killed. A live process's partials, and
-// anything that does not look like ours, are left alone.
+// anything that does not look like ours, are left alone; a folder goes with what it holds, a link
+// is removed, never followed.
 std::vector<std::string> removeStalePartials(const FileRoot& folder, const std::string& target) {
     std::vector<std::string> warnings;
-    const std::string prefix = partialPrefix(target);
     const int listed = folder.openFile(".", O_RDONLY | O_DIRECTORY);
     DIR* dir = listed >= 0 ? ::fdopendir(listed) : nullptr;
     if (dir == nullptr) {
@@ -38,30 +87,91 @@ std::vector<std::string> removeStalePartials(const FileRoot& folder, const std::
         }
         return warnings;
     }
+    std::vector<std::pair<std::string, long>> stale;
     while (const dirent* entry = ::readdir(dir)) {
-        const std::string name = entry->d_name;
-        if (!name.starts_with(prefix)) {
-            continue;
-        }
-        const std::string rest = name.substr(prefix.size());
-        const auto dot = rest.find('.');
-        if (dot == std::string::npos || dot == 0 || rest.find_first_not_of("0123456789") != dot) {
-            continue;
-        }
-        const long pid = std::strtol(rest.substr(0, dot).c_str(), nullptr, 10);
-        if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) {
-            continue;
-        }
-        struct stat st {};
-        if (::fstatat(folder.descriptor(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
-            ::unlinkat(folder.descriptor(), name.c_str(), 0) == 0) {
-            warnings.push_back(fileLabel(name) + ": removed a partial file left by an earlier run (process " +
-                               std::to_string(pid) + ") that did not finish");
+        const long pid = partialOwner(entry->d_name, target);
+        if (pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+            stale.emplace_back(entry->d_name, pid);
         }
     }
     ::closedir(dir);
+    for (const auto& [name, pid] : stale) {
+        struct stat st {};
+        if (::fstatat(folder.descriptor(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            continue;
+        }
+        const bool isFolder = S_ISDIR(st.st_mode);
+        if (isFolder) {
+            const UniqueFd inner(
+                ::openat(folder.descriptor(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            if (inner.valid()) {
+                removeContents(inner.get());
+            }
+        }
+        if ((isFolder || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
+            ::unlinkat(folder.descriptor(), name.c_str(), isFolder ? AT_REMOVEDIR : 0) == 0) {
+            warnings.push_back(name + ": removed a partial " + (isFolder ? "directory" : "file") +
+                               " left by an earlier run (process " + std::to_string(pid) +
+                               ") that did not finish");
+        }
+    }
     return warnings;
+}
+
+// The input folder that `folder` is or lies in at any depth, as messages name it: a folder
+// registered as an input (an open organ directory, InputMark) or one of `inputs`; nothing when
+// there is none. The walk goes up through ".." from the folder's descriptor, so it sees the
+// folder that was opened, whatever its name leads to now.
+std::optional<std::string> enclosingInput(const FileRoot& folder, const std::vector<std::string>& inputs) {
+    std::vector<std::pair<FileIdentity, std::string>> named;
+    for (const auto& input : inputs) {
+        struct stat st {};
+        if (::stat(input.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+            named.push_back(
+                {{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)}, input});
+        }
+    }
+    // Where the folder is, for the names of the folders above it.
+    char real[4096];
+    const std::string self = "/proc/self/fd/" + std::to_string(folder.descriptor());
+    const ssize_t length = ::readlink(self.c_str(), real, sizeof real);
+    std::string where = length > 0 && static_cast<std::size_t>(length) < sizeof real
+                            ? std::string(real, static_cast<std::size_t>(length))
+                            : folder.path();
+    UniqueFd current(::openat(folder.descriptor(), ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    FileIdentity below;
+    while (current.valid()) {
+        struct stat st {};
+        if (::fstat(current.get(), &st) != 0) {
+            return std::nullopt;
+        }
+        const FileIdentity identity{static_cast<std::uint64_t>(st.st_dev),
+                                    static_cast<std::uint64_t>(st.st_ino)};
+        if (identity == below) {
+            return std::nullopt; // "/": its ".." is itself
+        }
+        if (MappedFile::isOpenAsInput(identity)) {
+            return fileLabel(where);
+        }
+        for (const auto& [input, name] : named) {
+            if (input == identity) {
+                return fileLabel(name);
+            }
+        }
+        below = identity;
+        current = UniqueFd(::openat(current.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+        where = folderOf(where);
+    }
+    return std::nullopt;
+}
+
+// Refuses `target` when `folder`, the folder it goes into, is or lies inside an input folder.
+void refuseInsideInput(const FileRoot& folder, const std::string& target,
+                       const std::vector<std::string>& inputs) {
+    if (const auto input = enclosingInput(folder, inputs)) {
+        throw IoError(fileLabel(target) + ": is inside " + *input +
+                      ", a folder that is an input (an organ directory); refusing to write there");
+    }
 }
 
 // The folder `target` goes into, opened (beneath the target's root when it has one).
@@ -91,6 +201,8 @@ std::shared_ptr<const FileRoot> openTargetFolder(const RootedPath& target,
         throw IoError(label + ": cannot write in the folder " + folderOf(target.path) + ": " +
                       std::strerror(errno));
     }
+    // Every file of an input folder is an input, the ones to come as well.
+    refuseInsideInput(*folder, target.path, inputs);
     // Beneath a root a link at the target is never followed (it is an existing name, refused at
     // the rename); elsewhere the file it leads to is what the user named.
     struct stat st {};
@@ -142,36 +254,6 @@ void renameIntoPlace(const FileRoot& folder, const std::string& partial, const s
                                                             "as it is; nothing was written")
                                               : ": cannot rename the partial into place: " +
                                                     std::string(std::strerror(errno))));
-    }
-}
-
-// Removes what `folder` holds, links never followed (the partial folder of a writer).
-void removeContents(int folder) {
-    const int listed = ::openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR* dir = listed >= 0 ? ::fdopendir(listed) : nullptr;
-    if (dir == nullptr) {
-        if (listed >= 0) {
-            ::close(listed);
-        }
-        return;
-    }
-    std::vector<std::string> names;
-    while (const dirent* entry = ::readdir(dir)) {
-        const std::string name = entry->d_name;
-        if (name != "." && name != "..") {
-            names.push_back(name);
-        }
-    }
-    ::closedir(dir);
-    for (const std::string& name : names) {
-        if (::unlinkat(folder, name.c_str(), 0) == 0 || (errno != EISDIR && errno != EPERM)) {
-            continue;
-        }
-        const UniqueFd inner(::openat(folder, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (inner.valid()) {
-            removeContents(inner.get());
-        }
-        ::unlinkat(folder, name.c_str(), AT_REMOVEDIR);
     }
 }
 
@@ -250,13 +332,18 @@ void SafeOutput::commit() {
 }
 
 SafeFolderOutput::SafeFolderOutput(const RootedPath& target) : m_target(target.path) {
-    const std::string label = fileLabel(target.path);
-    m_parent = openFolderOf(target);
+    while (m_target.size() > 1 && m_target.back() == '/') {
+        m_target.pop_back(); // "DIR/" names DIR
+    }
+    const std::string label = fileLabel(m_target);
+    m_parent = openFolderOf(target.at(m_target));
+    refuseInsideInput(*m_parent, m_target, {});
     struct stat st {};
     if (label.empty() || label == "." || label == ".." ||
         ::fstatat(m_parent->descriptor(), label.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         throw IoError(label + ": already exists; a folder is only ever written under a new name");
     }
+    m_warnings = removeStalePartials(*m_parent, m_target);
     const int parent = m_parent->descriptor();
     m_partialName = newPartialName(label, label + ".partial-", [&](const std::string& name) {
         return ::mkdirat(parent, name.c_str(), 0755) == 0;
@@ -303,7 +390,7 @@ int SafeFolderOutput::folderFor(const std::string& relative, std::string& name) 
 UniqueFd SafeFolderOutput::create(const std::string& relative) {
     std::string name;
     const int folder = folderFor(relative, name);
-    UniqueFd fd(::openat(folder, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    UniqueFd fd(::openat(folder, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!fd.valid()) {
         throw IoError(fileLabel(m_target) + ": cannot create " + relative + ": " + std::strerror(errno));
     }
@@ -311,24 +398,20 @@ UniqueFd SafeFolderOutput::create(const std::string& relative) {
 }
 
 bool SafeFolderOutput::link(const MappedFile& from, const std::string& relative) {
-    if (from.descriptor() < 0) {
+    const UniqueFd in = from.openDescriptor();
+    if (!in.valid()) {
         return false;
     }
     std::string name;
     const int folder = folderFor(relative, name);
-    // A hard link can only be made by name, and a name can lead elsewhere by the time it is
-    // followed: the new entry is kept only when it is the very file that was opened.
-    if (::linkat(AT_FDCWD, from.path().c_str(), folder, name.c_str(), 0) == 0) {
-        struct stat st {};
-        if (::fstatat(folder, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            FileIdentity{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)} ==
-                from.identity()) {
-            return true;
-        }
-        ::unlinkat(folder, name.c_str(), 0);
+    // Linked through the descriptor, never by name (a name can lead elsewhere by the time it is
+    // followed): the new entry is the very file that was opened.
+    const std::string self = "/proc/self/fd/" + std::to_string(in.get());
+    if (::linkat(AT_FDCWD, self.c_str(), folder, name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+        return true;
     }
     UniqueFd out(::openat(folder, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (out.valid() && ::ioctl(out.get(), FICLONE, from.descriptor()) == 0) {
+    if (out.valid() && ::ioctl(out.get(), FICLONE, in.get()) == 0) {
         return true;
     }
     if (out.valid()) {

@@ -17,7 +17,8 @@ class MappedFile;
 // Every file organ writes (models, plans, reports, cache entries, the window's exports) goes
 // through SafeOutput. The target is refused, naming it and the reason, when it is not a
 // regular file (a device, a FIFO, a folder), when it is an input (an open model, whatever
-// path or link names it, or a file in `inputs`), or when its folder is missing. The folder is
+// path or link names it, or a file in `inputs`), when it lies inside an input folder (an open
+// organ directory, or a folder in `inputs`, at any depth), or when its folder is missing. The folder is
 // opened once (beneath the target's root when it has one) and everything after goes through its
 // descriptor: a folder swapped for a link meanwhile changes nothing. Bytes go to a partial file
 // of this process in that folder, created exclusively and never through a link; commit() fsyncs
@@ -57,25 +58,30 @@ private:
 };
 
 // The folder counterpart of SafeOutput, for a new folder of files (an organ directory): the
-// target must not exist. Its files go into a partial folder of this process beside it, reached
-// only through descriptors; commit() fsyncs every folder made and renames the partial folder
-// into place, never over a name that appeared meanwhile. Destroyed before commit(), it removes
-// the partial folder and everything in it.
+// target must not exist nor lie inside an input folder. Its files go into a partial folder of
+// this process beside it, reached only through descriptors; commit() fsyncs every folder made and
+// renames the partial folder into place, never over a name that appeared meanwhile. Destroyed
+// before commit(), it removes the partial folder and everything in it. Partial folders (and files)
+// that killed runs left for the same target are removed first, each named in warnings().
 class SafeFolderOutput {
 public:
-    // Throws IoError naming the target: it exists, or its folder does not.
+    // Throws IoError naming the target: it exists, lies inside an input folder, or its folder
+    // does not exist. "DIR/" names DIR.
     explicit SafeFolderOutput(const RootedPath& target);
     ~SafeFolderOutput();
     SafeFolderOutput(const SafeFolderOutput&) = delete;
     SafeFolderOutput& operator=(const SafeFolderOutput&) = delete;
 
-    // A new file at `relative` ("organs/blk_0_ffn_up.bin"), its folders made as needed.
+    // A new file at `relative` ("organs/blk_0_ffn_up.bin"), its folders made as needed, open for
+    // reading too (so that what was written can be read back).
     UniqueFd create(const std::string& relative);
-    // `relative` as a new name for the file `from`: a hard link, else a reflink (a copy sharing
-    // its blocks); false when the file system offers neither and the bytes must be copied.
+    // `relative` as a new name for the file `from` (reached through its descriptor, never by
+    // name): a hard link, else a reflink (a copy sharing its blocks); false when the file system
+    // offers neither and the bytes must be copied.
     bool link(const MappedFile& from, const std::string& relative);
     // fsyncs the folders, renames the partial folder into place and fsyncs its folder.
     void commit();
+    const std::vector<std::string>& warnings() const { return m_warnings; }
 
 private:
     int folderFor(const std::string& relative, std::string& name); // made as needed
@@ -83,6 +89,7 @@ private:
     std::shared_ptr<const FileRoot> m_parent;
     std::string m_partialName;
     std::vector<std::pair<std::string, UniqueFd>> m_folders; // "" (the partial folder) first
+    std::vector<std::string> m_warnings;
     bool m_committed = false;
 };
 

@@ -1,5 +1,7 @@
 #include "support/sha256.h"
 
+#include "support/errors.h"
+
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -193,6 +195,12 @@ std::string Sha256::hex(std::span<const std::byte> bytes) {
     Sha256 sha;
     sha.update(bytes);
     return sha.finishHex();
+}
+
+void PromisedSha256::check(const std::string& computedHex) const {
+    if (computedHex != hex) {
+        throw FormatError(file + ": its data does not match the manifest's SHA-256 (the file was changed)");
+    }
 }
 
 } // namespace organ

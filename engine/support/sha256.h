@@ -27,4 +27,13 @@ private:
     std::uint64_t m_length = 0;
 };
 
+// The SHA-256 some bytes were promised to have (an organ directory's manifest lists one per
+// tensor file), and the file as messages name it ("organs-dir/organs/blk_0_ffn_up.bin").
+struct PromisedSha256 {
+    std::string hex; // lowercase
+    std::string file;
+    // Throws FormatError naming the file unless `computedHex` is the promised digest.
+    void check(const std::string& computedHex) const;
+};
+
 } // namespace organ

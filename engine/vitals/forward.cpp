@@ -1,9 +1,9 @@
 #include "vitals/forward.h"
 
+#include "anatomy/loader_rules.h"
 #include "gguf/tensor_name.h"
 #include "quant/dequant.h"
-#include "quant/kquant_dot.h"
-#include "quant/quant_dot.h"
+#include "quant/f16_dot.h"
 #include "support/errors.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -13,12 +13,71 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <numbers>
 #include <optional>
 #include <thread>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 namespace organ {
+namespace {
+
+// A product's output is fresh memory written once: the logits of 512 tokens over a 128k
+// vocabulary are 262 MB. In 2 MiB pages it takes 128 page faults where 4 KiB ones take 64 000,
+// which cost more than the product's own writes.
+void preferLargePages(float* data, std::size_t bytes) {
+#ifdef __linux__
+    constexpr std::size_t kLarge = 4u << 20;
+    if (bytes < kLarge) {
+        return;
+    }
+    const auto start = (reinterpret_cast<std::uintptr_t>(data) + 4095) / 4096 * 4096;
+    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) / 4096 * 4096;
+    // Advice only: where the kernel takes none, the pages are small.
+    ::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+#else
+    (void)data;
+    (void)bytes;
+#endif
+}
+
+// Runs work(i, scratch) for every i < count on up to `threads` threads, the caller's among them,
+// each with a scratch buffer of its own; rethrows the first failure once all have stopped.
+void forEachInParallel(std::size_t count, unsigned threads,
+                       const std::function<void(std::size_t, std::vector<std::byte>&)>& work) {
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failureMutex;
+    auto worker = [&] {
+        try {
+            std::vector<std::byte> scratch;
+            for (std::size_t i = next++; i < count; i = next++) {
+                work(i, scratch);
+            }
+        } catch (...) {
+            std::lock_guard lock(failureMutex);
+            failure = std::current_exception();
+        }
+    };
+    const auto helpers = static_cast<unsigned>(std::min<std::size_t>(threads, count)) - (count > 0 ? 1 : 0);
+    std::vector<std::thread> pool;
+    for (unsigned i = 0; i < helpers; ++i) {
+        pool.emplace_back(worker);
+    }
+    worker();
+    for (auto& thread : pool) {
+        thread.join();
+    }
+    if (failure) {
+        std::rethrow_exception(failure);
+    }
+}
+
+} // namespace
 
 Transformer::Transformer(ModelWeights weights)
     : m_weights(std::move(weights)), m_threads(std::max(1u, std::thread::hardware_concurrency())) {
@@ -43,6 +102,12 @@ Transformer::Transformer(ModelWeights weights)
     m_shape.architecture = arch;
     m_shape.embedding = required("embedding_length");
     m_shape.blocks = required("block_count");
+    // llama.cpp keeps its per-layer settings in arrays of kLlamaMaxLayers: a deeper model is no
+    // model it runs (and its keys, values and hidden states would grow with the declared count).
+    if (m_shape.blocks > kLlamaMaxLayers) {
+        throw FormatError(label + ": " + arch + ".block_count is " + std::to_string(m_shape.blocks) +
+                          "; llama.cpp runs at most " + std::to_string(kLlamaMaxLayers) + " blocks");
+    }
     m_shape.heads = required("attention.head_count");
     m_shape.kvHeads =
         m_weights.archValue("attention.head_count_kv") ? required("attention.head_count_kv") : m_shape.heads;
@@ -62,6 +127,14 @@ Transformer::Transformer(ModelWeights weights)
     m_shape.ropeBase = real("rope.freq_base", 10000.0);
     m_shape.rmsEpsilon = arch == "gpt2" ? real("attention.layer_norm_epsilon", 1e-5)
                                         : real("attention.layer_norm_rms_epsilon", 1e-5);
+    // NaN, infinite or not positive: every output would be NaN, a perplexity that means nothing.
+    for (const auto& [what, value] :
+         {std::pair("the norm epsilon", m_shape.rmsEpsilon), std::pair("rope.freq_base", m_shape.ropeBase)}) {
+        if (!(value > 0) || !std::isfinite(value)) {
+            throw FormatError(label + ": " + what + " is " + std::to_string(value) +
+                              "; it must be a positive number");
+        }
+    }
     const ModelWeights::Tensor* embed = m_weights.tensor("token_embd.weight");
     if (embed == nullptr || embed->nDims != 2 || embed->ne[0] != m_shape.embedding) {
         throw VitalsUnavailable(label + ": vital signs need token_embd.weight of " +
@@ -133,68 +206,61 @@ Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_
 }
 
 Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,
-                                      const Eigen::MatrixXf& x) const {
+                                      const Eigen::MatrixXf& x, PreparedInput* prepared) const {
     const ModelWeights::Tensor& tensor = checkedTensor(name, rows, columns);
     Eigen::MatrixXf y(static_cast<Eigen::Index>(rows), x.cols());
+    preferLargePages(y.data(), static_cast<std::size_t>(y.size()) * sizeof(float));
+    PreparedInput local;
+    PreparedInput& input = prepared != nullptr ? *prepared : local;
     // Quantized weights with a quantized product meet 8-bit activations, as in llama.cpp: Q8_0
     // and IQ4_NL in blocks of 32, the K-quants and IQ4_XS in super-blocks of 256; the others are
-    // decoded to F32 a slice at a time and multiplied by Eigen.
-    std::optional<QuantizedActivations> quantized;
-    std::optional<Q8KActivations> superBlocks;
-    if (hasQuantizedProduct(tensor.type)) {
-        quantized.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
-    } else if (hasQ8KProduct(tensor.type)) {
-        superBlocks.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
+    // decoded to F32 a slice at a time and multiplied by Eigen, but F16, whose rows meet F16-rounded
+    // activations in quant/f16_dot.h's tiles.
+    const bool blocks = hasQuantizedProduct(tensor.type);
+    const bool superBlocks = hasQ8KProduct(tensor.type);
+    if (blocks && !input.blocks) {
+        input.blocks.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
+    } else if (superBlocks && !input.superBlocks) {
+        input.superBlocks.emplace(x.data(), static_cast<std::size_t>(columns),
+                                  static_cast<std::size_t>(x.cols()));
     }
     // F16 weights meet activations rounded to F16, as llama.cpp converts them.
-    Eigen::MatrixXf halved;
-    if (tensor.type == TensorType::F16) {
-        halved = x.unaryExpr([](float v) { return halfToFloat(floatToHalf(v)); });
+    if (tensor.type == TensorType::F16 && input.halved.size() == 0) {
+        input.halved = x.unaryExpr([](float v) { return halfToFloat(floatToHalf(v)); });
     }
-    const Eigen::MatrixXf& input = halved.size() > 0 ? halved : x;
-    // Slices of at most 1024 rows (8 MiB of F32 for a 2048-wide weight), dealt to the threads.
-    constexpr std::uint64_t kSlice = 1024;
+    const Eigen::MatrixXf& dense = tensor.type == TensorType::F16 ? input.halved : x;
+    const bool halves = tensor.type == TensorType::F16 && hasF16Product(static_cast<std::size_t>(columns));
+    // Slices of rows dealt to the threads: about 64 of them, so that no thread waits long for the
+    // last, a multiple of 16 rows and at most 1024 (8 MiB of F32 for a 2048-wide weight). They do
+    // not depend on the number of threads, nor then do the results.
+    const std::uint64_t kSlice = std::clamp<std::uint64_t>((rows + 1023) / 1024 * 16, 16, 1024);
     const std::uint64_t slices = (rows + kSlice - 1) / kSlice;
-    std::atomic<std::uint64_t> next{0};
-    std::exception_ptr failure;
-    std::mutex failureMutex;
-    auto work = [&] {
-        try {
-            std::vector<std::byte> scratch;
-            for (std::uint64_t s = next++; s < slices; s = next++) {
-                const std::uint64_t first = s * kSlice;
-                const std::uint64_t count = std::min(kSlice, rows - first);
-                if (quantized || superBlocks) {
-                    const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
-                    if (quantized) {
-                        quantizedProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count),
-                                         *quantized, y.data() + first, static_cast<std::size_t>(rows));
-                    } else {
-                        q8KProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *superBlocks,
-                                   y.data() + first, static_cast<std::size_t>(rows));
-                    }
-                    continue;
+    forEachInParallel(
+        static_cast<std::size_t>(slices), m_threads, [&](std::size_t s, std::vector<std::byte>& scratch) {
+            const std::uint64_t first = s * kSlice;
+            const std::uint64_t count = std::min(kSlice, rows - first);
+            if (blocks || superBlocks) {
+                const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
+                if (blocks) {
+                    quantizedProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count),
+                                     *input.blocks, y.data() + first, static_cast<std::size_t>(rows));
+                } else {
+                    q8KProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *input.superBlocks,
+                               y.data() + first, static_cast<std::size_t>(rows));
                 }
-                y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =
-                    weightRows(name, rows, columns, first, count) * input;
+                return;
             }
-        } catch (...) {
-            std::lock_guard lock(failureMutex);
-            failure = std::current_exception();
-        }
-    };
-    const unsigned helpers = static_cast<unsigned>(std::min<std::uint64_t>(m_threads, slices)) - 1;
-    std::vector<std::thread> pool;
-    for (unsigned i = 0; i < helpers; ++i) {
-        pool.emplace_back(work);
-    }
-    work();
-    for (auto& thread : pool) {
-        thread.join();
-    }
-    if (failure) {
-        std::rethrow_exception(failure);
-    }
+            if (halves) {
+                const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
+                f16Product(reinterpret_cast<const std::uint16_t*>(bytes.data()),
+                           static_cast<std::size_t>(count), static_cast<std::size_t>(columns), dense.data(),
+                           static_cast<std::size_t>(x.cols()), y.data() + first,
+                           static_cast<std::size_t>(rows));
+                return;
+            }
+            y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =
+                weightRows(name, rows, columns, first, count) * dense;
+        });
     return y;
 }
 
@@ -341,11 +407,11 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     }
     // weight · input, the input shown to the observer first.
     auto product = [&](const std::string& weight, std::uint64_t rows, std::uint64_t columns,
-                       const Eigen::MatrixXf& input) {
+                       const Eigen::MatrixXf& input, Transformer::PreparedInput* prepared = nullptr) {
         if (m_observer) {
             m_observer(weight, input);
         }
-        return t.multiply(weight, rows, columns, input);
+        return t.multiply(weight, rows, columns, input, prepared);
     };
     // y += bias, when the layer has that bias (qwen2's attention).
     auto addBias = [&](Eigen::MatrixXf& y, const std::string& name) {
@@ -372,9 +438,10 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             k = qkv.middleRows(qDim, kv);
             v = qkv.bottomRows(kv);
         } else {
-            q = product(name("attn_q.weight"), qDim, e, h);
-            k = product(name("attn_k.weight"), kv, e, h);
-            v = product(name("attn_v.weight"), kv, e, h);
+            Transformer::PreparedInput prepared;
+            q = product(name("attn_q.weight"), qDim, e, h, &prepared);
+            k = product(name("attn_k.weight"), kv, e, h, &prepared);
+            v = product(name("attn_v.weight"), kv, e, h, &prepared);
             addBias(q, name("attn_q.bias"));
             addBias(k, name("attn_k.bias"));
             addBias(v, name("attn_v.bias"));
@@ -398,15 +465,29 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         values[l] << m_values[l], v;
         const bool sliding = shape.slides(l);
         Eigen::MatrixXf attended(qDim, n);
-        for (std::uint32_t head = 0; head < shape.heads; ++head) {
+        // The heads on every thread, each writing its own rows of `attended`.
+        forEachInParallel(shape.heads, t.m_threads, [&](std::size_t head, std::vector<std::byte>&) {
             const Eigen::Index qRow = static_cast<Eigen::Index>(head) * shape.headSize;
             const Eigen::Index kvRow = static_cast<Eigen::Index>(head / group) * shape.headSize;
-            const auto qh = q.middleRows(qRow, shape.headSize);
-            const auto kh = keys[l].middleRows(kvRow, shape.headSize);
             const auto vh = values[l].middleRows(kvRow, shape.headSize);
+            const Eigen::Index keyCount = past + n;
+            // Heads of a multiple of 8 values go through quant/f16_dot.h's F32 tiles (Eigen's products
+            // here are built for the baseline x86-64); their keys padded with zeros to 8k.
+            const bool tiled = shape.headSize % 8 == 0;
+            const Eigen::Index padded = tiled ? (keyCount + 7) / 8 * 8 : keyCount;
             // scores(key, query), causal: a query sees keys up to its own position (and, in a
             // sliding layer, no further back than the window).
-            Eigen::MatrixXf scores = (kh.transpose() * qh) * shape.queryScale;
+            Eigen::MatrixXf scores = Eigen::MatrixXf::Zero(padded, n);
+            if (tiled) {
+                f32Product(keys[l].data() + kvRow, kv, static_cast<std::size_t>(keyCount), shape.headSize,
+                           q.data() + qRow, qDim, static_cast<std::size_t>(n), scores.data(),
+                           static_cast<std::size_t>(padded));
+                scores *= shape.queryScale;
+            } else {
+                scores = (keys[l].middleRows(kvRow, shape.headSize).transpose() *
+                          q.middleRows(qRow, shape.headSize)) *
+                         shape.queryScale;
+            }
             if (shape.attentionSoftcap > 0) {
                 scores = (scores.array() / shape.attentionSoftcap).tanh() * shape.attentionSoftcap;
             }
@@ -415,7 +496,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
                 const Eigen::Index from =
                     sliding ? std::max<Eigen::Index>(0, seen - static_cast<Eigen::Index>(shape.slidingWindow))
                             : 0;
-                auto column = scores.col(query);
+                auto column = scores.col(query).head(keyCount);
                 const float top = column.segment(from, seen - from).maxCoeff();
                 float sum = 0;
                 for (Eigen::Index key = from; key < seen; ++key) {
@@ -424,10 +505,20 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
                 }
                 column.segment(from, seen - from) /= sum;
                 column.head(from).setZero();
-                column.tail(past + n - seen).setZero();
+                column.tail(keyCount - seen).setZero();
             }
-            attended.middleRows(qRow, shape.headSize) = vh * scores;
-        }
+            if (tiled) {
+                // Σ over keys of values × scores: the values transposed so that each of a head's
+                // values is a row of keys.
+                Transformer::RowMatrix transposed = Transformer::RowMatrix::Zero(shape.headSize, padded);
+                transposed.leftCols(keyCount) = vh;
+                f32Product(transposed.data(), static_cast<std::size_t>(padded), shape.headSize,
+                           static_cast<std::size_t>(padded), scores.data(), static_cast<std::size_t>(padded),
+                           static_cast<std::size_t>(n), attended.data() + qRow, qDim);
+            } else {
+                attended.middleRows(qRow, shape.headSize) = vh * scores;
+            }
+        });
         Eigen::MatrixXf attention = product(name("attn_output.weight"), e, qDim, attended);
         addBias(attention, name("attn_output.bias"));
         if (shape.postNorms) {
@@ -447,8 +538,9 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             gate = both.topRows(static_cast<Eigen::Index>(ff));
             upped = both.bottomRows(static_cast<Eigen::Index>(ff));
         } else if (t.m_weights.tensor(name("ffn_gate.weight")) != nullptr) {
-            gate = product(name("ffn_gate.weight"), ff, e, f);
-            upped = product(name("ffn_up.weight"), ff, e, f);
+            Transformer::PreparedInput prepared;
+            gate = product(name("ffn_gate.weight"), ff, e, f, &prepared);
+            upped = product(name("ffn_up.weight"), ff, e, f, &prepared);
             addBias(gate, name("ffn_gate.bias"));
             addBias(upped, name("ffn_up.bias"));
         } else {

@@ -1,6 +1,8 @@
 #pragma once
 
 #include "gguf/gguf_model.h"
+#include "quant/kquant_dot.h"
+#include "quant/quant_dot.h"
 #include "support/job.h"
 #include "vitals/model_weights.h"
 
@@ -8,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,12 +80,19 @@ private:
     using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     // A 2-D weight as (ne[1] × ne[0]) in F32; `rows`/`columns` checked against the tensor.
     RowMatrix weight(const std::string& name, std::uint64_t rows, std::uint64_t columns) const;
+    // x as the weights it meets need it, made once for all of them (the query, key and value
+    // weights meet the same x): quantized to q8_0 blocks, to q8_K super-blocks, rounded to F16.
+    struct PreparedInput {
+        std::optional<QuantizedActivations> blocks;
+        std::optional<Q8KActivations> superBlocks;
+        Eigen::MatrixXf halved;
+    };
     // weight(name) · x, computed by the threads over slices of the weight's rows: the weight is
     // never in F32 whole. Q8_0 and IQ4_NL weights meet x quantized to 8 bits in blocks of 32
     // (quant/quant_dot.h), K-quant and IQ4_XS weights in super-blocks of 256 (quant/kquant_dot.h),
-    // as in llama.cpp.
+    // as in llama.cpp. `prepared` keeps x's prepared forms for the next weight that meets it.
     Eigen::MatrixXf multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,
-                             const Eigen::MatrixXf& x) const;
+                             const Eigen::MatrixXf& x, PreparedInput* prepared = nullptr) const;
     // The weight `name`, checked to be (rows × columns).
     const ModelWeights::Tensor& checkedTensor(const std::string& name, std::uint64_t rows,
                                               std::uint64_t columns) const;

@@ -31,7 +31,7 @@ ModelWeights ModelWeights::ofModel(std::shared_ptr<const GgufModel> model) {
         e.info.nDims = t.nDims;
         e.info.ne = t.ne;
         e.info.elements = t.elements;
-        e.source.bytes = model->tensorData(t);
+        e.source = model->tensorSource(t);
         w.m_tensors.emplace(t.name, std::move(e));
     }
     w.m_model = std::move(model);
@@ -52,6 +52,26 @@ ModelWeights ModelWeights::ofPlan(const GraftPlan& plan, const GraftModels& mode
         w.m_tensors.emplace(t.name, Entry{infoOf(t), std::move(t.source)});
     }
     return w;
+}
+
+std::uint64_t ModelWeights::tensorBytes() const {
+    std::uint64_t total = 0;
+    for (const auto& [name, e] : m_tensors) {
+        total += storedBytes(e.info.type, e.info.elements);
+    }
+    return total;
+}
+
+bool ModelWeights::checkPromises(const StopToken* stop) const {
+    for (const auto& [name, e] : m_tensors) {
+        if (stop != nullptr && stop->stopRequested()) {
+            return false;
+        }
+        if (!e.source.generate) {
+            checkPromise(e.source);
+        }
+    }
+    return true;
 }
 
 const MetaValue* ModelWeights::find(std::string_view key) const {

@@ -36,6 +36,8 @@ public:
         std::string shapeText() const;
     };
     const Tensor* tensor(std::string_view name) const;
+    // The bytes of every tensor as stored.
+    std::uint64_t tensorBytes() const;
     // Rows first … first + count − 1 (a row: ne[0] elements) as F32, so that an embedding or
     // an output projection never has to be in F32 whole.
     void dequantizeRows(std::string_view name, std::uint64_t first, std::uint64_t count, float* out) const;
@@ -43,6 +45,9 @@ public:
     // mapping, or into `scratch` when they are made on the fly.
     std::span<const std::byte> rowBytes(std::string_view name, std::uint64_t first, std::uint64_t count,
                                         std::vector<std::byte>& scratch) const;
+    // Reads every tensor that was promised a SHA-256 (an organ directory's) and checks it, before
+    // a forward pass computes from them. Throws FormatError naming the file; false when stopped.
+    bool checkPromises(const StopToken* stop = nullptr) const;
 
 private:
     struct Entry {

@@ -9,6 +9,35 @@
 #include <cmath>
 
 namespace organ {
+namespace {
+
+// A perplexity that is not a number is no measurement: the model computes NaN or infinity
+// (NaN or huge weights, a norm epsilon that is not positive).
+void requireFinite(const std::string& label, double perplexity) {
+    if (!std::isfinite(perplexity)) {
+        throw FormatError(label + ": its outputs are not finite numbers (NaN or infinite weights, or a norm "
+                                  "epsilon that is not a positive number): no perplexity");
+    }
+}
+
+// Refuses a run whose keys, values, hidden states and logits would outgrow the budget.
+void checkActivations(const ModelWeights& model, const TransformerShape& shape, std::size_t tokens,
+                      bool hidden, bool parents) {
+    const std::uint64_t kv = std::uint64_t(shape.kvHeads) * shape.headSize;
+    const std::uint64_t floats = std::uint64_t(shape.blocks) * 2 * kv +
+                                 (hidden ? (std::uint64_t(shape.blocks) + 1) * shape.embedding : 0) +
+                                 std::uint64_t(shape.vocabulary) * (parents ? 2 : 1);
+    const std::uint64_t need = floats * tokens * sizeof(float);
+    const std::uint64_t budget = std::max(kVitalsActivationFloor, 2 * model.tensorBytes());
+    if (need > budget) {
+        throw FormatError(model.label() + ": a forward pass of " + std::to_string(shape.blocks) +
+                          " blocks over " + std::to_string(tokens) + " tokens would hold " +
+                          humanBytes(need) + " of keys, values and outputs, more than the " +
+                          humanBytes(budget) + " allowed for a model of this size: score a shorter text");
+    }
+}
+
+} // namespace
 
 std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                                        const std::vector<const ModelWeights*>& parents,
@@ -33,6 +62,12 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
         throw FormatError(model.label() + ": the text is " + std::to_string(report.tokens.size()) +
                           " tokens; vital signs take at most " + std::to_string(limit) + ": shorten it");
     }
+    // Perplexity predicts each token from those before it: one token (or an empty vocabulary's
+    // none) predicts nothing, and a perplexity of 0 would look like a perfect model.
+    if (report.tokens.size() < 2) {
+        throw FormatError(model.label() + ": the text is " + std::to_string(report.tokens.size()) +
+                          " token(s) in the model's vocabulary; perplexity needs at least 2");
+    }
     if (prompt.size() + request.continuation > limit) {
         throw FormatError(model.label() + ": the prompt (" + std::to_string(prompt.size()) + " tokens) and " +
                           std::to_string(request.continuation) + " more come to more than " +
@@ -45,15 +80,28 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
             progress({done++, steps, std::string(stage)});
         }
     };
+    // An organ directory's tensors are checked against its manifest before they are run.
+    std::vector<const ModelWeights*> all{&model};
+    all.insert(all.end(), parents.begin(), parents.end());
+    for (const ModelWeights* weights : all) {
+        if (!weights->checkPromises(stop)) {
+            return std::nullopt;
+        }
+    }
     step("running the model");
     const Transformer transformer{model};
+    checkActivations(model, transformer.shape(),
+                     std::max(report.tokens.size(), prompt.size() + request.continuation),
+                     request.layerImportance, !parents.empty());
     std::vector<Eigen::MatrixXf> hidden;
     TransformerSession session(transformer);
-    const Eigen::MatrixXf logits = session.run(report.tokens, stop, &hidden);
+    const Eigen::MatrixXf logits =
+        session.run(report.tokens, stop, request.layerImportance ? &hidden : nullptr);
     if (logits.cols() == 0 && !report.tokens.empty()) {
         return std::nullopt;
     }
     report.perplexity = perplexityOf(logits, report.tokens);
+    requireFinite(model.label(), report.perplexity.perplexity);
     report.importance = layerImportanceOf(hidden);
     for (const ModelWeights* parent : parents) {
         step("running " + parent->label());
@@ -63,6 +111,7 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
         }
         report.parents.push_back(
             {parent->label(), perplexityOf(theirs, report.tokens), divergenceOf(theirs, logits)});
+        requireFinite(parent->label(), report.parents.back().perplexity.perplexity);
     }
     step("continuing the prompt");
     report.prompt = request.prompt;

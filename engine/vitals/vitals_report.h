@@ -23,7 +23,13 @@ struct VitalsRequest {
     std::string text; // the text to score; empty: defaultVitalsText()
     std::string prompt = "Once upon a time";
     std::size_t continuation = 32; // greedy tokens after the prompt (0: none)
+    bool layerImportance = true;   // false: the perplexity only (no hidden states kept)
 };
+
+// What a forward pass may hold besides the weights (keys, values, hidden states, logits): at
+// least this, or twice the model's tensor bytes for a larger model. A run that would need more
+// is refused before it starts: memory follows the model's size, not a number it declares.
+inline constexpr std::uint64_t kVitalsActivationFloor = 1ull << 30;
 
 // The vital signs of one model, and of its parents on the same tokens.
 struct VitalsReport {
@@ -47,7 +53,10 @@ struct VitalsReport {
 
 // Tokenizes with the model's own vocabulary, runs the model (and each parent, which must share
 // its vocabulary) and measures. A text or prompt longer than kMaxVitalsTokens (or the model's
-// context) is refused before anything runs; the built-in text is cut to fit instead. Throws
+// context), a text of fewer than 2 tokens, and a run that would hold more than the activation
+// budget (kVitalsActivationFloor) are refused before anything runs; the built-in text is cut to
+// fit instead. Tensors promised a SHA-256 (an organ directory's) are checked first. A perplexity
+// that is not a finite number (NaN weights) is an error, not a result. Throws
 // VitalsUnavailable, FormatError. Cancelled: nullopt.
 std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                                        const std::vector<const ModelWeights*>& parents,

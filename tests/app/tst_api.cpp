@@ -4,7 +4,9 @@
 #include "fixtures.h"
 #include "shared_models.h"
 
+#include "gguf/gguf_model.h"
 #include "gguf/specimen.h"
+#include "quant/imatrix_file.h"
 
 #include <QDeadlineTimer>
 #include <QDir>
@@ -201,6 +203,109 @@ private slots:
         const Answer jobs = get(server.port(), QStringLiteral("/v1/jobs"));
         QCOMPARE(jobs.status, 200);
         QCOMPARE(jobs.body["jobs"].size(), std::size_t(5));
+    }
+
+    // POST /v1/quantize: organ quantize's options as a plan's quantize operation, run as a job whose
+    // result and file are the command line's; its importance matrix stays inside the root too; a
+    // plan given to /v1/assemble may quantize.
+    void quantizes() {
+        // Rows of 256, so that the K-quants fit, and an importance matrix for every matrix.
+        SpecimenShape shape;
+        shape.embedding = 256;
+        shape.feedForward = 512;
+        shape.blocks = 2;
+        QVERIFY(writeSpecimen(inRoot(QStringLiteral("models/k.gguf")).toStdString(), 7, shape).isOk());
+        ImatrixData matrix;
+        matrix.datasets = {"api.txt"};
+        matrix.chunkCount = 2;
+        matrix.chunkSize = 64;
+        const auto model = GgufModel::open(inRoot(QStringLiteral("models/k.gguf")).toStdString());
+        for (const TensorInfo& t : model->tensors()) {
+            if (t.nDims == 2) {
+                ImatrixEntry& entry = matrix.entries[t.name];
+                for (std::uint64_t j = 0; j < t.ne[0]; ++j) {
+                    entry.sums.push_back(float(1 + (j * 37) % 101));
+                }
+                entry.counts = {128};
+            }
+        }
+        QVERIFY(writeImatrix(inRoot(QStringLiteral("models/k.imatrix.gguf")).toStdString(), matrix).isOk());
+
+        Server server(m_root);
+        QVERIFY(server.port() != 0);
+        const quint16 port = server.port();
+        const Answer started = post(port, QStringLiteral("/v1/quantize"),
+                                    {{"path", "models/k.gguf"},
+                                     {"output", "out/k-q4_k_m.gguf"},
+                                     {"type", "q4_k_m"},
+                                     {"imatrix", "models/k.imatrix.gguf"},
+                                     {"output_tensor_type", "q8_0"}});
+        QCOMPARE(started.status, 202);
+        JCOMPARE(started.body["kind"], "quantize");
+        const nlohmann::json job = waitForJob(port, started.body);
+        JCOMPARE(job["state"], "done");
+        JCOMPARE(job["result"]["file_type"], "Q4_K_M");
+        const auto weighted = std::count_if(job["result"]["tensors"].begin(), job["result"]["tensors"].end(),
+                                            [](const nlohmann::json& t) { return t["importance"] == true; });
+        QVERIFY(weighted > 0);
+        const auto written = GgufModel::open(inRoot(QStringLiteral("out/k-q4_k_m.gguf")).toStdString());
+        QCOMPARE(written->findTensor("output.weight")->type, TensorType::Q8_0);
+        QCOMPARE(written->findTensor("blk.0.attn_q.weight")->type, TensorType::Q4_K);
+
+        // The command line, run in the root on the same names, writes the same file and says the same.
+        const QString cliDoc = m_dir.filePath(QStringLiteral("cli-quantize.json"));
+        QProcess cli;
+        cli.setWorkingDirectory(m_root);
+        cli.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                  {QStringLiteral("quantize"), QStringLiteral("models/k.gguf"), QStringLiteral("--type"),
+                   QStringLiteral("q4_k_m"), QStringLiteral("--imatrix"),
+                   QStringLiteral("models/k.imatrix.gguf"), QStringLiteral("--output-tensor-type"),
+                   QStringLiteral("q8_0"), QStringLiteral("-o"), QStringLiteral("out/cli-k-q4_k_m.gguf"),
+                   QStringLiteral("--json"), cliDoc});
+        QVERIFY(cli.waitForFinished(120000));
+        QCOMPARE(cli.exitCode(), 0);
+        nlohmann::json ours = job["result"];
+        nlohmann::json theirs = parsed(readAll(cliDoc));
+        ours.erase("output");
+        theirs.erase("output");
+        QVERIFY2(ours == theirs, theirs.dump().c_str());
+        QCOMPARE(readAll(inRoot(QStringLiteral("out/cli-k-q4_k_m.gguf"))),
+                 readAll(inRoot(QStringLiteral("out/k-q4_k_m.gguf"))));
+
+        // Refusals, before any job starts.
+        const auto refused = [&](nlohmann::json body, int status, const char* message) {
+            body.emplace("path", "models/k.gguf");
+            body.emplace("output", "out/never.gguf");
+            const Answer a = post(port, QStringLiteral("/v1/quantize"), body);
+            const std::string said = a.body["error"].value("message", std::string());
+            QVERIFY2(a.status == status && said.find(message) != std::string::npos, a.raw.constData());
+        };
+        refused({{"type", "Q4_K_X"}}, 400, "not a file type organ quantize writes");
+        refused({{"type", "Q4_K_M"}, {"imatrx", "models/k.imatrix.gguf"}}, 400, "imatrx");
+        refused({{"type", "Q4_K_M"}, {"output_tensor_type", "iq1_s"}}, 400, "does not write IQ1_S");
+        refused({{"type", "Q4_K_M"}, {"imatrix", "models/a.gguf"}}, 422, "a.gguf");
+        refused({{"type", "Q4_K_M"}, {"imatrix", "outside/secret.gguf"}}, 403, "");
+        refused({{"type", "Q4_K_M"}, {"imatrix", "models/none.imatrix.gguf"}}, 404, "");
+        QVERIFY(!QFile::exists(inRoot(QStringLiteral("out/never.gguf"))));
+
+        // A plan that quantizes, its matrix named inside the root.
+        const nlohmann::json plan = {
+            {"format", "organ-graft-plan"},
+            {"version", 1},
+            {"base", "models/k.gguf"},
+            {"operations",
+             {{{"op", "duplicate_layer"}, {"layer", 1}},
+              {{"op", "quantize"}, {"type", "Q6_K"}, {"imatrix", "models/k.imatrix.gguf"}}}}};
+        const Answer assemble =
+            post(port, QStringLiteral("/v1/assemble"), {{"plan", plan}, {"output", "out/k-stack-q6_k.gguf"}});
+        QCOMPARE(assemble.status, 202);
+        JCOMPARE(waitForJob(port, assemble.body)["state"], "done");
+        const auto stacked = GgufModel::open(inRoot(QStringLiteral("out/k-stack-q6_k.gguf")).toStdString());
+        QCOMPARE(stacked->findTensor("blk.2.ffn_up.weight")->type, TensorType::Q6_K);
+        QCOMPARE(stacked->find("general.file_type")->asUInt().value_or(0), std::uint64_t(18));
+        nlohmann::json outside = plan;
+        outside["operations"][1]["imatrix"] = "outside/secret.gguf";
+        QCOMPARE(post(port, QStringLiteral("/v1/plan/check"), {{"plan", outside}}).status, 403);
     }
 
     void staysInsideTheRoot() {

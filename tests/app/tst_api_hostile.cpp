@@ -5,14 +5,15 @@
 #include "api_client.h"
 #include "fixtures.h"
 
-#include "gguf/specimen.h"
 #include "gguf/gguf_model.h"
+#include "gguf/specimen.h"
 #include "organs/organ_directory.h"
 
 #include <QCryptographicHash>
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QDirIterator>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QTemporaryDir>
@@ -339,6 +340,7 @@ private slots:
         constexpr int kSlow = 256;
         std::vector<int> statuses(kSlow, 0);
         std::vector<int> probes;
+        std::vector<double> probeMs; // each probe's round trip
         std::atomic<bool> connected{false};
         std::atomic<bool> attackOver{false};
         std::mutex mutex;
@@ -398,17 +400,22 @@ private slots:
             while (
                 !changed.wait_for(lock, std::chrono::milliseconds(100), [&] { return attackOver.load(); })) {
                 lock.unlock();
+                QElapsedTimer clock;
+                clock.start();
                 probes.push_back(statusOf(roundTrip(
                     port, "GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "127.0.0.1")));
+                probeMs.push_back(double(clock.nsecsElapsed()) / 1e6);
                 lock.lock();
             }
         }
         const auto count = [&](int status) { return std::count(statuses.begin(), statuses.end(), status); };
+        std::sort(probeMs.begin(), probeMs.end());
         std::printf(
             "slow clients: %ld answered 503 at once, %ld answered 408, %ld never answered; %zu probes, "
-            "%ld answered 200\n",
+            "%ld answered 200, in %.1f ms (median) and %.1f ms at most\n",
             long(count(503)), long(count(408)), long(count(0)), probes.size(),
-            long(std::count(probes.begin(), probes.end(), 200)));
+            long(std::count(probes.begin(), probes.end(), 200)),
+            probeMs.empty() ? 0.0 : probeMs[probeMs.size() / 2], probeMs.empty() ? 0.0 : probeMs.back());
         QVERIFY(!probes.empty());
         QCOMPARE(std::count(probes.begin(), probes.end(), 200), std::ptrdiff_t(probes.size()));
         QCOMPARE(count(408) + count(503), std::ptrdiff_t(kSlow));

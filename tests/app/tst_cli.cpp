@@ -1,6 +1,7 @@
 // The organ command line, run as a user runs it: exit codes, text, JSON parsed back.
 #include "cli_run.h"
 #include "fixtures.h"
+#include "gguf/gguf_model.h"
 #include "quant/imatrix_file.h"
 #include "shared_models.h"
 
@@ -607,6 +608,149 @@ private slots:
                                         QStringLiteral("haar"), QStringLiteral("-o"), healthy});
         QCOMPARE(overInput.exitCode, 1);
         QVERIFY(readAll(healthy).startsWith("GGUF"));
+    }
+
+    // organ quantize: llama-quantize's file types and options, its bytes, refusals.
+    void quantize() {
+        const QString base = sharedModel(QStringLiteral("family/family-base-f16.gguf"));
+        const QString reference = sharedModel(QStringLiteral("family/family-base-q4_k_m.gguf"));
+        ORGAN_REQUIRE_SHARED(base);
+        ORGAN_REQUIRE_SHARED(reference);
+        const QString out = m_dir.filePath(QStringLiteral("q4km.gguf"));
+        const QString json = m_dir.filePath(QStringLiteral("q4km.json"));
+        const Run run =
+            runOrgan({QStringLiteral("quantize"), base, QStringLiteral("--type"), QStringLiteral("q4_k_m"),
+                      QStringLiteral("-o"), out, QStringLiteral("--json"), json});
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY2(run.out.contains(QStringLiteral("to Q4_K_M")) &&
+                     run.out.contains(QStringLiteral("44 of 57 tensors")),
+                 qPrintable(run.out));
+        QVERIFY(readAll(out) == readAll(reference));
+        const QJsonObject report = QJsonDocument::fromJson(readAll(json)).object();
+        QCOMPARE(report[QStringLiteral("file_type")].toString(), QStringLiteral("Q4_K_M"));
+        QCOMPARE(report[QStringLiteral("tensors")].toArray().size(), 57);
+
+        const Run requantized =
+            runOrgan({QStringLiteral("quantize"), reference, QStringLiteral("--type"), QStringLiteral("Q8_0"),
+                      QStringLiteral("-o"), m_dir.filePath(QStringLiteral("q8.gguf"))});
+        QCOMPARE(requantized.exitCode, 0);
+        QVERIFY2(requantized.err.contains(QStringLiteral("quantized already and quantized again")),
+                 qPrintable(requantized.err));
+
+        const auto refused = [&](const QStringList& options, const QString& message, int code) {
+            const Run r = runOrgan(QStringList{QStringLiteral("quantize"), base} + options);
+            QVERIFY2(r.exitCode == code && r.err.contains(message),
+                     qPrintable(options.join(u' ') + u'\n' + r.err));
+        };
+        const QString x = m_dir.filePath(QStringLiteral("x.gguf"));
+        refused({QStringLiteral("--type"), QStringLiteral("Q4_K_X"), QStringLiteral("-o"), x},
+                QStringLiteral("--type must be one of Q2_K"), 2);
+        refused({QStringLiteral("--type"), QStringLiteral("Q4_K_M"), QStringLiteral("--tensor-type"),
+                 QStringLiteral("attn_v"), QStringLiteral("-o"), x},
+                QStringLiteral("REGEX=TYPE"), 2);
+        refused({QStringLiteral("--type"), QStringLiteral("Q4_K_M"), QStringLiteral("--output-tensor-type"),
+                 QStringLiteral("iq1_s"), QStringLiteral("-o"), x},
+                QStringLiteral("does not write IQ1_S"), 2);
+        refused({QStringLiteral("--type"), QStringLiteral("Q4_K_M"), QStringLiteral("--imatrix"),
+                 m_dir.filePath(QStringLiteral("absent.imatrix")), QStringLiteral("-o"), x},
+                QStringLiteral("absent.imatrix"), 1);
+        refused({QStringLiteral("--type"), QStringLiteral("Q4_K_M"), QStringLiteral("-o"), base},
+                QStringLiteral("organ quantize"), 1);
+        QVERIFY(!QFile::exists(x));
+        QVERIFY(readAll(base).startsWith("GGUF"));
+    }
+
+    // A graft plan that quantizes: organ graft --quantize saves it, plan check reports it, organ
+    // assemble --plan runs it to the same file; a plan that only quantizes gives organ quantize's
+    // tensors; an importance matrix that is not one is refused naming the file.
+    void quantizeInPlans() {
+        const QString base = familyModel("family-base-f16.gguf");
+        const QString farm = familyModel("family-farm-f16.gguf");
+        const QString imatrix = familyImatrix();
+        for (const QString& f : {base, farm, imatrix}) {
+            ORGAN_REQUIRE_SHARED(f);
+        }
+        const QString out = m_dir.filePath(QStringLiteral("farm-graft-q4_k_m.gguf"));
+        const QString plan = m_dir.filePath(QStringLiteral("farm-graft-q4_k_m.json"));
+        const Run run =
+            runOrgan({QStringLiteral("graft"), QStringLiteral("--base"), base, QStringLiteral("--donor"),
+                      farm, QStringLiteral("--layers"), QStringLiteral("1-3"), QStringLiteral("--quantize"),
+                      QStringLiteral("q4_k_m"), QStringLiteral("--imatrix"), imatrix, QStringLiteral("-o"),
+                      out, QStringLiteral("--save-plan"), plan});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+        const auto chimera = GgufModel::open(out.toStdString());
+        QCOMPARE(chimera->find("general.file_type")->asUInt().value_or(0), std::uint64_t(15));
+        QCOMPARE(chimera->findTensor("blk.2.attn_q.weight")->type, TensorType::Q4_K);
+        QCOMPARE(chimera->findTensor("output.weight")->type, TensorType::Q6_K);
+        QVERIFY(chimera->find("quantize.imatrix.file") != nullptr);
+        const QJsonObject saved = QJsonDocument::fromJson(readAll(plan)).object();
+        const QJsonObject quantize = saved[QStringLiteral("operations")].toArray().last().toObject();
+        QCOMPARE(quantize[QStringLiteral("op")].toString(), QStringLiteral("quantize"));
+        QCOMPARE(quantize[QStringLiteral("type")].toString(), QStringLiteral("Q4_K_M"));
+        QVERIFY(quantize[QStringLiteral("imatrix")].toString().endsWith(
+            QStringLiteral("family-base-imatrix.gguf")));
+
+        const Run check = runOrgan({QStringLiteral("plan"), QStringLiteral("check"), plan});
+        QCOMPARE(check.exitCode, 0);
+        QVERIFY2(check.out.contains(QStringLiteral("converted from F16 to Q4_K")), qPrintable(check.out));
+        const QString again = m_dir.filePath(QStringLiteral("farm-graft-again.gguf"));
+        QCOMPARE(runOrgan({QStringLiteral("assemble"), QStringLiteral("--plan"), plan, QStringLiteral("-o"),
+                           again})
+                     .exitCode,
+                 0);
+        QCOMPARE(readAll(again), readAll(out));
+
+        // Only a quantize: the tensors organ quantize writes, in its order.
+        const QString onlyPlan = m_dir.filePath(QStringLiteral("only-quantize.json"));
+        QVERIFY(writeAll(
+            onlyPlan,
+            QJsonDocument(
+                QJsonObject{{QStringLiteral("format"), QStringLiteral("organ-graft-plan")},
+                            {QStringLiteral("version"), 1},
+                            {QStringLiteral("base"), base},
+                            {QStringLiteral("operations"),
+                             QJsonArray{QJsonObject{{QStringLiteral("op"), QStringLiteral("quantize")},
+                                                    {QStringLiteral("type"), QStringLiteral("IQ4_XS")},
+                                                    {QStringLiteral("imatrix"), imatrix}}}}})
+                .toJson()));
+        const QString viaPlan = m_dir.filePath(QStringLiteral("via-plan-iq4_xs.gguf"));
+        const QString viaQuantize = m_dir.filePath(QStringLiteral("via-quantize-iq4_xs.gguf"));
+        QCOMPARE(runOrgan({QStringLiteral("assemble"), QStringLiteral("--plan"), onlyPlan,
+                           QStringLiteral("-o"), viaPlan})
+                     .exitCode,
+                 0);
+        QCOMPARE(
+            runOrgan({QStringLiteral("quantize"), base, QStringLiteral("--type"), QStringLiteral("IQ4_XS"),
+                      QStringLiteral("--imatrix"), imatrix, QStringLiteral("-o"), viaQuantize})
+                .exitCode,
+            0);
+        const auto a = GgufModel::open(viaPlan.toStdString());
+        const auto b = GgufModel::open(viaQuantize.toStdString());
+        QCOMPARE(a->tensors().size(), b->tensors().size());
+        for (std::size_t i = 0; i < a->tensors().size(); ++i) {
+            QCOMPARE(a->tensors()[i].name, b->tensors()[i].name);
+            QVERIFY2(a->tensors()[i].type == b->tensors()[i].type, a->tensors()[i].name.c_str());
+            QVERIFY2(std::ranges::equal(a->tensorData(a->tensors()[i]), b->tensorData(b->tensors()[i])),
+                     a->tensors()[i].name.c_str());
+        }
+
+        // A plan whose matrix is a model, not a matrix: refused, the file named, nothing written.
+        QByteArray wrong = readAll(onlyPlan);
+        wrong.replace(imatrix.toUtf8(), farm.toUtf8());
+        QVERIFY(writeAll(onlyPlan, wrong));
+        const Run refused = runOrgan({QStringLiteral("plan"), QStringLiteral("check"), onlyPlan});
+        QCOMPARE(refused.exitCode, 1);
+        QVERIFY2(refused.err.contains(QStringLiteral("family-farm-f16.gguf")), qPrintable(refused.err));
+        const QString never = m_dir.filePath(QStringLiteral("never.gguf"));
+        QVERIFY(runOrgan({QStringLiteral("assemble"), QStringLiteral("--plan"), onlyPlan,
+                          QStringLiteral("-o"), never})
+                    .exitCode != 0);
+        QVERIFY(!QFile::exists(never));
+        QCOMPARE(runOrgan({QStringLiteral("graft"), QStringLiteral("--base"), base, QStringLiteral("--donor"),
+                           farm, QStringLiteral("--layers"), QStringLiteral("1"), QStringLiteral("--imatrix"),
+                           imatrix, QStringLiteral("-o"), never})
+                     .exitCode,
+                 2); // --imatrix goes with --quantize
     }
 
     void specimen() {

@@ -926,7 +926,7 @@ private slots:
         window.findChild<QMessageBox*>(QStringLiteral("assemblyResult"))->close();
     }
 
-    // With a plan on another recipient, Purify… and the layer operations are offered disabled
+    // With a plan on another recipient, Purify…, Quantize… and the layer operations are offered disabled
     // with the reason, before any dialog; with a plan on this recipient, the layers to remove are
     // suggested from the planned chimera (Check chimera), not from the recipient's own vital signs.
     void refusalsAndPlannedSuggestions() {
@@ -963,7 +963,8 @@ private slots:
         tree->scrollTo(layer);
         emit tree->customContextMenuRequested(tree->visualRect(layer).center());
         QVERIFY(steps.done());
-        QVERIFY2(disabled.size() == 4 && disabled.last().startsWith(QStringLiteral("Purify 3 tensors")),
+        QVERIFY2(disabled.size() == 5 && disabled[3].startsWith(QStringLiteral("Purify 3 tensors")) &&
+                     disabled[4].startsWith(QStringLiteral("Quantize this model")),
                  qPrintable(disabled.join(u'|')));
         QVERIFY2(tip.contains(QStringLiteral("The plan grafts into stories260K-damaged-f32.gguf")),
                  qPrintable(tip));

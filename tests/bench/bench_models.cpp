@@ -76,6 +76,38 @@ void quantizeQ4_K(const float* x, std::byte* out) {
     }
 }
 
+// A plain Q6_K quantizer: per 16 values a signed 8-bit scale, levels −32 … 31.
+void quantizeQ6_K(const float* x, std::byte* out) {
+    float scales[16];
+    for (int j = 0; j < 16; ++j) {
+        float amax = 0;
+        for (int k = 16 * j; k < 16 * j + 16; ++k) {
+            amax = std::max(amax, std::abs(x[k]));
+        }
+        scales[j] = amax / 31.0f;
+    }
+    const float d = *std::max_element(scales, scales + 16) / 127.0f;
+    auto* ql = reinterpret_cast<std::uint8_t*>(out);
+    auto* qh = reinterpret_cast<std::uint8_t*>(out + 128);
+    auto* sc = reinterpret_cast<std::int8_t*>(out + 192);
+    std::memset(out, 0, 192);
+    putHalf(out + 208, d);
+    const float dHalf = halfToFloat(floatToHalf(d));
+    for (int j = 0; j < 16; ++j) {
+        sc[j] = static_cast<std::int8_t>(d == 0 ? 0 : std::min(127L, std::lround(scales[j] / d)));
+    }
+    for (int e = 0; e < 256; ++e) {
+        const float step = dHalf * sc[e / 16];
+        const int level = step == 0 ? 0 : static_cast<int>(std::clamp(std::lround(x[e] / step), -32L, 31L));
+        const int q = level + 32;
+        const int half = e / 128;
+        const int run = (e % 128) / 32;
+        const int l = e % 32;
+        ql[64 * half + l + 32 * (run % 2)] |= static_cast<std::uint8_t>((q & 0xF) << (4 * (run / 2)));
+        qh[32 * half + l] |= static_cast<std::uint8_t>((q >> 4) << (2 * run));
+    }
+}
+
 TensorToWrite randomTensor(const std::string& name, TensorType type, std::uint64_t cols, std::uint64_t rows,
                            std::uint64_t seed) {
     TensorToWrite t;
@@ -97,12 +129,12 @@ TensorToWrite randomTensor(const std::string& name, TensorType type, std::uint64
             for (auto& v : values) {
                 v = type == TensorType::F32 ? 1.0f + 0.05f * noise.next() : scale * noise.next();
             }
-            if (type == TensorType::Q8_0) {
-                quantizeBlocks(TensorType::Q8_0, values.data(), 1, block.data());
-            } else if (type == TensorType::Q4_K) {
+            if (type == TensorType::Q4_K) {
                 quantizeQ4_K(values.data(), block.data());
+            } else if (type == TensorType::Q6_K) {
+                quantizeQ6_K(values.data(), block.data());
             } else {
-                std::memcpy(block.data(), values.data(), 4);
+                quantizeBlocks(type, values.data(), 1, block.data());
             }
             const std::uint64_t from = at - index * blockBytes;
             const std::uint64_t count = std::min(blockBytes - from, offset + out.size() - at);
@@ -324,12 +356,31 @@ static TensorToWrite llama3RopeFactors() {
     return t;
 }
 
-GgufWriteSpec llama1bShape(TensorType type) {
+GgufWriteSpec llama1bShape(TensorType type, std::uint32_t blocks) {
+    return llama1bShapeOf(
+        std::string(tensorTypeName(type)), [type](std::string_view, int) { return type; }, blocks);
+}
+
+// As llama-quantize's Q4_K_M: Q4_K but the value and FFN-down weights of the first and last
+// eighth of the blocks and of every third between (Q6_K), and the tied embedding (Q6_K, as the
+// output it also is).
+GgufWriteSpec llama1bShapeQ4KM() {
+    return llama1bShapeOf("Q4_K_M", [](std::string_view tensor, int block) {
+        const bool moreBits = block < 2 || block >= 14 || (block - 2) % 3 == 2;
+        if (tensor == "token_embd" || ((tensor == "attn_v" || tensor == "ffn_down") && moreBits)) {
+            return TensorType::Q6_K;
+        }
+        return TensorType::Q4_K;
+    });
+}
+
+GgufWriteSpec llama1bShapeOf(const std::string& typeName,
+                             const std::function<TensorType(std::string_view tensor, int block)>& typeOf,
+                             std::uint32_t blocks) {
     GgufWriteSpec spec;
     spec.set("general.architecture", MetaValue::fromString("llama"));
-    spec.set("general.name",
-             MetaValue::fromString(std::string("bench-1b-") + std::string(tensorTypeName(type))));
-    spec.set("llama.block_count", MetaValue::fromU32(16));
+    spec.set("general.name", MetaValue::fromString("bench-1b-" + typeName));
+    spec.set("llama.block_count", MetaValue::fromU32(blocks));
     spec.set("llama.embedding_length", MetaValue::fromU32(2048));
     spec.set("llama.feed_forward_length", MetaValue::fromU32(8192));
     spec.set("llama.attention.head_count", MetaValue::fromU32(32));
@@ -363,19 +414,22 @@ GgufWriteSpec llama1bShape(TensorType type) {
     spec.set("tokenizer.ggml.bos_token_id", MetaValue::fromU32(1));
     spec.set("tokenizer.ggml.eos_token_id", MetaValue::fromU32(2));
     std::uint64_t seed = 1;
-    spec.tensors.push_back(randomTensor("token_embd.weight", type, 2048, 128256, seed++));
+    spec.tensors.push_back(randomTensor("token_embd.weight", typeOf("token_embd", -1), 2048, 128256, seed++));
     spec.tensors.push_back(llama3RopeFactors());
-    for (int b = 0; b < 16; ++b) {
+    for (std::uint32_t b = 0; b < blocks; ++b) {
         const std::string blk = "blk." + std::to_string(b) + ".";
         spec.tensors.push_back(randomTensor(blk + "attn_norm.weight", TensorType::F32, 2048, 1, seed++));
-        spec.tensors.push_back(randomTensor(blk + "attn_q.weight", type, 2048, 2048, seed++));
-        spec.tensors.push_back(randomTensor(blk + "attn_k.weight", type, 2048, 512, seed++));
-        spec.tensors.push_back(randomTensor(blk + "attn_v.weight", type, 2048, 512, seed++));
-        spec.tensors.push_back(randomTensor(blk + "attn_output.weight", type, 2048, 2048, seed++));
+        spec.tensors.push_back(randomTensor(blk + "attn_q.weight", typeOf("attn_q", b), 2048, 2048, seed++));
+        spec.tensors.push_back(randomTensor(blk + "attn_k.weight", typeOf("attn_k", b), 2048, 512, seed++));
+        spec.tensors.push_back(randomTensor(blk + "attn_v.weight", typeOf("attn_v", b), 2048, 512, seed++));
+        spec.tensors.push_back(
+            randomTensor(blk + "attn_output.weight", typeOf("attn_output", b), 2048, 2048, seed++));
         spec.tensors.push_back(randomTensor(blk + "ffn_norm.weight", TensorType::F32, 2048, 1, seed++));
-        spec.tensors.push_back(randomTensor(blk + "ffn_gate.weight", type, 2048, 8192, seed++));
-        spec.tensors.push_back(randomTensor(blk + "ffn_up.weight", type, 2048, 8192, seed++));
-        spec.tensors.push_back(randomTensor(blk + "ffn_down.weight", type, 8192, 2048, seed++));
+        spec.tensors.push_back(
+            randomTensor(blk + "ffn_gate.weight", typeOf("ffn_gate", b), 2048, 8192, seed++));
+        spec.tensors.push_back(randomTensor(blk + "ffn_up.weight", typeOf("ffn_up", b), 2048, 8192, seed++));
+        spec.tensors.push_back(
+            randomTensor(blk + "ffn_down.weight", typeOf("ffn_down", b), 8192, 2048, seed++));
     }
     spec.tensors.push_back(randomTensor("output_norm.weight", TensorType::F32, 2048, 1, seed++));
     return spec;

@@ -5,7 +5,9 @@
 #include "gguf/gguf_writer.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace organ::bench {
@@ -36,7 +38,14 @@ std::vector<GgufWriteSpec> splitSpec(const GgufWriteSpec& spec, unsigned parts);
 // Writes the header for real and leaves the tensor data a hole; returns the file size.
 std::uint64_t writeSparse(const std::string& path, const GgufWriteSpec& spec);
 
-// 16 blocks, embedding 2048, FFN 8192, vocabulary 128 256; matrices in `type` (Q8_0 or Q4_K).
-GgufWriteSpec llama1bShape(TensorType type);
+// 16 blocks (or `blocks`), embedding 2048, FFN 8192, vocabulary 128 256; matrices in `type`
+// (F32, F16, BF16, Q8_0, Q4_0 … Q5_1, Q4_K or Q6_K), or in the types `typeOf` gives each
+// ("attn_q" …, block; the embedding's block is −1) with general.name "bench-1b-" + typeName.
+GgufWriteSpec llama1bShape(TensorType type, std::uint32_t blocks = 16);
+GgufWriteSpec llama1bShapeOf(const std::string& typeName,
+                             const std::function<TensorType(std::string_view tensor, int block)>& typeOf,
+                             std::uint32_t blocks = 16);
+// Q4_K with Q6_K where llama-quantize's Q4_K_M puts it.
+GgufWriteSpec llama1bShapeQ4KM();
 
 } // namespace organ::bench

@@ -8,10 +8,10 @@
 //     from one address, then from eight): what the probes were answered, and their latency.
 // Usage: bench_scale [FOLDER] [SECONDS]  (organ-serve is taken from beside organ in the build).
 #include "anatomy/anatomy.h"
-#include "gguf/specimen.h"
 #include "bench_models.h"
 #include "fleet/fleet.h"
 #include "gguf/gguf_model.h"
+#include "gguf/specimen.h"
 #include "loopback_client.h"
 #include "proc_status.h"
 

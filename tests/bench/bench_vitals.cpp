@@ -1,22 +1,32 @@
-// Vital signs' forward pass on a model with the shape of Llama-3.2-1B (16 blocks, embedding
-// 2048, FFN 8192, vocabulary 128 256) in Q8_0: tokens per second of the perplexity pass (128
-// tokens in one batch) and of greedy generation with the key/value cache, and peak memory.
-// The matrix products run on one thread per core (slices of each weight's rows); Q8_0 weights
-// meet 8-bit activations with the fastest integer kernel the CPU has (quant/quant_dot.h).
-// The model carries a made-up vocabulary so that llama.cpp runs the same file: keep it with
-// ORGAN_BENCH_KEEP=1 and time llama.cpp on it (docs/vitals-json.md says how it compared).
-// Usage: bench_vitals [FOLDER] [GENERATED]   (about 1.3 GB of free disk in FOLDER; the model is
-// deleted afterwards unless ORGAN_BENCH_KEEP is set)
+// Vital signs' forward pass on models with the shape of Llama-3.2-1B (16 blocks, embedding 2048,
+// FFN 8192, vocabulary 128 256) in Q8_0, Q4_K_M (Q4_K with Q6_K where llama-quantize puts it) and
+// F16: tokens per second of the perplexity pass (N tokens in one batch, every position's logits)
+// and of greedy generation with the key/value cache, per kernel (instruction set) and number of
+// threads, and peak memory. The models carry a made-up vocabulary so that llama.cpp runs the same
+// files: with ORGAN_LLAMA_CPP_BIN naming the folder of its tools, the same passes run there
+// (llama-perplexity -c N --chunks 1 -b N: one batch of N tokens, every position's logits;
+// llama-completion -n G: generation) and the table gives the ratio of our time to llama.cpp's.
+// Every time is the best of --repeat runs; the machine's load average is printed beside them.
+// Usage: bench_vitals [FOLDER] [--types q8_0,q4_k_m,f16] [--tokens 128,512] [--generate 16]
+//                     [--kernels active|all|NAME,…] [--threads 1,2] [--repeat 2]
+// (about 5 GB of free disk in FOLDER for the three models; they are deleted afterwards unless
+// ORGAN_BENCH_KEEP is set, and a kept one is used again.) ORGAN_CPU forces the kernel as
+// everywhere; --kernels all runs each SIMD one this CPU has (portable only when named).
 #include "bench_models.h"
 #include "proc_status.h"
-#include "quant/quant_dot.h"
+#include "support/instruction_set.h"
 #include "vitals/forward.h"
 #include "vitals/vital_signs.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <thread>
 
 using namespace organ;
 using namespace organ::bench;
@@ -27,56 +37,254 @@ double seconds(std::chrono::steady_clock::time_point since) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+std::vector<std::string> splitList(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) {
+        out.push_back(item);
+    }
+    return out;
+}
+
+double loadAverage() {
+    std::ifstream in("/proc/loadavg");
+    double load = 0;
+    in >> load;
+    return load;
+}
+
+struct Options {
+    std::filesystem::path folder = std::filesystem::temp_directory_path();
+    std::vector<std::string> types{"q8_0", "q4_k_m", "f16"};
+    std::vector<std::size_t> tokens{128, 512};
+    std::size_t generated = 16;
+    std::string kernels = "active";
+    std::vector<unsigned> threads{std::max(1u, std::thread::hardware_concurrency())};
+    int repeat = 2;
+};
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const std::string value = i + 1 < argc ? argv[i + 1] : "";
+        if (arg == "--types") {
+            o.types = splitList(value);
+        } else if (arg == "--tokens") {
+            o.tokens.clear();
+            for (const std::string& n : splitList(value)) {
+                o.tokens.push_back(std::stoul(n));
+            }
+        } else if (arg == "--generate") {
+            o.generated = std::stoul(value);
+        } else if (arg == "--kernels") {
+            o.kernels = value;
+        } else if (arg == "--threads") {
+            o.threads.clear();
+            for (const std::string& n : splitList(value)) {
+                o.threads.push_back(static_cast<unsigned>(std::stoul(n)));
+            }
+        } else if (arg == "--repeat") {
+            o.repeat = std::max(1, std::stoi(value));
+        } else {
+            o.folder = arg;
+            continue;
+        }
+        ++i;
+    }
+    return o;
+}
+
+GgufWriteSpec specOf(const std::string& type) {
+    if (type == "q4_k_m") {
+        return llama1bShapeQ4KM();
+    }
+    return llama1bShape(type == "f16" ? TensorType::F16 : TensorType::Q8_0);
+}
+
+// "t300 t301 …": each word one token of the made-up vocabulary (▁t300 …).
+std::string textOf(const std::vector<std::int32_t>& tokens) {
+    std::string text;
+    for (const std::int32_t t : tokens) {
+        text += (text.empty() ? "t" : " t") + std::to_string(t);
+    }
+    return text;
+}
+
+// The output of `command`, or nothing when it could not run.
+std::optional<std::string> run(const std::string& command) {
+    FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+    if (pipe == nullptr) {
+        return std::nullopt;
+    }
+    std::string out;
+    char buffer[4096];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) {
+        out += buffer;
+    }
+    return ::pclose(pipe) == 0 ? std::optional(out) : std::nullopt;
+}
+
+// The number before `unit` on the line holding `key`.
+std::optional<double> numberBefore(const std::string& text, const std::string& key, const std::string& unit) {
+    const std::size_t line = text.find(key);
+    if (line == std::string::npos) {
+        return std::nullopt;
+    }
+    const std::size_t end = text.find(unit, line + key.size());
+    if (end == std::string::npos) {
+        return std::nullopt;
+    }
+    std::size_t start = end;
+    while (start > 0 &&
+           (std::isdigit(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '.')) {
+        --start;
+    }
+    return start < end ? std::optional(std::stod(text.substr(start, end - start))) : std::nullopt;
+}
+
+// llama.cpp's time for the same passes (seconds), best of `repeat`.
+struct LlamaCpp {
+    std::string bin;
+    std::optional<double> perplexityPass(const std::string& model, const std::string& textFile, std::size_t n,
+                                         unsigned threads, int repeat) const {
+        std::optional<double> best;
+        for (int i = 0; i < repeat; ++i) {
+            const auto out = run(bin + "/llama-perplexity -m '" + model + "' -f '" + textFile + "' -c " +
+                                 std::to_string(n) + " -b " + std::to_string(n) + " -ub " +
+                                 std::to_string(n) + " --chunks 1 -t " + std::to_string(threads));
+            const auto s = out ? numberBefore(*out, "perplexity:", " seconds per pass") : std::nullopt;
+            if (s && (!best || *s < *best)) {
+                best = s;
+            }
+        }
+        return best;
+    }
+    // Seconds per generated token.
+    std::optional<double> generation(const std::string& model, const std::string& prompt, std::size_t n,
+                                     unsigned threads, int repeat) const {
+        std::optional<double> best;
+        for (int i = 0; i < repeat; ++i) {
+            const auto out =
+                run(bin + "/llama-completion -m '" + model + "' -p '" + prompt + "' -n " + std::to_string(n) +
+                    " -t " + std::to_string(threads) + " --temp 0 --ignore-eos -no-cnv");
+            const std::size_t at = out ? out->find("       eval time =") : std::string::npos;
+            const auto ms = at != std::string::npos
+                                ? numberBefore(out->substr(at), "eval time", " ms per token")
+                                : std::nullopt;
+            if (ms && (!best || *ms / 1000 < *best)) {
+                best = *ms / 1000;
+            }
+        }
+        return best;
+    }
+};
+
+void row(const char* type, const char* kernel, unsigned threads, const std::string& what, double ours,
+         std::size_t tokens, std::optional<double> theirs) {
+    std::printf("%-7s %-11s %2u  %-18s %8.2f s %8.2f tok/s", type, kernel, threads, what.c_str(), ours,
+                static_cast<double>(tokens) / ours);
+    if (theirs) {
+        std::printf("  %8.2f s %8.2f tok/s  %5.2f×", *theirs, static_cast<double>(tokens) / *theirs,
+                    ours / *theirs);
+    }
+    std::printf("  (load %.1f)\n", loadAverage());
+    std::fflush(stdout);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-    const std::filesystem::path folder = argc > 1 ? argv[1] : std::filesystem::temp_directory_path();
-    const std::size_t generated = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 16;
-    const std::string path = (folder / "bench-vitals-1b-q8_0.gguf").string();
-    std::printf("writing %s …\n", path.c_str());
-    const JobResult written = writeGguf(path, llama1bShape(TensorType::Q8_0));
-    if (!written.isOk()) {
-        std::fprintf(stderr, "bench_vitals: %s\n", written.message.c_str());
-        return 1;
+    const Options o = parse(argc, argv);
+    std::vector<std::string> kernels;
+    if (o.kernels == "active") {
+        kernels.emplace_back(instructionSetName(activeInstructionSet()));
+    } else if (o.kernels == "all") {
+        // The SIMD ones: portable takes minutes a pass (name it to run it).
+        for (const InstructionSet set : supportedInstructionSets()) {
+            if (set != InstructionSet::Portable) {
+                kernels.emplace_back(instructionSetName(set));
+            }
+        }
+    } else {
+        kernels = splitList(o.kernels);
     }
-    {
-        const Transformer transformer(GgufModel::open(path));
-        std::vector<std::int32_t> tokens(128);
+    std::optional<LlamaCpp> llama;
+    if (const char* bin = std::getenv("ORGAN_LLAMA_CPP_BIN");
+        bin != nullptr && std::filesystem::exists(std::filesystem::path(bin) / "llama-perplexity")) {
+        llama = LlamaCpp{bin};
+    } else {
+        std::printf("llama.cpp: not run (ORGAN_LLAMA_CPP_BIN names no folder with llama-perplexity)\n");
+    }
+    const std::size_t longest = *std::max_element(o.tokens.begin(), o.tokens.end());
+    std::printf("%-7s %-11s %2s  %-18s %19s %27s\n", "model", "kernel", "th", "pass", "ours",
+                llama ? "llama.cpp        ours/theirs" : "");
+    for (const std::string& type : o.types) {
+        const std::string path = (o.folder / ("bench-vitals-1b-" + type + ".gguf")).string();
+        if (!(std::getenv("ORGAN_BENCH_KEEP") != nullptr && std::filesystem::exists(path))) {
+            const JobResult written = writeGguf(path, specOf(type));
+            if (!written.isOk()) {
+                std::fprintf(stderr, "bench_vitals: %s\n", written.message.c_str());
+                return 1;
+            }
+        }
+        Transformer transformer(GgufModel::open(path));
+        std::vector<std::int32_t> tokens(2 * longest + 8);
         Noise noise(3);
         for (auto& t : tokens) {
-            t = static_cast<std::int32_t>(static_cast<std::uint32_t>(std::abs(noise.next()) * 1e6f) %
-                                          transformer.shape().vocabulary);
+            // Made-up pieces only (ids from 259): llama.cpp reads the same tokens from the text.
+            t = 259 + static_cast<std::int32_t>(static_cast<std::uint32_t>(std::abs(noise.next()) * 1e6f) %
+                                                (transformer.shape().vocabulary - 259));
         }
-        resetPeakResident();
-        const long base = processStatusKiB("VmRSS:");
-        auto start = std::chrono::steady_clock::now();
-        const Eigen::MatrixXf logits = transformer.logits(tokens);
-        const double pass = seconds(start);
-        const double perplexity = perplexityOf(logits, tokens).perplexity;
-        std::printf("perplexity pass: %zu tokens in %.2f s = %.1f tokens/s (perplexity %.0f), %u threads, %s "
-                    "kernel\n",
-                    tokens.size(), pass, tokens.size() / pass, perplexity, transformer.threads(),
-                    quantizedProductKernel());
-        std::printf("  peak RSS %.1f MiB (+%.1f over the open model)\n", processStatusKiB("VmHWM:") / 1024.0,
-                    (processStatusKiB("VmHWM:") - base) / 1024.0);
+        const std::string textFile = (o.folder / "bench-vitals-text.txt").string();
+        std::ofstream(textFile) << textOf(tokens);
         const std::vector<std::int32_t> prompt(tokens.begin(), tokens.begin() + 8);
-        TransformerSession session(transformer);
-        session.run(prompt);
-        start = std::chrono::steady_clock::now();
-        std::int32_t next = 0;
-        for (std::size_t i = 0; i < generated; ++i) {
-            const Eigen::MatrixXf step = session.run({next});
-            Eigen::Index best = 0;
-            step.col(0).maxCoeff(&best);
-            next = static_cast<std::int32_t>(best);
+        for (const unsigned threads : o.threads) {
+            transformer.setThreads(threads);
+            std::vector<std::optional<double>> theirs;
+            std::optional<double> theirGeneration;
+            if (llama) {
+                for (const std::size_t n : o.tokens) {
+                    theirs.push_back(llama->perplexityPass(path, textFile, n, threads, o.repeat));
+                }
+                theirGeneration = llama->generation(path, textOf(prompt), o.generated, threads, o.repeat);
+            }
+            for (const std::string& kernel : kernels) {
+                useInstructionSet(kernel);
+                for (std::size_t i = 0; i < o.tokens.size(); ++i) {
+                    const std::vector<std::int32_t> batch(tokens.begin() + 1,
+                                                          tokens.begin() + 1 + o.tokens[i]);
+                    double best = 1e30;
+                    for (int r = 0; r < o.repeat; ++r) {
+                        const auto start = std::chrono::steady_clock::now();
+                        const Eigen::MatrixXf logits = transformer.logits(batch);
+                        best = std::min(best, seconds(start));
+                    }
+                    row(type.c_str(), kernel.c_str(), threads, "pass " + std::to_string(o.tokens[i]), best,
+                        o.tokens[i], llama ? theirs[i] : std::nullopt);
+                }
+                double best = 1e30;
+                for (int r = 0; r < o.repeat; ++r) {
+                    TransformerSession session(transformer);
+                    Eigen::MatrixXf step = session.run(prompt);
+                    const auto start = std::chrono::steady_clock::now();
+                    for (std::size_t g = 0; g < o.generated; ++g) {
+                        Eigen::Index next = 0;
+                        step.col(step.cols() - 1).maxCoeff(&next);
+                        step = session.run({static_cast<std::int32_t>(next)});
+                    }
+                    best = std::min(best, seconds(start));
+                }
+                row(type.c_str(), kernel.c_str(), threads, "generate " + std::to_string(o.generated), best,
+                    o.generated,
+                    theirGeneration ? std::optional(*theirGeneration * static_cast<double>(o.generated))
+                                    : std::nullopt);
+            }
         }
-        const double generation = seconds(start);
-        std::printf("generation: %zu tokens in %.2f s = %.2f tokens/s, %u threads\n", generated, generation,
-                    generated / generation, transformer.threads());
         std::printf("  peak RSS %.1f MiB\n", processStatusKiB("VmHWM:") / 1024.0);
-    }
-    if (std::getenv("ORGAN_BENCH_KEEP") == nullptr) {
-        std::filesystem::remove(path);
+        if (std::getenv("ORGAN_BENCH_KEEP") == nullptr) {
+            std::filesystem::remove(path);
+        }
     }
     return 0;
 }

@@ -5,12 +5,14 @@
 #include "gguf/gguf_file.h"
 #include "quant/dequant.h"
 #include "shared_models.h"
+#include "support/instruction_set.h"
 
 #include <QTest>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 using namespace organ;
 using namespace organ::testing;
@@ -285,6 +287,32 @@ private slots:
                 QVERIFY2(std::isfinite(v), traits.name.data());
             }
         }
+    }
+
+    // Every instruction set decodes every type as the portable decoders do, bit for bit: random
+    // bytes (NaN and infinite scales included), whole rows of blocks and odd counts of values.
+    void everyInstructionSetDecodesAlike() {
+        std::mt19937 rng(9);
+        std::uniform_int_distribution<int> byte(0, 255);
+        for (const auto& traits : allTensorTypes()) {
+            const std::size_t blocks = traits.blockSize == 1 ? 1001 : 37;
+            std::vector<std::byte> data(traits.bytesPerBlock * blocks);
+            for (auto& b : data) {
+                b = static_cast<std::byte>(byte(rng));
+            }
+            std::vector<float> portable(traits.blockSize * blocks);
+            useInstructionSet("portable");
+            dequantizeBlocks(traits.type, data.data(), blocks, portable.data());
+            for (const InstructionSet set : supportedInstructionSets()) {
+                useInstructionSet(instructionSetName(set));
+                std::vector<float> out(portable.size(), 1.0f);
+                dequantizeBlocks(traits.type, data.data(), blocks, out.data());
+                QVERIFY2(std::memcmp(out.data(), portable.data(), out.size() * sizeof(float)) == 0,
+                         qPrintable(QString::fromLatin1(traits.name) + QStringLiteral(" on ") +
+                                    QString::fromLatin1(instructionSetName(set))));
+            }
+        }
+        useInstructionSet(instructionSetName(supportedInstructionSets().front()));
     }
 };
 

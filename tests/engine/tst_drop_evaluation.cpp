@@ -1,7 +1,8 @@
 // The Qt-free core of the window's drops: what a drop adds, narrows or refuses, as data.
-// Models are specimens written by the test: no shared files needed.
+// Models are specimens written by the test (one quantized to Q4_K_M): no shared files needed.
 #include "gguf/specimen.h"
 #include "graft/drop_evaluation.h"
+#include "quant/quantize_model.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -226,6 +227,33 @@ private slots:
         const DropEvaluation nothing = drop(layerTensors(m_narrow, 1, System::Organ), target, {}, &m_narrow);
         QCOMPARE(nothing.refusal, DropEvaluation::Refusal::NothingFits);
         QCOMPARE(nothing.leftOutTensors, std::size_t(3));
+    }
+
+    // A K-quant recipient (a Q4_K_M of a specimen whose rows fit 256) takes an F32 donor's layer:
+    // every tensor is converted to the recipient's type, none left out.
+    void aKQuantRecipientTakesTheLayer() {
+        SpecimenShape wide;
+        wide.embedding = 256;
+        wide.feedForward = 512;
+        const Open f32 = write(QStringLiteral("wide-recipient-f32.gguf"), 5, wide);
+        const Open donor = write(QStringLiteral("wide-donor.gguf"), 6, wide);
+        Open recipient;
+        recipient.path = m_dir.filePath(QStringLiteral("wide-recipient-q4_k_m.gguf")).toStdString();
+        QuantizeRecipe recipe;
+        recipe.fileType = QuantFileType::Q4_K_M;
+        QVERIFY(quantizeModel(*f32.model, recipe, nullptr, recipient.path).written.isOk());
+        recipient.model = GgufModel::open(recipient.path);
+        recipient.anatomy = analyzeAnatomy(*recipient.model);
+        m_models[recipient.path] = recipient;
+        QCOMPARE(recipient.model->findTensor("blk.1.ffn_up.weight")->type, TensorType::Q4_K);
+        DropTarget target;
+        target.kind = DropTarget::Kind::Layer;
+        target.layer = 1;
+        const DropEvaluation e =
+            evaluateDrop({}, recipient.side(), donor.side(), layerTensors(donor, 1), target, opener());
+        QVERIFY2(e.ok(), e.reason.c_str());
+        QCOMPARE(e.leftOutTensors, std::size_t(0));
+        QCOMPARE(e.tensors, layerTensors(recipient, 1).size());
     }
 
     void donorIds() {

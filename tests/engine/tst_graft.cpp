@@ -1,10 +1,11 @@
-// Grafts: the healing graft of the damaged stories model, conversion into a Q8_0
-// recipient, refusals with clear reports, stacking, plans as JSON, cancel, failed writes.
+// Grafts: the healing graft of the damaged stories model, conversion into a Q8_0 and into a
+// Q4_K_M recipient, refusals with clear reports, stacking, plans as JSON, cancel, failed writes.
 #include "anatomy/model_validation.h"
 #include "gguf/specimen.h"
 #include "fixtures.h"
 #include "graft/assembly.h"
 #include "quant/quantize.h"
+#include "quant/quantize_model.h"
 #include "shared_models.h"
 #include "support/errors.h"
 
@@ -157,6 +158,53 @@ private slots:
         QVERIFY(validateModel(*chimera).empty());
     }
 
+    // The healing graft into a K-quant recipient: a Q4_K_M of the sea model takes every layer
+    // tensor of the F16 family base, converted to the recipient's Q4_K and Q6_K as organ quantize
+    // converts them; what comes back is the base's own Q4_K_M (family-base-q4_k_m.gguf, made by
+    // llama-quantize) byte for byte in every layer, and the recipient's bytes outside them.
+    void healsAKQuantRecipient() {
+        const QString baseF16 = sharedModel(QStringLiteral("family/family-base-f16.gguf"));
+        const QString baseQ4 = sharedModel(QStringLiteral("family/family-base-q4_k_m.gguf"));
+        const QString seaF16 = sharedModel(QStringLiteral("family/family-sea-f16.gguf"));
+        for (const QString& file : {baseF16, baseQ4, seaF16}) {
+            ORGAN_REQUIRE_SHARED(file);
+        }
+        const QString seaQ4 = path(QStringLiteral("sea-q4_k_m.gguf"));
+        QuantizeRecipe recipe;
+        recipe.fileType = QuantFileType::Q4_K_M;
+        QVERIFY(quantizeModel(*GgufModel::open(seaF16.toStdString()), recipe, nullptr, seaQ4.toStdString())
+                    .written.isOk());
+        TensorSelector everyLayer;
+        everyLayer.firstLayer = 0;
+        everyLayer.lastLayer = 5;
+        const GraftPlan plan = replacePlan(seaQ4, baseF16, everyLayer);
+        const GraftModels models = GraftModels::open(plan);
+        const CompatibilityReport report = checkGraft(plan, models);
+        QVERIFY2(!report.hasErrors(), qPrintable(allFindings(report)));
+        QVERIFY2(hasFinding(report, Finding::Severity::Info,
+                            QStringLiteral("38 tensors converted from F16 to Q4_K")),
+                 qPrintable(allFindings(report)));
+        QVERIFY(hasFinding(report, Finding::Severity::Info,
+                           QStringLiteral("4 tensors converted from F16 to Q6_K")));
+        const QString out = path(QStringLiteral("healed-q4_k_m.gguf"));
+        const JobResult result = assembleChimera(plan, models, report, out.toStdString());
+        QVERIFY2(result.isOk(), result.message.c_str());
+        const auto chimera = GgufModel::open(out.toStdString());
+        const auto base = GgufModel::open(baseQ4.toStdString());
+        const auto sea = GgufModel::open(seaQ4.toStdString());
+        int fromBase = 0;
+        for (const auto& t : chimera->tensors()) {
+            const bool grafted = t.name.starts_with("blk.");
+            const GgufModel& expected = grafted ? *base : *sea;
+            const TensorInfo& e = *expected.findTensor(t.name);
+            QCOMPARE(t.type, e.type);
+            QVERIFY2(sameBytes(chimera->tensorData(t), expected.tensorData(e)), t.name.c_str());
+            fromBase += grafted;
+        }
+        QCOMPARE(fromBase, 54);
+        QVERIFY(validateModel(*chimera).empty());
+    }
+
     void refusesOtherShapes() {
         const QString other = sharedModel(QStringLiteral("llama-2-tiny-random-f16.gguf"));
         ORGAN_REQUIRE_SHARED(other);
@@ -293,11 +341,13 @@ private slots:
                        R"({"op": "stack_layers", "stack": [{"model": "base", "layers": "0-1"}, {"model": "d", "layers": "1"}]})"))
             << QStringLiteral("layer 2 is incomplete") << true;
         QTest::newRow("unconvertible type")
-            << plan(sharedModel(QStringLiteral("quant/wide-q4_k_m.gguf")),
+            << plan(sharedModel(QStringLiteral("quant/wide-iq2_xxs.gguf")),
                     sharedModel(QStringLiteral("quant/wide-f32.gguf")),
                     QStringLiteral(R"({"op": "replace", "donor": "d", "names": ["blk.0.ffn_gate.weight"]})"))
             << QStringLiteral(
-                   "blk.0.ffn_gate.weight: d has it as F32, the base as Q4_K; the engine converts only to")
+                   "blk.0.ffn_gate.weight: d has it as F32, the base as IQ2_XXS; the engine converts "
+                   "only to F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, "
+                   "IQ4_NL, IQ4_XS and BF16")
             << true;
         QTest::newRow("embed vocabulary")
             << plan(h, m_smallVocab, QStringLiteral(R"({"op": "replace", "donor": "d", "system": "embed"})"))

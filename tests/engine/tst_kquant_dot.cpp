@@ -4,7 +4,9 @@
 // give the same bits as the portable one.
 #include "quant/dequant.h"
 #include "quant/kquant_dot.h"
+#include "quant/kquant_unpack.h"
 #include "quant/quant_dot.h"
+#include "support/instruction_set.h"
 
 #include <QTest>
 #include <algorithm>
@@ -92,7 +94,7 @@ std::vector<float> oneHot(std::size_t n, std::size_t k) {
 std::vector<float> product(TensorType t, const std::vector<std::byte>& weights, std::size_t rows,
                            std::size_t columns, const std::vector<float>& x, std::size_t count,
                            const std::string& kernel) {
-    useQuantizedProductKernel(kernel);
+    useInstructionSet(kernel);
     std::vector<float> out(rows * count, std::nanf(""));
     if (t == TensorType::IQ4_NL) {
         quantizedProduct(t, weights.data(), rows, QuantizedActivations(x.data(), columns, count), out.data(),
@@ -292,7 +294,7 @@ private slots:
         QCOMPARE(values[static_cast<std::size_t>(position)], weight);
     }
 
-    void cleanup() { useQuantizedProductKernel(quantizedProductKernels().front()); }
+    void cleanup() { useInstructionSet(instructionSetName(supportedInstructionSets().front())); }
 
     // Random blocks of every type, on every kernel: the product equals the dequantized weights
     // times the dequantized activations up to float rounding, on rows of one to several
@@ -300,17 +302,18 @@ private slots:
     void kernelsAgreeWithSlowSums_data() {
         QTest::addColumn<QString>("kernel");
         QTest::addColumn<int>("type");
-        for (const std::string& kernel : quantizedProductKernels()) {
+        for (const InstructionSet set : supportedInstructionSets()) {
+            const std::string kernel(instructionSetName(set));
             for (const TensorType t : {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
                                        TensorType::Q6_K, TensorType::IQ4_XS, TensorType::IQ4_NL}) {
                 const std::string row = kernel + " " + std::string(tensorTypeName(t));
                 QTest::newRow(row.c_str()) << QString::fromStdString(kernel) << int(t);
             }
         }
-        const std::vector<std::string> all = quantizedProductKernels();
-        for (const char* name : {"avx512-vnni", "avx2"}) {
-            if (std::find(all.begin(), all.end(), name) == all.end()) {
-                qInfo("kernel %s: this CPU cannot run it, not tested", name);
+        const auto& supported = supportedInstructionSets();
+        for (const InstructionSet set : knownInstructionSets()) {
+            if (std::find(supported.begin(), supported.end(), set) == supported.end()) {
+                qInfo("kernel %s: this CPU cannot run it, not tested", instructionSetName(set).data());
             }
         }
     }
@@ -322,7 +325,11 @@ private slots:
         const std::size_t blockSize = traitsOf(t).blockSize;
         std::mt19937 rng(static_cast<unsigned>(type));
         for (const auto& [rows, columns, count] :
-             {std::tuple<std::size_t, std::size_t, std::size_t>{5, 256, 3}, {3, 1024, 4}, {2, 2048, 1}}) {
+             {std::tuple<std::size_t, std::size_t, std::size_t>{5, 256, 3},
+              {3, 1024, 4},
+              {2, 2048, 1},
+              {19, 512, 9},
+              {3, 8192, 37}}) {
             const std::vector<std::byte> weights = randomBlocks(t, rows * columns / blockSize, rng);
             const std::vector<float> x = randomActivations(columns * count, rng);
             const std::vector<float> portable = product(t, weights, rows, columns, x, count, "portable");
@@ -337,6 +344,35 @@ private slots:
                                         .arg(out[i])
                                         .arg(slow[2 * i])));
                 QCOMPARE(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(portable[i]));
+            }
+        }
+    }
+
+    // Every instruction set's unpacker gives the portable one's unpacked super-block.
+    void unpackersAgree() {
+        std::mt19937 rng(5);
+        for (const TensorType t : {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                                   TensorType::Q6_K, TensorType::IQ4_XS}) {
+            const std::vector<std::byte> blocks = randomBlocks(t, 16, rng);
+            const std::size_t bytes = traitsOf(t).bytesPerBlock;
+            for (const InstructionSet set : supportedInstructionSets()) {
+                for (std::size_t b = 0; b < 16; ++b) {
+                    detail::Unpacked portable;
+                    detail::Unpacked fast;
+                    std::memset(portable.q, 0xA5, sizeof portable.q);
+                    std::memset(fast.q, 0x5A, sizeof fast.q);
+                    detail::superBlockUnpacker(t, InstructionSet::Portable)(blocks.data() + b * bytes,
+                                                                            portable);
+                    detail::superBlockUnpacker(t, set)(blocks.data() + b * bytes, fast);
+                    QVERIFY(std::memcmp(portable.q, fast.q, sizeof portable.q) == 0);
+                    QVERIFY(std::memcmp(portable.scales, fast.scales, sizeof portable.scales) == 0);
+                    QVERIFY(std::memcmp(portable.correction, fast.correction, sizeof portable.correction) ==
+                            0);
+                    QCOMPARE(fast.d, portable.d);
+                    QCOMPARE(fast.dmin * float(fast.hasMins), portable.dmin * float(portable.hasMins));
+                    QCOMPARE(fast.hasMins, portable.hasMins);
+                    QCOMPARE(fast.wideLevels, portable.wideLevels);
+                }
             }
         }
     }

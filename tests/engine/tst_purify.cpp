@@ -4,6 +4,7 @@
 // move; keep = 1 gives the input back.
 #include "purify/purify_model.h"
 #include "purify/purification.h"
+#include "quant/dequant.h"
 #include "quant/quantize.h"
 #include "shared_models.h"
 
@@ -203,8 +204,8 @@ private slots:
         QCOMPARE(purify(small, 4, params(PurifyParams::Method::Haar)).values, small);
     }
 
-    // A model: the selected tensors purified (θ before → after reported), the others' bytes
-    // untouched, the parameters recorded; a type the engine cannot write is stored as F16.
+    // A model: the selected tensors purified (θ before → after reported) and stored in their own
+    // type, K-quants included, the others' bytes untouched, the parameters recorded.
     void purifiesAModel() {
         const QString path = organ::testing::sharedModel(QStringLiteral("quant/wide-q4_k_m.gguf"));
         ORGAN_REQUIRE_SHARED(path);
@@ -226,13 +227,19 @@ private slots:
             QVERIFY(t.relativeChange > 0);
             QCOMPARE(purified->findTensor(t.name)->type, t.to);
         }
+        // The Q4_K tensor stays Q4_K, its purified values written as organ quantize writes them.
         const TensorInfo* up = model->findTensor("blk.1.ffn_up.weight");
-        if (!canQuantizeTo(up->type)) {
-            QCOMPARE(purified->findTensor("blk.1.ffn_up.weight")->type, TensorType::F16);
-            QVERIFY(!outcome.findings.empty());
-            QVERIFY(
-                QString::fromStdString(outcome.findings.front()).contains(QStringLiteral("stored as F16")));
-        }
+        QCOMPARE(up->type, TensorType::Q4_K);
+        QVERIFY(outcome.findings.empty());
+        std::vector<float> values(static_cast<std::size_t>(up->elements));
+        dequantizeRange(up->type, model->tensorData(*up), 0, values.size(), values.data());
+        const Purified expected = purify(values, up->ne[0], p);
+        std::vector<std::byte> bytes(static_cast<std::size_t>(up->bytes));
+        quantizeRows(TensorType::Q4_K, expected.values.data(), values.size() / up->ne[0], up->ne[0], nullptr,
+                     bytes.data());
+        const TensorInfo* written = purified->findTensor("blk.1.ffn_up.weight");
+        QCOMPARE(written->type, TensorType::Q4_K);
+        QVERIFY(std::ranges::equal(purified->tensorData(*written), bytes));
         for (const TensorInfo& t : model->tensors()) {
             if (t.name != "blk.1.ffn_up.weight" && t.name != "blk.1.attn_norm.weight") {
                 QVERIFY(std::ranges::equal(purified->tensorData(*purified->findTensor(t.name)),
@@ -251,6 +258,23 @@ private slots:
         QVERIFY(!refused.written.isOk());
         QVERIFY(QString::fromStdString(refused.written.message).contains(QStringLiteral("picks no tensor")));
         QVERIFY(!QFileInfo::exists(QString::fromStdString(never)));
+    }
+
+    // A type the engine cannot write (IQ2_XXS) is stored as F16, and said.
+    void unwritableTypeBecomesF16() {
+        const QString path = organ::testing::sharedModel(QStringLiteral("quant/wide-iq2_xxs.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto model = GgufModel::open(path.toStdString());
+        QCOMPARE(model->findTensor("blk.1.ffn_up.weight")->type, TensorType::IQ2_XXS);
+        QTemporaryDir dir;
+        const std::string out = dir.filePath(QStringLiteral("purified.gguf")).toStdString();
+        TensorSelector select;
+        select.names = {"blk.1.ffn_up.weight"};
+        const PurifyOutcome outcome = purifyModel(*model, select, params(PurifyParams::Method::Fft), out);
+        QVERIFY2(outcome.written.isOk(), outcome.written.message.c_str());
+        QCOMPARE(GgufModel::open(out)->findTensor("blk.1.ffn_up.weight")->type, TensorType::F16);
+        QVERIFY(!outcome.findings.empty());
+        QVERIFY(QString::fromStdString(outcome.findings.front()).contains(QStringLiteral("stored as F16")));
     }
 
     void parametersAreChecked() {

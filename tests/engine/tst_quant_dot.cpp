@@ -1,10 +1,15 @@
-// Quantized products (Q8_0 weights × 8-bit activations): every kernel this CPU runs against the
-// same sums done slowly in double, on shapes that leave edges beside the four-by-four tiles.
+// Quantized products (Q8_0 weights × 8-bit activations) and F16 products: every kernel this CPU
+// runs against the same sums done slowly in double and bit for bit against the portable kernel,
+// on shapes that leave edges beside the tiles; the kernels this CPU cannot run are named.
 #include "quant/dequant.h"
+#include "quant/f16_dot.h"
 #include "quant/quant_dot.h"
 #include "quant/quantize.h"
+#include "support/instruction_set.h"
 
 #include <QTest>
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -63,27 +68,39 @@ class TestQuantDot : public QObject {
     Q_OBJECT
 
 private slots:
-    void cleanup() { useQuantizedProductKernel(quantizedProductKernels().front()); }
+    void cleanup() { useInstructionSet(instructionSetName(supportedInstructionSets().front())); }
 
     void kernelsAgreeWithSlowSums_data() {
         QTest::addColumn<QString>("kernel");
-        for (const std::string& name : quantizedProductKernels()) {
-            QTest::newRow(name.c_str()) << QString::fromStdString(name);
+        for (const InstructionSet set : supportedInstructionSets()) {
+            QTest::newRow(instructionSetName(set).data()) << QString::fromLatin1(instructionSetName(set));
+        }
+        for (const InstructionSet set : knownInstructionSets()) {
+            const auto& supported = supportedInstructionSets();
+            if (std::find(supported.begin(), supported.end(), set) == supported.end()) {
+                qInfo("kernel %s: this CPU cannot run it, not tested", instructionSetName(set).data());
+            }
         }
     }
 
     void kernelsAgreeWithSlowSums() {
         QFETCH(QString, kernel);
-        useQuantizedProductKernel(kernel.toStdString());
-        QCOMPARE(QString::fromLatin1(quantizedProductKernel()), kernel);
-        // 4k + 3 rows and columns: tiles and the rows and columns beside them.
+        // 4k + 3 rows and columns: tiles and the rows and columns beside them; 17 columns: two
+        // of the widest tiles and one column beside them; 8192 × 45: columns in several runs.
         for (const auto& [rows, columns, count] :
              {std::tuple<std::size_t, std::size_t, std::size_t>{67, 96, 7},
               {8, 2048, 4},
               {5, 32, 1},
-              {1, 64, 130}}) {
+              {1, 64, 130},
+              {9, 256, 17},
+              {5, 8192, 45}}) {
             const Case c = makeCase(rows, columns, count, unsigned(rows * 31 + count));
             const QuantizedActivations x(c.x.data(), columns, count);
+            std::vector<float> portable(rows * count, std::nanf(""));
+            useInstructionSet("portable");
+            quantizedProduct(TensorType::Q8_0, c.weights.data(), rows, x, portable.data(), rows);
+            useInstructionSet(kernel.toStdString());
+            QCOMPARE(QString::fromLatin1(instructionSetName(activeInstructionSet())), kernel);
             std::vector<float> out(rows * count, std::nanf(""));
             quantizedProduct(TensorType::Q8_0, c.weights.data(), rows, x, out.data(), rows);
             const std::vector<double> slow = slowProduct(c, x);
@@ -92,6 +109,7 @@ private slots:
                 scale = std::max(scale, std::abs(v));
             }
             for (std::size_t i = 0; i < out.size(); ++i) {
+                QCOMPARE(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(portable[i]));
                 QVERIFY2(std::abs(out[i] - slow[i]) <= 1e-5 * scale,
                          qPrintable(QStringLiteral("%1×%2×%3 [%4]: %5, slowly %6")
                                         .arg(rows)
@@ -135,7 +153,7 @@ private slots:
 
     void extremeWeights() {
         QFETCH(QString, kernel);
-        useQuantizedProductKernel(kernel.toStdString());
+        useInstructionSet(kernel.toStdString());
         Case c = makeCase(4, 64, 4, 11);
         for (std::size_t b = 0; b < c.weights.size() / 34; ++b) {
             std::memset(c.weights.data() + b * 34 + 2, 0x80, 32); // −128 everywhere
@@ -150,10 +168,73 @@ private slots:
         }
     }
 
+    // F16 weights × F16-rounded activations (and the same values as F32 rows): every kernel as the
+    // portable one, bit for bit, and as the sums in double; shapes with tile edges.
+    void f16KernelsAgree_data() { kernelsAgreeWithSlowSums_data(); }
+
+    void f16KernelsAgree() {
+        QFETCH(QString, kernel);
+        std::mt19937 rng(17);
+        std::normal_distribution<float> normal;
+        for (const auto& [rows, columns, count] :
+             {std::tuple<std::size_t, std::size_t, std::size_t>{19, 72, 9},
+              {8, 2048, 1},
+              {3, 8, 5},
+              {33, 256, 16},
+              {5, 8192, 21}}) {
+            std::vector<std::uint16_t> w(rows * columns);
+            for (auto& v : w) {
+                v = floatToHalf(0.05f * normal(rng));
+            }
+            std::vector<float> x(columns * count);
+            for (auto& v : x) {
+                v = halfToFloat(floatToHalf(normal(rng)));
+            }
+            std::vector<float> portable(rows * count, std::nanf(""));
+            useInstructionSet("portable");
+            f16Product(w.data(), rows, columns, x.data(), count, portable.data(), rows);
+            useInstructionSet(kernel.toStdString());
+            std::vector<float> out(rows * count, std::nanf(""));
+            f16Product(w.data(), rows, columns, x.data(), count, out.data(), rows);
+            // F32 rows holding the same values give the same bits.
+            std::vector<float> wide(w.size());
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                wide[i] = halfToFloat(w[i]);
+            }
+            std::vector<float> dense(rows * count, std::nanf(""));
+            f32Product(wide.data(), columns, rows, columns, x.data(), columns, count, dense.data(), rows);
+            QVERIFY(std::memcmp(dense.data(), out.data(), out.size() * sizeof(float)) == 0);
+            for (std::size_t c = 0; c < count; ++c) {
+                for (std::size_t r = 0; r < rows; ++r) {
+                    double sum = 0;
+                    double magnitude = 0;
+                    for (std::size_t i = 0; i < columns; ++i) {
+                        const double term = double(halfToFloat(w[r * columns + i])) * x[c * columns + i];
+                        sum += term;
+                        magnitude += std::abs(term);
+                    }
+                    const std::size_t at = r + c * rows;
+                    QCOMPARE(std::bit_cast<std::uint32_t>(out[at]),
+                             std::bit_cast<std::uint32_t>(portable[at]));
+                    QVERIFY2(std::abs(out[at] - sum) <= 1e-6 * magnitude,
+                             qPrintable(QStringLiteral("%1×%2×%3 [%4]: %5, slowly %6")
+                                            .arg(rows)
+                                            .arg(columns)
+                                            .arg(count)
+                                            .arg(at)
+                                            .arg(out[at])
+                                            .arg(sum)));
+                }
+            }
+        }
+        QVERIFY(hasF16Product(2048));
+        QVERIFY(!hasF16Product(2044));
+    }
+
     void unknownKernelIsRefused() {
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, useQuantizedProductKernel("no-such-kernel"));
-        QVERIFY(!quantizedProductKernels().empty());
-        QCOMPARE(quantizedProductKernels().back(), std::string("portable"));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, useInstructionSet("no-such-kernel"));
+        QVERIFY(!supportedInstructionSets().empty());
+        QCOMPARE(supportedInstructionSets().back(), InstructionSet::Portable);
         QVERIFY(hasQuantizedProduct(TensorType::Q8_0));
         QVERIFY(!hasQuantizedProduct(TensorType::Q4_K));
     }

@@ -105,8 +105,9 @@ private slots:
         for (const auto& traits : allTensorTypes()) {
             supported += canQuantizeTo(traits.type);
         }
-        QCOMPARE(supported, 8);
-        QVERIFY(!canQuantizeTo(TensorType::Q4_K));
+        QCOMPARE(supported, 15);
+        QVERIFY(canQuantizeTo(TensorType::Q4_K) && canQuantizeTo(TensorType::IQ4_XS));
+        QVERIFY(!canQuantizeTo(TensorType::IQ2_XXS) && !canQuantizeTo(TensorType::Q8_K));
     }
 };
 

@@ -108,6 +108,26 @@ private slots:
                    "error: llama.cpp does not load blk.0.mystery.weight for llama and refuses a file with "
                    "tensors it does not load (wrong number of tensors)");
         QTest::newRow("gap") << QStringLiteral("gap") << QStringLiteral("error: block 3 has no tensors");
+        // llama.cpp asserts on scores or token types of strings, and reads a short array past its end.
+        QTest::newRow("scores of strings")
+            << QStringLiteral("scores-strings")
+            << QStringLiteral(
+                   "error: the key tokenizer.ggml.scores is an array of string; llama.cpp reads an "
+                   "array of f32, one per token");
+        QTest::newRow("scores too few")
+            << QStringLiteral("scores-short")
+            << QStringLiteral("error: the key tokenizer.ggml.scores has 3 entries for 512 tokens");
+        QTest::newRow("token types of strings")
+            << QStringLiteral("types-strings")
+            << QStringLiteral(
+                   "error: the key tokenizer.ggml.token_type is an array of string; llama.cpp reads an "
+                   "array of i32, one per token");
+        QTest::newRow("token types too few")
+            << QStringLiteral("types-short")
+            << QStringLiteral("error: the key tokenizer.ggml.token_type has 2 entries for 512 tokens");
+        QTest::newRow("token types a number")
+            << QStringLiteral("types-scalar")
+            << QStringLiteral("error: the key tokenizer.ggml.token_type is i32; llama.cpp reads an array");
     }
 
     void breakages() {
@@ -142,6 +162,18 @@ private slots:
                 spec.tensors.push_back(patternTensor("blk.0.mystery.weight", TensorType::F32, {8}, 2));
             } else if (name == QStringLiteral("gap")) {
                 drop(spec, [](const TensorToWrite& t) { return t.name.starts_with("blk.3."); });
+            } else if (name == QStringLiteral("scores-strings")) {
+                spec.set("tokenizer.ggml.scores", MetaValue::fromStrings({"a", "b"}));
+            } else if (name == QStringLiteral("scores-short")) {
+                const float three[] = {0, 1, 2};
+                spec.set("tokenizer.ggml.scores", MetaValue::fromF32s(three));
+            } else if (name == QStringLiteral("types-strings")) {
+                spec.set("tokenizer.ggml.token_type", MetaValue::fromStrings({"1"}));
+            } else if (name == QStringLiteral("types-short")) {
+                const std::int32_t two[] = {1, 1};
+                spec.set("tokenizer.ggml.token_type", MetaValue::fromI32s(two));
+            } else if (name == QStringLiteral("types-scalar")) {
+                spec.set("tokenizer.ggml.token_type", MetaValue::fromI32(1));
             }
         });
         const auto findings = validateModel(*GgufModel::open(path.toStdString()));

@@ -6,6 +6,7 @@
 #include "quant/quant_dot.h"
 #include "shared_models.h"
 #include "support/errors.h"
+#include "support/instruction_set.h"
 #include "vitals/forward.h"
 #include "vitals/tokenizer.h"
 #include "vitals/vital_signs.h"
@@ -320,13 +321,14 @@ private slots:
         QCOMPARE((a - three.logits(tokens)).cwiseAbs().maxCoeff(), 0.0f);
     }
 
-    // Q8_0, IQ4_NL, K-quant and IQ4_XS weights meet 8-bit activations; every kernel this CPU has
-    // gives the same logits, bit for bit.
+    // Q8_0, IQ4_NL, K-quant and IQ4_XS weights meet 8-bit activations, F16 weights F16-rounded
+    // ones; every kernel this CPU has gives the same logits, bit for bit.
     void quantizedKernelsGiveTheSameLogits_data() {
         QTest::addColumn<QString>("model");
-        for (const char* model : {"stories260K-q8_0.gguf", "quant/wide-q4_k_m.gguf", "quant/wide-q2_k.gguf",
-                                  "quant/wide-q3_k_m.gguf", "quant/wide-q5_k_m.gguf",
-                                  "quant/wide-iq4_nl.gguf", "quant/wide-iq4_xs.gguf"}) {
+        for (const char* model :
+             {"stories260K-q8_0.gguf", "llama-2-tiny-random-f16.gguf", "quant/wide-q4_k_m.gguf",
+              "quant/wide-q2_k.gguf", "quant/wide-q3_k_m.gguf", "quant/wide-q5_k_m.gguf",
+              "quant/wide-iq4_nl.gguf", "quant/wide-iq4_xs.gguf"}) {
             QTest::newRow(model) << QString::fromLatin1(model);
         }
     }
@@ -338,11 +340,12 @@ private slots:
         const auto gguf = GgufModel::open(path.toStdString());
         const Transformer transformer(gguf);
         const std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
-        const std::vector<std::string> kernels = quantizedProductKernels();
+        const std::vector<InstructionSet>& kernels = supportedInstructionSets();
         const Eigen::MatrixXf first = transformer.logits(tokens);
         const double perplexity = perplexityOf(first, tokens).perplexity;
-        for (const std::string& kernel : kernels) {
-            useQuantizedProductKernel(kernel);
+        for (const InstructionSet set : kernels) {
+            const std::string kernel(instructionSetName(set));
+            useInstructionSet(kernel);
             const Eigen::MatrixXf logits = transformer.logits(tokens);
             const double mean = (logits - first).cwiseAbs().mean();
             const double theirs = perplexityOf(logits, tokens).perplexity;
@@ -351,7 +354,7 @@ private slots:
             QCOMPARE((logits - first).cwiseAbs().maxCoeff(), 0.0f);
             QCOMPARE(theirs, perplexity);
         }
-        useQuantizedProductKernel(kernels.front());
+        useInstructionSet(instructionSetName(kernels.front()));
     }
 
     void cancelLeavesTheSession() {
@@ -510,6 +513,72 @@ private slots:
             QCOMPARE(tokens.front(), t.bos());
             // The pieces give the text back, with the space SentencePiece puts in front.
             QCOMPARE(t.decode(tokens), " " + std::string(text));
+        }
+    }
+
+    // Success that is not: a perplexity of no tokens, of NaN outputs, or of a model llama.cpp
+    // would not run is an error, never a number printed with exit status 0.
+    void meaninglessRunsAreRefused_data() {
+        QTest::addColumn<QString>("edit");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("one token") << QStringLiteral("no-bos") << QStringLiteral("a")
+                                   << QStringLiteral(
+                                          "token(s) in the model's vocabulary; perplexity needs at least 2");
+        QTest::newRow("empty vocabulary") << QStringLiteral("no-vocab") << QStringLiteral("Once upon a time")
+                                          << QStringLiteral("the text is 0 token(s)");
+        QTest::newRow("NaN weights") << QStringLiteral("nan") << QString()
+                                     << QStringLiteral("its outputs are not finite numbers");
+        QTest::newRow("NaN epsilon") << QStringLiteral("eps-nan") << QString()
+                                     << QStringLiteral(
+                                            "the norm epsilon is nan; it must be a positive number");
+        QTest::newRow("negative epsilon")
+            << QStringLiteral("eps-negative") << QString()
+            << QStringLiteral("the norm epsilon is -1.000000; it must be a positive number");
+        QTest::newRow("600 blocks") << QStringLiteral("deep") << QString()
+                                    << QStringLiteral(
+                                           "llama.block_count is 600; llama.cpp runs at most 512 blocks");
+    }
+    void meaninglessRunsAreRefused() {
+        QFETCH(QString, edit);
+        QFETCH(QString, text);
+        QFETCH(QString, message);
+        const QString stories = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(stories);
+        GgufWriteSpec spec = specFromFile(*GgufFile::open(stories.toStdString()));
+        if (edit == QStringLiteral("no-bos")) {
+            spec.set("tokenizer.ggml.add_bos_token", MetaValue::fromBool(false));
+        } else if (edit == QStringLiteral("no-vocab")) {
+            spec.set("tokenizer.ggml.tokens", MetaValue::fromStrings({}));
+            spec.set("tokenizer.ggml.scores", MetaValue::fromF32s({}));
+            spec.set("tokenizer.ggml.token_type", MetaValue::fromI32s({}));
+        } else if (edit == QStringLiteral("nan")) {
+            for (auto& t : spec.tensors) {
+                if (t.name == "output_norm.weight") {
+                    auto nan =
+                        std::make_shared<std::vector<float>>(64, std::numeric_limits<float>::quiet_NaN());
+                    t.source = {};
+                    t.source.bytes = std::as_bytes(std::span(*nan));
+                    t.source.owner = nan;
+                }
+            }
+        } else if (edit.startsWith(QStringLiteral("eps"))) {
+            spec.set("llama.attention.layer_norm_rms_epsilon",
+                     MetaValue::fromF32(edit.endsWith(QStringLiteral("nan")) ? std::nanf("") : -1.0f));
+        } else if (edit == QStringLiteral("deep")) {
+            spec.set("llama.block_count", MetaValue::fromU32(600));
+        }
+        QTemporaryDir dir;
+        const std::string file = dir.filePath(QStringLiteral("edited.gguf")).toStdString();
+        QVERIFY(writeGguf(file, spec).isOk());
+        VitalsRequest request;
+        request.text = text.toStdString();
+        request.continuation = 0;
+        try {
+            takeVitals(ModelWeights::ofModel(GgufModel::open(file)), {}, request);
+            QFAIL("vital signs were taken");
+        } catch (const std::exception& error) {
+            QVERIFY2(QString::fromUtf8(error.what()).contains(message), error.what());
         }
     }
 

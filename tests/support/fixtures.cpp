@@ -1,10 +1,16 @@
 #include "fixtures.h"
 
 #include "gguf/gguf_model.h"
+#include "organs/organ_directory.h"
 
+#include <QCryptographicHash>
+#include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QTest>
 #include <memory>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace organ::testing {
 
@@ -29,6 +35,38 @@ TensorToWrite patternTensor(const std::string& name, TensorType type, std::vecto
     t.source.bytes = *buffer;
     t.source.owner = buffer;
     return t;
+}
+
+bool extractFixture(const QString& model, const QString& directory) {
+    const JobResult result = extractOrgans(*GgufModel::open(model.toStdString()), directory.toStdString());
+    if (!result.isOk()) {
+        qWarning("fixture %s: %s", qPrintable(directory), result.message.c_str());
+    }
+    return result.isOk();
+}
+
+QByteArray folderDigest(const QString& folder) {
+    QCryptographicHash all(QCryptographicHash::Sha256);
+    QStringList files;
+    for (QDirIterator it(folder, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories); it.hasNext();) {
+        files.push_back(it.next());
+    }
+    files.sort();
+    for (const QString& file : files) {
+        all.addData(file.toUtf8());
+        all.addData(readAll(file));
+    }
+    return all.result();
+}
+
+qint64 exitedProcess() {
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return child;
 }
 
 bool writeFixture(const QString& path, const GgufWriteSpec& spec) {

@@ -35,6 +35,14 @@ TensorSelector organsOfLayers(std::uint32_t first, std::uint32_t last);
 // split.count and split.tensors.count, the tensors are spread in order. Returns the parts' paths.
 QStringList writeSplitFixture(const QString& source, const QString& prefix, unsigned parts);
 
+// `model` taken apart into the organ directory `directory`; false (said) when it cannot be.
+bool extractFixture(const QString& model, const QString& directory);
+
+// Every file under `folder` (names and bytes): what "unchanged" means for a directory.
+QByteArray folderDigest(const QString& folder);
+// The id of a process that has exited and been reaped: what a killed run's partials carry.
+qint64 exitedProcess();
+
 QByteArray readAll(const QString& path);
 bool writeAll(const QString& path, const QByteArray& bytes);
 

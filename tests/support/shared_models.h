@@ -23,6 +23,13 @@ inline QString sharedModel(const QString& relative) {
 inline QString sharedReference(const QString& relative) {
     return sharedDir() + QStringLiteral("/reference/") + relative;
 }
+// A model of the trained family (models/family/), and the base's importance matrix.
+inline QString familyModel(const char* name) {
+    return sharedModel(QStringLiteral("family/") + QLatin1String(name));
+}
+inline QString familyImatrix() {
+    return sharedReference(QStringLiteral("family/family-base-imatrix.gguf"));
+}
 
 // Every *.gguf below ../shared/models, sorted; empty when the folder is missing.
 inline QStringList sharedGgufFiles() {

@@ -23,7 +23,17 @@ server crashed (it is restarted), hung (no answer within the timeout, or a job t
 end when it is cancelled after the timeout) or answered 5xx, and the server's peak memory; and
 checks that nothing outside the root changed.
 
-usage: mutation_run.py ORGAN [--http] [--models DIR] [--count N] [--seed S] [--work DIR] [--timeout SECONDS]
+With --organs it extracts each file into an organ directory and attacks the directory instead:
+tensor files with changed bytes, cut short or grown, a tensor file, a sub-folder or the manifest
+replaced by a link to something outside, by a FIFO or removed, and manifests with bytes, fields
+and types changed. Every command that reads a directory runs on each variant (inspect, validate,
+measure, fleet, vitals, graft with the directory as base and as donor, plan check and assemble
+--plan, assemble --organs, extract, purify), also with its outputs pointed into the directory.
+Besides crashes, hangs, raw bytes and memory it reports every run that changed the directory
+or anything outside it, and every run that wrote a model or a directory from tampered tensor
+bytes and said it succeeded (laundering them).
+
+usage: mutation_run.py ORGAN [--http|--organs] [--models DIR] [--count N] [--seed S] [--work DIR] [--timeout SECONDS]
 Not part of the test suite (it takes minutes); the suite has a regression test for each kind
 of failure this run ever found.
 """
@@ -213,6 +223,194 @@ def commands_main(args):
     print(f"crashes: {len(crashes)}, hangs: {len(hangs)}, raw control bytes: {len(raw)}, "
           f"over {args.memory_limit_mib} MiB: {len(heavy)}; peak memory of a run: {peak / 1024:.1f} MiB")
     for line in crashes + hangs + raw + heavy:
+        print("  " + line)
+    return 0 if ok else 1
+
+
+def organ_variants(folder, rng):
+    """Yields (kind, tampered, apply) for one organ directory: `apply(copy)` damages a copy of it;
+    `tampered` says that the damage is to tensor bytes only, so a command that copies or computes
+    from them must refuse."""
+    manifest = json.load(open(os.path.join(folder, "manifest.json")))
+    tensors = [t["file"] for t in manifest["tensors"]]
+    subfolders = sorted({os.path.dirname(f) for f in tensors if os.path.dirname(f)})
+    outside = os.path.join(os.path.dirname(folder), "outside")
+
+    def tensor_path(copy):
+        return os.path.join(copy, rng.choice(tensors))
+
+    def flip(copy):
+        # A tensor no graft of the organ system replaces: every command that copies it must see
+        # the change.
+        kept = [f for f in tensors if not f.startswith("organs/")] or tensors
+        path = os.path.join(copy, rng.choice(kept))
+        data = bytearray(open(path, "rb").read())
+        if data:
+            i = rng.randrange(len(data))
+            data[i] ^= 1 << rng.randrange(8)
+        open(path, "wb").write(bytes(data))
+
+    def cut(copy):
+        path = tensor_path(copy)
+        size = os.path.getsize(path)
+        os.truncate(path, rng.randrange(size) if size else 0)
+
+    def grow(copy):
+        with open(tensor_path(copy), "ab") as f:
+            f.write(b"\0" * rng.choice((1, 32, 4096)))
+
+    def link_file(copy):
+        path = tensor_path(copy)
+        target = os.path.join(outside, "file-" + os.path.basename(path))
+        shutil.copy(path, target)
+        os.remove(path)
+        os.symlink(target, path)
+
+    def link_folder(copy):
+        if not subfolders:
+            return
+        sub = rng.choice(subfolders)
+        target = os.path.join(outside, f"folder-{rng.randrange(1 << 30)}")
+        shutil.move(os.path.join(copy, sub), target)
+        os.symlink(target, os.path.join(copy, sub))
+
+    def link_manifest(copy):
+        path = os.path.join(copy, "manifest.json")
+        target = os.path.join(outside, f"manifest-{rng.randrange(1 << 30)}.json")
+        shutil.move(path, target)
+        os.symlink(target, path)
+
+    def fifo(copy):
+        path = tensor_path(copy)
+        os.remove(path)
+        os.mkfifo(path)
+
+    def remove(copy):
+        os.remove(tensor_path(copy))
+
+    def manifest_bytes(copy):
+        path = os.path.join(copy, "manifest.json")
+        data = bytearray(open(path, "rb").read())
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        open(path, "wb").write(bytes(data))
+
+    def manifest_field(copy):
+        """One field of the manifest (top level, a tensor's or a metadata entry's) removed,
+        retyped or made huge."""
+        path = os.path.join(copy, "manifest.json")
+        document = json.load(open(path))
+        holders = [document] + document.get("tensors", [])[:50]
+        holder = rng.choice(holders)
+        key = rng.choice(sorted(holder))
+        choice = rng.randrange(6)
+        if choice == 0:
+            del holder[key]
+        elif choice == 1:
+            holder[key] = "x" * rng.choice((0, 1, 1 << 16))
+        elif choice == 2:
+            holder[key] = rng.choice((-1, 0, 1 << 32, (1 << 64) - 1, 1e308, -1e308))
+        elif choice == 3:
+            holder[key] = [0] * rng.choice((0, 1 << 16))
+        elif choice == 4:
+            holder[key] = {"nested": holder.get(key)}
+        else:
+            holder[key] = "../" * rng.randint(1, 4) + "outside/x"
+        open(path, "w").write(json.dumps(document))
+
+    yield "tensor-bytes", True, flip
+    yield "tensor-cut", False, cut
+    yield "tensor-grown", False, grow
+    yield "tensor-link", False, link_file
+    yield "folder-link", False, link_folder
+    yield "manifest-link", False, link_manifest
+    yield "tensor-fifo", False, fifo
+    yield "tensor-missing", False, remove
+    for _ in range(2):
+        yield "manifest-bytes", False, manifest_bytes
+    for _ in range(4):
+        yield "manifest-field", False, manifest_field
+
+
+def organs_main(args):
+    rng = random.Random(args.seed)
+    sources, donor = source_files(args)
+    outside = os.path.join(args.work, "outside")
+    os.makedirs(outside)
+    runs, variants, crashes, hangs, raw, heavy, changed, laundered, peak = 0, 0, [], [], [], [], [], [], 0
+    for k, source in enumerate(sources):
+        clean = os.path.join(args.work, f"s{k:03d}.organs")
+        status, _, _ = run([args.organ, "extract", source, "-o", clean], args.timeout)
+        if status != 0 or not json.load(open(os.path.join(clean, "manifest.json")))["tensors"]:
+            shutil.rmtree(clean, ignore_errors=True)
+            continue
+        for m, (kind, tampered, apply) in enumerate(organ_variants(clean, rng)):
+            d = os.path.join(args.work, f"v{k:03d}-{m:02d}-{kind}.organs")
+            shutil.copytree(clean, d, symlinks=True)
+            apply(d)
+            variants += 1
+            plan = d + ".plan.json"
+            open(plan, "w").write(json.dumps({
+                "format": "organ-graft-plan", "version": 1, "base": os.path.basename(d), "donors": {"d": donor},
+                "operations": [{"op": "replace", "donor": "d", "system": "organ"}, {"op": "duplicate_layer", "layer": 0}]}))
+            out = d[: -len(".organs")] + ".out"
+            inside = os.path.join(d, "manifest.json")
+            # (command, whether exit 0 writes something made from the directory's tensor bytes)
+            commands = [
+                (["inspect", d, "--tensors", "--metadata"], False),
+                (["inspect", d, "--json"], False),
+                (["validate", d], False),
+                (["measure", d, "--no-cache", "--json", out + ".json"], False),
+                (["fleet", d, "--no-cache", "--csv", out + ".csv"], False),
+                (["vitals", d, "--tokens", "4"], True),
+                (["graft", "--base", d, "--donor", donor, "--system", "organ", "-o", out + ".a.gguf"], True),
+                (["graft", "--base", d, "--donor", donor, "--system", "organ", "-o", out + ".a.organs"], True),
+                (["graft", "--base", donor, "--donor", d, "--layers", "0-1", "-o", out + ".b.gguf"], True),
+                (["plan", "check", plan], False),
+                (["assemble", "--plan", plan, "-o", out + ".c.gguf"], True),
+                (["assemble", "--organs", d, "-o", out + ".d.gguf"], True),
+                (["extract", d, "-o", out + ".e.organs"], True),
+                (["purify", d, "--method", "haar", "--layers", "0-1", "-o", out + ".f.gguf"], True),
+                # Outputs pointed into the input directory must be refused.
+                (["measure", d, "--no-cache", "--json", inside], False),
+                (["assemble", "--organs", d, "-o", inside], False),
+                (["graft", "--base", d, "--donor", donor, "--layers", "0", "-o", out + ".g.gguf",
+                  "--save-plan", inside], False),
+                (["extract", donor, "-o", os.path.join(d, "organs")], False),
+            ]
+            before = tree_digest(d) if not kind.endswith("fifo") else None
+            outside_before = tree_digest(outside)
+            for command, copies in commands:
+                status, kib, text = run([args.organ] + command, args.timeout)
+                runs += 1
+                peak = max(peak, kib)
+                what = f"{os.path.basename(d)}: organ {' '.join(command[:2])} -> {status}"
+                if status == "hang":
+                    hangs.append(what)
+                elif isinstance(status, str) or status not in (0, 1):
+                    crashes.append(what)
+                if raw_controls(text):
+                    raw.append(what)
+                if kib > args.memory_limit_mib * 1024:
+                    heavy.append(f"{what} ({kib // 1024} MiB)")
+                if tampered and copies and status == 0:
+                    laundered.append(what)
+                if (before is not None and tree_digest(d) != before) or tree_digest(outside) != outside_before:
+                    changed.append(what)
+                    before = tree_digest(d) if before is not None else None
+                    outside_before = tree_digest(outside)
+            shutil.rmtree(d, ignore_errors=True)
+            for leftover in os.listdir(args.work):
+                if leftover.startswith(os.path.basename(out)):
+                    path = os.path.join(args.work, leftover)
+                    shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
+        shutil.rmtree(clean, ignore_errors=True)
+    ok = not (crashes or hangs or raw or heavy or changed or laundered)
+    print(f"damaged organ directories: {variants} (from {len(sources)} sources), runs: {runs}")
+    print(f"crashes: {len(crashes)}, hangs: {len(hangs)}, raw control bytes: {len(raw)}, over "
+          f"{args.memory_limit_mib} MiB: {len(heavy)}, inputs or outside changed: {len(changed)}, tampered bytes "
+          f"written as a success: {len(laundered)}; peak memory of a run: {peak / 1024:.1f} MiB")
+    for line in crashes + hangs + raw + heavy + changed + laundered:
         print("  " + line)
     return 0 if ok else 1
 
@@ -513,7 +711,9 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("organ")
-    parser.add_argument("--http", action="store_true", help="drive `organ serve` instead of the commands")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--http", action="store_true", help="drive `organ serve` instead of the commands")
+    mode.add_argument("--organs", action="store_true", help="attack organ directories instead of GGUF files")
     parser.add_argument("--models", default=os.path.join(here, "../../../shared/models"))
     parser.add_argument("--count", type=int, default=40, help="source files to mutate (default 40)")
     parser.add_argument("--seed", type=int, default=1)
@@ -524,7 +724,9 @@ def main():
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     os.environ["ORGAN_CACHE_DIR"] = os.path.join(args.work, "cache")
-    return http_main(args) if args.http else commands_main(args)
+    if args.http:
+        return http_main(args)
+    return organs_main(args) if args.organs else commands_main(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,14 @@
+#include "quant/product_kernels.h"
+
+namespace organ::detail {
+
+const SetKernels& kernelsOf(InstructionSet set) {
+    static const SetKernels kPortable{{{1, 1, q80TilePortable}, {1, 1, q80TilePortable}},
+                                      {{1, 1, kQuantTilePortable}, {1, 1, kQuantTilePortable}},
+                                      {{1, 1, f16TilePortable}, {1, 1, f16TilePortable}},
+                                      {{1, 1, f32TilePortable}, {1, 1, f32TilePortable}}};
+    const SetKernels* x86 = x86Kernels(set);
+    return x86 != nullptr ? *x86 : kPortable;
+}
+
+} // namespace organ::detail

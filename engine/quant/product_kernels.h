@@ -1,0 +1,119 @@
+#pragma once
+
+// Shared by the quantized products' translation units: the tile kernels of each instruction set.
+// A tile kernel computes `rows` weight rows × `columns` activation columns at once, each loaded
+// block meeting every row or column of the tile, into out[r · columns + c]. The products' drivers
+// (quant_dot.cpp, kquant_dot.cpp, f16_dot.cpp) cut a product into tiles, repeating the last row
+// or column where the edge leaves fewer, and keep only the real ones.
+//
+// Every kernel does each (row, column) product's float operations in the same order as the
+// portable one, so all give the same bits:
+// - Q8_0 × q8_0: eight float lanes, lane l of block b adding the exact integer sum of values
+//   4l … 4l + 3 times (weight scale · activation scale) by a fused multiply-add; at the end the
+//   lanes added as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+// - K-quants × q8_K: one float per product; per super-block one fused multiply-add of the exact
+//   integer total with d · x.d, then, for the types with minimums, one of Σ min · sums of 16 with
+//   −(dmin · x.d).
+// - F16 × F16 and F32 × F32: eight float lanes, lane l adding weight · activation of values l,
+//   l + 8, … by fused multiply-adds, then the lanes added as Q8_0's.
+#include "quant/kquant_dot.h"
+#include "quant/kquant_unpack.h"
+#include "quant/quant_dot.h"
+#include "support/instruction_set.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace organ::detail {
+
+using Q80Block = QuantizedActivations::Block;
+
+template <class Row, class Column>
+using TileFn = void (*)(const Row* const* rows, const Column* const* columns, std::size_t blocks, float* out);
+
+template <class Row, class Column> struct Tile {
+    int rows = 1;
+    int columns = 1;
+    TileFn<Row, Column> fn = nullptr;
+};
+
+// `wide` for many columns (a batch of tokens), `narrow` for one (generation).
+template <class Row, class Column> struct TileKernels {
+    Tile<Row, Column> wide;
+    Tile<Row, Column> narrow;
+};
+
+// Q8_0 rows (34-byte blocks) × q8_0 columns; `blocks` per row.
+using Q80Kernels = TileKernels<std::byte, Q80Block>;
+// Unpacked K-quant rows (super-blocks) × q8_K columns; `blocks` super-blocks per row.
+using KQuantKernels = TileKernels<Unpacked, Q8KBlock>;
+// F16 rows × F32 columns holding values rounded to F16; `blocks` of 8 values per row.
+using F16Kernels = TileKernels<std::uint16_t, float>;
+// F32 rows × F32 columns, the same way.
+using F32Kernels = TileKernels<float, float>;
+
+struct SetKernels {
+    Q80Kernels q80;
+    KQuantKernels kQuant;
+    F16Kernels f16;
+    F32Kernels f32;
+};
+
+// The kernels of `set` (product_kernels.cpp).
+const SetKernels& kernelsOf(InstructionSet set);
+
+// The portable kernels, one product a tile (quant_dot.cpp, kquant_dot.cpp, f16_dot.cpp).
+void q80TilePortable(const std::byte* const* rows, const Q80Block* const* columns, std::size_t blocks,
+                     float* out);
+void kQuantTilePortable(const Unpacked* const* rows, const Q8KBlock* const* columns, std::size_t blocks,
+                        float* out);
+void f16TilePortable(const std::uint16_t* const* rows, const float* const* columns, std::size_t blocks,
+                     float* out);
+void f32TilePortable(const float* const* rows, const float* const* columns, std::size_t blocks, float* out);
+
+// The x86 kernels of `set` (product_kernels_x86.cpp); nullptr for portable or where the build has
+// none.
+const SetKernels* x86Kernels(InstructionSet set);
+
+// Cuts rows × count products into tiles of `tile`: calls tile.fn with the tile's rows and columns
+// (the last real one repeated past an edge), then copies the real results into
+// result[r + c · stride]. The results of 64 rows are gathered first and stored a column at a time:
+// a column's 64 floats are contiguous, one result's neighbours in a column are not.
+template <class Row, class Column, class RowAt, class ColumnAt>
+void runTiles(const Tile<Row, Column>& tile, std::size_t rows, std::size_t firstColumn, std::size_t count,
+              std::size_t blocks, RowAt rowAt, ColumnAt columnAt, float* result, std::size_t stride) {
+    constexpr std::size_t kChunk = 64; // a multiple of every tile's rows
+    const auto tileRows = static_cast<std::size_t>(tile.rows);
+    const auto tileColumns = static_cast<std::size_t>(tile.columns);
+    thread_local std::vector<float> gathered;
+    gathered.resize(kChunk * count);
+    const Row* rowPointers[16];
+    const Column* columnPointers[16];
+    float out[16 * 16];
+    for (std::size_t chunk = 0; chunk < rows; chunk += kChunk) {
+        const std::size_t chunkRows = std::min(kChunk, rows - chunk);
+        for (std::size_t r0 = chunk; r0 < chunk + chunkRows; r0 += tileRows) {
+            for (std::size_t r = 0; r < tileRows; ++r) {
+                rowPointers[r] = rowAt(std::min(r0 + r, rows - 1));
+            }
+            for (std::size_t c0 = 0; c0 < count; c0 += tileColumns) {
+                for (std::size_t c = 0; c < tileColumns; ++c) {
+                    columnPointers[c] = columnAt(firstColumn + std::min(c0 + c, count - 1));
+                }
+                tile.fn(rowPointers, columnPointers, blocks, out);
+                for (std::size_t r = 0; r < tileRows && r0 + r < chunk + chunkRows; ++r) {
+                    for (std::size_t c = 0; c < tileColumns && c0 + c < count; ++c) {
+                        gathered[(r0 - chunk + r) + (c0 + c) * kChunk] = out[r * tileColumns + c];
+                    }
+                }
+            }
+        }
+        for (std::size_t c = 0; c < count; ++c) {
+            std::copy_n(gathered.data() + c * kChunk, chunkRows, result + chunk + (firstColumn + c) * stride);
+        }
+    }
+}
+
+} // namespace organ::detail
