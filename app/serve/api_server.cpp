@@ -263,24 +263,27 @@ void ApiServer::checkToken(const QHttpServerRequest& request) const {
 ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
     checkToken(request);
     using Method = QHttpServerRequest::Method;
+    using Handler = Reply (ApiServer::*)(const QHttpServerRequest&);
     struct Route {
         const char* path;
         Method method;
-        Reply (ApiServer::*handle)(const QHttpServerRequest&);
+        Handler handle;
     };
+    // A job is started by a POST to its route.
+    const auto job = [](const char* path, Handler handle) { return Route{path, Method::Post, handle}; };
     static const Route routes[] = {
         {"/v1/health", Method::Get, &ApiServer::health},
         {"/v1/openapi.json", Method::Get, &ApiServer::openApi},
         {"/v1/inspect", Method::Get, &ApiServer::inspect},
         {"/v1/validate", Method::Get, &ApiServer::validate},
         {"/v1/plan/check", Method::Post, &ApiServer::checkPlan},
-        {"/v1/measure", Method::Post, &ApiServer::measure},
-        {"/v1/fleet", Method::Post, &ApiServer::fleet},
-        {"/v1/assemble", Method::Post, &ApiServer::assemble},
-        {"/v1/extract", Method::Post, &ApiServer::extract},
-        {"/v1/purify", Method::Post, &ApiServer::purify},
-        {"/v1/quantize", Method::Post, &ApiServer::quantize},
         {"/v1/jobs", Method::Get, &ApiServer::listJobs},
+        job("/v1/measure", &ApiServer::measure),
+        job("/v1/fleet", &ApiServer::fleet),
+        job("/v1/assemble", &ApiServer::assemble),
+        job("/v1/extract", &ApiServer::extract),
+        job("/v1/purify", &ApiServer::purify),
+        job("/v1/quantize", &ApiServer::quantize),
     };
     const std::string path = request.url().path(QUrl::FullyDecoded).toStdString();
     for (const Route& route : routes) {

@@ -61,6 +61,7 @@ private:
     Reply inspect(const QHttpServerRequest& request);
     Reply validate(const QHttpServerRequest& request);
     Reply checkPlan(const QHttpServerRequest& request);
+    Reply oneJob(const QHttpServerRequest& request, const std::string& id);
     Reply measure(const QHttpServerRequest& request);
     Reply fleet(const QHttpServerRequest& request);
     Reply assemble(const QHttpServerRequest& request);
@@ -68,7 +69,6 @@ private:
     Reply purify(const QHttpServerRequest& request);
     Reply quantize(const QHttpServerRequest& request);
     Reply listJobs(const QHttpServerRequest& request);
-    Reply oneJob(const QHttpServerRequest& request, const std::string& id);
 
     // Inputs, each through m_paths: inside the root or refused.
     std::shared_ptr<const GgufModel> openInside(const std::string& given) const;

@@ -11,6 +11,7 @@
 #include "hostile_models.h"
 #include "job_ends.h"
 #include "job_status.h"
+#include "layout_audit.h"
 #include "main_window.h"
 #include "measure_controller.h"
 #include "model_pane.h"
@@ -360,7 +361,20 @@ private slots:
         for (widgets::ModelView* view : {window.currentView(), donors->currentView()}) {
             QTRY_COMPARE(view->systemCharts()->layerPlot()->graph(int(System::Organ))->dataCount(), 4);
         }
+        // Two panes side by side make every chart narrow: what shows is readable as it is laid
+        // out, without a replot of its own (names on an axis crowded after the pane narrowed
+        // were drawn level, one over the next).
+        settleAsShown();
         saveScreenshot(&window, QStringLiteral("main-window-panes.png"));
+        QStringList problems = unreadableTexts(&window);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QStringLiteral("\n  "))));
+        // And once the window is made narrower: each chart is replotted once, as it is resized.
+        window.resize(1280, 800);
+        settleAsShown();
+        problems = unreadableTexts(&window);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QStringLiteral("\n  "))));
+        window.resize(1500, 850);
+        settleAsShown();
         // Each pane says which side it is (an empty one in large, on its page).
         QVERIFY(window.pane(Side::Recipient)->header()->isVisible());
         QVERIFY(
