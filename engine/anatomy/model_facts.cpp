@@ -1,15 +1,9 @@
 #include "anatomy/model_facts.h"
 
+#include "support/align.h"
 #include "support/text_format.h"
 
 namespace organ {
-namespace {
-
-std::uint64_t alignUp(std::uint64_t value, std::uint64_t alignment) {
-    return value + (alignment - value % alignment) % alignment;
-}
-
-} // namespace
 
 ModelFacts ModelFacts::of(const GgufModel& model) {
     ModelFacts facts;

@@ -2,6 +2,7 @@
 
 #include "anatomy/anatomy.h"
 #include "anatomy/loader_rules.h"
+#include "support/align.h"
 #include "support/text_format.h"
 
 #include <algorithm>
@@ -10,10 +11,6 @@
 
 namespace organ {
 namespace {
-
-std::uint64_t alignUp(std::uint64_t value, std::uint64_t alignment) {
-    return value + (alignment - value % alignment) % alignment;
-}
 
 std::string typeName(ValueType type) {
     return std::string(valueTypeName(type));

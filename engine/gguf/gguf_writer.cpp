@@ -1,5 +1,6 @@
 #include "gguf/gguf_writer.h"
 
+#include "support/align.h"
 #include "support/digest.h"
 #include "support/errors.h"
 #include "support/safe_files.h"
@@ -28,10 +29,6 @@ void putString(std::vector<std::byte>& out, std::string_view text) {
     put<std::uint64_t>(out, text.size());
     const auto* p = reinterpret_cast<const std::byte*>(text.data());
     out.insert(out.end(), p, p + text.size());
-}
-
-std::uint64_t alignUp(std::uint64_t value, std::uint64_t alignment) {
-    return value + (alignment - value % alignment) % alignment;
 }
 
 struct PlannedTensor {

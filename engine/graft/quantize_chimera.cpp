@@ -21,9 +21,9 @@ MixModel mixModelOfChimera(const ChimeraLayout& layout, const GgufModel& base) {
         return std::find(layout.removeMetadata.begin(), layout.removeMetadata.end(), e.key) !=
                layout.removeMetadata.end();
     });
-    for (const auto& [key, value] : layout.setMetadata) {
-        std::erase_if(metadata, [&](const MetaEntry& e) { return e.key == key; });
-        metadata.push_back({key, value});
+    for (const auto& set : layout.setMetadata) {
+        std::erase_if(metadata, [&](const MetaEntry& e) { return e.key == set.first; });
+        metadata.push_back({set.first, set.second});
     }
     MixModel model = mixModelOf(metadata);
     model.layers = layout.blocks;

@@ -9,7 +9,9 @@
 // GCC 12's AVX-512 headers build some intrinsics on a deliberately undefined register, which its
 // own -Wuninitialized then reports.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__ // GCC's own warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace organ::detail {
 namespace {

@@ -11,7 +11,9 @@
 // GCC 12's AVX-512 headers build some intrinsics (_mm512_broadcast_i64x4, _mm512_cvtepi32_ps,
 // …) on a deliberately undefined register, which its own -Wuninitialized then reports.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__ // GCC's own warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace organ::detail {
 
