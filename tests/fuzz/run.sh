@@ -95,7 +95,7 @@ status=0
 for target in "${targets[@]}"; do
     kind="${target#fuzz_}"
     found="build/fuzz/found/$kind"
-    mkdir -p "$found"
+    mkdir -p "$found" "$corpus/$kind"
     fuzz "$target" "$found" "$seeds/$kind" "$corpus/$kind" || status=1
     if [ "$mode" = minimize ]; then
         merged=$(mktemp -d)
