@@ -78,8 +78,8 @@ void JobQueue::work() {
         {
             std::unique_lock lock(m_mutex);
             m_wake.wait(lock, [this] { return m_stopping || !m_queued.empty(); });
-            if (m_queued.empty()) {
-                return; // stopping, and nothing left (cancelled jobs were taken out)
+            if (m_stopping) {
+                return; // no job starts once the queue is stopping: the destructor cancels them
             }
             entry = m_queued.front();
             m_queued.pop_front();

@@ -4,9 +4,11 @@
 
 #include <QTest>
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 using namespace organ;
 
@@ -291,7 +293,15 @@ private slots:
             for (int k = 0; k < 3; ++k) {
                 queued.push_back(queue.submit(
                     "later", [](const ProgressFn&, const StopToken&) { return JobResult::ok(); },
-                    ends.record()));
+                    [&, k](const JobSnapshot& s) {
+                        ends.record()(s);
+                        if (k == 0) {
+                            // The first queued job ends on the destructor's thread, which dwells
+                            // here while the worker finishes the long job: a worker that took
+                            // the next queued job then ran it to its end (done, not cancelled).
+                            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                        }
+                    }));
             }
             started.pass();
         }
