@@ -4,14 +4,7 @@
 #include "quant/dequant_detail.h"
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-
-// GCC 12's AVX-512 headers build some intrinsics on a deliberately undefined register, which its
-// own -Wuninitialized then reports.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__ // GCC's own warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "quant/x86_intrinsics.h"
 
 namespace organ::detail {
 namespace {

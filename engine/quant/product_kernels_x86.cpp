@@ -6,14 +6,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-
-// GCC 12's AVX-512 headers build some intrinsics (_mm512_broadcast_i64x4, _mm512_cvtepi32_ps,
-// …) on a deliberately undefined register, which its own -Wuninitialized then reports.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifndef __clang__ // GCC's own warning
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "quant/x86_intrinsics.h"
 
 namespace organ::detail {
 
