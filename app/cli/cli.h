@@ -63,6 +63,8 @@ int runServe(const std::vector<std::string>& args);
 
 // --sample N|all (the Z-measure's default without it). Throws UsageError.
 ZParams sampleFrom(const Arguments& args);
+// --chunk N of vital signs (0 without it: the text whole). Throws UsageError.
+std::size_t chunkFrom(const Arguments& args);
 // The --json, --csv and --markdown targets, checked before any work: never an input, never a
 // device, never two reports into one file. Throws UsageError (two into one); false when a target
 // is refused, said on stderr after "organ COMMAND: ".

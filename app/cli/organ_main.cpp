@@ -94,7 +94,7 @@ usage:
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
       layout (docs/validation.md).
-  organ vitals MODEL [--text FILE] [--prompt TEXT] [--tokens N] [--parent FILE]...
+  organ vitals MODEL [--text FILE] [--chunk N] [--prompt TEXT] [--tokens N] [--parent FILE]...
                [--json F]
   organ vitals --plan PLAN.json [...]
       Runs the model (a forward pass on the CPU) and reports whether it lives:
@@ -103,6 +103,10 @@ usage:
       chimera the plan would write, never written; its base and donors are parents.
       Runs llama, qwen2, phi3, gemma2, gemma3 and gpt2 models.
       --text FILE    the text to score (default: built-in short stories)
+      --chunk N      score it as llama-perplexity -c N does (a text longer than the
+                     model's context): chunks of N tokens, each run on its own with BOS
+                     first, their second halves scored; layer importance of the first
+                     chunk
       --prompt TEXT  the start of the continuation (default "Once upon a time")
       --tokens N     tokens to continue (default 32; 0: none)
       --json F       everything as JSON (docs/vitals-json.md)
