@@ -54,6 +54,7 @@ int runAssemble(const std::vector<std::string>& args);
 int runAssembleOrgans(const std::string& directory, const std::string& output, bool keepInvalid);
 int runExtract(const std::vector<std::string>& args);
 int runPurify(const std::vector<std::string>& args);
+int runMerge(const std::vector<std::string>& args);
 int runQuantize(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);

@@ -25,13 +25,6 @@ using namespace organ::testing;
 
 namespace {
 
-std::vector<float> valuesOf(const GgufModel& model, const std::string& name) {
-    const TensorInfo& t = *model.findTensor(name);
-    std::vector<float> values(static_cast<std::size_t>(t.elements));
-    dequantizeRange(t.type, model.tensorData(t), 0, values.size(), values.data());
-    return values;
-}
-
 QString findingsOf(const CompatibilityReport& report) {
     QString text;
     for (const auto& f : report.findings) {
@@ -113,10 +106,10 @@ private slots:
             const auto parsed = parseLayerName(t.name);
             const bool attention = t.name.find("attn_") != std::string::npos;
             const double wa = attention ? 0.2 + 0.8 * (parsed ? parsed->layer / 2.0 : 0.0) : 0.5;
-            const auto x = valuesOf(*base, t.name);
-            const auto ya = valuesOf(*a, t.name);
-            const auto yb = valuesOf(*b, t.name);
-            const auto got = valuesOf(*merged, t.name);
+            const auto x = tensorValues(*base, t.name);
+            const auto ya = tensorValues(*a, t.name);
+            const auto yb = tensorValues(*b, t.name);
+            const auto got = tensorValues(*merged, t.name);
             for (std::size_t i = 0; i < got.size(); ++i) {
                 const double want =
                     double(x[i]) + wa * (double(ya[i]) - x[i]) + 0.25 * (double(yb[i]) - x[i]);
@@ -163,8 +156,8 @@ private slots:
             QCOMPARE(t.type, base->findTensor(name)->type);
             const TensorMergeParams params =
                 resolveTensorParams(plan.operations.front().merge, TensorPlace::of(name, 3), name);
-            const auto x = valuesOf(*base, name);
-            const std::vector<std::vector<float>> xs{valuesOf(*a, name), valuesOf(*b, name)};
+            const auto x = tensorValues(*base, name);
+            const std::vector<std::vector<float>> xs{tensorValues(*a, name), tensorValues(*b, name)};
             TensorMergeInputs inputs;
             inputs.elements = t.elements;
             auto reader = [](const std::vector<float>& v) {
@@ -196,9 +189,9 @@ private slots:
         const auto a = GgufModel::open(model("a.gguf"));
         for (const TensorInfo& t : merged->tensors()) {
             if (classifyTensor(t.name).system == System::Organ) {
-                const auto x = valuesOf(*base, t.name);
-                const auto y = valuesOf(*a, t.name);
-                const auto got = valuesOf(*merged, t.name);
+                const auto x = tensorValues(*base, t.name);
+                const auto y = tensorValues(*a, t.name);
+                const auto got = tensorValues(*merged, t.name);
                 QCOMPARE(got[5], (x[5] + y[5]) / 2.0f);
             } else {
                 QVERIFY2(
