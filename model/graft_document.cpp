@@ -570,6 +570,14 @@ QString GraftDocument::describe(const GraftOperation& o) const {
                    : tr("quantize to %1 with the importance matrix %2")
                          .arg(q(std::string(quantFileTypeName(o.quantize.fileType))),
                               q(fileLabel(o.quantize.imatrix)));
+    case Kind::Merge: {
+        QStringList models;
+        for (const MergeModel& m : o.merge.models) {
+            models << q(m.model);
+        }
+        return tr("merge %1 (%2)")
+            .arg(models.join(QStringLiteral(", ")), q(std::string(mergeMethodName(o.merge.method))));
+    }
     }
     return {};
 }

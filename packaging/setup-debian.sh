@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
     build-essential cmake ninja-build ccache pkg-config clang
     qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqcustomplot-dev libgl-dev
-    libeigen3-dev nlohmann-json3-dev
+    libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev
     qt6-httpserver-dev qt6-websockets-dev
     parallel shellcheck
     xvfb xauth

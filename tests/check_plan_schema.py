@@ -47,7 +47,12 @@ def main():
                             "attenuation": 0.25},
                            {"op": "quantize", "type": "q4_k_m", "imatrix": "m.imatrix.gguf",
                             "tensor_types": ["ffn_down=q6_k"], "output_tensor_type": "Q8_0",
-                            "token_embedding_type": "q4_k", "pure": False, "leave_output_tensor": True}]}
+                            "token_embedding_type": "q4_k", "pure": False, "leave_output_tensor": True},
+                           {"op": "merge", "method": "dare_ties", "base": "base", "seed": 3, "system": "organ",
+                            "models": [{"model": "b", "parameters": {
+                                "weight": [{"filter": "mlp", "value": [0.2, 0.8]}, {"value": 0.5}],
+                                "density": [0.3, 0.7]}}],
+                            "parameters": {"normalize": True, "rescale": False}}]}
     expect(good, True, "hand-written plan")
     bad = [
         ({**good, "version": 2}, "version 2"),
@@ -69,6 +74,18 @@ def main():
          "a tensor type without its type"),
         ({**good, "operations": [{"op": "quantize", "type": "Q4_K_M", "pure": 1}]}, "pure not a boolean"),
         ({**good, "operations": [{"op": "quantize", "type": "Q4_K_M", "imatrx": "m"}]}, "a misspelt field"),
+        ({**good, "operations": [{"op": "merge", "method": "franken", "models": [{"model": "b"}]}]},
+         "an unknown merge method"),
+        ({**good, "operations": [{"op": "merge", "method": "ties", "base": "base"}]}, "a merge without models"),
+        ({**good, "operations": [{"op": "merge", "method": "ties", "base": "base",
+                                  "models": [{"model": "b", "parameters": {"density": 1.5}}]}]}, "density above 1"),
+        ({**good, "operations": [{"op": "merge", "method": "ties", "base": "base",
+                                  "models": [{"model": "b", "parameters": {"lambda": 2}}]}]}, "an unknown parameter"),
+        ({**good, "operations": [{"op": "merge", "method": "dare_ties", "base": "base", "seed": -1,
+                                  "models": [{"model": "b"}]}]}, "a negative seed"),
+        ({**good, "operations": [{"op": "merge", "method": "linear",
+                                  "models": [{"model": "b", "parameters": {"weight": [{"filter": "mlp"}]}}]}]},
+         "a filtered value without its value"),
     ]
     for plan, what in bad:
         expect(plan, False, what)

@@ -54,6 +54,7 @@ int runAssemble(const std::vector<std::string>& args);
 int runAssembleOrgans(const std::string& directory, const std::string& output, bool keepInvalid);
 int runExtract(const std::vector<std::string>& args);
 int runPurify(const std::vector<std::string>& args);
+int runMerge(const std::vector<std::string>& args);
 int runQuantize(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
@@ -63,6 +64,8 @@ int runServe(const std::vector<std::string>& args);
 
 // --sample N|all (the Z-measure's default without it). Throws UsageError.
 ZParams sampleFrom(const Arguments& args);
+// --chunk N of vital signs (0 without it: the text whole). Throws UsageError.
+std::size_t chunkFrom(const Arguments& args);
 // The --json, --csv and --markdown targets, checked before any work: never an input, never a
 // device, never two reports into one file. Throws UsageError (two into one); false when a target
 // is refused, said on stderr after "organ COMMAND: ".

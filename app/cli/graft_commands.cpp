@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "graft/assembly.h"
 #include "organs/organ_directory.h"
+#include "plan_run.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -28,26 +29,25 @@ std::vector<std::string> inputsOf(const GraftPlan& plan) {
     return inputs;
 }
 
-// Checks the plan, prints the report, writes the chimera, then validates it. `inputs`: files
-// besides the plan's models that must not be written over (the plan file itself).
-// `json`: where to write graftOutcomeToJson, whatever the outcome.
+} // namespace
+
 int runPlan(const GraftPlan& plan, const std::string& output, const std::string& command,
-            const AssemblyOptions& options, const std::optional<std::string>& json,
-            std::vector<std::string> inputs = {}) {
-    std::optional<GraftModels> models;
+            const PlanRun& run) {
+    std::vector<std::string> inputs = run.inputs;
     try {
         const std::vector<std::string> sources = inputsOf(plan);
         inputs.insert(inputs.end(), sources.begin(), sources.end());
         checkOutputTarget(output, inputs);
-        if (json) {
+        if (run.json) {
             std::vector<std::string> taken = inputs;
             taken.push_back(output);
-            checkOutputTarget(*json, taken);
+            checkOutputTarget(*run.json, taken);
         }
     } catch (const std::exception& error) {
         std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
         return kExitInvalid;
     }
+    std::optional<GraftModels> models;
     try {
         models = GraftModels::open(plan);
     } catch (const std::exception& error) {
@@ -56,29 +56,46 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
     }
     ProgressPrinter printer(fileLabel(output));
     bool checkFailed = false;
+    bool stoppedBefore = false;
+    StopToken stop;
+    const StopOnInterrupt interrupt(stop);
     const GraftOutcome outcome = graftChimera(
-        plan, *models, output, options,
+        plan, *models, output, run.options,
         [&](const CompatibilityReport& report) {
             GraftPlan withOutput = plan;
             withOutput.output = output;
-            std::cout << reportText(report, withOutput);
+            std::cout << reportText(report, withOutput) << std::flush;
             checkFailed = std::any_of(report.findings.begin(), report.findings.end(), [&](const Finding& f) {
-                return f.severity == Finding::Severity::Error && !(options.keepInvalid && f.fromValidation);
+                return f.severity == Finding::Severity::Error &&
+                       !(run.options.keepInvalid && f.fromValidation);
             });
+            if (!checkFailed && run.beforeWriting && !run.beforeWriting(report, *models)) {
+                stoppedBefore = true;
+                stop.requestStop();
+            }
         },
-        [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+        [&](const Progress& p) { printer.update(p.done, p.total, p.stage); }, &stop);
     printer.finish();
-    if (json && !writeReport(command.c_str(), *json, dumpJson(graftOutcomeToJson(outcome, output), 2) + "\n",
-                             inputs)) {
-        return kExitInvalid;
+    if (run.json) {
+        nlohmann::json document = graftOutcomeToJson(outcome, output);
+        if (run.moreJson) {
+            run.moreJson(document);
+        }
+        if (!writeReport(command.c_str(), *run.json, dumpJson(document, 2) + "\n", inputs)) {
+            return kExitInvalid;
+        }
     }
-    if (checkFailed) {
+    if (checkFailed || stoppedBefore) {
         std::cerr << "organ " << command << ": " << escapeText(fileLabel(output))
-                  << " not written: the plan has errors\n";
+                  << (checkFailed ? " not written: the plan has errors\n" : " not written\n");
         return kExitInvalid;
     }
     for (const auto& warning : outcome.written.warnings) {
         std::cerr << "organ " << command << ": warning: " << escapeText(warning) << "\n";
+    }
+    if (outcome.written.status == JobResult::Status::Cancelled) {
+        std::cerr << "organ " << command << ": cancelled; nothing written\n";
+        return kExitInvalid;
     }
     if (!outcome.written.isOk()) {
         std::cerr << "organ " << command << ": " << escapeText(outcome.written.message) << "\n";
@@ -99,8 +116,6 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
     }
     return status;
 }
-
-} // namespace
 
 TensorSelector selectorFrom(const Arguments& args) {
     TensorSelector s;
@@ -216,9 +231,10 @@ int runGraft(const std::vector<std::string>& args) {
         }
         std::cout << "plan saved to " << escapeText(*save) << "\n";
     }
-    AssemblyOptions options;
-    options.keepInvalid = parsed.flag("--keep-invalid");
-    return runPlan(plan, *output, "graft", options, parsed.option("--json"));
+    PlanRun run;
+    run.options.keepInvalid = parsed.flag("--keep-invalid");
+    run.json = parsed.option("--json");
+    return runPlan(plan, *output, "graft", run);
 }
 
 int runPlanCommand(const std::vector<std::string>& args) {
@@ -272,9 +288,11 @@ int runAssemble(const std::vector<std::string>& args) {
     if (target.empty()) {
         throw UsageError{"the plan names no output: give -o OUT.gguf"};
     }
-    AssemblyOptions options;
-    options.keepInvalid = parsed.flag("--keep-invalid");
-    return runPlan(plan, target, "assemble", options, parsed.option("--json"), {*planPath});
+    PlanRun run;
+    run.options.keepInvalid = parsed.flag("--keep-invalid");
+    run.json = parsed.option("--json");
+    run.inputs = {*planPath};
+    return runPlan(plan, target, "assemble", run);
 }
 
 int runValidate(const std::vector<std::string>& args) {

@@ -1,12 +1,11 @@
 #include "cli.h"
 #include "organs/organ_directory.h"
+#include "plan_run.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
 #include "vitals/imatrix_collector.h"
 
-#include <atomic>
-#include <csignal>
 #include <iostream>
 
 namespace organ::cli {
@@ -14,40 +13,6 @@ namespace {
 
 // Calibration texts run to megabytes (llama.cpp's wiki.train.raw is 10 MiB).
 constexpr std::uint64_t kMaxTextBytes = 64u << 20;
-
-std::atomic<StopToken*> interrupted{nullptr};
-
-extern "C" void requestStopOnInterrupt(int) {
-    if (StopToken* stop = interrupted.load()) {
-        stop->requestStop(); // a lock-free atomic: safe in a signal handler
-    }
-}
-
-// While alive, Ctrl-C (SIGINT) and SIGTERM stop the job through `stop` instead of killing the
-// process, so that it ends cancelled with nothing written; a second one kills as usual.
-class StopOnInterrupt {
-public:
-    explicit StopOnInterrupt(StopToken& stop) {
-        interrupted.store(&stop);
-        struct sigaction action {};
-        action.sa_handler = requestStopOnInterrupt;
-        action.sa_flags = SA_RESETHAND;
-        sigemptyset(&action.sa_mask);
-        sigaction(SIGINT, &action, &m_int);
-        sigaction(SIGTERM, &action, &m_term);
-    }
-    ~StopOnInterrupt() {
-        sigaction(SIGINT, &m_int, nullptr);
-        sigaction(SIGTERM, &m_term, nullptr);
-        interrupted.store(nullptr);
-    }
-    StopOnInterrupt(const StopOnInterrupt&) = delete;
-    StopOnInterrupt& operator=(const StopOnInterrupt&) = delete;
-
-private:
-    struct sigaction m_int {};
-    struct sigaction m_term {};
-};
 
 } // namespace
 

@@ -90,11 +90,24 @@ usage:
       --output-tensor-type T, --token-embedding-type T  those tensors' types
       --pure        every quantizable tensor in TYPE, no mix
       --leave-output-tensor  output.weight as it is
+  organ merge CONFIG.yaml -o OUT.gguf [--vitals TEXT [--chunk N]] [--keep-invalid] [--json F]
+  organ merge --method M [--base B.gguf] --model X.gguf[:WEIGHT]... [--density D] [--gamma G]
+              [--t T] [--seed N] [--out-type TYPE] -o OUT.gguf [--vitals TEXT] [--json F]
+      Merges models as mergekit's method of the same name does (docs/merging.md):
+      linear, slerp, task_arithmetic, ties, dare_linear, dare_ties, breadcrumbs,
+      breadcrumbs_ties, model_stock, passthrough — from mergekit's YAML (models are
+      GGUF files or organ directories, relative to the configuration; a key it does
+      not support is refused by name) or from options. Inputs of any type; the output
+      in the base's types (out_type / --out-type TYPE: as organ quantize TYPE would).
+      Checked, written, validated as a graft plan's merge; Ctrl-C cancels.
+      --vitals TEXT  the merge's vital signs (perplexity, KL) and its models' on TEXT,
+                     before anything is written; --chunk N scores TEXT in chunks
+      --json F       the outcome (findings, validation, the merge, vital signs)
   organ validate FILE... [--json]
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
       layout (docs/validation.md).
-  organ vitals MODEL [--text FILE] [--prompt TEXT] [--tokens N] [--parent FILE]...
+  organ vitals MODEL [--text FILE] [--chunk N] [--prompt TEXT] [--tokens N] [--parent FILE]...
                [--json F]
   organ vitals --plan PLAN.json [...]
       Runs the model (a forward pass on the CPU) and reports whether it lives:
@@ -103,6 +116,10 @@ usage:
       chimera the plan would write, never written; its base and donors are parents.
       Runs llama, qwen2, phi3, gemma2, gemma3 and gpt2 models.
       --text FILE    the text to score (default: built-in short stories)
+      --chunk N      score it as llama-perplexity -c N does (a text longer than the
+                     model's context): chunks of N tokens, each run on its own with BOS
+                     first, their second halves scored; layer importance of the first
+                     chunk
       --prompt TEXT  the start of the continuation (default "Once upon a time")
       --tokens N     tokens to continue (default 32; 0: none)
       --json F       everything as JSON (docs/vitals-json.md)
@@ -129,7 +146,7 @@ int main(int argc, char** argv) {
         {"plan", runPlanCommand},  {"assemble", runAssemble}, {"validate", runValidate},
         {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
         {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
-        {"imatrix", runImatrix},   {"quantize", runQuantize},
+        {"imatrix", runImatrix},   {"quantize", runQuantize}, {"merge", runMerge},
     };
     if (argc < 2) {
         std::cerr << kUsage;

@@ -18,8 +18,18 @@ constexpr std::uint64_t kMaxContinuation = 1024;
 
 } // namespace
 
+std::size_t chunkFrom(const Arguments& args) {
+    const std::uint64_t chunk = args.unsignedOption("--chunk", 0);
+    if (args.option("--chunk") && (chunk < kMinVitalsChunk || chunk > kMaxVitalsTokens)) {
+        throw UsageError{"--chunk is " + std::to_string(kMinVitalsChunk) + " to " +
+                         std::to_string(kMaxVitalsTokens) + " tokens"};
+    }
+    return static_cast<std::size_t>(chunk);
+}
+
 int runVitals(const std::vector<std::string>& args) {
-    const Arguments parsed(args, {}, {"--text", "--prompt", "--tokens", "--parent", "--plan", "--json"});
+    const Arguments parsed(args, {},
+                           {"--text", "--prompt", "--tokens", "--parent", "--plan", "--json", "--chunk"});
     const auto planPath = parsed.option("--plan");
     if (planPath ? !parsed.positional().empty() : parsed.positional().size() != 1) {
         throw UsageError{"vitals needs one model, or --plan PLAN.json"};
@@ -32,6 +42,7 @@ int runVitals(const std::vector<std::string>& args) {
     if (const auto prompt = parsed.option("--prompt")) {
         request.prompt = *prompt;
     }
+    request.chunk = chunkFrom(parsed);
     std::vector<std::string> inputs;
     try {
         if (const auto text = parsed.option("--text")) {

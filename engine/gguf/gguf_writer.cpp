@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
+#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_set>
@@ -211,6 +212,37 @@ GgufWriteSpec specFromFile(const GgufFile& file) {
             {info.name, info.type, info.nDims, info.ne, {file.tensorData(info), {}, file.mapping(), {}, {}}});
     }
     return spec;
+}
+
+TensorSource madeSource(std::function<std::vector<std::byte>()> make, std::uint64_t size, bool once,
+                        std::string name) {
+    struct State {
+        std::mutex mutex;
+        std::optional<std::vector<std::byte>> bytes;
+        std::uint64_t next = 0; // where a read in order goes on
+    };
+    TensorSource source;
+    source.generate = [make = std::move(make), size, once, name = std::move(name),
+                       state = std::make_shared<State>()](std::uint64_t offset, std::span<std::byte> out) {
+        std::lock_guard lock(state->mutex);
+        if (!state->bytes) {
+            state->bytes = make();
+            if (state->bytes->size() != size) {
+                throw FormatError(name + ": " + std::to_string(state->bytes->size()) + " bytes made, not " +
+                                  std::to_string(size));
+            }
+        }
+        if (offset > size || out.size() > size - offset) {
+            throw FormatError(name + ": bytes asked for past the end of the tensor");
+        }
+        std::copy_n(state->bytes->begin() + static_cast<std::ptrdiff_t>(offset), out.size(), out.begin());
+        state->next = offset == state->next ? offset + out.size() : 0;
+        if (once && state->next == size) {
+            state->bytes.reset();
+            state->next = 0;
+        }
+    };
+    return source;
 }
 
 std::string sha256Of(const TensorSource& source) {

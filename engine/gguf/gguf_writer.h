@@ -25,6 +25,13 @@ struct TensorSource {
     std::optional<PromisedSha256> promised;
 };
 
+// A source of `size` bytes that `make` makes whole when they are first asked for, then served chunk
+// by chunk. `once`: they are dropped after the last chunk is served in order (a writer reads each
+// tensor once, so that a model is made one tensor at a time); otherwise they stay while the source
+// lives (a reader that asks again and again). `name` names the tensor in errors.
+TensorSource madeSource(std::function<std::vector<std::byte>()> make, std::uint64_t size, bool once,
+                        std::string name);
+
 // The SHA-256 of a source's `bytes`, read through its mapping with pread a few MiB at a time
 // (memory stays flat, nothing is left resident). Not for generated sources.
 std::string sha256Of(const TensorSource& source);

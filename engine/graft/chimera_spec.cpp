@@ -1,6 +1,7 @@
 #include "graft/chimera_spec.h"
 
 #include "graft/quantize_chimera.h"
+#include "merge/merged_source.h"
 #include "quant/dequant.h"
 #include "quant/quant_mix.h"
 #include "quant/quantize.h"
@@ -44,6 +45,56 @@ TensorSource conversionSource(const GgufModel& model, const TensorInfo& source, 
     return out;
 }
 
+// The source of a merged chimera tensor: its inputs' bytes, merged (and purified) as read.
+TensorSource mergedChimeraSource(const GraftModels& models, const ChimeraTensor& t, const TensorInfo& shape,
+                                 std::vector<float> importance, ChimeraSources sources,
+                                 std::shared_ptr<PurifyLog> log) {
+    auto input = [&](const std::string& id) {
+        const GgufModel& model = *models.find(id);
+        const TensorInfo& info = *model.findTensor(t.merge->tensor);
+        return MergeInput{model.tensorSource(info), info.type};
+    };
+    MergedTensor merged;
+    merged.name = t.name;
+    merged.params = t.merge->params;
+    if (!t.merge->base.empty()) {
+        merged.base = input(t.merge->base);
+    }
+    for (const std::string& id : t.merge->models) {
+        merged.models.push_back(input(id));
+    }
+    merged.ne = shape.ne;
+    merged.target = t.targetType;
+    merged.importance = std::move(importance);
+    merged.purify = t.purify;
+    return mergedSource(std::move(merged),
+                        sources == ChimeraSources::Writer ? MergedReading::Once : MergedReading::Again,
+                        std::move(log));
+}
+
+// organ.merge.*: what was merged, from which models (id: general.name), how, and which tensors.
+void setMergeMetadata(GgufWriteSpec& spec, const MergeSpec& merge, const GraftModels& models,
+                      const std::vector<std::string>& tensors) {
+    auto named = [&](const std::string& id) { return id + ": " + models.find(id)->name(); };
+    spec.set("organ.merge.version", MetaValue::fromU32(kMergeVersion));
+    spec.set("organ.merge.method", MetaValue::fromString(std::string(mergeMethodName(merge.method))));
+    if (!merge.base.empty()) {
+        spec.set("organ.merge.base", MetaValue::fromString(named(merge.base)));
+    }
+    std::vector<std::string> names;
+    for (const MergeModel& m : merge.models) {
+        names.push_back(named(m.model));
+    }
+    spec.set("organ.merge.models", MetaValue::fromStrings(names));
+    nlohmann::json parameters;
+    mergeSpecToJson(merge, parameters);
+    spec.set("organ.merge.parameters", MetaValue::fromString(dumpJson(parameters)));
+    if (usesSeed(merge.method)) {
+        spec.set("organ.merge.seed", MetaValue::fromU64(merge.seed));
+    }
+    spec.set("organ.merge.tensors", MetaValue::fromStrings(tensors));
+}
+
 std::string headerSha256(const GgufModel& model) {
     const GgufFile& first = model.primary();
     return Sha256::hex(first.mapping()->bytes().first(static_cast<std::size_t>(first.headerSize())));
@@ -60,7 +111,8 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
     for (const auto& entry : base.metadata()) {
         const bool removed = std::find(layout.removeMetadata.begin(), layout.removeMetadata.end(),
                                        entry.key) != layout.removeMetadata.end();
-        if (removed || entry.key.starts_with(kProvenancePrefix)) {
+        if (removed || entry.key.starts_with(kProvenancePrefix) ||
+            (layout.merge && entry.key.starts_with(kMergePrefix))) {
             continue;
         }
         if (entry.key == blockKey && layout.blocks != layout.baseBlocks) {
@@ -89,6 +141,7 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
     spec.set(prefix + "operations", MetaValue::fromString(dumpJson(graftPlanToJson(plan).at("operations"))));
 
     std::vector<std::string> purified;
+    std::vector<std::string> merged;
     for (const ChimeraTensor& t : layout.tensors) {
         const GgufModel& model = *models.find(t.model);
         const TensorInfo& source = *model.findTensor(t.sourceName);
@@ -100,8 +153,14 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
         if (t.purify) {
             purified.push_back(t.name);
         }
+        if (t.merge) {
+            merged.push_back(t.name);
+        }
         if (!withSources) {
             // Not to be written: only its shape and type are read.
+        } else if (t.merge) {
+            w.source =
+                mergedChimeraSource(models, t, source, chimeraTensorWeights(layout, models, t), sources, log);
         } else if (t.purify) {
             w.source = purifiedSource(model, source, t.name, t.targetType, *t.purify,
                                       sources == ChimeraSources::Writer, log,
@@ -117,6 +176,9 @@ GgufWriteSpec chimeraSpec(const GraftPlan& plan, const GraftModels& models, cons
     }
     if (!purified.empty() && layout.purify) {
         setPurifyMetadata(spec, *layout.purify, purified);
+    }
+    if (!merged.empty() && layout.merge) {
+        setMergeMetadata(spec, *layout.merge, models, merged);
     }
     if (layout.quantize) {
         setQuantizeMetadata(spec, *layout.quantize, models.importance());

@@ -6,6 +6,7 @@
 
 #include "anatomy/model_validation.h"
 #include "graft/layer_metadata.h"
+#include "graft/merge_layout.h"
 #include "graft/quantize_chimera.h"
 #include "organs/organ_directory.h"
 #include "purify/purify_model.h"
@@ -29,6 +30,26 @@ struct Slot {
     int operation = -1;                 // the operation that set its source
     std::optional<PurifyParams> purify; // purified as it stands after `purifyOperation`
     int purifyOperation = -1;
+    int mergeOperation = -1; // merged by it, from the tensors named `mergeInput`, sitting at `mergePlace`
+    std::string mergeInput;
+    TensorPlace mergePlace;
+    // The model's own tensor `name`, at the position `suffix` names.
+    static Slot of(std::string suffix, std::string model, const std::string& name) {
+        Slot slot;
+        slot.suffix = std::move(suffix);
+        slot.model = std::move(model);
+        slot.sourceName = name;
+        slot.expected = name;
+        return slot;
+    }
+    // Other bytes: what purify and merge operations did to the slot is undone.
+    void take(std::string fromModel, std::string name, int index) {
+        model = std::move(fromModel);
+        sourceName = std::move(name);
+        operation = index;
+        purify.reset();
+        mergeOperation = -1;
+    }
 };
 
 struct Layer {
@@ -57,10 +78,9 @@ Body bodyOf(const GgufModel& model, const std::string& id) {
                     body.layers[k].origin.whole = {id, k};
                 }
             }
-            body.layers[layer].slots.push_back({suffix, id, t.name, t.name, -1, std::nullopt, -1});
+            body.layers[layer].slots.push_back(Slot::of(suffix, id, t.name));
         } else {
-            (seenLayer ? body.after : body.before)
-                .push_back({t.name, id, t.name, t.name, -1, std::nullopt, -1});
+            (seenLayer ? body.after : body.before).push_back(Slot::of(t.name, id, t.name));
         }
     }
     return body;
@@ -177,6 +197,9 @@ private:
         case Kind::Purify:
             purify(o, index);
             break;
+        case Kind::Merge:
+            merge(o, index);
+            break;
         case Kind::Quantize:
             if (m_quantizeOperation >= 0) {
                 add(Finding::Severity::Error, index,
@@ -219,6 +242,86 @@ private:
         }
     }
 
+    // Marks the tensors the selection picks, as they stand now, to be merged from the tensors of the
+    // names their bytes come from; a later operation that gives a slot other bytes takes the mark away.
+    void merge(const GraftOperation& o, int index) {
+        if (m_mergeOperation >= 0) {
+            add(Finding::Severity::Error, index,
+                "merge: a plan merges once (operation " + std::to_string(m_mergeOperation + 1) + " does)");
+            return;
+        }
+        if (const auto problem = mergeSpecProblem(o.merge)) {
+            add(Finding::Severity::Error, index, "merge: " + *problem);
+            return;
+        }
+        m_mergeOperation = index;
+        m_report.layout.merge = o.merge;
+        const auto blocks = static_cast<std::uint32_t>(m_body.layers.size());
+        std::size_t selected = 0;
+        forEachSlot([&](Slot& slot, const std::string& name) {
+            if (o.select.matches(name, classifyTensor(name))) {
+                ++selected;
+                slot.purify.reset();
+                slot.mergeOperation = index;
+                slot.mergeInput = slot.sourceName;
+                slot.mergePlace = TensorPlace::of(name, blocks);
+            }
+        });
+        if (selected == 0) {
+            add(Finding::Severity::Error, index, "merge: the selection matches no tensor of the chimera");
+        }
+    }
+
+    // The merge of a marked slot, checked: it stays as it stands when a model lacks its tensor.
+    void resolveMergedTensor(const Slot& slot, const TensorInfo& expected, ChimeraTensor& out) {
+        const GraftOperation& o = m_plan.operations[static_cast<std::size_t>(slot.mergeOperation)];
+        const MergeResolution r = resolveMerge(o.merge, m_models, slot.mergeInput, slot.mergePlace, expected);
+        if (r.error) {
+            add(Finding::Severity::Error, slot.mergeOperation, "merge: " + *r.error, {out.name});
+        } else if (r.keptAsItStands) {
+            m_keptFromMerge.push_back(out.name);
+        } else {
+            out.merge = r.merge;
+            out.mergeOperation = slot.mergeOperation;
+            if (!canQuantizeTo(out.targetType)) {
+                m_mergedAsF16.push_back(out.name);
+                out.targetType = TensorType::F16;
+            }
+            ++m_report.layout.tensorsMerged;
+        }
+    }
+
+    void mergeFindings() {
+        if (m_mergeOperation < 0 || !m_report.layout.merge) {
+            return;
+        }
+        const auto& merge = *m_report.layout.merge;
+        add(Finding::Severity::Info, m_mergeOperation, mergeSummary(merge, m_report.layout.tensorsMerged));
+        if (!m_keptFromMerge.empty()) {
+            add(Finding::Severity::Warning, m_mergeOperation,
+                "merge: " + std::to_string(m_keptFromMerge.size()) + " tensor" +
+                    (m_keptFromMerge.size() == 1 ? " is" : "s are") +
+                    " not in every model with the same shape and kept as " +
+                    (m_keptFromMerge.size() == 1 ? "it stands" : "they stand") + " (the base's)",
+                m_keptFromMerge);
+        }
+        if (!m_mergedAsF16.empty()) {
+            add(Finding::Severity::Warning, m_mergeOperation,
+                "merge: " + std::to_string(m_mergedAsF16.size()) + " merged tensor" +
+                    (m_mergedAsF16.size() == 1 ? "" : "s") +
+                    " stored as F16: the engine cannot write the base's type",
+                m_mergedAsF16);
+        }
+        for (const std::string& id : m_models.ids()) {
+            const bool used =
+                id == merge.base || std::any_of(merge.models.begin(), merge.models.end(),
+                                                [&](const MergeModel& m) { return m.model == id; });
+            if (used && id != "base" && m_report.layout.tensorsMerged > 0) {
+                m_donorsUsed.insert(id);
+            }
+        }
+    }
+
     void replace(const GraftOperation& o, int index) {
         const GgufModel* donor = m_models.find(o.donor);
         std::vector<std::string> missing;
@@ -232,10 +335,7 @@ private:
                 missing.push_back(name);
                 return;
             }
-            slot.model = o.donor;
-            slot.sourceName = name;
-            slot.operation = index;
-            slot.purify.reset();
+            slot.take(o.donor, name, index);
         });
         // The donor's per-layer values follow its tensors into each layer they went to.
         for (std::uint32_t j = 0; j < m_body.layers.size(); ++j) {
@@ -277,10 +377,7 @@ private:
                 missing.push_back(source);
                 continue;
             }
-            slot.model = o.donor;
-            slot.sourceName = source;
-            slot.operation = index;
-            slot.purify.reset();
+            slot.take(o.donor, source, index);
             m_body.layers[o.toLayer].origin.bySystem[classifyTensor(target).system] = {o.donor, o.fromLayer};
         }
         if (selected == 0) {
@@ -324,8 +421,7 @@ private:
                 Layer layer = source.layers[k];
                 const std::uint32_t reference = std::min<std::uint32_t>(k, m_report.layout.baseBlocks - 1);
                 for (auto& slot : layer.slots) {
-                    slot.operation = index;
-                    slot.purify.reset();
+                    slot.take(slot.model, slot.sourceName, index);
                     slot.expected =
                         range.model == "base" ? slot.sourceName : layerTensorName(reference, slot.suffix);
                 }
@@ -382,8 +478,14 @@ private:
         const TensorInfo* source = model.findTensor(slot.sourceName);
         const TensorInfo* expected =
             slot.expected.empty() ? nullptr : m_models.base().findTensor(slot.expected);
-        ChimeraTensor out{name,  slot.model,     slot.sourceName, source->type,
-                          false, slot.operation, slot.purify,     slot.purifyOperation};
+        ChimeraTensor out;
+        out.name = name;
+        out.model = slot.model;
+        out.sourceName = slot.sourceName;
+        out.targetType = source->type;
+        out.operation = slot.operation;
+        out.purify = slot.purify;
+        out.purifyOperation = slot.purifyOperation;
         if (expected == nullptr) {
             add(Finding::Severity::Error, slot.operation,
                 name + ": the base has no tensor to compare it with", {name});
@@ -395,8 +497,16 @@ private:
                     {name});
             }
             out.targetType = expected->type;
+            if (slot.mergeOperation >= 0) {
+                resolveMergedTensor(slot, *expected, out);
+            }
         }
-        if (out.purify) {
+        if (out.merge) {
+            // Made from the inputs' values and encoded as targetType (purified first when marked).
+            if (out.purify) {
+                m_purified.push_back(name);
+            }
+        } else if (out.purify) {
             // Purified from the source's values whatever its type, and stored in the base's type
             // when the engine can write it.
             if (purifiedType(out.targetType) != out.targetType) {
@@ -440,6 +550,7 @@ private:
             checkTensor(s, s.suffix);
         }
         m_report.layout.blocks = static_cast<std::uint32_t>(m_body.layers.size());
+        mergeFindings();
         if (m_quantizeOperation >= 0 && !m_report.hasErrors()) {
             const GraftOperation& o = m_plan.operations[static_cast<std::size_t>(m_quantizeOperation)];
             for (Finding& f : quantizeLayout(m_report.layout, o.quantize, m_models, m_quantizeOperation)) {
@@ -547,6 +658,9 @@ private:
     Body m_body;
     std::set<std::set<std::string>> m_baseLayerShapes;
     int m_quantizeOperation = -1;
+    int m_mergeOperation = -1;
+    std::vector<std::string> m_keptFromMerge;
+    std::vector<std::string> m_mergedAsF16;
     std::vector<std::string> m_purified;
     std::vector<std::string> m_storedAsF16;
     std::set<std::string> m_donorsUsed;
@@ -624,7 +738,11 @@ std::string reportText(const CompatibilityReport& report, const GraftPlan& plan)
     }
     const ChimeraLayout& l = report.layout;
     text += std::to_string(l.tensors.size()) + " tensors, " + std::to_string(l.tensorsFromDonors) +
-            " from donors (" + humanBytes(l.bytesFromDonors) + "), " + std::to_string(l.blocks) + " blocks";
+            " from donors (" + humanBytes(l.bytesFromDonors) + "), ";
+    if (l.tensorsMerged > 0) {
+        text += std::to_string(l.tensorsMerged) + " merged, ";
+    }
+    text += std::to_string(l.blocks) + " blocks";
     if (l.blocks != l.baseBlocks) {
         text += " (base: " + std::to_string(l.baseBlocks) + ")";
     }

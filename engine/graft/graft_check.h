@@ -3,6 +3,7 @@
 #include "anatomy/anatomy.h"
 #include "gguf/gguf_model.h"
 #include "graft/graft_plan.h"
+#include "merge/merge_spec.h"
 #include "quant/imatrix_file.h"
 #include "support/finding.h"
 
@@ -38,17 +39,28 @@ private:
     std::shared_ptr<const ImatrixData> m_importance;
 };
 
+// What a merged tensor of the chimera is made from: the tensor of this name in each model, and its
+// resolved parameters.
+struct ChimeraMerge {
+    std::string tensor;              // the inputs' name
+    std::string base;                // model id, or "" (linear)
+    std::vector<std::string> models; // model ids, in params' order
+    TensorMergeParams params;
+};
+
 // One tensor of the chimera: where its bytes come from and what type they are written as.
 struct ChimeraTensor {
     std::string name;       // in the chimera (layers renumbered)
     std::string model;      // "base" or a donor id
     std::string sourceName; // in that model
     TensorType targetType = TensorType::F32;
-    bool converted = false;             // dequantized and requantized to targetType
-    int operation = -1;                 // the plan operation that set its source (-1: the base's own)
-    std::optional<PurifyParams> purify; // purified (whole, then stored as targetType)
-    int purifyOperation = -1;           // the plan operation that purifies it
-    int quantizeOperation = -1;         // the quantize operation, when it gave it another type
+    bool converted = false;                    // dequantized and requantized to targetType
+    int operation = -1;                        // the plan operation that set its source (-1: the base's own)
+    std::optional<PurifyParams> purify;        // purified (whole, then stored as targetType)
+    int purifyOperation = -1;                  // the plan operation that purifies it
+    int quantizeOperation = -1;                // the quantize operation, when it gave it another type
+    std::shared_ptr<const ChimeraMerge> merge; // merged (then purified when `purify` is set), as targetType
+    int mergeOperation = -1;
 };
 
 // What the plan will produce, computed before anything is written.
@@ -62,6 +74,8 @@ struct ChimeraLayout {
     std::uint64_t bytesFromDonors = 0;
     std::optional<PurifyParams> purify;     // the plan's purification (one for every purify operation)
     std::optional<QuantizeRecipe> quantize; // the plan's quantize operation, applied to the whole
+    std::optional<MergeSpec> merge;         // the plan's merge operation
+    std::uint64_t tensorsMerged = 0;
 };
 
 struct CompatibilityReport {

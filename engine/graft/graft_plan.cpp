@@ -30,6 +30,7 @@ constexpr KindName kKinds[] = {
     {GraftOperation::Kind::RemoveMetadata, "remove_metadata"},
     {GraftOperation::Kind::Purify, "purify"},
     {GraftOperation::Kind::Quantize, "quantize"},
+    {GraftOperation::Kind::Merge, "merge"},
 };
 
 // Reads the fields of one JSON object, refusing unknown ones so that a typo is an error.
@@ -279,7 +280,7 @@ GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, con
     if (kind == std::end(kKinds)) {
         f.fail("unknown op \"" + op +
                "\" (ops: replace, map_layer, stack_layers, duplicate_layer, remove_layer, set_metadata, "
-               "remove_metadata, purify)");
+               "remove_metadata, purify, quantize, merge)");
     }
     GraftOperation o;
     o.kind = kind->kind;
@@ -363,6 +364,13 @@ GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, con
     case GraftOperation::Kind::Quantize:
         o.quantize = quantizeRecipeFromJson(f);
         break;
+    case GraftOperation::Kind::Merge:
+        o.select = selectorFromJson(f);
+        for (const char* key : {"method", "base", "models", "parameters", "seed"}) {
+            f.optional(key);
+        }
+        o.merge = mergeSpecFromJson(j, label + ": " + f.where());
+        break;
     }
     if ((o.kind == GraftOperation::Kind::SetMetadata || o.kind == GraftOperation::Kind::RemoveMetadata) &&
         o.key.starts_with(kProvenancePrefix)) {
@@ -408,6 +416,10 @@ std::string GraftPlan::ensureDonor(const std::string& path) {
     }
     donors.emplace_back(id, path);
     return id;
+}
+
+std::string GraftPlan::modelId(const std::string& path) {
+    return path == base ? std::string("base") : ensureDonor(path);
 }
 
 const GraftOperation* GraftPlan::quantizeOperation() const {
@@ -483,6 +495,21 @@ GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label
             throw FormatError(label + ": operation " + std::to_string(i + 1) + ": no donor called \"" +
                               o.donor + "\"");
         }
+        std::vector<std::string> merged;
+        if (o.kind == GraftOperation::Kind::Merge) {
+            if (!o.merge.base.empty()) {
+                merged.push_back(o.merge.base);
+            }
+            for (const MergeModel& m : o.merge.models) {
+                merged.push_back(m.model);
+            }
+        }
+        for (const std::string& id : merged) {
+            if (!known(id)) {
+                throw FormatError(label + ": operation " + std::to_string(i + 1) + ": no model called \"" +
+                                  id + "\"");
+            }
+        }
         for (const auto& range : o.stack) {
             if (!known(range.model)) {
                 throw FormatError(label + ": operation " + std::to_string(i + 1) + ": no model called \"" +
@@ -544,6 +571,10 @@ nlohmann::json graftPlanToJson(const GraftPlan& plan) {
             break;
         case GraftOperation::Kind::Quantize:
             quantizeRecipeToJson(o.quantize, j);
+            break;
+        case GraftOperation::Kind::Merge:
+            mergeSpecToJson(o.merge, j);
+            selectorToJson(o.select, j);
             break;
         }
         operations.push_back(std::move(j));

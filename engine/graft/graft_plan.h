@@ -3,6 +3,7 @@
 #include "anatomy/anatomy.h"
 #include "anatomy/tensor_selector.h"
 #include "gguf/meta_value.h"
+#include "merge/merge_spec.h"
 #include "purify/purification.h"
 #include "quant/quantize_recipe.h"
 #include "support/rooted_files.h"
@@ -40,11 +41,12 @@ struct GraftOperation {
         SetMetadata,
         RemoveMetadata,
         Purify,
-        Quantize
+        Quantize,
+        Merge
     };
     Kind kind = Kind::Replace;
     std::string donor;             // Replace, MapLayer
-    TensorSelector select;         // Replace, Purify; MapLayer (system/roles/names only)
+    TensorSelector select;         // Replace, Purify, Merge; MapLayer (system/roles/names only)
     std::uint32_t fromLayer = 0;   // MapLayer: donor layer
     std::uint32_t toLayer = 0;     // MapLayer: chimera layer; Duplicate/RemoveLayer: the layer
     std::vector<LayerRange> stack; // StackLayers
@@ -52,6 +54,7 @@ struct GraftOperation {
     MetaValue value;               // SetMetadata
     PurifyParams purify;           // Purify: the chimera's tensors the selection picks, as they stand
     QuantizeRecipe quantize;       // Quantize: the finished chimera, as organ quantize quantizes a model
+    MergeSpec merge;               // Merge: the selected tensors, as they stand, merged from these models
 };
 
 // A self-contained recipe for a chimera: the models by path (relative paths are relative
@@ -70,6 +73,8 @@ struct GraftPlan {
     std::string ensureDonor(const std::string& path);
     // The quantize operation (a plan holds at most one that counts: the first), or null.
     const GraftOperation* quantizeOperation() const;
+    // The id of the model at `path`: "base" for the base's path, else ensureDonor(path).
+    std::string modelId(const std::string& path);
 };
 
 // Throws FormatError naming the plan file and the problem.

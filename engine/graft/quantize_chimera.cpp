@@ -61,7 +61,7 @@ std::vector<Finding> quantizeLayout(ChimeraLayout& layout, const QuantizeRecipe&
             continue;
         }
         t.targetType = choices[i].type;
-        t.converted = !t.purify && source.type != t.targetType;
+        t.converted = !t.purify && !t.merge && source.type != t.targetType;
         t.quantizeOperation = operation;
         if (t.converted && traitsOf(source.type).quantized) {
             requantized.push_back(t.name);

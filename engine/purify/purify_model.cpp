@@ -24,9 +24,29 @@ std::optional<double> thetaOf(TensorType type, std::span<const std::byte> data, 
 PurifiedBytes purifyData(const TensorInfo& t, const TensorSource& source, TensorType target,
                          const PurifyParams& params, std::span<const float> importance = {}) {
     checkPromise(source);
-    const std::span<const std::byte> data = source.bytes;
     std::vector<float> values(static_cast<std::size_t>(t.elements));
-    dequantizeRange(t.type, data, 0, values.size(), values.data());
+    dequantizeRange(t.type, source.bytes, 0, values.size(), values.data());
+    return purifyValues(t, std::move(values), source.bytes, target, params, importance);
+}
+
+} // namespace
+
+void PurifyLog::add(PurifiedTensor tensor) {
+    std::lock_guard lock(m_mutex);
+    m_tensors.push_back(std::move(tensor));
+}
+
+std::vector<PurifiedTensor> PurifyLog::tensors() const {
+    std::lock_guard lock(m_mutex);
+    return m_tensors;
+}
+
+TensorType purifiedType(TensorType type) {
+    return canQuantizeTo(type) ? type : TensorType::F16;
+}
+
+PurifiedBytes purifyValues(const TensorInfo& t, std::vector<float> values, std::span<const std::byte> stored,
+                           TensorType target, const PurifyParams& params, std::span<const float> importance) {
     const Purified purified = purify(values, t.ne[0], params);
     values = {};
     PurifiedBytes out;
@@ -46,27 +66,11 @@ PurifiedBytes purifyData(const TensorInfo& t, const TensorSource& source, Tensor
     out.report.name = t.name;
     out.report.from = t.type;
     out.report.to = target;
-    out.report.thetaBefore = thetaOf(t.type, data, t.elements);
+    out.report.thetaBefore = thetaOf(t.type, stored, t.elements);
     out.report.thetaAfter = thetaOf(target, out.bytes, t.elements);
     out.report.relativeChange = purified.relativeChange;
     out.report.keptFraction = purified.keptFraction;
     return out;
-}
-
-} // namespace
-
-void PurifyLog::add(PurifiedTensor tensor) {
-    std::lock_guard lock(m_mutex);
-    m_tensors.push_back(std::move(tensor));
-}
-
-std::vector<PurifiedTensor> PurifyLog::tensors() const {
-    std::lock_guard lock(m_mutex);
-    return m_tensors;
-}
-
-TensorType purifiedType(TensorType type) {
-    return canQuantizeTo(type) ? type : TensorType::F16;
 }
 
 PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& t, TensorType target,
@@ -77,40 +81,19 @@ PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& t, TensorTy
 TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, const std::string& name,
                             TensorType target, const PurifyParams& params, bool once,
                             std::shared_ptr<PurifyLog> log, std::vector<float> importance) {
-    struct State {
-        std::mutex mutex;
-        std::optional<std::vector<std::byte>> bytes;
-        std::uint64_t next = 0; // where a read in order goes on
-        bool logged = false;
-    };
-    auto state = std::make_shared<State>();
-    const std::uint64_t size = storedBytes(target, tensor.elements);
-    TensorSource source;
     // The bytes and the mapping that holds them, never the model: a planned chimera's spec may
     // outlive the GraftModels it was made from (the vital signs run it on the engine thread).
-    source.generate = [from = model.tensorSource(tensor), tensor, name, target, params, once, log, state, size,
-                       importance = std::move(importance)](std::uint64_t offset, std::span<std::byte> out) {
-        std::lock_guard lock(state->mutex);
-        if (!state->bytes) {
-            PurifiedBytes made = purifyData(tensor, from, target, params, importance);
-            made.report.name = name;
-            if (log && !state->logged) {
-                log->add(std::move(made.report));
-                state->logged = true;
-            }
-            state->bytes = std::move(made.bytes);
+    auto logged = std::make_shared<std::once_flag>();
+    auto make = [from = model.tensorSource(tensor), tensor, name, target, params, log, logged,
+                 importance = std::move(importance)] {
+        PurifiedBytes made = purifyData(tensor, from, target, params, importance);
+        made.report.name = name;
+        if (log) {
+            std::call_once(*logged, [&] { log->add(std::move(made.report)); });
         }
-        if (offset > size || out.size() > size - offset) {
-            throw FormatError(tensor.name + ": bytes asked for past the end of the purified tensor");
-        }
-        std::copy_n(state->bytes->begin() + static_cast<std::ptrdiff_t>(offset), out.size(), out.begin());
-        state->next = offset == state->next ? offset + out.size() : 0;
-        if (once && state->next == size) {
-            state->bytes.reset();
-            state->next = 0;
-        }
+        return std::move(made.bytes);
     };
-    return source;
+    return madeSource(std::move(make), storedBytes(target, tensor.elements), once, tensor.name);
 }
 
 void setPurifyMetadata(GgufWriteSpec& spec, const PurifyParams& params,

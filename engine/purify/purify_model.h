@@ -50,6 +50,12 @@ struct PurifiedBytes {
 };
 PurifiedBytes purifyTensor(const GgufModel& model, const TensorInfo& tensor, TensorType target,
                            const PurifyParams& params);
+// Purifies `values` (the tensor `t`'s, in storage order; θ before is measured on `stored`, the
+// values as stored in t.type) and encodes them as `target`, with `importance` when given (ne[0]
+// weights per expert).
+PurifiedBytes purifyValues(const TensorInfo& t, std::vector<float> values, std::span<const std::byte> stored,
+                           TensorType target, const PurifyParams& params,
+                           std::span<const float> importance = {});
 
 // The bytes of `tensor` purified and stored as `target`, made whole when first asked for and
 // then served chunk by chunk. `once`: the bytes are dropped after the last one is served in

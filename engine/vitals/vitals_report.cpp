@@ -20,14 +20,17 @@ void requireFinite(const std::string& label, double perplexity) {
     }
 }
 
-// Refuses a run whose keys, values, hidden states and logits would outgrow the budget.
+// Refuses a run whose keys, values, hidden states and logits would outgrow the budget: a pass over
+// `tokens` (its logits, and a parent's beside them) and, in chunks, the logits of the `held`
+// positions scored (and a parent's).
 void checkActivations(const ModelWeights& model, const TransformerShape& shape, std::size_t tokens,
-                      bool hidden, bool parents) {
+                      std::size_t held, bool hidden, bool parents) {
     const std::uint64_t kv = std::uint64_t(shape.kvHeads) * shape.headSize;
+    const std::uint64_t logits = std::uint64_t(shape.vocabulary) * (parents ? 2 : 1);
     const std::uint64_t floats = std::uint64_t(shape.blocks) * 2 * kv +
                                  (hidden ? (std::uint64_t(shape.blocks) + 1) * shape.embedding : 0) +
-                                 std::uint64_t(shape.vocabulary) * (parents ? 2 : 1);
-    const std::uint64_t need = floats * tokens * sizeof(float);
+                                 (held > 0 ? shape.vocabulary : logits);
+    const std::uint64_t need = (floats * tokens + logits * held) * sizeof(float);
     const std::uint64_t budget = std::max(kVitalsActivationFloor, 2 * model.tensorBytes());
     if (need > budget) {
         throw FormatError(model.label() + ": a forward pass of " + std::to_string(shape.blocks) +
@@ -35,6 +38,50 @@ void checkActivations(const ModelWeights& model, const TransformerShape& shape, 
                           humanBytes(need) + " of keys, values and outputs, more than the " +
                           humanBytes(budget) + " allowed for a model of this size: score a shorter text");
     }
+}
+
+// The logits of the positions llama-perplexity scores in chunks of `chunk` tokens (the second half
+// of each, each chunk run on its own with `bos` first when given) and the tokens they predict;
+// the hidden states of the first chunk when asked for. Cancelled: nullopt.
+struct ScoredChunks {
+    Eigen::MatrixXf logits;
+    std::vector<std::int32_t> targets;
+};
+std::optional<ScoredChunks> scoreChunks(const Transformer& transformer,
+                                        const std::vector<std::int32_t>& tokens, std::size_t chunk,
+                                        std::optional<std::int32_t> bos, std::vector<Eigen::MatrixXf>* hidden,
+                                        const StopToken* stop) {
+    const std::size_t chunks = tokens.size() / chunk;
+    const std::size_t first = chunk / 2;
+    ScoredChunks out;
+    for (std::size_t c = 0; c < chunks; ++c) {
+        std::vector<std::int32_t> piece(tokens.begin() + static_cast<std::ptrdiff_t>(c * chunk),
+                                        tokens.begin() + static_cast<std::ptrdiff_t>((c + 1) * chunk));
+        if (bos) {
+            piece.front() = *bos;
+        }
+        TransformerSession session(transformer);
+        const Eigen::MatrixXf logits = session.run(piece, stop, c == 0 ? hidden : nullptr);
+        if (logits.cols() == 0) {
+            return std::nullopt;
+        }
+        if (c == 0) {
+            out.logits.resize(logits.rows(), static_cast<Eigen::Index>(chunks * (chunk - first - 1)));
+        }
+        for (std::size_t p = first; p + 1 < chunk; ++p) {
+            out.logits.col(static_cast<Eigen::Index>(out.targets.size())) =
+                logits.col(static_cast<Eigen::Index>(p));
+            out.targets.push_back(piece[p + 1]);
+        }
+    }
+    return out;
+}
+
+// perplexityOf's tokens for scored columns: column i predicts targets[i].
+std::vector<std::int32_t> predicted(const std::vector<std::int32_t>& targets) {
+    std::vector<std::int32_t> tokens{0};
+    tokens.insert(tokens.end(), targets.begin(), targets.end());
+    return tokens;
 }
 
 } // namespace
@@ -47,20 +94,35 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
     VitalsReport report;
     report.label = model.label();
     report.architecture = model.architecture();
-    report.tokens =
-        tokenizer.encode(request.text.empty() ? defaultVitalsText() : std::string_view(request.text));
+    std::string_view text = request.text.empty() ? defaultVitalsText() : std::string_view(request.text);
+    if (request.chunk > 0 && text.ends_with('\n')) {
+        text.remove_suffix(1);
+    }
+    report.tokens = tokenizer.encode(text);
+    report.chunk = request.chunk;
     const auto context = model.archValue("context_length");
     const std::size_t limit =
         context && *context > 0 ? std::min<std::size_t>(kMaxVitalsTokens, *context) : kMaxVitalsTokens;
     const std::vector<std::int32_t> prompt =
         request.continuation > 0 ? tokenizer.encode(request.prompt) : std::vector<std::int32_t>();
-    if (request.text.empty() && report.tokens.size() > limit) {
+    if (request.chunk > 0 && (request.chunk < kMinVitalsChunk || request.chunk > limit)) {
+        throw FormatError(model.label() + ": chunks of " + std::to_string(request.chunk) +
+                          " tokens; vital signs take " + std::to_string(kMinVitalsChunk) + " to " +
+                          std::to_string(limit) + " (the model's context)");
+    }
+    if (request.chunk > 0 && report.tokens.size() < 2 * request.chunk) {
+        throw FormatError(model.label() + ": the text is " + std::to_string(report.tokens.size()) +
+                          " tokens; chunks of " + std::to_string(request.chunk) + " need at least " +
+                          std::to_string(2 * request.chunk));
+    }
+    if (request.chunk == 0 && request.text.empty() && report.tokens.size() > limit) {
         report.clippedFrom = report.tokens.size();
         report.tokens.resize(limit);
     }
-    if (report.tokens.size() > limit) {
+    if (request.chunk == 0 && report.tokens.size() > limit) {
         throw FormatError(model.label() + ": the text is " + std::to_string(report.tokens.size()) +
-                          " tokens; vital signs take at most " + std::to_string(limit) + ": shorten it");
+                          " tokens; vital signs take at most " + std::to_string(limit) +
+                          ": shorten it, or score it in chunks");
     }
     // Perplexity predicts each token from those before it: one token (or an empty vocabulary's
     // none) predicts nothing, and a perplexity of 0 would look like a perfect model.
@@ -90,27 +152,46 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
     }
     step("running the model");
     const Transformer transformer{model};
-    checkActivations(model, transformer.shape(),
-                     std::max(report.tokens.size(), prompt.size() + request.continuation),
+    const std::size_t run = request.chunk > 0 ? request.chunk : report.tokens.size();
+    const std::size_t held =
+        request.chunk > 0 ? report.tokens.size() / request.chunk * (request.chunk - request.chunk / 2 - 1)
+                          : 0;
+    checkActivations(model, transformer.shape(), std::max(run, prompt.size() + request.continuation), held,
                      request.layerImportance, !parents.empty());
     std::vector<Eigen::MatrixXf> hidden;
-    TransformerSession session(transformer);
-    const Eigen::MatrixXf logits =
-        session.run(report.tokens, stop, request.layerImportance ? &hidden : nullptr);
-    if (logits.cols() == 0 && !report.tokens.empty()) {
+    std::vector<Eigen::MatrixXf>* keep = request.layerImportance ? &hidden : nullptr;
+    const std::optional<std::int32_t> bos =
+        tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
+    // The logits of the positions scored, and what they predict.
+    auto score = [&](const Transformer& t,
+                     std::vector<Eigen::MatrixXf>* states) -> std::optional<ScoredChunks> {
+        if (request.chunk > 0) {
+            return scoreChunks(t, report.tokens, request.chunk, bos, states, stop);
+        }
+        TransformerSession session(t);
+        ScoredChunks whole{session.run(report.tokens, stop, states), {}};
+        if (whole.logits.cols() == 0 && !report.tokens.empty()) {
+            return std::nullopt;
+        }
+        whole.targets.assign(report.tokens.begin() + 1, report.tokens.end());
+        return whole;
+    };
+    const std::optional<ScoredChunks> ours = score(transformer, keep);
+    if (!ours) {
         return std::nullopt;
     }
-    report.perplexity = perplexityOf(logits, report.tokens);
+    report.scored = ours->targets.size();
+    report.perplexity = perplexityOf(ours->logits, predicted(ours->targets));
     requireFinite(model.label(), report.perplexity.perplexity);
     report.importance = layerImportanceOf(hidden);
     for (const ModelWeights* parent : parents) {
         step("running " + parent->label());
-        const Eigen::MatrixXf theirs = Transformer(*parent).logits(report.tokens, stop);
-        if (theirs.cols() == 0 && !report.tokens.empty()) {
+        const std::optional<ScoredChunks> theirs = score(Transformer(*parent), nullptr);
+        if (!theirs) {
             return std::nullopt;
         }
-        report.parents.push_back(
-            {parent->label(), perplexityOf(theirs, report.tokens), divergenceOf(theirs, logits)});
+        report.parents.push_back({parent->label(), perplexityOf(theirs->logits, predicted(theirs->targets)),
+                                  divergenceOf(theirs->logits, ours->logits)});
         requireFinite(parent->label(), report.parents.back().perplexity.perplexity);
     }
     step("continuing the prompt");
@@ -160,6 +241,8 @@ nlohmann::json vitalsToJson(const VitalsReport& r) {
             {"architecture", jsonText(r.architecture)},
             {"tokens", r.tokens.size()},
             {"clipped_from", r.clippedFrom},
+            {"chunk", r.chunk},
+            {"scored", r.scored},
             {"perplexity", number(r.perplexity.perplexity)},
             {"mean_nll", number(r.perplexity.meanNll)},
             {"layers", layers},
@@ -176,6 +259,9 @@ std::string vitalsText(const VitalsReport& r) {
         (r.clippedFrom > 0 ? ": the first of the built-in text's " + std::to_string(r.clippedFrom) +
                                  ", as many as the model's context holds"
                            : std::string()) +
+        (r.chunk > 0
+             ? "; in chunks of " + std::to_string(r.chunk) + ", " + std::to_string(r.scored) + " scored"
+             : std::string()) +
         ")\n";
     out += "  perplexity " + fixedDecimals(r.perplexity.perplexity, 4) + "   mean NLL " +
            fixedDecimals(r.perplexity.meanNll, 4) + "\n";

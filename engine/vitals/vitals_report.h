@@ -24,7 +24,15 @@ struct VitalsRequest {
     std::string prompt = "Once upon a time";
     std::size_t continuation = 32; // greedy tokens after the prompt (0: none)
     bool layerImportance = true;   // false: the perplexity only (no hidden states kept)
+    // 0: the text is scored whole. Else llama-perplexity -c `chunk`'s way, for a text longer than
+    // the context: the text (one final newline dropped, as llama.cpp reads a file) cut into chunks
+    // of `chunk` tokens (the rest dropped), each run on its own with BOS first where the vocabulary
+    // asks for it, and the second half of each scored; layer importance from the first chunk.
+    std::size_t chunk = 0;
 };
+
+// The shortest chunk vital signs score (its second half predicts at least one token).
+inline constexpr std::size_t kMinVitalsChunk = 4;
 
 // What a forward pass may hold besides the weights (keys, values, hidden states, logits): at
 // least this, or twice the model's tensor bytes for a larger model. A run that would need more
@@ -39,6 +47,8 @@ struct VitalsReport {
     // The built-in text is cut to the model's context when it is longer: its whole length in
     // tokens then (0: the text was scored whole).
     std::size_t clippedFrom = 0;
+    std::size_t chunk = 0;  // scored in chunks of this many tokens (0: whole)
+    std::size_t scored = 0; // the positions the perplexity is over
     Perplexity perplexity;
     LayerImportance importance;
     std::string prompt;
@@ -52,8 +62,9 @@ struct VitalsReport {
 };
 
 // Tokenizes with the model's own vocabulary, runs the model (and each parent, which must share
-// its vocabulary) and measures. A text or prompt longer than kMaxVitalsTokens (or the model's
-// context), a text of fewer than 2 tokens, and a run that would hold more than the activation
+// its vocabulary) and measures. A text (or, with `chunk`, a chunk) or prompt longer than
+// kMaxVitalsTokens (or the model's context), a text of fewer than 2 tokens (with `chunk`: fewer than
+// two chunks), and a run that would hold more than the activation
 // budget (kVitalsActivationFloor) are refused before anything runs; the built-in text is cut to
 // fit instead. Tensors promised a SHA-256 (an organ directory's) are checked first. A perplexity
 // that is not a finite number (NaN weights) is an error, not a result. Throws

@@ -308,6 +308,73 @@ private slots:
         QCOMPARE(post(port, QStringLiteral("/v1/plan/check"), {{"plan", outside}}).status, 403);
     }
 
+    // A plan that merges: its models are the plan's (paths inside the root), checked by
+    // /v1/plan/check and run by /v1/assemble, the same file the command line writes from the plan;
+    // a merge of a model outside the root is refused.
+    void merges() {
+        Server server(m_root);
+        QVERIFY(server.port() != 0);
+        const quint16 port = server.port();
+        const nlohmann::json plan = {
+            {"format", "organ-graft-plan"},
+            {"version", 1},
+            {"base", "models/a.gguf"},
+            {"donors", {{"b", "models/b.gguf"}, {"c", "models/fleet/s4.gguf"}}},
+            {"operations",
+             {{{"op", "merge"},
+               {"method", "dare_ties"},
+               {"base", "base"},
+               {"seed", 11},
+               {"models",
+                {{{"model", "b"}, {"parameters", {{"weight", 0.6}, {"density", 0.5}}}},
+                 {{"model", "c"}, {"parameters", {{"weight", {0.2, 0.8}}, {"density", 0.5}}}}}}}}}};
+        const Answer check = post(port, QStringLiteral("/v1/plan/check"), {{"plan", plan}});
+        QCOMPARE(check.status, 200);
+        JCOMPARE(check.body["ok"], true);
+        const bool said =
+            std::any_of(check.body["findings"].begin(), check.body["findings"].end(), [](const auto& f) {
+                return f["message"].template get<std::string>().starts_with(
+                    "merge (dare_ties): 39 tensors from base, b and c");
+            });
+        QVERIFY2(said, check.body.dump().c_str());
+        const Answer assemble =
+            post(port, QStringLiteral("/v1/assemble"), {{"plan", plan}, {"output", "out/merged.gguf"}});
+        QCOMPARE(assemble.status, 202);
+        const nlohmann::json job = waitForJob(port, assemble.body);
+        JCOMPARE(job["state"], "done");
+        JCOMPARE(job["result"]["written"], true);
+        const auto merged = GgufModel::open(inRoot(QStringLiteral("out/merged.gguf")).toStdString());
+        QCOMPARE(std::string(merged->find("organ.merge.method")->asString().value_or("")),
+                 std::string("dare_ties"));
+        QCOMPARE(merged->find("organ.merge.seed")->asUInt().value_or(0), std::uint64_t(11));
+
+        QVERIFY(writeAll(inRoot(QStringLiteral("merge-plan.json")), QByteArray::fromStdString(plan.dump())));
+        QProcess cli;
+        cli.setWorkingDirectory(m_root);
+        cli.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                  {QStringLiteral("assemble"), QStringLiteral("--plan"), QStringLiteral("merge-plan.json"),
+                   QStringLiteral("-o"), QStringLiteral("out/cli-merged.gguf")});
+        QVERIFY(cli.waitForFinished(120000));
+        QCOMPARE(cli.exitCode(), 0);
+        // The same bytes but for the provenance, which names the plan's paths as each was given.
+        const auto theirs = GgufModel::open(inRoot(QStringLiteral("out/cli-merged.gguf")).toStdString());
+        for (const TensorInfo& t : merged->tensors()) {
+            QVERIFY2(
+                std::ranges::equal(merged->tensorData(t), theirs->tensorData(*theirs->findTensor(t.name))),
+                t.name.c_str());
+        }
+
+        nlohmann::json outside = plan;
+        outside["donors"]["c"] = "outside/secret.gguf";
+        QCOMPARE(post(port, QStringLiteral("/v1/plan/check"), {{"plan", outside}}).status, 403);
+        nlohmann::json unknown = plan;
+        unknown["operations"][0]["models"][0]["model"] = "d";
+        const Answer refused = post(port, QStringLiteral("/v1/plan/check"), {{"plan", unknown}});
+        QCOMPARE(refused.status, 422);
+        QVERIFY(refused.body["error"]["message"].get<std::string>().find("no model called \"d\"") !=
+                std::string::npos);
+    }
+
     void staysInsideTheRoot() {
         Server server(m_root);
         QVERIFY(server.port() != 0);

@@ -518,6 +518,94 @@ private slots:
 
     // Success that is not: a perplexity of no tokens, of NaN outputs, or of a model llama.cpp
     // would not run is an error, never a number printed with exit status 0.
+    // A text longer than the context, scored as llama-perplexity -c 128 -b 128 scores it: the
+    // family's perplexities of ../shared/models/family/README.md (4 decimals; Q4_K_M within 0.1 %,
+    // as for whole texts), and its parents' perplexities and divergence over the same positions.
+    void chunkedPerplexityIsLlamaPerplexitys_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<double>("theirs");
+        const std::vector<std::tuple<const char*, double, double, double>> rows{
+            {"family-base-f16", 1.5484, 1.6268, 1.3619},
+            {"family-farm-f16", 1.6040, 1.6124, 1.3863},
+            {"family-sea-f16", 1.5880, 1.7014, 1.3118},
+            {"family-base-q4_k_m", 1.5555, 1.6352, 1.3622},
+        };
+        for (const auto& [model, general, farm, sea] : rows) {
+            for (const auto& [text, value] : {std::pair{"general", general}, {"farm", farm}, {"sea", sea}}) {
+                QTest::newRow((std::string(model) + " on " + text).c_str())
+                    << QString::fromLatin1(model) << QString::fromLatin1(text) << value;
+            }
+        }
+    }
+    void chunkedPerplexityIsLlamaPerplexitys() {
+        QFETCH(QString, model);
+        QFETCH(QString, text);
+        QFETCH(double, theirs);
+        const QString path = familyModel((model + QStringLiteral(".gguf")).toLatin1().constData());
+        const QString textPath = sharedModel(QStringLiteral("family/texts/") + text + QStringLiteral(".txt"));
+        ORGAN_REQUIRE_SHARED(path);
+        ORGAN_REQUIRE_SHARED(textPath);
+        QFile file(textPath);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        VitalsRequest request;
+        request.text = file.readAll().toStdString();
+        request.continuation = 0;
+        request.chunk = 128;
+        const auto report =
+            takeVitals(ModelWeights::ofModel(GgufModel::open(path.toStdString())), {}, request);
+        QVERIFY(report);
+        QCOMPARE(report->chunk, std::size_t(128));
+        QCOMPARE(report->scored, report->tokens.size() / 128 * 63);
+        const double tolerance = model.endsWith(QStringLiteral("f16")) ? 1.5e-4 : 1e-3 * theirs;
+        QVERIFY2(
+            std::abs(report->perplexity.perplexity - theirs) <= tolerance,
+            qPrintable(
+                QStringLiteral("%1, llama-perplexity %2").arg(report->perplexity.perplexity).arg(theirs)));
+    }
+
+    void chunkedParents() {
+        const QString base = familyModel("family-base-f16.gguf");
+        const QString farm = familyModel("family-farm-f16.gguf");
+        const QString textPath = sharedModel(QStringLiteral("family/texts/farm.txt"));
+        for (const QString& p : {base, farm, textPath}) {
+            ORGAN_REQUIRE_SHARED(p);
+        }
+        QFile file(textPath);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        VitalsRequest request;
+        request.text = file.readAll().toStdString();
+        request.continuation = 0;
+        request.chunk = 128;
+        const ModelWeights model = ModelWeights::ofModel(GgufModel::open(farm.toStdString()));
+        const ModelWeights parent = ModelWeights::ofModel(GgufModel::open(base.toStdString()));
+        const ModelWeights same = ModelWeights::ofModel(GgufModel::open(farm.toStdString()));
+        const auto report = takeVitals(model, {&parent, &same}, request);
+        QVERIFY(report);
+        QVERIFY(std::abs(report->parents[0].perplexity.perplexity - 1.6268) <= 1.5e-4);
+        QCOMPARE(report->parents[0].divergence.kl.size(), report->scored);
+        QVERIFY(report->parents[0].divergence.meanKl > 0.001);
+        QCOMPARE(report->parents[1].divergence.meanKl, 0.0);
+        QCOMPARE(report->parents[1].divergence.topAgreement, 1.0);
+        QCOMPARE(report->importance.angular.size(), std::size_t(6)); // from the first chunk
+        // Chunks the model cannot hold, and a text of fewer than two chunks, are refused.
+        for (const auto& [chunk, message] :
+             {std::pair{std::size_t(512), "chunks of 512 tokens; vital signs take 4 to 256"},
+              {std::size_t(2), "chunks of 2 tokens"},
+              {std::size_t(256), "chunks of 256 need at least 512"}}) {
+            request.chunk = chunk;
+            if (chunk == 256) {
+                request.text.resize(600);
+            }
+            try {
+                takeVitals(model, {}, request);
+                QFAIL("vital signs were taken");
+            } catch (const FormatError& error) {
+                QVERIFY2(QString::fromUtf8(error.what()).contains(QString::fromUtf8(message)), error.what());
+            }
+        }
+    }
+
     void meaninglessRunsAreRefused_data() {
         QTest::addColumn<QString>("edit");
         QTest::addColumn<QString>("text");

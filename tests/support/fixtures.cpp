@@ -2,6 +2,7 @@
 
 #include "gguf/gguf_model.h"
 #include "organs/organ_directory.h"
+#include "quant/dequant.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -100,6 +101,13 @@ QStringList writeSplitFixture(const QString& source, const QString& prefix, unsi
         paths << path;
     }
     return paths;
+}
+
+std::vector<float> tensorValues(const GgufModel& model, const std::string& name) {
+    const TensorInfo& t = *model.findTensor(name);
+    std::vector<float> values(static_cast<std::size_t>(t.elements));
+    dequantizeRange(t.type, model.tensorData(t), 0, values.size(), values.data());
+    return values;
 }
 
 QByteArray readAll(const QString& path) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "gguf/gguf_model.h"
 #include "gguf/gguf_writer.h"
 #include "graft/graft_plan.h"
 
@@ -42,6 +43,9 @@ bool extractFixture(const QString& model, const QString& directory);
 QByteArray folderDigest(const QString& folder);
 // The id of a process that has exited and been reaped: what a killed run's partials carry.
 qint64 exitedProcess();
+
+// A tensor's values as floats, decoded from whatever type it has.
+std::vector<float> tensorValues(const GgufModel& model, const std::string& name);
 
 QByteArray readAll(const QString& path);
 bool writeAll(const QString& path, const QByteArray& bytes);

@@ -1,0 +1,187 @@
+// organ merge CONFIG.yaml -o OUT, or organ merge --method M --base B --model X[:W]… -o OUT: a merge
+// from mergekit's configuration, run as a graft plan (check, vital signs if asked, write, validate).
+#include "cli.h"
+#include "graft/merge_plan.h"
+#include "organs/organ_directory.h"
+#include "plan_run.h"
+#include "support/errors.h"
+#include "support/safe_files.h"
+#include "support/text_format.h"
+#include "support/text_safety.h"
+#include "vitals/vitals_report.h"
+
+#include <charconv>
+#include <iostream>
+
+namespace organ::cli {
+namespace {
+
+constexpr std::uint64_t kMaxTextBytes = 4u << 20;
+
+double numberOption(const Arguments& parsed, const char* name) {
+    const std::string text = *parsed.option(name);
+    double value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+        throw UsageError{std::string(name) + " needs a number, not '" + text + "'"};
+    }
+    return value;
+}
+
+// --method M [--base B] --model PATH[:WEIGHT]… [--density D] [--gamma G] [--t T] [--seed N]
+// [--out-type TYPE]: a configuration of numbers.
+MergeConfig quickConfig(const Arguments& parsed) {
+    MergeConfig config;
+    const std::string method = *parsed.option("--method");
+    const auto m = mergeMethodFromName(method);
+    if (!m || *m == MergeMethod::Passthrough) {
+        throw UsageError{"--method is one of " + mergeMethodNames() +
+                         " but passthrough (write a configuration with "
+                         "slices), not '" +
+                         method + "'"};
+    }
+    config.spec.method = *m;
+    config.spec.base = parsed.option("--base").value_or("");
+    for (const std::string& given : parsed.all("--model")) {
+        MergeModel model{given, {}};
+        const auto colon = given.rfind(':');
+        double weight = 1;
+        if (colon != std::string::npos) {
+            const std::string_view tail = std::string_view(given).substr(colon + 1);
+            const auto [end, error] = std::from_chars(tail.data(), tail.data() + tail.size(), weight);
+            if (error == std::errc() && end == tail.data() + tail.size() && !tail.empty()) {
+                model.model = given.substr(0, colon);
+            } else {
+                weight = 1;
+            }
+        }
+        if (takesParameter(config.spec.method, "weight")) {
+            model.parameters["weight"] = ParamValue::number(weight);
+        } else if (model.model != given) {
+            throw UsageError{method + " takes no weights: --model " + given};
+        }
+        config.spec.models.push_back(std::move(model));
+    }
+    for (const char* name : {"density", "gamma", "t"}) {
+        const std::string option = std::string("--") + name;
+        if (parsed.option(option)) {
+            config.spec.parameters[name] = ParamValue::number(numberOption(parsed, option.c_str()));
+        }
+    }
+    config.spec.seed = parsed.unsignedOption("--seed", 0);
+    if (const auto type = parsed.option("--out-type")) {
+        config.outType = quantFileTypeFromName(*type);
+        if (!config.outType) {
+            throw UsageError{"--out-type needs a file type of organ quantize (Q8_0, Q4_K_M, F16…), not '" +
+                             *type + "'"};
+        }
+    }
+    if (const auto problem = mergeSpecProblem(config.spec)) {
+        throw UsageError{*problem};
+    }
+    return config;
+}
+
+// The vital signs of the merge (never written) and of each of its models, on `request`'s text.
+std::optional<VitalsReport> mergeVitals(const GraftPlan& plan, const GraftModels& models,
+                                        const CompatibilityReport& report, const VitalsRequest& request) {
+    const ModelWeights merged = ModelWeights::ofPlan(plan, models, report);
+    std::vector<ModelWeights> parents;
+    parents.push_back(ModelWeights::ofModel(openModel(plan.base)));
+    for (const auto& donor : plan.donors) {
+        parents.push_back(ModelWeights::ofModel(openModel(donor.second)));
+    }
+    std::vector<const ModelWeights*> pointers;
+    for (const ModelWeights& p : parents) {
+        pointers.push_back(&p);
+    }
+    ProgressPrinter printer("vital signs");
+    auto vitals = takeVitals(merged, pointers, request,
+                             [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+    printer.finish();
+    return vitals;
+}
+
+} // namespace
+
+int runMerge(const std::vector<std::string>& args) {
+    const Arguments parsed(args, {"--keep-invalid"},
+                           {"-o", "--output", "--json", "--vitals", "--chunk", "--method", "--base",
+                            "--model", "--density", "--gamma", "--t", "--seed", "--out-type"});
+    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const bool quick = parsed.option("--method").has_value();
+    if (!output || (quick ? !parsed.positional().empty() : parsed.positional().size() != 1)) {
+        throw UsageError{"merge needs CONFIG.yaml (or --method M --model X…) and -o OUT.gguf"};
+    }
+    if (!quick) {
+        for (const char* option :
+             {"--base", "--model", "--density", "--gamma", "--t", "--seed", "--out-type"}) {
+            if (parsed.option(option)) {
+                throw UsageError{std::string(option) + " goes with --method; a configuration says it itself"};
+            }
+        }
+    }
+    VitalsRequest request;
+    request.continuation = 0;
+    request.chunk = chunkFrom(parsed);
+    const auto textPath = parsed.option("--vitals");
+    if (parsed.option("--chunk") && !textPath) {
+        throw UsageError{"--chunk goes with --vitals TEXT"};
+    }
+    MergeConfig config;
+    PlanRun run;
+    try {
+        if (quick) {
+            config = quickConfig(parsed);
+        } else {
+            config = readMergeConfig(parsed.positional().front());
+            run.inputs.push_back(parsed.positional().front());
+        }
+        if (textPath) {
+            request.text = readSmallFile(*textPath, kMaxTextBytes);
+            run.inputs.push_back(*textPath);
+            if (request.text.empty()) {
+                throw FormatError(fileLabel(*textPath) + ": the text is empty");
+            }
+        }
+    } catch (const UsageError&) {
+        throw;
+    } catch (const std::exception& error) {
+        std::cerr << "organ merge: " << escapeText(error.what()) << "\n";
+        return kExitInvalid;
+    }
+    for (const std::string& note : config.notes) {
+        std::cerr << "organ merge: note: " << escapeText(note) << "\n";
+    }
+    const GraftPlan plan = mergePlanOf(config, *output);
+    std::optional<VitalsReport> vitals;
+    run.options.keepInvalid = parsed.flag("--keep-invalid");
+    run.json = parsed.option("--json");
+    run.beforeWriting = [&](const CompatibilityReport& report, const GraftModels& models) {
+        if (const auto problem = mergeConfigProblem(config, models)) {
+            std::cerr << "organ merge: " << escapeText(*problem) << "\n";
+            return false;
+        }
+        if (!textPath) {
+            return true;
+        }
+        try {
+            vitals = mergeVitals(plan, models, report, request);
+        } catch (const std::exception& error) {
+            std::cerr << "organ merge: the merge's vital signs: " << escapeText(error.what()) << "\n";
+            return false;
+        }
+        std::cout << vitalsText(*vitals) << std::flush;
+        return true;
+    };
+    run.moreJson = [&](nlohmann::json& document) {
+        nlohmann::json merge;
+        mergeSpecToJson(config.spec, merge);
+        document["merge"] = merge;
+        document["notes"] = config.notes;
+        document["vitals"] = vitals ? vitalsToJson(*vitals) : nlohmann::json();
+    };
+    return runPlan(plan, *output, "merge", run);
+}
+
+} // namespace organ::cli

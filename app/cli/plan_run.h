@@ -1,0 +1,44 @@
+#pragma once
+
+#include "graft/assembly.h"
+#include "support/job.h"
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace organ::cli {
+
+// While alive, Ctrl-C (SIGINT) and SIGTERM stop the job through `stop` instead of killing the
+// process, so that it ends cancelled with nothing written; a second one kills as usual.
+class StopOnInterrupt {
+public:
+    explicit StopOnInterrupt(StopToken& stop);
+    ~StopOnInterrupt();
+    StopOnInterrupt(const StopOnInterrupt&) = delete;
+    StopOnInterrupt& operator=(const StopOnInterrupt&) = delete;
+
+private:
+    struct Saved;
+    std::unique_ptr<Saved> m_saved;
+};
+
+// How runPlan runs a plan besides writing it.
+struct PlanRun {
+    AssemblyOptions options;
+    std::optional<std::string> json; // where graftOutcomeToJson goes, whatever the outcome
+    std::vector<std::string> inputs; // files besides the plan's models never to write over
+    // Runs once the report has no errors, before anything is written; false stops the job (it has
+    // said why on stderr) and nothing is written.
+    std::function<bool(const CompatibilityReport&, const GraftModels&)> beforeWriting;
+    // Adds to the JSON outcome.
+    std::function<void(nlohmann::json&)> moreJson;
+};
+
+// Checks the plan, prints the report, writes the chimera (Ctrl-C cancels: nothing written), then
+// validates it; `command` names the command in messages. Returns the exit status.
+int runPlan(const GraftPlan& plan, const std::string& output, const std::string& command, const PlanRun& run);
+
+} // namespace organ::cli

@@ -1,0 +1,342 @@
+#include "merge/merge_config.h"
+
+#include "support/errors.h"
+#include "support/safe_files.h"
+#include "support/text_format.h"
+
+#include <filesystem>
+#include <set>
+#include <yaml-cpp/yaml.h>
+
+namespace organ {
+namespace {
+
+// A passthrough's stack has at most as many runs as a plan's stack_layers, each of at most the
+// layers a chimera may have (graft/graft_plan.h; the plan refuses more).
+constexpr std::size_t kMaxSlices = 1024;
+constexpr std::uint32_t kMaxLayerRange = 65536;
+constexpr std::size_t kMaxModels = 64;
+
+class Reader {
+public:
+    explicit Reader(std::string label) : m_label(std::move(label)) {}
+
+    [[noreturn]] void fail(const YAML::Node& node, const std::string& problem) const {
+        const YAML::Mark mark = node.Mark();
+        if (mark.is_null()) {
+            throw FormatError(m_label + ": " + problem);
+        }
+        throw FormatError(m_label + ": line " + std::to_string(mark.line + 1) + ": " + problem);
+    }
+
+    // The keys of a mapping, each once, all of them known; `what` names the mapping.
+    void checkKeys(const YAML::Node& map, const std::set<std::string>& known, const std::string& what) const {
+        if (!map.IsMap()) {
+            fail(map, what + " must be a mapping");
+        }
+        std::set<std::string> seen;
+        for (const auto& entry : map) {
+            if (!entry.first.IsScalar()) {
+                fail(entry.first, what + ": keys must be names");
+            }
+            const std::string key = entry.first.Scalar();
+            if (!seen.insert(key).second) {
+                fail(entry.first, what + ": '" + key + "' is given twice");
+            }
+            if (known.count(key) == 0) {
+                std::string names;
+                for (const std::string& k : known) {
+                    names += (names.empty() ? "" : ", ") + k;
+                }
+                fail(entry.first,
+                     what + ": '" + key + "' is not supported (organ merge reads " + names + ")");
+            }
+        }
+    }
+
+    std::string string(const YAML::Node& node, const std::string& what) const {
+        if (!node.IsScalar() || node.Scalar().empty()) {
+            fail(node, what + " must be a name or a path");
+        }
+        return node.Scalar();
+    }
+
+    double number(const YAML::Node& node, const std::string& what) const {
+        double value = 0;
+        if (!node.IsScalar() || !YAML::convert<double>::decode(node, value)) {
+            fail(node, what + " must be a number");
+        }
+        return value;
+    }
+
+    bool flag(const YAML::Node& node, const std::string& what) const {
+        bool value = false;
+        if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+            fail(node, what + " must be true or false");
+        }
+        return value;
+    }
+
+    std::uint64_t whole(const YAML::Node& node, const std::string& what) const {
+        std::uint64_t value = 0;
+        if (!node.IsScalar() || node.Scalar().starts_with('-') ||
+            !YAML::convert<std::uint64_t>::decode(node, value)) {
+            fail(node, what + " must be a whole number of 0 or more");
+        }
+        return value;
+    }
+
+    // A number, or a gradient: a list of numbers.
+    std::vector<double> points(const YAML::Node& node, const std::string& what) const {
+        if (node.IsScalar()) {
+            return {number(node, what)};
+        }
+        if (!node.IsSequence() || node.size() == 0) {
+            fail(node, what + " must be a number or a list of numbers (a gradient)");
+        }
+        if (node.size() > kMaxGradientPoints) {
+            fail(node, what + ": a gradient of " + std::to_string(node.size()) + " points, more than the " +
+                           std::to_string(kMaxGradientPoints) + " allowed");
+        }
+        std::vector<double> out;
+        for (const auto& item : node) {
+            out.push_back(number(item, what));
+        }
+        return out;
+    }
+
+    // A number, a gradient, or filtered values [{filter, value}, …].
+    ParamValue value(const YAML::Node& node, const std::string& what) const {
+        ParamValue out;
+        if (node.IsSequence() && node.size() > 0 && node[0].IsMap()) {
+            if (node.size() > kMaxParamRules) {
+                fail(node, what + ": " + std::to_string(node.size()) + " filtered values, more than the " +
+                               std::to_string(kMaxParamRules) + " allowed");
+            }
+            for (const auto& item : node) {
+                checkKeys(item, {"filter", "value"}, what);
+                ParamRule rule;
+                if (item["filter"]) {
+                    rule.filter = string(item["filter"], what + ": filter");
+                }
+                if (!item["value"]) {
+                    fail(item, what + ": a filtered value lacks 'value'");
+                }
+                rule.points = points(item["value"], what);
+                out.rules.push_back(std::move(rule));
+            }
+        } else {
+            out.rules.push_back({"", points(node, what)});
+        }
+        if (auto problem = paramValueProblem(out)) {
+            fail(node, what + " " + *problem);
+        }
+        return out;
+    }
+
+    // The parameters of a model (per model) or of the merge (global: also its switches).
+    void parameters(const YAML::Node& node, std::map<std::string, ParamValue>& out, MergeConfig* global,
+                    const std::string& what) const {
+        if (!node.IsMap()) {
+            fail(node, what + "parameters must be a mapping");
+        }
+        std::set<std::string> known{"weight", "density", "gamma"};
+        if (global != nullptr) {
+            known.insert({"t", "normalize", "rescale", "int8_mask"});
+        }
+        checkKeys(node, known, what + "parameters");
+        for (const auto& entry : node) {
+            const std::string name = entry.first.Scalar();
+            if (name == "normalize") {
+                global->spec.normalize = flag(entry.second, "normalize");
+            } else if (name == "rescale") {
+                global->spec.rescale = flag(entry.second, "rescale");
+            } else if (name == "int8_mask") {
+                flag(entry.second, "int8_mask");
+                global->notes.push_back("int8_mask: mergekit's way to save memory, no effect here");
+            } else {
+                out[name] = value(entry.second, what + "'" + name + "'");
+            }
+        }
+    }
+
+    MergeModel model(const YAML::Node& node, const std::set<std::string>& keys) const {
+        checkKeys(node, keys, "a model");
+        if (!node["model"]) {
+            fail(node, "a model lacks 'model' (its path)");
+        }
+        MergeModel m;
+        m.model = string(node["model"], "'model'");
+        if (node["parameters"]) {
+            parameters(node["parameters"], m.parameters, nullptr, "model '" + m.model + "': ");
+        }
+        return m;
+    }
+
+    void slices(const YAML::Node& node, MergeConfig& config) const {
+        if (!node.IsSequence() || node.size() == 0) {
+            fail(node, "'slices' must be a list of {sources: [{model, layer_range}]}");
+        }
+        if (node.size() > kMaxSlices) {
+            fail(node, std::to_string(node.size()) + " slices, more than the " + std::to_string(kMaxSlices) +
+                           " allowed");
+        }
+        const bool passthrough = config.spec.method == MergeMethod::Passthrough;
+        for (const auto& slice : node) {
+            checkKeys(slice, {"sources"}, "a slice");
+            const YAML::Node sources = slice["sources"];
+            if (!sources || !sources.IsSequence() || sources.size() == 0 ||
+                (passthrough && sources.size() != 1) || sources.size() > kMaxModels) {
+                fail(slice, passthrough ? "a passthrough slice has one source: {model, layer_range}"
+                                        : "a slice needs 'sources': [{model, layer_range, parameters}]");
+            }
+            for (const auto& source : sources) {
+                MergeModel m = model(source, {"model", "layer_range", "parameters"});
+                const YAML::Node range = source["layer_range"];
+                if (!range || !range.IsSequence() || range.size() != 2) {
+                    fail(source, "'layer_range' must be [first, end) (two numbers)");
+                }
+                const std::uint64_t first = whole(range[0], "layer_range");
+                const std::uint64_t end = whole(range[1], "layer_range");
+                if (end <= first || end - first > kMaxLayerRange) {
+                    fail(range, "'layer_range' [" + std::to_string(first) + ", " + std::to_string(end) +
+                                    ") is empty or too long");
+                }
+                if (passthrough) {
+                    if (!m.parameters.empty()) {
+                        fail(source, "passthrough takes no parameters");
+                    }
+                    config.stack.push_back(
+                        {m.model, static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(end - 1)});
+                    continue;
+                }
+                const std::pair<std::uint32_t, std::uint32_t> whole{static_cast<std::uint32_t>(first),
+                                                                    static_cast<std::uint32_t>(end)};
+                if (node.size() != 1 || (config.wholeRange && *config.wholeRange != whole)) {
+                    fail(source, "slices that cut or stack layers are for passthrough: " +
+                                     std::string(mergeMethodName(config.spec.method)) +
+                                     " takes one slice whose sources share one layer_range (every block)");
+                }
+                config.wholeRange = whole;
+                config.spec.models.push_back(std::move(m));
+            }
+        }
+    }
+
+    MergeConfig config(const YAML::Node& root) const {
+        if (!root.IsMap()) {
+            fail(root, "not a mergekit configuration (a mapping of merge_method, models, …)");
+        }
+        checkKeys(
+            root,
+            {"merge_method", "base_model", "models", "slices", "parameters", "dtype", "out_type", "seed"},
+            "the configuration");
+        MergeConfig config;
+        if (!root["merge_method"]) {
+            fail(root, "'merge_method' is missing (" + mergeMethodNames() + ")");
+        }
+        const std::string method = string(root["merge_method"], "'merge_method'");
+        const auto parsed = mergeMethodFromName(method);
+        if (!parsed) {
+            fail(root["merge_method"],
+                 "merge_method '" + method + "' is not supported (" + mergeMethodNames() + ")");
+        }
+        config.spec.method = *parsed;
+        if (root["base_model"]) {
+            config.spec.base = string(root["base_model"], "'base_model'");
+        }
+        if (root["models"] && root["slices"]) {
+            fail(root, "give 'models' or 'slices', not both");
+        }
+        if (root["models"]) {
+            const YAML::Node models = root["models"];
+            if (!models.IsSequence() || models.size() == 0 || models.size() > kMaxModels) {
+                fail(models, "'models' must be a list of 1 to " + std::to_string(kMaxModels) +
+                                 " {model, parameters}");
+            }
+            for (const auto& m : models) {
+                config.spec.models.push_back(model(m, {"model", "parameters"}));
+            }
+        } else if (root["slices"]) {
+            slices(root["slices"], config);
+        } else {
+            fail(root, "'models' (or 'slices') is missing");
+        }
+        if (root["parameters"]) {
+            parameters(root["parameters"], config.spec.parameters, &config, "");
+        }
+        if (root["dtype"]) {
+            config.notes.push_back("dtype " + string(root["dtype"], "'dtype'") +
+                                   " ignored: the output takes the base's types (out_type sets a file type)");
+        }
+        if (root["out_type"]) {
+            const std::string type = string(root["out_type"], "'out_type'");
+            config.outType = quantFileTypeFromName(type);
+            if (!config.outType) {
+                fail(root["out_type"],
+                     "out_type '" + type + "' is not a file type of organ quantize (Q8_0, Q4_K_M, F16…)");
+            }
+        }
+        if (root["seed"]) {
+            config.spec.seed = whole(root["seed"], "'seed'");
+        }
+        if (config.spec.method == MergeMethod::Passthrough) {
+            if (!config.spec.parameters.empty() || config.spec.normalize || config.spec.rescale) {
+                fail(root["parameters"], "passthrough takes no parameters");
+            }
+            if (config.stack.empty() && config.spec.models.size() != 1) {
+                fail(root, "passthrough takes 'slices' (or one model, copied)");
+            }
+        } else if (auto problem = mergeSpecProblem(config.spec)) {
+            fail(root, *problem);
+        }
+        return config;
+    }
+
+private:
+    std::string m_label;
+};
+
+} // namespace
+
+MergeConfig mergeConfigFromYaml(std::string_view text, const std::string& label) {
+    std::vector<YAML::Node> documents;
+    try {
+        documents = YAML::LoadAll(std::string(text));
+    } catch (const YAML::Exception& error) {
+        const std::string where = error.mark.is_null()
+                                      ? std::string()
+                                      : "line " + std::to_string(error.mark.line + 1) + ", column " +
+                                            std::to_string(error.mark.column + 1) + ": ";
+        throw FormatError(label + ": not valid YAML: " + where + error.msg);
+    }
+    if (documents.size() != 1) {
+        throw FormatError(label + ": " + std::to_string(documents.size()) +
+                          " YAML documents; a merge configuration is one");
+    }
+    try {
+        return Reader(label).config(documents.front());
+    } catch (const YAML::Exception& error) {
+        throw FormatError(label + ": " + error.msg);
+    }
+}
+
+MergeConfig readMergeConfig(const RootedPath& path) {
+    MergeConfig config = mergeConfigFromYaml(readSmallFile(path, kMaxMergeConfigBytes), fileLabel(path.path));
+    const std::filesystem::path folder = std::filesystem::path(path.path).parent_path();
+    auto resolve = [&](std::string& p) {
+        if (!p.empty() && std::filesystem::path(p).is_relative()) {
+            p = (folder / p).lexically_normal().string();
+        }
+    };
+    resolve(config.spec.base);
+    for (MergeModel& m : config.spec.models) {
+        resolve(m.model);
+    }
+    for (MergeConfig::LayerRun& run : config.stack) {
+        resolve(run.model);
+    }
+    return config;
+}
+
+} // namespace organ

@@ -1,0 +1,193 @@
+#include "merge/merged_source.h"
+
+#include "quant/dequant.h"
+#include "quant/quantize.h"
+#include "support/errors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+namespace organ {
+namespace {
+
+// Values merged per batch of rows: 4 MiB of floats beside the bytes they become.
+constexpr std::uint64_t kBatchValues = 1u << 20;
+
+// Decodes a range of an input's values and tells the kernel its pages are done with, so that
+// streaming a large model keeps the resident set small.
+ValueReader readerOf(const MergeInput& input) {
+    return [source = input.source, type = input.type](std::uint64_t first, std::size_t count, float* out) {
+        dequantizeRange(type, source.bytes, first, count, out);
+        if (source.mapping) {
+            const auto& traits = traitsOf(type);
+            const auto base =
+                static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
+            source.mapping->release(base + first / traits.blockSize * traits.bytesPerBlock,
+                                    (count + traits.blockSize - 1) / traits.blockSize * traits.bytesPerBlock);
+        }
+    };
+}
+
+std::uint64_t elementsOf(const MergedTensor& t) {
+    return t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
+}
+
+// The merger of the tensor, its inputs checked against their promised SHA-256 first and its
+// whole-tensor passes run.
+std::unique_ptr<TensorMerger> preparedMerger(const MergedTensor& t) {
+    TensorMergeInputs inputs;
+    inputs.elements = elementsOf(t);
+    if (t.base) {
+        checkPromise(t.base->source);
+        inputs.base = readerOf(*t.base);
+    }
+    for (const MergeInput& m : t.models) {
+        checkPromise(m.source);
+        inputs.models.push_back(readerOf(m));
+    }
+    auto merger = std::make_unique<TensorMerger>(t.params, std::move(inputs));
+    merger->prepare();
+    return merger;
+}
+
+// Encodes `rows` merged rows that start at row `first`, each expert's rows with its own weights.
+void encodeRows(const MergedTensor& t, std::uint64_t first, const float* values, std::uint64_t rows,
+                std::byte* out) {
+    const std::uint64_t columns = t.ne[0];
+    const std::uint64_t rowsPerExpert = std::max<std::uint64_t>(1, t.ne[1]);
+    const float* weights =
+        t.importance.empty() ? nullptr : t.importance.data() + (first / rowsPerExpert) * columns;
+    quantizeRowsParallel(t.target, values, static_cast<std::size_t>(rows), static_cast<std::size_t>(columns),
+                         weights, out, 0);
+}
+
+// The output's bytes made as they are read in order: a batch of whole rows (within one expert)
+// merged and encoded at a time. A read that goes back starts the merge again from the first row.
+class MergeStream {
+public:
+    explicit MergeStream(MergedTensor tensor) : m_tensor(std::move(tensor)) {
+        m_rowBytes = storedBytes(m_tensor.target, m_tensor.ne[0]);
+        m_rows = m_tensor.ne[0] != 0 ? elementsOf(m_tensor) / m_tensor.ne[0] : 0;
+    }
+    std::uint64_t size() const { return m_rows * m_rowBytes; }
+
+    void read(std::uint64_t offset, std::span<std::byte> out) {
+        std::lock_guard lock(m_mutex);
+        if (offset > size() || out.size() > size() - offset) {
+            throw FormatError(m_tensor.name + ": bytes asked for past the end of the merged tensor");
+        }
+        if (!m_merger) {
+            m_merger = preparedMerger(m_tensor);
+        }
+        if (offset < m_pendingFrom) {
+            m_merger->restart();
+            m_nextRow = 0;
+            m_pending.clear();
+            m_pendingFrom = 0;
+        }
+        for (std::size_t filled = 0; filled < out.size();) {
+            const std::uint64_t at = offset + filled;
+            if (at >= m_pendingFrom && at < m_pendingFrom + m_pending.size()) {
+                const auto n =
+                    std::min<std::uint64_t>(out.size() - filled, m_pendingFrom + m_pending.size() - at);
+                std::memcpy(out.data() + filled, m_pending.data() + (at - m_pendingFrom),
+                            static_cast<std::size_t>(n));
+                filled += static_cast<std::size_t>(n);
+                continue;
+            }
+            mergeBatch();
+        }
+        if (offset + out.size() == size()) {
+            // Read to the end: what was kept for the next read is dropped.
+            m_merger.reset();
+            m_pending = {};
+            m_values = {};
+            m_pendingFrom = 0;
+            m_nextRow = 0;
+        }
+    }
+
+private:
+    void mergeBatch() {
+        const std::uint64_t columns = m_tensor.ne[0];
+        const std::uint64_t rowsPerExpert = std::max<std::uint64_t>(1, m_tensor.ne[1]);
+        const std::uint64_t expertEnd = (m_nextRow / rowsPerExpert + 1) * rowsPerExpert;
+        const std::uint64_t rows = std::min(
+            {std::max<std::uint64_t>(1, kBatchValues / columns), m_rows - m_nextRow, expertEnd - m_nextRow});
+        m_values.resize(static_cast<std::size_t>(rows * columns));
+        m_merger->next(m_values.size(), m_values.data());
+        m_pending.resize(static_cast<std::size_t>(rows * m_rowBytes));
+        encodeRows(m_tensor, m_nextRow, m_values.data(), rows, m_pending.data());
+        m_pendingFrom = m_nextRow * m_rowBytes;
+        m_nextRow += rows;
+    }
+
+    MergedTensor m_tensor;
+    std::uint64_t m_rowBytes = 0;
+    std::uint64_t m_rows = 0;
+    std::mutex m_mutex;
+    std::unique_ptr<TensorMerger> m_merger;
+    std::uint64_t m_nextRow = 0;
+    std::vector<float> m_values;
+    std::vector<std::byte> m_pending; // the last batch's bytes, from byte m_pendingFrom
+    std::uint64_t m_pendingFrom = 0;
+};
+
+} // namespace
+
+std::vector<float> mergedValues(const MergedTensor& tensor) {
+    const std::unique_ptr<TensorMerger> merger = preparedMerger(tensor);
+    std::vector<float> values(static_cast<std::size_t>(elementsOf(tensor)));
+    merger->next(values.size(), values.data());
+    return values;
+}
+
+TensorSource mergedSource(MergedTensor tensor, MergedReading reading, std::shared_ptr<PurifyLog> log) {
+    const bool once = reading == MergedReading::Once;
+    const std::uint64_t size = storedBytes(tensor.target, elementsOf(tensor));
+    // Named, so that the output is never this input.
+    const std::shared_ptr<const MappedFile> mapping =
+        tensor.base ? tensor.base->source.mapping : tensor.models.front().source.mapping;
+    TensorSource source;
+    if (tensor.purify) {
+        auto logged = std::make_shared<std::once_flag>();
+        const std::string name = tensor.name;
+        auto make = [tensor = std::move(tensor), log, logged] {
+            std::vector<float> values = mergedValues(tensor);
+            TensorInfo info;
+            info.name = tensor.name;
+            info.type = TensorType::F32;
+            info.ne = tensor.ne;
+            info.elements = values.size();
+            const std::vector<float> stored = values;
+            PurifiedBytes made = purifyValues(info, std::move(values), std::as_bytes(std::span(stored)),
+                                              tensor.target, *tensor.purify, tensor.importance);
+            if (log) {
+                std::call_once(*logged, [&] { log->add(std::move(made.report)); });
+            }
+            return std::move(made.bytes);
+        };
+        source = madeSource(std::move(make), size, once, name);
+    } else {
+        const std::string name = tensor.name;
+        auto stream = std::make_shared<MergeStream>(std::move(tensor));
+        if (once) {
+            source.generate = [stream](std::uint64_t offset, std::span<std::byte> out) {
+                stream->read(offset, out);
+            };
+        } else {
+            source = madeSource(
+                [stream] {
+                    std::vector<std::byte> bytes(static_cast<std::size_t>(stream->size()));
+                    stream->read(0, bytes);
+                    return bytes;
+                },
+                size, false, name);
+        }
+    }
+    source.mapping = mapping;
+    return source;
+}
+
+} // namespace organ

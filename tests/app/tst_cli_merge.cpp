@@ -1,0 +1,386 @@
+// organ merge as a user runs it: mergekit's YAML (paths relative to the configuration) and quick
+// merges from options, the merge's vital signs before anything is written, passthrough slices,
+// out_type, the JSON outcome; every key it does not support refused by name, and hostile
+// configurations (syntax, nesting, sizes, special files, control characters) refused cleanly with
+// the file named, nothing written and the inputs untouched.
+#include "cli_run.h"
+#include "fixtures.h"
+#include "gguf/gguf_model.h"
+#include "gguf/specimen.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+#include <sys/stat.h>
+
+using namespace organ;
+using namespace organ::testing;
+
+namespace {
+
+std::string metaString(const GgufModel& model, const char* key) {
+    const MetaValue* v = model.find(key);
+    return v != nullptr ? std::string(v->asString().value_or("")) : std::string();
+}
+
+const char* kTies = R"(models:
+  - model: models/a.gguf
+    parameters:
+      density: [0.3, 0.7]
+      weight:
+        - filter: self_attn
+          value: 0.6
+        - value: 0.4
+  - model: models/b.gguf
+    parameters:
+      density: 0.5
+      weight: 0.5
+merge_method: ties
+base_model: models/base.gguf
+parameters:
+  normalize: true
+  int8_mask: true
+dtype: bfloat16
+)";
+
+} // namespace
+
+class TestCliMerge : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QString path(const QString& name) const { return m_dir.filePath(name); }
+    QString config(const QString& name, const QByteArray& text) const {
+        const QString file = path(name);
+        return writeAll(file, text) ? file : QString();
+    }
+    QByteArray inputs() const { return folderDigest(path(QStringLiteral("models"))); }
+
+private slots:
+    void initTestCase() {
+        QVERIFY2(!qgetenv("ORGAN_CLI").isEmpty(), "ORGAN_CLI is not set");
+        QVERIFY(QDir(m_dir.path()).mkpath(QStringLiteral("models")));
+        SpecimenShape shape;
+        shape.feedForward = 128;
+        shape.blocks = 3;
+        for (const auto& [name, seed] : {std::pair{"base", 1}, {"a", 2}, {"b", 3}}) {
+            const QString file = path(QStringLiteral("models/%1.gguf").arg(QLatin1String(name)));
+            QVERIFY(writeSpecimen(file.toStdString(), seed, shape).isOk());
+        }
+        QVERIFY(
+            writeAll(path(QStringLiteral("story.txt")),
+                     "Once upon a time there was a little girl. She liked to play in the sun with her dog."));
+    }
+
+    // mergekit's configuration as written for mergekit, with GGUF paths: merged, recorded, the
+    // inputs untouched; what has no effect here is said.
+    void mergesFromYaml() {
+        const QByteArray before = inputs();
+        const QString yaml = config(QStringLiteral("ties.yaml"), kTies);
+        const QString out = path(QStringLiteral("ties.gguf"));
+        const QString json = path(QStringLiteral("ties.json"));
+        const CliRun run = runOrganCli(
+            {QStringLiteral("merge"), yaml, QStringLiteral("-o"), out, QStringLiteral("--json"), json});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
+        QVERIFY2(run.out.contains(QStringLiteral("merge (ties): 30 tensors from base, a and b")),
+                 qPrintable(run.out));
+        QVERIFY(run.out.contains(QStringLiteral("wrote ")));
+        QVERIFY(run.err.contains(QStringLiteral("note: dtype bfloat16 ignored")));
+        QVERIFY(run.err.contains(QStringLiteral("note: int8_mask")));
+        QCOMPARE(inputs(), before);
+        const auto merged = GgufModel::open(out.toStdString());
+        QCOMPARE(metaString(*merged, "organ.merge.method"), std::string("ties"));
+        QCOMPARE(metaString(*merged, "organ.merge.base"), std::string("base: organ-specimen"));
+        const QJsonObject outcome = QJsonDocument::fromJson(readAll(json)).object();
+        QCOMPARE(outcome.value(QStringLiteral("written")).toBool(), true);
+        QCOMPARE(outcome.value(QStringLiteral("merge")).toObject().value(QStringLiteral("method")).toString(),
+                 QStringLiteral("ties"));
+        QCOMPARE(outcome.value(QStringLiteral("notes")).toArray().size(), 2);
+        QVERIFY(outcome.value(QStringLiteral("vitals")).isNull());
+    }
+
+    // --method … --model PATH:WEIGHT: a linear merge of two models, value for value.
+    void quickMerge() {
+        const QString a = path(QStringLiteral("models/a.gguf"));
+        const QString b = path(QStringLiteral("models/b.gguf"));
+        const QString out = path(QStringLiteral("linear.gguf"));
+        const CliRun run =
+            runOrganCli({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("linear"),
+                         QStringLiteral("--model"), a + QStringLiteral(":0.25"), QStringLiteral("--model"),
+                         b + QStringLiteral(":0.75"), QStringLiteral("-o"), out});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
+        const auto merged = GgufModel::open(out.toStdString());
+        const auto x = tensorValues(*GgufModel::open(a.toStdString()), "blk.1.ffn_up.weight");
+        const auto y = tensorValues(*GgufModel::open(b.toStdString()), "blk.1.ffn_up.weight");
+        const auto got = tensorValues(*merged, "blk.1.ffn_up.weight");
+        for (std::size_t i = 0; i < got.size(); i += 97) {
+            QVERIFY(std::abs(got[i] - (0.25f * x[i] + 0.75f * y[i])) <= 1e-6f * (1 + std::abs(got[i])));
+        }
+        // Usage errors: exit status 2.
+        QCOMPARE(runOrganCli({QStringLiteral("merge")}).exitCode, 2);
+        QCOMPARE(runOrganCli({QStringLiteral("merge"), path(QStringLiteral("ties.yaml")),
+                              QStringLiteral("--model"), a, QStringLiteral("-o"), out})
+                     .exitCode,
+                 2);
+        const CliRun slerp = runOrganCli({QStringLiteral("merge"), QStringLiteral("--method"),
+                                          QStringLiteral("slerp"), QStringLiteral("--base"), a,
+                                          QStringLiteral("--model"), b, QStringLiteral("-o"), out});
+        QCOMPARE(slerp.exitCode, 2);
+        QVERIFY(slerp.err.contains(QStringLiteral("slerp needs the parameter 't'")));
+    }
+
+    // --vitals: the merge's vital signs and its models' on the text, before anything is written.
+    void vitalsBeforeWriting() {
+        const QString yaml = config(QStringLiteral("ties-vitals.yaml"), kTies);
+        const QString out = path(QStringLiteral("ties-vitals.gguf"));
+        const QString json = path(QStringLiteral("ties-vitals.json"));
+        const CliRun run =
+            runOrganCli({QStringLiteral("merge"), yaml, QStringLiteral("-o"), out, QStringLiteral("--vitals"),
+                         path(QStringLiteral("story.txt")), QStringLiteral("--json"), json});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
+        QVERIFY(run.out.contains(QStringLiteral("ties-vitals.gguf (planned)")));
+        for (const char* parent : {"base.gguf", "a.gguf", "b.gguf"}) {
+            QVERIFY2(run.out.contains(QLatin1String(parent)), qPrintable(run.out));
+        }
+        QVERIFY(run.out.indexOf(QStringLiteral("perplexity")) < run.out.indexOf(QStringLiteral("wrote ")));
+        const QJsonObject vitals =
+            QJsonDocument::fromJson(readAll(json)).object().value(QStringLiteral("vitals")).toObject();
+        QCOMPARE(vitals.value(QStringLiteral("parents")).toArray().size(), 3);
+        QVERIFY(vitals.value(QStringLiteral("perplexity")).toDouble() > 1);
+
+        // A merge whose values are not numbers is not alive: said, and not written.
+        GgufWriteSpec spec =
+            specFromFile(*GgufFile::open(path(QStringLiteral("models/b.gguf")).toStdString()));
+        for (TensorToWrite& t : spec.tensors) {
+            if (t.name == "output_norm.weight") {
+                auto nan =
+                    std::make_shared<std::vector<float>>(t.ne[0], std::numeric_limits<float>::quiet_NaN());
+                t.source = {};
+                t.source.bytes = std::as_bytes(std::span(*nan));
+                t.source.owner = nan;
+            }
+        }
+        QVERIFY(writeFixture(path(QStringLiteral("models/nan.gguf")), spec));
+        const QString dead = path(QStringLiteral("dead.gguf"));
+        const CliRun refused =
+            runOrganCli({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("slerp"),
+                         QStringLiteral("--t"), QStringLiteral("0.5"), QStringLiteral("--base"),
+                         path(QStringLiteral("models/base.gguf")), QStringLiteral("--model"),
+                         path(QStringLiteral("models/nan.gguf")), QStringLiteral("-o"), dead,
+                         QStringLiteral("--vitals"), path(QStringLiteral("story.txt"))});
+        QCOMPARE(refused.exitCode, 1);
+        QVERIFY2(refused.err.contains(
+                     QStringLiteral("the merge's vital signs: dead.gguf (planned): its outputs are not "
+                                    "finite numbers")),
+                 qPrintable(refused.err));
+        QVERIFY(refused.err.contains(QStringLiteral("dead.gguf not written")));
+        QVERIFY(!QFileInfo::exists(dead));
+    }
+
+    // mergekit's passthrough slices become the plan's stack; out_type quantizes as organ quantize.
+    void passthroughAndOutType() {
+        const QString yaml = config(QStringLiteral("stack.yaml"), R"(slices:
+  - sources:
+      - model: models/a.gguf
+        layer_range: [0, 2]
+  - sources:
+      - model: models/b.gguf
+        layer_range: [1, 3]
+merge_method: passthrough
+dtype: float16
+)");
+        const QString out = path(QStringLiteral("stack.gguf"));
+        const CliRun run = runOrganCli({QStringLiteral("merge"), yaml, QStringLiteral("-o"), out});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
+        const auto stacked = GgufModel::open(out.toStdString());
+        QCOMPARE(stacked->archValue("block_count").value_or(0), std::uint64_t(4));
+        const auto b = GgufModel::open(path(QStringLiteral("models/b.gguf")).toStdString());
+        QVERIFY(std::ranges::equal(stacked->tensorData(*stacked->findTensor("blk.3.ffn_up.weight")),
+                                   b->tensorData(*b->findTensor("blk.2.ffn_up.weight"))));
+
+        const QString quantized = config(QStringLiteral("q8.yaml"), QByteArray(kTies) + "out_type: Q8_0\n");
+        const QString q8 = path(QStringLiteral("ties-q8_0.gguf"));
+        const CliRun q = runOrganCli({QStringLiteral("merge"), quantized, QStringLiteral("-o"), q8});
+        QVERIFY2(q.exitCode == 0, qPrintable(q.err + q.out));
+        const auto merged = GgufModel::open(q8.toStdString());
+        QCOMPARE(merged->findTensor("blk.0.attn_q.weight")->type, TensorType::Q8_0);
+        QCOMPARE(merged->findTensor("blk.0.attn_norm.weight")->type, TensorType::F32);
+        QCOMPARE(merged->find("general.file_type")->asUInt().value_or(0), std::uint64_t(7));
+    }
+
+    // The slerp configuration of mergekit's README: one slice, two sources over every layer, t
+    // filtered and graded. A slice that cuts layers is passthrough's, not slerp's.
+    void slerpSlices() {
+        const QByteArray slerp = R"(slices:
+  - sources:
+      - model: models/base.gguf
+        layer_range: [0, 3]
+      - model: models/a.gguf
+        layer_range: [0, 3]
+merge_method: slerp
+base_model: models/base.gguf
+parameters:
+  t:
+    - filter: self_attn
+      value: [0, 0.5, 0.3, 0.7, 1]
+    - filter: mlp
+      value: [1, 0.5, 0.7, 0.3, 0]
+    - value: 0.5
+dtype: bfloat16
+)";
+        const QString out = path(QStringLiteral("slerp.gguf"));
+        const CliRun run = runOrganCli({QStringLiteral("merge"), config(QStringLiteral("slerp.yaml"), slerp),
+                                        QStringLiteral("-o"), out});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
+        QVERIFY2(run.out.contains(QStringLiteral("merge (slerp): 30 tensors from base and a")),
+                 qPrintable(run.out));
+        QByteArray cut = slerp;
+        cut.replace("[0, 3]", "[0, 2]");
+        const CliRun refused =
+            runOrganCli({QStringLiteral("merge"), config(QStringLiteral("slerp-cut.yaml"), cut),
+                         QStringLiteral("-o"), path(QStringLiteral("slerp-cut.gguf"))});
+        QCOMPARE(refused.exitCode, 1);
+        QVERIFY2(refused.err.contains(QStringLiteral("layer_range [0, 2) is not every block")),
+                 qPrintable(refused.err));
+        QVERIFY(!QFileInfo::exists(path(QStringLiteral("slerp-cut.gguf"))));
+    }
+
+    void refusedConfigurations_data() {
+        QTest::addColumn<QByteArray>("yaml");
+        QTest::addColumn<QString>("message");
+        const QByteArray models = "models:\n  - model: models/a.gguf\n    parameters: {weight: 1}\n";
+        QTest::newRow("a key mergekit has and we do not")
+            << QByteArray("merge_method: linear\ntokenizer_source: base\n" + models)
+            << QStringLiteral("line 2: the configuration: 'tokenizer_source' is not supported");
+        QTest::newRow("a key of a model")
+            << QByteArray("merge_method: linear\nmodels:\n  - model: models/a.gguf\n    "
+                          "lora: x.safetensors\n")
+            << QStringLiteral("a model: 'lora' is not supported");
+        QTest::newRow("lambda")
+            << QByteArray("merge_method: task_arithmetic\nbase_model: models/base.gguf\nmodels:\n"
+                          "  - model: models/a.gguf\n    parameters: {weight: 1, lambda: 2}\n")
+            << QStringLiteral("'lambda' is not supported");
+        QTest::newRow("a parameter of another method")
+            << QByteArray(
+                   "merge_method: linear\nmodels:\n  - model: models/a.gguf\n    parameters: {weight: 1, "
+                   "density: 0.5}\n")
+            << QStringLiteral("'density' is not a parameter of linear");
+        QTest::newRow("an unknown method") << QByteArray("merge_method: della\n" + models)
+                                           << QStringLiteral("merge_method 'della' is not supported");
+        QTest::newRow("no method") << models << QStringLiteral("'merge_method' is missing");
+        QTest::newRow("no models") << QByteArray("merge_method: linear\n")
+                                   << QStringLiteral("'models' (or 'slices') is missing");
+        QTest::newRow("syntax") << QByteArray("merge_method: linear\nmodels:\n  - model: [unclosed\n")
+                                << QStringLiteral("not valid YAML: line");
+        QTest::newRow("two documents")
+            << QByteArray("merge_method: linear\n" + models + "---\nmerge_method: ties\n")
+            << QStringLiteral("2 YAML documents");
+        QTest::newRow("empty") << QByteArray() << QStringLiteral("0 YAML documents");
+        QTest::newRow("a list") << QByteArray("- merge_method\n")
+                                << QStringLiteral("not a mergekit configuration");
+        QTest::newRow("twice") << QByteArray("merge_method: linear\nmerge_method: ties\n" + models)
+                               << QStringLiteral("'merge_method' is given twice");
+        QTest::newRow("deep nesting")
+            << QByteArray("merge_method: linear\nmodels: " + QByteArray(100000, '[') +
+                          QByteArray(100000, ']'))
+            << QStringLiteral("not valid YAML");
+        QTest::newRow("a long gradient")
+            << QByteArray(
+                   "merge_method: linear\nmodels:\n  - model: models/a.gguf\n    parameters: {weight: [" +
+                   QByteArray("1,").repeated(2000) + "1]}\n")
+            << QStringLiteral("more than the 1024 allowed");
+        QTest::newRow("density 2") << QByteArray(
+                                          "merge_method: ties\nbase_model: models/base.gguf\nmodels:\n  - "
+                                          "model: models/a.gguf\n    parameters: {weight: 1, density: 2}\n")
+                                   << QStringLiteral("'density' is a share from 0 to 1");
+        QTest::newRow("NaN weight") << QByteArray(
+                                           "merge_method: linear\nmodels:\n  - model: models/a.gguf\n    "
+                                           "parameters: {weight: .nan}\n")
+                                    << QStringLiteral("values must be finite numbers");
+        QTest::newRow("a word for a weight")
+            << QByteArray("merge_method: linear\nmodels:\n  - model: models/a.gguf\n "
+                          "   parameters: {weight: heavy}\n")
+            << QStringLiteral("'weight' must be a number");
+        QTest::newRow("a negative seed")
+            << QByteArray("merge_method: dare_ties\nbase_model: models/base.gguf\nseed: "
+                          "-3\nmodels:\n  - model: models/a.gguf\n    parameters: "
+                          "{weight: 1}\n")
+            << QStringLiteral("'seed' must be a whole number");
+        QTest::newRow("out_type") << QByteArray("merge_method: linear\nout_type: Q9_K\n" + models)
+                                  << QStringLiteral("out_type 'Q9_K' is not a file type of organ quantize");
+        QTest::newRow("ties over cut slices")
+            << QByteArray(
+                   "merge_method: ties\nbase_model: models/base.gguf\nslices:\n  - sources:\n      - model: "
+                   "models/a.gguf\n        layer_range: [0, 1]\n  - sources:\n      - model: models/b.gguf\n "
+                   "  "
+                   "     layer_range: [1, 3]\n")
+            << QStringLiteral("slices that cut or stack layers are for passthrough");
+        QTest::newRow("a model from the Hugging Face hub")
+            << QByteArray(
+                   "merge_method: linear\nmodels:\n  - model: mistralai/Mistral-7B-v0.1\n    parameters: "
+                   "{weight: 1}\n")
+            << QStringLiteral("Mistral-7B-v0.1: ");
+        QTest::newRow("control characters in a key")
+            << QByteArray("merge_method: linear\n\"\\e[31mred\": 1\n" + models)
+            << QStringLiteral("is not supported");
+        QTest::newRow("invalid UTF-8 in a key") << QByteArray("merge_method: linear\nb\xff\xfe: 1\n" + models)
+                                                << QStringLiteral("is not supported");
+        QTest::newRow("an alias bomb in a gradient")
+            << QByteArray("merge_method: linear\nx: &a [1,1,1,1,1,1,1,1]\n" + models)
+            << QStringLiteral("'x' is not supported");
+    }
+    void refusedConfigurations() {
+        QFETCH(QByteArray, yaml);
+        QFETCH(QString, message);
+        const QByteArray before = inputs();
+        const QString file = config(QStringLiteral("merge.yaml"), yaml);
+        const QString out = path(QStringLiteral("refused.gguf"));
+        const CliRun run = runOrganCli({QStringLiteral("merge"), file, QStringLiteral("-o"), out});
+        QCOMPARE(run.exitCode, 1);
+        QVERIFY2(run.err.startsWith(QStringLiteral("organ merge: ")), qPrintable(run.err));
+        QVERIFY2(run.err.contains(message), qPrintable(run.err));
+        // Bytes from the file are escaped: no control character and no invalid UTF-8 reach the terminal.
+        QVERIFY2(!run.err.contains(QChar(0x1b)) && !run.err.contains(QChar::ReplacementCharacter),
+                 qPrintable(run.err));
+        if (!QTest::currentDataTag() ||
+            QByteArray(QTest::currentDataTag()) != "a model from the Hugging Face hub") {
+            QVERIFY2(run.err.contains(QStringLiteral("merge.yaml: ")), qPrintable(run.err));
+        }
+        QVERIFY(!QFileInfo::exists(out));
+        QCOMPARE(inputs(), before);
+    }
+
+    // A configuration that is no small regular file is refused before it is read, never waited on.
+    void hostileFiles() {
+        const QString big =
+            config(QStringLiteral("big.yaml"), "merge_method: linear\n# " + QByteArray(2 << 20, 'x'));
+        const QString fifo = path(QStringLiteral("fifo.yaml"));
+        QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+        const std::vector<std::pair<QString, QString>> cases{
+            {big, QStringLiteral("more than the 1 048 576 such a file may have")},
+            {fifo, QStringLiteral("fifo.yaml: is not a regular file")},
+            {path(QStringLiteral("models")), QStringLiteral("models: is not a regular file")},
+            {path(QStringLiteral("missing.yaml")), QStringLiteral("missing.yaml: ")},
+        };
+        for (const auto& [file, message] : cases) {
+            const CliRun run = runOrganCli(
+                {QStringLiteral("merge"), file, QStringLiteral("-o"), path(QStringLiteral("h.gguf"))});
+            QCOMPARE(run.exitCode, 1);
+            QVERIFY2(run.err.contains(message), qPrintable(run.err));
+        }
+        // The output is never an input.
+        const QByteArray before = inputs();
+        const CliRun onInput = runOrganCli({QStringLiteral("merge"), path(QStringLiteral("ties.yaml")),
+                                            QStringLiteral("-o"), path(QStringLiteral("models/a.gguf"))});
+        QCOMPARE(onInput.exitCode, 1);
+        QCOMPARE(inputs(), before);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliMerge)
+#include "tst_cli_merge.moc"

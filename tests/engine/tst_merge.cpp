@@ -1,0 +1,659 @@
+// The merge methods of ../shared/specs/merge-v1.md on small tensors, each against values the test
+// computes on its own, in double, straight from the spec's formulas: linear, slerp (and its zero,
+// colinear and NaN cases), task_arithmetic, ties (a tie at the density cut), dare_linear and
+// dare_ties (masks from the documented generator, the same for a seed however the tensor is read),
+// breadcrumbs, breadcrumbs_ties and model_stock; parameters as gradients over the blocks and as
+// filtered values.
+#include "merge/dare_mask.h"
+#include "merge/merge_spec.h"
+#include "merge/tensor_merger.h"
+#include "support/errors.h"
+
+#include <QTest>
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <qfloat16.h>
+#include <random>
+
+using namespace organ;
+
+namespace {
+
+using Values = std::vector<float>;
+
+ValueReader readerOf(const Values& values) {
+    return [&values](std::uint64_t first, std::size_t count, float* out) {
+        std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(first), count, out);
+    };
+}
+
+TensorMergeInputs inputsOf(const Values* base, const std::vector<Values>& models) {
+    TensorMergeInputs in;
+    in.elements = models.front().size();
+    if (base != nullptr) {
+        in.base = readerOf(*base);
+    }
+    for (const Values& m : models) {
+        in.models.push_back(readerOf(m));
+    }
+    return in;
+}
+
+TensorMergeParams paramsOf(MergeMethod method, std::vector<double> weights, double density = 1,
+                           double gamma = 0.01) {
+    TensorMergeParams p;
+    p.method = method;
+    p.normalize = normalizesByDefault(method);
+    p.stream = "blk.0.attn_q.weight";
+    for (const double w : weights) {
+        p.models.push_back({w, density, gamma});
+    }
+    return p;
+}
+
+Values randomValues(std::size_t n, unsigned seed, double scale = 1.0) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> normal(0, scale);
+    Values v(n);
+    for (float& x : v) {
+        x = static_cast<float>(normal(rng));
+    }
+    return v;
+}
+
+void compare(const Values& got, const std::vector<double>& want, double tolerance = 1e-5) {
+    QCOMPARE(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(want[i])) {
+            QVERIFY2(std::isnan(got[i]), qPrintable(QStringLiteral("element %1 is not NaN").arg(i)));
+            continue;
+        }
+        const double error = std::abs(double(got[i]) - want[i]);
+        QVERIFY2(error <= tolerance * (1 + std::abs(want[i])),
+                 qPrintable(QStringLiteral("element %1: %2, expected %3").arg(i).arg(got[i]).arg(want[i])));
+    }
+}
+
+// ---- the spec's formulas, written again here in double ----
+
+std::vector<double> deltaOf(const Values& x, const Values& b) {
+    std::vector<double> d(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        d[i] = double(x[i]) - double(b[i]);
+    }
+    return d;
+}
+
+// The indices of `d` by |d| descending, equal magnitudes by lower index first.
+std::vector<std::size_t> magnitudeOrder(const std::vector<double>& d) {
+    std::vector<std::size_t> order(d.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return std::abs(d[a]) > std::abs(d[b]); });
+    return order;
+}
+
+// Keeps the ranks [from, from + keep) of the order, zeroes the rest.
+std::vector<double> keepRanks(const std::vector<double>& d, std::size_t from, std::size_t keep) {
+    const auto order = magnitudeOrder(d);
+    std::vector<double> out(d.size(), 0.0);
+    for (std::size_t r = from; r < from + keep && r < d.size(); ++r) {
+        out[order[r]] = d[order[r]];
+    }
+    return out;
+}
+
+std::vector<double> magnitudeSparse(const std::vector<double>& d, double density) {
+    return keepRanks(d, 0, static_cast<std::size_t>(std::floor(density * double(d.size()))));
+}
+
+std::vector<double> breadcrumbSparse(const std::vector<double>& d, double density, double gamma) {
+    const std::size_t n = d.size();
+    const auto keep = static_cast<std::size_t>(std::floor(density * double(n)));
+    const auto top = std::min(static_cast<std::size_t>(std::floor(gamma * double(n))), n - keep);
+    return keepRanks(d, top, keep);
+}
+
+// The documented generator, from its description in merge/dare_mask.h and docs/merging.md.
+std::uint64_t mixBits(std::uint64_t z) {
+    z ^= z >> 30;
+    z *= 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 27;
+    z *= 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+bool dareKeeps(std::uint64_t seed, const std::string& tensor, std::uint64_t model, std::uint64_t i,
+               double density) {
+    std::uint64_t h = 0xCBF29CE484222325ull;
+    for (const unsigned char c : tensor) {
+        h = (h ^ c) * 0x100000001B3ull;
+    }
+    const std::uint64_t key = mixBits(seed ^ mixBits(h) ^ mixBits(model + 1));
+    const double u = double(mixBits(key + (i + 1) * 0x9E3779B97F4A7C15ull) >> 11) / 9007199254740992.0;
+    return u < density;
+}
+
+std::vector<double> dareSparse(const std::vector<double>& d, double density, std::uint64_t seed,
+                               const std::string& tensor, std::uint64_t model, bool rescale) {
+    std::vector<double> out(d.size(), 0.0);
+    double whole = 0;
+    double kept = 0;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+        whole += std::abs(d[i]);
+        if (dareKeeps(seed, tensor, model, i, density)) {
+            out[i] = d[i];
+            kept += std::abs(d[i]);
+        }
+    }
+    if (rescale && whole >= 1e-7 && kept >= 1e-7) {
+        for (double& v : out) {
+            v *= whole / kept;
+        }
+    }
+    return out;
+}
+
+std::vector<double> refTaskArithmetic(const Values& b, const std::vector<std::vector<double>>& deltas,
+                                      const std::vector<double>& w, bool normalize) {
+    const double sum = std::accumulate(w.begin(), w.end(), 0.0);
+    std::vector<double> y(b.size());
+    for (std::size_t e = 0; e < b.size(); ++e) {
+        double mixed = 0;
+        for (std::size_t i = 0; i < deltas.size(); ++i) {
+            mixed += w[i] * deltas[i][e];
+        }
+        y[e] = double(b[e]) + (normalize && std::abs(sum) >= 1e-8 ? mixed / sum : mixed);
+    }
+    return y;
+}
+
+std::vector<double> refSignConsensus(const Values& b, const std::vector<std::vector<double>>& deltas,
+                                     const std::vector<double>& w, bool normalize) {
+    std::vector<double> y(b.size());
+    for (std::size_t e = 0; e < b.size(); ++e) {
+        double total = 0;
+        for (std::size_t i = 0; i < deltas.size(); ++i) {
+            total += w[i] * deltas[i][e];
+        }
+        const int s = total >= 0 ? 1 : -1;
+        double num = 0;
+        double den = 0;
+        for (std::size_t i = 0; i < deltas.size(); ++i) {
+            const double v = w[i] * deltas[i][e];
+            const int sign = v > 0 ? 1 : v < 0 ? -1 : 0;
+            if (sign == s) {
+                num += v;
+                den += w[i];
+            }
+        }
+        if (!normalize) {
+            den = 1;
+        }
+        y[e] = double(b[e]) + num / (den == 0 ? 1 : den);
+    }
+    return y;
+}
+
+double norm(const Values& v) {
+    double s = 0;
+    for (const float x : v) {
+        s += double(x) * double(x);
+    }
+    return std::sqrt(s);
+}
+
+std::vector<double> refSlerp(const Values& x0, const Values& x1, double t) {
+    const double n0 = norm(x0) > 1e-8 ? norm(x0) : 1;
+    const double n1 = norm(x1) > 1e-8 ? norm(x1) : 1;
+    double d = 0;
+    for (std::size_t i = 0; i < x0.size(); ++i) {
+        d += (double(x0[i]) / n0) * (double(x1[i]) / n1);
+    }
+    std::vector<double> y(x0.size());
+    for (std::size_t i = 0; i < x0.size(); ++i) {
+        if (std::abs(d) > 0.9995) {
+            y[i] = (1 - t) * x0[i] + t * x1[i];
+        } else {
+            const double theta = std::acos(d);
+            y[i] = std::sin((1 - t) * theta) / std::sin(theta) * x0[i] +
+                   std::sin(t * theta) / std::sin(theta) * x1[i];
+        }
+    }
+    return y;
+}
+
+} // namespace
+
+class TestMerge : public QObject {
+    Q_OBJECT
+
+private slots:
+    void linear() {
+        const auto a = randomValues(300, 1);
+        const auto b = randomValues(300, 2);
+        const auto c = randomValues(300, 3);
+        const std::vector<double> w{0.5, 0.3, 0.7};
+        for (const bool normalize : {true, false}) {
+            auto p = paramsOf(MergeMethod::Linear, w);
+            p.normalize = normalize;
+            std::vector<double> want(a.size());
+            for (std::size_t i = 0; i < a.size(); ++i) {
+                want[i] = (w[0] * a[i] + w[1] * b[i] + w[2] * c[i]) / (normalize ? 1.5 : 1.0);
+            }
+            compare(mergeTensorValues(p, inputsOf(nullptr, {a, b, c})), want);
+        }
+    }
+
+    void slerp_data() {
+        QTest::addColumn<int>("kind");
+        QTest::addColumn<double>("t");
+        QTest::newRow("apart, t 0.3") << 0 << 0.3;
+        QTest::newRow("apart, t 0.8") << 0 << 0.8;
+        QTest::newRow("base zero") << 1 << 0.4;
+        QTest::newRow("model zero") << 2 << 0.4;
+        QTest::newRow("colinear") << 3 << 0.25;
+        QTest::newRow("opposite") << 4 << 0.25;
+        QTest::newRow("NaN") << 5 << 0.5;
+    }
+    void slerp() {
+        QFETCH(int, kind);
+        QFETCH(double, t);
+        Values x0 = randomValues(257, 4);
+        Values x1 = randomValues(257, 5);
+        if (kind == 1) {
+            std::fill(x0.begin(), x0.end(), 0.0f);
+        } else if (kind == 2) {
+            std::fill(x1.begin(), x1.end(), 0.0f);
+        } else if (kind == 3 || kind == 4) {
+            for (std::size_t i = 0; i < x0.size(); ++i) {
+                x1[i] = (kind == 3 ? 2.5f : -0.5f) * x0[i];
+            }
+        } else if (kind == 5) {
+            x1[17] = std::numeric_limits<float>::quiet_NaN();
+        }
+        auto p = paramsOf(MergeMethod::Slerp, {1.0});
+        p.t = t;
+        const Values got = mergeTensorValues(p, inputsOf(&x0, {x1}));
+        const std::vector<double> want = refSlerp(x0, x1, t);
+        compare(got, want);
+        if (kind == 1) { // the zero vector stays as it is: d = 0, θ = π/2
+            QCOMPARE(got[3], static_cast<float>(std::sin(t * M_PI / 2) * x1[3]));
+        }
+        if (kind == 3) { // colinear: lerp
+            QCOMPARE(got[9], static_cast<float>((1 - t) * x0[9] + t * x1[9]));
+        }
+        if (kind == 5) { // as the formula says: d is NaN, and so is every value
+            QVERIFY(std::all_of(got.begin(), got.end(), [](float v) { return std::isnan(v); }));
+        }
+    }
+
+    void taskArithmetic_data() {
+        QTest::addColumn<bool>("normalize");
+        QTest::addColumn<double>("second");
+        QTest::newRow("plain") << false << 0.6;
+        QTest::newRow("normalized") << true << 0.6;
+        QTest::newRow("weights summing to 0 are not divided") << true << -0.4;
+    }
+    void taskArithmetic() {
+        QFETCH(bool, normalize);
+        QFETCH(double, second);
+        const auto base = randomValues(500, 6);
+        const auto a = randomValues(500, 7);
+        const auto b = randomValues(500, 8);
+        auto p = paramsOf(MergeMethod::TaskArithmetic, {0.4, second});
+        QVERIFY(!p.normalize); // the default
+        p.normalize = normalize;
+        compare(mergeTensorValues(p, inputsOf(&base, {a, b})),
+                refTaskArithmetic(base, {deltaOf(a, base), deltaOf(b, base)}, {0.4, second}, normalize));
+    }
+
+    void ties() {
+        const auto base = randomValues(1000, 9);
+        const auto a = randomValues(1000, 10);
+        const auto b = randomValues(1000, 11);
+        const auto c = randomValues(1000, 12);
+        for (const double density : {1.0, 0.5, 0.137, 0.0}) {
+            for (const bool normalize : {true, false}) {
+                const std::vector<double> w{0.5, 1.2, -0.3};
+                auto p = paramsOf(MergeMethod::Ties, w, density);
+                QVERIFY(p.normalize); // the default
+                p.normalize = normalize;
+                std::vector<std::vector<double>> d;
+                for (const Values* m : {&a, &b, &c}) {
+                    d.push_back(magnitudeSparse(deltaOf(*m, base), density));
+                }
+                compare(mergeTensorValues(p, inputsOf(&base, {a, b, c})),
+                        refSignConsensus(base, d, w, normalize));
+            }
+        }
+    }
+
+    // Equal magnitudes straddle the cut: ⌊0.5 · 10⌋ = 5 kept, the three 2s at ranks 3, 4 and 5 —
+    // the two of lower index are kept, the third is not. A zero sum counts as +, and a zero entry
+    // never agrees with the sign.
+    void tiesTieAtTheCut() {
+        const Values base(10, 1.0f);
+        const Values a{4, 3, 1 + 2, 1, 1 - 2, 1, 3, 1 + 0.5f, 1 + 2, 1};
+        const Values b{1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+        auto p = paramsOf(MergeMethod::Ties, {1.0, 1.0}, 0.5);
+        const Values got = mergeTensorValues(p, inputsOf(&base, {a, b}));
+        // δa = 3 2 2 0 −2 0 2 0.5 2 0 (|δ| ranks: 3; then the 2s at 1, 2, 4, 6, 8): kept 0, 1, 2, 4, 6.
+        const Values want{4, 3, 3, 1, -1, 1, 3, 1, 1, 1};
+        QCOMPARE(got, want);
+        // The same entries, each model a half: a sum of 0 counts as +, so the −1 loses.
+        const Values plus{1, 1, 2, 1, 1, 1, 1, 1, 1, 1};
+        const Values minus{1, 1, 0, 1, 1, 1, 1, 1, 1, 1};
+        const Values tie =
+            mergeTensorValues(paramsOf(MergeMethod::Ties, {1.0, 1.0}), inputsOf(&base, {plus, minus}));
+        QCOMPARE(tie[2], 2.0f);
+    }
+
+    // Ties of magnitude across the chunks the merger reads (1 MiB of floats): values from a small
+    // set, so that the cut falls inside a run of equal magnitudes spread over every chunk.
+    void tiesAcrossChunks() {
+        const std::size_t n = 700001;
+        Values base(n, 0.0f);
+        Values a(n);
+        std::mt19937 rng(13);
+        for (float& v : a) {
+            v = static_cast<float>(static_cast<int>(rng() % 9) - 4) * 0.25f;
+        }
+        auto p = paramsOf(MergeMethod::Ties, {1.0}, 0.3);
+        const Values got = mergeTensorValues(p, inputsOf(&base, {a}));
+        std::vector<std::vector<double>> d{magnitudeSparse(deltaOf(a, base), 0.3)};
+        compare(got, refSignConsensus(base, d, {1.0}, true));
+        // Read in pieces of odd sizes, the same values.
+        const std::vector<Values> models{a};
+        TensorMerger merger(p, inputsOf(&base, models));
+        QVERIFY(merger.prepare());
+        Values pieces(n);
+        for (std::size_t at = 0; at < n;) {
+            const std::size_t count = std::min<std::size_t>(n - at, 99991);
+            merger.next(count, pieces.data() + at);
+            at += count;
+        }
+        QCOMPARE(pieces, got);
+        merger.restart();
+        Values again(n);
+        merger.next(n, again.data());
+        QCOMPARE(again, got);
+    }
+
+    void dare_data() {
+        QTest::addColumn<bool>("consensus");
+        QTest::addColumn<bool>("rescale");
+        QTest::newRow("dare_linear") << false << true;
+        QTest::newRow("dare_linear without rescale") << false << false;
+        QTest::newRow("dare_ties") << true << true;
+    }
+    void dare() {
+        QFETCH(bool, consensus);
+        QFETCH(bool, rescale);
+        const auto base = randomValues(4000, 14);
+        const auto a = randomValues(4000, 15);
+        const auto b = randomValues(4000, 16);
+        const std::vector<double> w{0.6, 0.9};
+        auto p = paramsOf(consensus ? MergeMethod::DareTies : MergeMethod::DareLinear, w, 0.3);
+        QVERIFY(!p.normalize);
+        p.rescale = rescale;
+        p.seed = 1234;
+        std::vector<std::vector<double>> d{dareSparse(deltaOf(a, base), 0.3, 1234, p.stream, 0, rescale),
+                                           dareSparse(deltaOf(b, base), 0.3, 1234, p.stream, 1, rescale)};
+        const Values got = mergeTensorValues(p, inputsOf(&base, {a, b}));
+        compare(got, consensus ? refSignConsensus(base, d, w, false) : refTaskArithmetic(base, d, w, false));
+        // About 30 % of each task vector survives.
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            kept += d[0][i] != 0 ? 1 : 0;
+        }
+        QVERIFY(kept > 1000 && kept < 1400);
+    }
+
+    // The same seed gives the same values, another seed others; the tensor's name and the model's
+    // place are part of the draw.
+    void dareDeterministic() {
+        const auto base = randomValues(3000, 17);
+        const auto a = randomValues(3000, 18);
+        auto p = paramsOf(MergeMethod::DareLinear, {1.0}, 0.5);
+        p.seed = 7;
+        const Values first = mergeTensorValues(p, inputsOf(&base, {a}));
+        QCOMPARE(mergeTensorValues(p, inputsOf(&base, {a})), first);
+        p.seed = 8;
+        QVERIFY(mergeTensorValues(p, inputsOf(&base, {a})) != first);
+        p.seed = 7;
+        p.stream = "blk.1.attn_q.weight";
+        QVERIFY(mergeTensorValues(p, inputsOf(&base, {a})) != first);
+        // Pinned draws: what any machine computes for seed 0.
+        const DareMask mask(0, "token_embd.weight", 0);
+        QCOMPARE(mask.uniform(0),
+                 double(mixBits(mixBits(0 ^ mixBits(fnv1a64("token_embd.weight")) ^ mixBits(1)) +
+                                0x9E3779B97F4A7C15ull) >>
+                        11) /
+                     9007199254740992.0);
+        QCOMPARE(fnv1a64(""), 0xCBF29CE484222325ull);
+        QCOMPARE(fnv1a64("a"), 0xAF63DC4C8601EC8Cull);
+        QCOMPARE(splitMix(0x9E3779B97F4A7C15ull), 0xE220A8397B1DCDAFull); // SplitMix64's first output from 0
+    }
+
+    void breadcrumbs_data() {
+        QTest::addColumn<bool>("consensus");
+        QTest::addColumn<double>("density");
+        QTest::addColumn<double>("gamma");
+        QTest::newRow("breadcrumbs") << false << 0.6 << 0.1;
+        QTest::newRow("breadcrumbs_ties") << true << 0.5 << 0.05;
+        QTest::newRow("the cuts overlap: fewer large ones go") << false << 0.95 << 0.2;
+        QTest::newRow("density 1 keeps all") << true << 1.0 << 0.01;
+    }
+    void breadcrumbs() {
+        QFETCH(bool, consensus);
+        QFETCH(double, density);
+        QFETCH(double, gamma);
+        const auto base = randomValues(999, 19);
+        const auto a = randomValues(999, 20);
+        const auto b = randomValues(999, 21);
+        const std::vector<double> w{0.7, 0.4};
+        auto p =
+            paramsOf(consensus ? MergeMethod::BreadcrumbsTies : MergeMethod::Breadcrumbs, w, density, gamma);
+        QVERIFY(!p.normalize);
+        std::vector<std::vector<double>> d{breadcrumbSparse(deltaOf(a, base), density, gamma),
+                                           breadcrumbSparse(deltaOf(b, base), density, gamma)};
+        compare(mergeTensorValues(p, inputsOf(&base, {a, b})),
+                consensus ? refSignConsensus(base, d, w, false) : refTaskArithmetic(base, d, w, false));
+    }
+
+    void modelStock() {
+        const auto base = randomValues(800, 22);
+        std::vector<Values> models;
+        for (unsigned s : {23u, 24u, 25u}) {
+            Values m = randomValues(800, s, 0.1);
+            for (std::size_t i = 0; i < m.size(); ++i) {
+                m[i] += base[i] + 0.05f * float(i % 7); // offsets that share a direction
+            }
+            models.push_back(std::move(m));
+        }
+        std::vector<std::vector<double>> d;
+        for (const Values& m : models) {
+            d.push_back(deltaOf(m, base));
+        }
+        double cosines = 0;
+        int pairs = 0;
+        for (std::size_t i = 0; i < d.size(); ++i) {
+            for (std::size_t j = i + 1; j < d.size(); ++j) {
+                double dot = 0;
+                double ni = 0;
+                double nj = 0;
+                for (std::size_t e = 0; e < base.size(); ++e) {
+                    dot += d[i][e] * d[j][e];
+                    ni += d[i][e] * d[i][e];
+                    nj += d[j][e] * d[j][e];
+                }
+                cosines += std::clamp(dot / std::max(std::sqrt(ni) * std::sqrt(nj), 1e-6), -1.0, 1.0);
+                ++pairs;
+            }
+        }
+        const double c = cosines / pairs;
+        const double t = 3 * c / (1 + 2 * c);
+        QVERIFY(t > 0.1 && t < 1);
+        std::vector<double> want(base.size());
+        for (std::size_t e = 0; e < base.size(); ++e) {
+            const double mean = (double(models[0][e]) + models[1][e] + models[2][e]) / 3;
+            want[e] = t * mean + (1 - t) * base[e];
+        }
+        compare(mergeTensorValues(paramsOf(MergeMethod::ModelStock, {1, 1, 1}), inputsOf(&base, models)),
+                want);
+    }
+
+    // Gradients spread over the blocks; outside them the embedding takes v₀, the output side v_k.
+    void gradients() {
+        const ParamValue g{{ParamRule{"", {0.0, 1.0, 0.5}}}};
+        const std::vector<std::pair<std::string, double>> cases{
+            {"blk.0.attn_q.weight", 0.0},  {"blk.1.attn_q.weight", 0.5},    {"blk.2.ffn_up.weight", 1.0},
+            {"blk.3.ffn_up.weight", 0.75}, {"blk.4.attn_norm.weight", 0.5}, {"token_embd.weight", 0.0},
+            {"output_norm.weight", 0.5},   {"output.weight", 0.5},
+        };
+        for (const auto& [name, want] : cases) {
+            QCOMPARE(*resolveParam(g, TensorPlace::of(name, 5)), want);
+        }
+        QCOMPARE(gradientAt(std::vector<double>{0.2}, 0.7), 0.2);
+        QCOMPARE(*resolveParam(g, TensorPlace::of("blk.0.attn_q.weight", 1)), 0.0); // one block sits at 0
+    }
+
+    // The first filter that matches gives the value (mergekit's names mapped to GGUF's, systems by
+    // the anatomy); a value may be a gradient; without a default, no value.
+    void filters() {
+        nlohmann::json json = nlohmann::json::parse(R"([
+            {"filter": "self_attn", "value": [0, 1]},
+            {"filter": "mlp", "value": 0.25},
+            {"filter": "input_layernorm", "value": 0.5},
+            {"filter": "embed_tokens", "value": 0.125},
+            {"filter": "lm_head", "value": 0.375},
+            {"filter": "norm", "value": 0.625}
+        ])");
+        ParamValue v;
+        QVERIFY(!paramValueFromJson(json, v));
+        QCOMPARE(*resolveParam(v, TensorPlace::of("blk.0.attn_q.weight", 3)), 0.0);
+        QCOMPARE(*resolveParam(v, TensorPlace::of("blk.1.attn_output.weight", 3)), 0.5);
+        QCOMPARE(*resolveParam(v, TensorPlace::of("blk.2.ffn_down.weight", 3)), 0.25);
+        // "self_attn" is "attn_" in GGUF's names, which attn_norm also has: the first filter wins.
+        QCOMPARE(*resolveParam(v, TensorPlace::of("blk.2.attn_norm.weight", 3)), 1.0);
+        QCOMPARE(*resolveParam(v, TensorPlace::of("token_embd.weight", 3)), 0.125);
+        QCOMPARE(*resolveParam(v, TensorPlace::of("output.weight", 3)), 0.375);
+        // "lm_head" is "output", which output_norm also has.
+        QCOMPARE(*resolveParam(v, TensorPlace::of("output_norm.weight", 3)), 0.375);
+        QVERIFY(!resolveParam(v, TensorPlace::of("rope_freqs.weight", 3)));
+        QCOMPARE(ggufFilter("model.layers.3.post_attention_layernorm"),
+                 std::string("model.layers.3.ffn_norm"));
+        // System filters by the anatomy.
+        const ParamValue systems{{ParamRule{"organ", {2.0}}, ParamRule{"skeleton", {3.0}},
+                                  ParamRule{"norm", {5.0}}, ParamRule{"", {4.0}}}};
+        QCOMPARE(*resolveParam(systems, TensorPlace::of("output_norm.weight", 2)), 5.0);
+        QCOMPARE(*resolveParam(systems, TensorPlace::of("token_embd.weight", 2)), 4.0);
+        QCOMPARE(*resolveParam(systems, TensorPlace::of("blk.0.ffn_gate.weight", 2)), 2.0);
+        QCOMPARE(*resolveParam(systems, TensorPlace::of("blk.0.attn_k.weight", 2)), 3.0);
+        QCOMPARE(*resolveParam(systems, TensorPlace::of("blk.0.ffn_norm.weight", 2)), 5.0);
+        QCOMPARE(paramValueToJson(v), json);
+    }
+
+    // Per tensor: a model's own value, else the merge's, else the default; a weight nothing gives
+    // is an error naming the model and the tensor.
+    void resolution() {
+        MergeSpec spec;
+        spec.method = MergeMethod::Ties;
+        spec.base = "base";
+        spec.models = {{"farm", {{"weight", ParamValue::number(0.7)}}},
+                       {"sea", {{"density", ParamValue{{ParamRule{"mlp", {0.2}}}}}}},
+                       {"base", {}}};
+        spec.parameters = {{"weight", ParamValue{{ParamRule{"attn", {0.1, 0.9}}}}},
+                           {"density", ParamValue::number(0.5)}};
+        QVERIFY(!mergeSpecProblem(spec));
+        QCOMPARE(spec.mergedModels(), (std::vector<std::size_t>{0, 1}));
+        const TensorMergeParams p = resolveTensorParams(spec, TensorPlace::of("blk.3.attn_v.weight", 4), "x");
+        QCOMPARE(p.models.size(), std::size_t(2));
+        QCOMPARE(p.models[0].weight, 0.7);
+        QCOMPARE(p.models[1].weight, 0.9);
+        QCOMPARE(p.models[0].density, 0.5);
+        QCOMPARE(p.models[1].density, 0.5);
+        QVERIFY(p.normalize);
+        const TensorMergeParams q = resolveTensorParams(spec, TensorPlace::of("blk.0.attn_v.weight", 4), "x");
+        QCOMPARE(q.models[1].weight, 0.1);
+        try {
+            resolveTensorParams(spec, TensorPlace::of("blk.1.ffn_up.weight", 4), "x");
+            QFAIL("a missing weight was accepted");
+        } catch (const FormatError& error) {
+            QCOMPARE(
+                QString::fromUtf8(error.what()),
+                QStringLiteral("model 'sea' has no weight for blk.1.ffn_up.weight (no filter matches it and "
+                               "no default is given)"));
+        }
+    }
+
+    void problems_data() {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<QString>("problem");
+        QTest::newRow("no base") << R"({"method": "ties", "models": [{"model": "a"}]})"
+                                 << "ties needs a base model";
+        QTest::newRow("slerp of three")
+            << R"({"method": "slerp", "base": "base", "models": [{"model": "a"}, {"model": "b"}], "parameters": {"t": 0.5}})"
+            << "slerp merges two models";
+        QTest::newRow("slerp without t")
+            << R"({"method": "slerp", "base": "base", "models": [{"model": "a"}]})"
+            << "slerp needs the parameter 't'";
+        QTest::newRow("model_stock of one")
+            << R"({"method": "model_stock", "base": "base", "models": [{"model": "a"}]})"
+            << "at least two models beside the base";
+        QTest::newRow("a parameter of another method")
+            << R"({"method": "linear", "models": [{"model": "a", "parameters": {"density": 0.5}}]})"
+            << "'density' is not a parameter of linear (it takes weight, normalize)";
+        QTest::newRow("t per model")
+            << R"({"method": "slerp", "base": "base", "models": [{"model": "a", "parameters": {"t": 0.5}}]})"
+            << "'t' is set for the whole merge";
+        QTest::newRow("density above 1")
+            << R"({"method": "ties", "base": "base", "models": [{"model": "a", "parameters": {"density": 1.5}}]})"
+            << "'density' is a share from 0 to 1";
+        QTest::newRow("unknown method") << R"({"method": "frankenmerge", "models": []})"
+                                        << "unknown merge method";
+        QTest::newRow("a gradient of strings")
+            << R"({"method": "linear", "models": [{"model": "a", "parameters": {"weight": ["x"]}}]})"
+            << "must be a number or a list of numbers";
+        QTest::newRow("normalize per model")
+            << R"({"method": "linear", "models": [{"model": "a", "parameters": {"normalize": true}}]})"
+            << "'normalize' is set for the whole merge";
+        QTest::newRow("rescale for ties")
+            << R"({"method": "ties", "base": "base", "models": [{"model": "a"}], "parameters": {"rescale": true}})"
+            << "'rescale' is not a parameter of ties";
+        QTest::newRow("passthrough") << R"({"method": "passthrough", "models": [{"model": "a"}]})"
+                                     << "layer operations";
+        QTest::newRow("a negative seed")
+            << R"({"method": "dare_ties", "base": "base", "models": [{"model": "a"}], "seed": -1})"
+            << "\"seed\" must be a whole number";
+    }
+    void problems() {
+        QFETCH(QString, json);
+        QFETCH(QString, problem);
+        try {
+            mergeSpecFromJson(nlohmann::json::parse(json.toStdString()), "plan.json: operation 1");
+            QFAIL("accepted");
+        } catch (const FormatError& error) {
+            const QString message = QString::fromUtf8(error.what());
+            QVERIFY2(message.startsWith(QStringLiteral("plan.json: operation 1: ")) &&
+                         message.contains(problem),
+                     qPrintable(message));
+        }
+    }
+
+    void jsonRoundTrip() {
+        const auto json = nlohmann::json::parse(R"({"method": "dare_ties", "base": "base",
+            "models": [{"model": "farm", "parameters": {"weight": [0.2, 0.8], "density": 0.5}},
+                       {"model": "sea", "parameters": {"weight": [{"filter": "mlp", "value": 0.3}, {"value": 0.6}]}}],
+            "parameters": {"normalize": true, "rescale": false, "density": 0.9}, "seed": 42})");
+        const MergeSpec spec = mergeSpecFromJson(json, "x");
+        QCOMPARE(spec.seed, std::uint64_t(42));
+        nlohmann::json back;
+        mergeSpecToJson(spec, back);
+        QCOMPARE(mergeSpecFromJson(back, "x"), spec);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestMerge)
+#include "tst_merge.moc"

@@ -1,0 +1,350 @@
+// The merge operation of graft plans: the merged tensors written in the base's types (quantized as
+// organ quantize quantizes, from inputs of any type), with parameters that vary over the blocks and
+// a selection; tensors a model lacks kept as they stand, other vocabularies refused; organ.merge.*
+// recorded; the vital signs read the same bytes as the writer writes; a cancelled merge leaves no
+// file; merges combine with purification and quantization in one plan.
+#include "fixtures.h"
+#include "gguf/specimen.h"
+#include "graft/assembly.h"
+#include "merge/tensor_merger.h"
+#include "quant/dequant.h"
+#include "quant/quantize.h"
+#include "quant/quantize_model.h"
+#include "support/errors.h"
+#include "vitals/model_weights.h"
+
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+#include <cmath>
+#include <qfloat16.h>
+
+using namespace organ;
+using namespace organ::testing;
+
+namespace {
+
+QString findingsOf(const CompatibilityReport& report) {
+    QString text;
+    for (const auto& f : report.findings) {
+        text += QString::fromStdString(f.message) + u'\n';
+    }
+    return text;
+}
+
+GraftOperation mergeOperation(const std::string& json) {
+    GraftOperation o;
+    o.kind = GraftOperation::Kind::Merge;
+    o.merge = mergeSpecFromJson(nlohmann::json::parse(json), "test");
+    return o;
+}
+
+} // namespace
+
+class TestMergePlan : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QString path(const QString& name) const { return m_dir.filePath(name); }
+    std::string model(const char* name) const { return path(QString::fromLatin1(name)).toStdString(); }
+
+    GraftPlan planOf(const std::string& base, std::vector<std::pair<std::string, std::string>> donors,
+                     GraftOperation merge) {
+        GraftPlan plan;
+        plan.base = base;
+        plan.donors = std::move(donors);
+        plan.operations.push_back(std::move(merge));
+        return plan;
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(m_dir.isValid());
+        SpecimenShape shape;
+        shape.feedForward = 128;
+        shape.blocks = 3;
+        for (const auto& [name, seed] : {std::pair{"base.gguf", 1}, {"a.gguf", 2}, {"b.gguf", 3}}) {
+            QVERIFY(writeSpecimen(model(name), seed, shape).isOk());
+        }
+        SpecimenShape other = shape;
+        other.vocabulary = 300;
+        QVERIFY(writeSpecimen(model("other-vocabulary.gguf"), 4, other).isOk());
+        // The same models in other types, as organ quantize writes them.
+        for (const auto& [from, to, type] : {std::tuple{"base.gguf", "base-q8_0.gguf", QuantFileType::Q8_0},
+                                             {"a.gguf", "a-f16.gguf", QuantFileType::F16},
+                                             {"b.gguf", "b-q8_0.gguf", QuantFileType::Q8_0}}) {
+            QuantizeRecipe recipe;
+            recipe.fileType = type;
+            QVERIFY(quantizeModel(*GgufModel::open(model(from)), recipe, nullptr, model(to)).written.isOk());
+        }
+    }
+
+    // task_arithmetic with a weight that is a gradient over the blocks for the attention and a
+    // number elsewhere: every tensor is b + Σ wᵢ(tensor)·(xᵢ − b), computed here in double.
+    void writesTheMergedTensors() {
+        GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}},
+                                mergeOperation(R"({"method": "task_arithmetic", "base": "base",
+                                    "models": [{"model": "a", "parameters": {"weight": [{"filter": "self_attn", "value": [0.2, 1.0]}, {"value": 0.5}]}},
+                                               {"model": "b", "parameters": {"weight": 0.25}}]})"));
+        const GraftModels models = GraftModels::open(plan);
+        const CompatibilityReport report = checkGraft(plan, models);
+        QVERIFY2(!report.hasErrors(), qPrintable(findingsOf(report)));
+        QVERIFY2(findingsOf(report).contains(
+                     QStringLiteral("merge (task_arithmetic): 30 tensors from base, a and b")),
+                 qPrintable(findingsOf(report)));
+        const std::string out = model("merged.gguf");
+        const GraftOutcome outcome = graftChimera(plan, models, out);
+        QVERIFY2(outcome.written.isOk(), outcome.written.message.c_str());
+        const auto merged = GgufModel::open(out);
+        const auto base = GgufModel::open(model("base.gguf"));
+        const auto a = GgufModel::open(model("a.gguf"));
+        const auto b = GgufModel::open(model("b.gguf"));
+        QCOMPARE(merged->tensors().size(), base->tensors().size());
+        for (const TensorInfo& t : merged->tensors()) {
+            QCOMPARE(t.type, base->findTensor(t.name)->type);
+            const auto parsed = parseLayerName(t.name);
+            const bool attention = t.name.find("attn_") != std::string::npos;
+            const double wa = attention ? 0.2 + 0.8 * (parsed ? parsed->layer / 2.0 : 0.0) : 0.5;
+            const auto x = tensorValues(*base, t.name);
+            const auto ya = tensorValues(*a, t.name);
+            const auto yb = tensorValues(*b, t.name);
+            const auto got = tensorValues(*merged, t.name);
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                const double want =
+                    double(x[i]) + wa * (double(ya[i]) - x[i]) + 0.25 * (double(yb[i]) - x[i]);
+                QVERIFY2(std::abs(got[i] - want) <= 1e-5 * (1 + std::abs(want)),
+                         qPrintable(QStringLiteral("%1[%2]: %3, expected %4")
+                                        .arg(QString::fromStdString(t.name))
+                                        .arg(i)
+                                        .arg(got[i])
+                                        .arg(want)));
+            }
+        }
+        QCOMPARE(std::string(merged->find("organ.merge.method")->asString().value_or("")),
+                 std::string("task_arithmetic"));
+        QCOMPARE(std::string(merged->find("organ.merge.base")->asString().value_or("")),
+                 std::string("base: organ-specimen"));
+        QCOMPARE(merged->find("organ.merge.models")->arraySize(), std::uint64_t(2));
+        QCOMPARE(merged->find("organ.merge.tensors")->arraySize(), std::uint64_t(30));
+        QCOMPARE(merged->find("organ.merge.version")->asUInt().value_or(0), std::uint64_t(1));
+        QVERIFY(merged->find("organ.merge.seed") == nullptr); // no randomness
+        const auto parameters = nlohmann::json::parse(
+            std::string(merged->find("organ.merge.parameters")->asString().value_or("")));
+        QCOMPARE(parameters.at("models").at(1).at("parameters").at("weight"), nlohmann::json(0.25));
+    }
+
+    // Inputs in Q8_0, F16 and F32; the output takes the base's types (Q8_0 matrices, F32 norms), each
+    // merged tensor the bytes organ quantize gives its merged values.
+    void quantizedInputsBaseTypes() {
+        GraftPlan plan =
+            planOf(model("base-q8_0.gguf"), {{"a", model("a-f16.gguf")}, {"b", model("b-q8_0.gguf")}},
+                   mergeOperation(R"({"method": "ties", "base": "base",
+                                    "models": [{"model": "a", "parameters": {"weight": 0.5, "density": 0.4}},
+                                               {"model": "b", "parameters": {"weight": 0.5, "density": 0.4}}]})"));
+        const GraftModels models = GraftModels::open(plan);
+        const std::string out = model("merged-q8_0.gguf");
+        const GraftOutcome outcome = graftChimera(plan, models, out);
+        QVERIFY2(outcome.written.isOk(), outcome.written.message.c_str());
+        const auto merged = GgufModel::open(out);
+        const auto base = GgufModel::open(model("base-q8_0.gguf"));
+        const auto a = GgufModel::open(model("a-f16.gguf"));
+        const auto b = GgufModel::open(model("b-q8_0.gguf"));
+        for (const std::string name :
+             {"blk.1.ffn_down.weight", "blk.0.attn_norm.weight", "token_embd.weight"}) {
+            const TensorInfo& t = *merged->findTensor(name);
+            QCOMPARE(t.type, base->findTensor(name)->type);
+            const TensorMergeParams params =
+                resolveTensorParams(plan.operations.front().merge, TensorPlace::of(name, 3), name);
+            const auto x = tensorValues(*base, name);
+            const std::vector<std::vector<float>> xs{tensorValues(*a, name), tensorValues(*b, name)};
+            TensorMergeInputs inputs;
+            inputs.elements = t.elements;
+            auto reader = [](const std::vector<float>& v) {
+                return [&v](std::uint64_t first, std::size_t count, float* o) {
+                    std::copy_n(v.begin() + static_cast<std::ptrdiff_t>(first), count, o);
+                };
+            };
+            inputs.base = reader(x);
+            inputs.models = {reader(xs[0]), reader(xs[1])};
+            const std::vector<float> values = mergeTensorValues(params, inputs);
+            std::vector<std::byte> bytes(static_cast<std::size_t>(storedBytes(t.type, t.elements)));
+            quantizeRows(t.type, values.data(), t.elements / t.ne[0], t.ne[0], nullptr, bytes.data());
+            QVERIFY2(std::ranges::equal(merged->tensorData(t), bytes), name.c_str());
+        }
+        QCOMPARE(merged->findTensor("blk.1.ffn_down.weight")->type, TensorType::Q8_0);
+    }
+
+    // A selection merges only what it picks; the rest keeps the base's bytes.
+    void selection() {
+        GraftOperation merge = mergeOperation(R"({"method": "linear",
+            "models": [{"model": "base", "parameters": {"weight": 1}}, {"model": "a", "parameters": {"weight": 1}}]})");
+        merge.select.system = System::Organ;
+        GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a.gguf")}}, merge);
+        const GraftModels models = GraftModels::open(plan);
+        const std::string out = model("organs-merged.gguf");
+        QVERIFY(graftChimera(plan, models, out).written.isOk());
+        const auto merged = GgufModel::open(out);
+        const auto base = GgufModel::open(model("base.gguf"));
+        const auto a = GgufModel::open(model("a.gguf"));
+        for (const TensorInfo& t : merged->tensors()) {
+            if (classifyTensor(t.name).system == System::Organ) {
+                const auto x = tensorValues(*base, t.name);
+                const auto y = tensorValues(*a, t.name);
+                const auto got = tensorValues(*merged, t.name);
+                QCOMPARE(got[5], (x[5] + y[5]) / 2.0f);
+            } else {
+                QVERIFY2(
+                    std::ranges::equal(merged->tensorData(t), base->tensorData(*base->findTensor(t.name))),
+                    t.name.c_str());
+            }
+        }
+        QCOMPARE(merged->find("organ.merge.tensors")->arraySize(), std::uint64_t(9));
+    }
+
+    // A tensor a model lacks (or has in another shape) is kept as it stands, and the report says
+    // which; an embedding of another vocabulary is refused.
+    void missingTensorsAndVocabularies() {
+        GgufWriteSpec spec = specFromFile(*GgufFile::open(model("a.gguf")));
+        std::erase_if(spec.tensors, [](const TensorToWrite& t) { return t.name == "blk.2.ffn_up.weight"; });
+        QVERIFY(writeFixture(path(QStringLiteral("a-lacking.gguf")), spec));
+        GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a-lacking.gguf")}},
+                                mergeOperation(R"({"method": "task_arithmetic", "base": "base",
+                                    "models": [{"model": "a", "parameters": {"weight": 1}}]})"));
+        const GraftModels models = GraftModels::open(plan);
+        const CompatibilityReport report = checkGraft(plan, models);
+        QVERIFY2(!report.hasErrors(), qPrintable(findingsOf(report)));
+        const auto kept = std::find_if(report.findings.begin(), report.findings.end(), [](const Finding& f) {
+            return f.severity == Finding::Severity::Warning &&
+                   f.message.find("kept as it stands") != std::string::npos;
+        });
+        QVERIFY2(kept != report.findings.end(), qPrintable(findingsOf(report)));
+        QCOMPARE(kept->tensors, std::vector<std::string>{"blk.2.ffn_up.weight"});
+        const std::string out = model("kept.gguf");
+        QVERIFY(graftChimera(plan, models, out).written.isOk());
+        const auto merged = GgufModel::open(out);
+        const auto base = GgufModel::open(model("base.gguf"));
+        QVERIFY(std::ranges::equal(merged->tensorData(*merged->findTensor("blk.2.ffn_up.weight")),
+                                   base->tensorData(*base->findTensor("blk.2.ffn_up.weight"))));
+        QCOMPARE(merged->find("organ.merge.tensors")->arraySize(), std::uint64_t(29));
+
+        GraftPlan other = planOf(model("base.gguf"), {{"o", model("other-vocabulary.gguf")}},
+                                 mergeOperation(R"({"method": "task_arithmetic", "base": "base",
+                                     "models": [{"model": "o", "parameters": {"weight": 1}}]})"));
+        const GraftModels otherModels = GraftModels::open(other);
+        const QString refused = findingsOf(checkGraft(other, otherModels));
+        QVERIFY2(refused.contains(
+                     QStringLiteral("token_embd.weight: the vocabularies of the base and 'o' differ")),
+                 qPrintable(refused));
+        QVERIFY(!graftChimera(other, otherModels, model("never.gguf")).written.isOk());
+        QVERIFY(!QFile::exists(path(QStringLiteral("never.gguf"))));
+    }
+
+    // The vital signs read a planned merge again and again: the same bytes as the writer's.
+    void readerMatchesWriter() {
+        GraftPlan plan = planOf(model("base-q8_0.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}},
+                                mergeOperation(R"({"method": "dare_ties", "base": "base", "seed": 5,
+                                    "models": [{"model": "a", "parameters": {"weight": 0.7, "density": 0.6}},
+                                               {"model": "b", "parameters": {"weight": 0.3, "density": 0.6}}]})"));
+        const GraftModels models = GraftModels::open(plan);
+        const CompatibilityReport report = checkGraft(plan, models);
+        QVERIFY(!report.hasErrors());
+        const std::string out = model("dare.gguf");
+        QVERIFY(graftChimera(plan, models, out).written.isOk());
+        const auto merged = GgufModel::open(out);
+        QCOMPARE(merged->find("organ.merge.seed")->asUInt().value_or(0), std::uint64_t(5));
+        const ModelWeights weights = ModelWeights::ofPlan(plan, models, report);
+        std::vector<std::byte> scratch;
+        for (const std::string name : {"blk.2.attn_v.weight", "token_embd.weight"}) {
+            const TensorInfo& t = *merged->findTensor(name);
+            const std::uint64_t rows = t.elements / t.ne[0];
+            const auto rowBytes = t.bytes / rows;
+            // Rows from the middle first, then from the start: asked out of order.
+            const auto late = weights.rowBytes(name, rows / 2, 3, scratch);
+            QVERIFY(
+                std::ranges::equal(late, merged->tensorData(t).subspan(rows / 2 * rowBytes, 3 * rowBytes)));
+            const auto early = weights.rowBytes(name, 0, 2, scratch);
+            QVERIFY(std::ranges::equal(early, merged->tensorData(t).subspan(0, 2 * rowBytes)));
+        }
+        // The same seed, the same file.
+        QVERIFY(graftChimera(plan, models, model("dare-again.gguf")).written.isOk());
+        QCOMPARE(readAll(path(QStringLiteral("dare.gguf"))),
+                 readAll(path(QStringLiteral("dare-again.gguf"))));
+    }
+
+    void cancelLeavesNothing() {
+        GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a.gguf")}},
+                                mergeOperation(R"({"method": "ties", "base": "base",
+                                    "models": [{"model": "a", "parameters": {"weight": 1, "density": 0.3}}]})"));
+        const GraftModels models = GraftModels::open(plan);
+        StopToken stop;
+        int calls = 0;
+        const GraftOutcome outcome = graftChimera(
+            plan, models, model("cancelled.gguf"), {}, {},
+            [&](const Progress&) {
+                if (++calls == 2) {
+                    stop.requestStop();
+                }
+            },
+            &stop);
+        QCOMPARE(outcome.written.status, JobResult::Status::Cancelled);
+        QVERIFY(!QFile::exists(path(QStringLiteral("cancelled.gguf"))));
+        QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("*.partial")}, QDir::Files), QStringList());
+    }
+
+    // Merge, then purify some merged tensors, then quantize the whole: one plan.
+    void withPurifyAndQuantize() {
+        GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}},
+                                mergeOperation(R"({"method": "model_stock", "base": "base",
+                                    "models": [{"model": "a"}, {"model": "b"}]})"));
+        GraftOperation purify;
+        purify.kind = GraftOperation::Kind::Purify;
+        purify.select.names = {"blk.1.attn_q.weight"};
+        plan.operations.push_back(purify);
+        GraftOperation quantize;
+        quantize.kind = GraftOperation::Kind::Quantize;
+        quantize.quantize.fileType = QuantFileType::Q8_0;
+        plan.operations.push_back(quantize);
+        const GraftModels models = GraftModels::open(plan);
+        const CompatibilityReport report = checkGraft(plan, models);
+        QVERIFY2(!report.hasErrors(), qPrintable(findingsOf(report)));
+        AssemblyOptions options;
+        options.purifyLog = std::make_shared<PurifyLog>();
+        const GraftOutcome outcome = graftChimera(plan, models, model("stock-q8_0.gguf"), options);
+        QVERIFY2(outcome.written.isOk(), outcome.written.message.c_str());
+        QCOMPARE(outcome.purified.size(), std::size_t(1));
+        QCOMPARE(outcome.purified.front().name, std::string("blk.1.attn_q.weight"));
+        const auto merged = GgufModel::open(model("stock-q8_0.gguf"));
+        QCOMPARE(merged->findTensor("blk.1.attn_q.weight")->type, TensorType::Q8_0);
+        QVERIFY(merged->find("organ.purify.tensors") != nullptr);
+        QCOMPARE(merged->find("organ.merge.tensors")->arraySize(), std::uint64_t(30));
+        // A second merge, and a merge of a model the plan does not name, are refused.
+        plan.operations.push_back(plan.operations.front());
+        QVERIFY(findingsOf(checkGraft(plan, models)).contains(QStringLiteral("a plan merges once")));
+        nlohmann::json json = graftPlanToJson(plan);
+        json["operations"][0]["models"][0]["model"] = "c";
+        try {
+            graftPlanFromJson(json, "plan.json");
+            QFAIL("an unknown model was accepted");
+        } catch (const FormatError& error) {
+            QCOMPARE(QString::fromUtf8(error.what()),
+                     QStringLiteral("plan.json: operation 1: no model called \"c\""));
+        }
+    }
+
+    void planJsonKeepsIt() {
+        GraftOperation merge = mergeOperation(R"({"method": "breadcrumbs_ties", "base": "base",
+            "models": [{"model": "a", "parameters": {"weight": [0.1, 0.9], "density": 0.8, "gamma": 0.02}}],
+            "parameters": {"normalize": true}})");
+        merge.select.firstLayer = 1;
+        merge.select.lastLayer = 2;
+        GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a.gguf")}}, merge);
+        const GraftPlan back = graftPlanFromJson(graftPlanToJson(plan), "x");
+        QCOMPARE(back.operations.front().merge, plan.operations.front().merge);
+        QCOMPARE(back.operations.front().select.firstLayer, std::optional<std::uint32_t>(1));
+        QCOMPARE(graftPlanToJson(back), graftPlanToJson(plan));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestMergePlan)
+#include "tst_merge_plan.moc"
