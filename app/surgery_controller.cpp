@@ -8,6 +8,7 @@
 #include "graft_document.h"
 #include "graft_plan_panel.h"
 #include "job_tracker.h"
+#include "merge_controller.h"
 #include "model_view.h"
 #include "plan_autosave.h"
 #include "purify/purify_model.h"
@@ -53,6 +54,8 @@ SurgeryController::SurgeryController(widgets::ModelPane* recipient, widgets::Mod
     connect(m_planPanel, &widgets::GraftPlanPanel::savePlanRequested, this,
             &SurgeryController::savePlanDialog);
     m_assembly = new AssemblyController(m_document, m_host, this);
+    m_merge = new MergeController(m_document, m_recipient, m_donor, m_host, this);
+    connect(m_merge, &MergeController::thetaArrived, this, &SurgeryController::updatePreview);
     connect(m_planPanel, &widgets::GraftPlanPanel::assembleRequested, m_assembly,
             &AssemblyController::assembleDialog);
     connect(m_planPanel, &widgets::GraftPlanPanel::tensorsRequested, this, [this](const QStringList& names) {
@@ -251,6 +254,8 @@ void SurgeryController::updateRoles() {
                     Qt::UniqueConnection);
             connect(view, &widgets::ModelView::quantizeRequested, this, &SurgeryController::quantizeRecipient,
                     Qt::UniqueConnection);
+            connect(view, &widgets::ModelView::mergeRequested, m_merge, &MergeController::mergeFromSender,
+                    Qt::UniqueConnection);
         }
     }
     updatePreview();
@@ -365,10 +370,44 @@ void SurgeryController::updatePreview() {
         if (!preview.empty()) {
             startPurifyPreview(std::move(preview), *layoutPurify);
         }
+        // Merged tensors: the θ the merge gives them (purified and stored as planned), computed on
+        // the engine thread; the tooltip gives the recipient's θ beside it and the Δ.
+        const QString mergeText = m_document->mergeText();
+        int merged = 0;
+        double deltaSum = 0;
+        int deltas = 0;
+        for (const auto& m : m_document->mergedTensors()) {
+            auto cell =
+                std::find_if(cells.begin(), cells.end(), [&](const widgets::ThetaHeatmap::PreviewCell& c) {
+                    return c.tensor == m.recipientTensor;
+                });
+            if (cell == cells.end()) {
+                cells.push_back({});
+                cell = cells.end() - 1;
+                cell->tensor = m.recipientTensor;
+                cell->source = model::displayText(m.name);
+            }
+            cell->merged = true;
+            cell->purified = false;
+            cell->donorName = tr("merge (%1)").arg(mergeText);
+            cell->theta.reset();
+            if (const auto theta = m_merge->mergedTheta(m.name)) {
+                cell->theta = *theta;
+                const ModelMeasurement* own = view->measurement();
+                if (*theta && own != nullptr && own->tensors[std::size_t(m.recipientTensor)].theta) {
+                    deltaSum += **theta - *own->tensors[std::size_t(m.recipientTensor)].theta;
+                    ++deltas;
+                }
+            }
+            ++merged;
+        }
         const std::optional<double> after = m_document->chimeraThetaMean(
             measurementOf,
             [&](const ChimeraTensor& t,
                 const model::GraftDocument::Source& from) -> std::optional<std::optional<double>> {
+                if (t.merge) {
+                    return m_merge->mergedTheta(t.name);
+                }
                 if (!layoutPurify || from.tensor == nullptr) {
                     return std::nullopt;
                 }
@@ -376,6 +415,9 @@ void SurgeryController::updatePreview() {
             });
         QString legend = tr("<b>Plan preview</b> (dashed outlines, the donor's θ):");
         for (std::size_t k = 0; k < plan.donors.size(); ++k) {
+            if (perDonor[k] == 0 && !m_document->mergeText().isEmpty()) {
+                continue; // a donor the plan only merges from: the merge's entry names it
+            }
             legend += QStringLiteral(" &nbsp;<span style=\"color:%1\">■</span> %2 (%3)")
                           .arg(model::donorColor(int(k)).name(),
                                QString::fromStdString(plan.donors[k].first).toHtmlEscaped())
@@ -386,6 +428,14 @@ void SurgeryController::updatePreview() {
                           .arg(model::purifyColor().name())
                           .arg(purified)
                           .arg(m_purifyPending.isEmpty() ? QString() : tr(", computing…"));
+        }
+        if (merged > 0) {
+            legend += tr(" &nbsp;<span style=\"color:%1\">■</span> merged: %2 (%3, solid: the θ merged%4)")
+                          .arg(model::mergeColor().name(), mergeText.toHtmlEscaped())
+                          .arg(merged)
+                          .arg(m_merge->pending() ? tr(", computing…")
+                               : deltas > 0       ? tr(", Δθ mean %1°").arg(deltaSum / deltas, 0, 'f', 2)
+                                                  : QString());
         }
         if (view->measurement() != nullptr && after) {
             legend += tr(" &nbsp;·&nbsp; θ mean %1° → %2°")

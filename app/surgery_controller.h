@@ -28,6 +28,7 @@ class GraftDocument;
 namespace organ::app {
 
 class AssemblyController;
+class MergeController;
 class PlanAutosave;
 
 // The window's surgery: the graft plan (a GraftDocument) and its dock, the preview on the
@@ -45,6 +46,7 @@ public:
     QDockWidget* planDock() const { return m_planDock; }
     PlanAutosave* autosave() const { return m_autosave; }
     AssemblyController* assembly() const { return m_assembly; }
+    MergeController* merges() const { return m_merge; }
     widgets::ModelView* findView(const QString& path) const;
 
     // Edit → Undo/Redo and the Graft menu.
@@ -105,6 +107,7 @@ private:
     QDockWidget* m_planDock = nullptr;
     PlanAutosave* m_autosave = nullptr;
     AssemblyController* m_assembly = nullptr;
+    MergeController* m_merge = nullptr;
     QHash<QString, std::optional<double>> m_purifiedTheta; // preview key → θ after purification
     QSet<QString> m_purifyPending;                         // asked of the engine thread
     int m_undoIndex = 0;                                   // the undo stack's index shown last

@@ -295,8 +295,9 @@ bool AnatomyTreeModel::canDropMimeData(const QMimeData* data, Qt::DropAction, in
     if (m_dropHandler == nullptr || m_snapshot == nullptr || !drag) {
         return false;
     }
-    return m_dropHandler->canDropTensors(*drag, QString::fromStdString(m_snapshot->model->path()),
-                                         dropTarget(parent), &m_dropMessage);
+    const QString recipient = QString::fromStdString(m_snapshot->model->path());
+    return m_mergeDrop ? m_dropHandler->canMergeTensors(*drag, recipient, dropTarget(parent), &m_dropMessage)
+                       : m_dropHandler->canDropTensors(*drag, recipient, dropTarget(parent), &m_dropMessage);
 }
 
 // The handler checks the drop again as it plans it: a refused drop adds nothing.
@@ -306,8 +307,9 @@ bool AnatomyTreeModel::dropMimeData(const QMimeData* data, Qt::DropAction, int, 
     if (m_dropHandler == nullptr || m_snapshot == nullptr || !drag) {
         return false;
     }
-    return m_dropHandler->dropTensors(*drag, QString::fromStdString(m_snapshot->model->path()),
-                                      dropTarget(parent));
+    const QString recipient = QString::fromStdString(m_snapshot->model->path());
+    return m_mergeDrop ? m_dropHandler->mergeTensors(*drag, recipient, dropTarget(parent))
+                       : m_dropHandler->dropTensors(*drag, recipient, dropTarget(parent));
 }
 
 QModelIndex AnatomyTreeModel::indexOfTensor(int tensor) const {

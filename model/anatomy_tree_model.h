@@ -49,6 +49,8 @@ public:
     // recipient's tree accepts drops, which `handler` checks and turns into plan operations.
     void setDragSource(bool on) { m_dragSource = on; }
     void setDropHandler(TensorDropHandler* handler) { m_dropHandler = handler; }
+    // Drops merge instead of replacing while set (the view sets it from the keys held).
+    void setMergeDrop(bool merge) { m_mergeDrop = merge; }
     // What the last canDropMimeData() said about the drop (why it fits or not).
     const QString& dropMessage() const { return m_dropMessage; }
     // The drop target a node stands for (the whole model for the invalid index).
@@ -94,6 +96,7 @@ private:
 
     bool m_dragSource = false;
     TensorDropHandler* m_dropHandler = nullptr;
+    bool m_mergeDrop = false;
     mutable QString m_dropMessage;
     std::vector<int> m_nodeOfTensor;
     const TensorResults* m_results = nullptr;

@@ -30,6 +30,10 @@ QColor purifyColor() {
     return QColor(0x32, 0xcd, 0x32);
 }
 
+QColor mergeColor() {
+    return QColor(0x8a, 0x2b, 0xe2);
+}
+
 QIcon donorMark(int donor) {
     QPixmap mark(12, 12);
     mark.fill(Qt::transparent);

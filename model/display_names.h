@@ -22,6 +22,8 @@ QString modelDisplayName(const GgufModel& model);
 QColor donorColor(int donor);
 // The colour of tensors the plan purifies (never a donor's).
 QColor purifyColor();
+// The outline of tensors a plan merges.
+QColor mergeColor();
 // The donor's colour as a small square with a margin, for item views (rows in a run stay apart).
 QIcon donorMark(int donor);
 

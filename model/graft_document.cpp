@@ -177,6 +177,12 @@ void GraftDocument::push(const QString& text, GraftPlan after, const QString& me
         for (const auto& range : o.stack) {
             used.insert(range.model);
         }
+        if (o.kind == GraftOperation::Kind::Merge) {
+            used.insert(o.merge.base);
+            for (const MergeModel& m : o.merge.models) {
+                used.insert(m.model);
+            }
+        }
     }
     std::erase_if(after.donors, [&](const auto& donor) { return !used.contains(donor.first); });
     if (after.operations.empty()) {
@@ -303,6 +309,221 @@ bool GraftDocument::dropTensors(const TensorDrag& drag, const QString& recipient
     return true;
 }
 
+GraftDocument::MergeRequest GraftDocument::evaluateMerge(const TensorDrag& drag, const QString& recipient,
+                                                         const DropTarget& target) const {
+    MergeRequest result;
+    result.recipient = recipient;
+    result.donor = drag.model;
+    const auto to = model(recipient);
+    const auto from = model(drag.model);
+    if (to == nullptr || from == nullptr) {
+        result.message = tr("That model is no longer open");
+        return result;
+    }
+    if (drag.model == recipient) {
+        result.message = tr("Drag from a donor onto the recipient");
+        return result;
+    }
+    QString error;
+    withBase(recipient, &error);
+    if (!error.isEmpty()) {
+        result.message = error;
+        return result;
+    }
+    const auto& donorTensors = from->model->tensors();
+    std::vector<int> kept;
+    for (const int t : drag.tensors) {
+        if (t < 0 || std::size_t(t) >= donorTensors.size()) {
+            result.message = tr("The dragged tensors do not belong to that model");
+            return result;
+        }
+        const TensorAnatomy& a = from->anatomy.tensors[std::size_t(t)];
+        const bool fits =
+            target.kind == DropTarget::Kind::Model ||
+            (target.kind == DropTarget::Kind::System && a.system == target.system) ||
+            (target.kind == DropTarget::Kind::Layer && a.layer == target.layer &&
+             (!target.hasSystem || a.system == target.system)) ||
+            (target.kind == DropTarget::Kind::Tensor &&
+             donorTensors[std::size_t(t)].name == to->model->tensors()[std::size_t(target.tensor)].name);
+        if (fits) {
+            kept.push_back(t);
+        }
+    }
+    if (kept.empty()) {
+        result.message =
+            target.kind == DropTarget::Kind::Tensor
+                ? tr("A merge combines tensors of one name: drop %1 of the donor on it")
+                      .arg(q(to->model->tensors()[std::size_t(target.tensor)].name))
+            : target.kind == DropTarget::Kind::Layer
+                ? tr("None of the dragged tensors is in layer %1: a merge combines tensors of one name")
+                      .arg(*target.layer)
+                : tr("None of the dragged tensors belongs there");
+        return result;
+    }
+    std::set<int> mine;
+    for (const int t : kept) {
+        const TensorInfo& theirs = donorTensors[std::size_t(t)];
+        const TensorInfo* own = to->model->findTensor(theirs.name);
+        if (own == nullptr) {
+            result.leftOut << tr("%1: the recipient has no such tensor").arg(q(theirs.name));
+        } else if (own->ne != theirs.ne) {
+            result.leftOut << tr("%1: its shape differs from the recipient's").arg(q(theirs.name));
+        } else {
+            mine.insert(int(own - to->model->tensors().data()));
+        }
+    }
+    if (mine.empty()) {
+        result.message = result.leftOut.front();
+        return result;
+    }
+    for (const int t : mine) {
+        result.names.push_back(to->model->tensors()[std::size_t(t)].name);
+    }
+    result.ok = true;
+    result.message = tr("Merges %1 with %2 (Shift held: merge instead of replace)")
+                         .arg(countOf(qint64(result.names.size()), tr("tensor"), tr("tensors")),
+                              QFileInfo(drag.model).fileName());
+    if (!result.leftOut.isEmpty()) {
+        result.message += tr("; leaves out %1: %2").arg(result.leftOut.size()).arg(result.leftOut.front());
+    }
+    return result;
+}
+
+bool GraftDocument::canMergeTensors(const TensorDrag& drag, const QString& recipient,
+                                    const DropTarget& target, QString* message) {
+    const MergeRequest result = evaluateMerge(drag, recipient, target);
+    if (message != nullptr) {
+        *message = result.message;
+    }
+    return result.ok;
+}
+
+bool GraftDocument::mergeTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) {
+    MergeRequest request = evaluateMerge(drag, recipient, target);
+    m_lastDropMessage = request.message;
+    if (!request.ok) {
+        return false;
+    }
+    QMetaObject::invokeMethod(
+        this, [this, request = std::move(request)] { emit mergeRequested(request); }, Qt::QueuedConnection);
+    return true;
+}
+
+namespace {
+
+int mergeOperationOf(const GraftPlan& plan) {
+    for (std::size_t k = 0; k < plan.operations.size(); ++k) {
+        if (plan.operations[k].kind == GraftOperation::Kind::Merge) {
+            return int(k);
+        }
+    }
+    return -1;
+}
+
+} // namespace
+
+std::optional<MergeSpec> GraftDocument::plannedMerge() const {
+    const int index = mergeOperationOf(m_plan);
+    if (index < 0) {
+        return std::nullopt;
+    }
+    MergeSpec spec = m_plan.operations[std::size_t(index)].merge;
+    auto pathOf = [this](const std::string& id) {
+        const std::string* path = id == "base" ? &m_plan.base : m_plan.donorPath(id);
+        return path != nullptr ? *path : id;
+    };
+    if (!spec.base.empty()) {
+        spec.base = pathOf(spec.base);
+    }
+    for (MergeModel& m : spec.models) {
+        m.model = pathOf(m.model);
+    }
+    return spec;
+}
+
+void GraftDocument::merge(const QString& recipient, MergeSpec byPath, const std::vector<std::string>& names) {
+    QString error;
+    GraftPlan after = withBase(recipient, &error);
+    if (!error.isEmpty() || names.empty()) {
+        m_lastDropMessage = error;
+        return;
+    }
+    if (!byPath.base.empty()) {
+        byPath.base = after.modelId(byPath.base);
+    }
+    for (MergeModel& m : byPath.models) {
+        m.model = after.modelId(m.model);
+    }
+    const int existing = mergeOperationOf(after);
+    std::set<std::string> wanted(names.begin(), names.end());
+    if (existing >= 0) {
+        const TensorSelector& before = after.operations[std::size_t(existing)].select;
+        wanted.insert(before.names.begin(), before.names.end());
+        for (const ChimeraTensor& t : m_report.layout.tensors) {
+            if (t.mergeOperation == existing) {
+                wanted.insert(t.name);
+            }
+        }
+    }
+    GraftOperation op;
+    op.kind = GraftOperation::Kind::Merge;
+    op.merge = std::move(byPath);
+    // In the recipient's order, as the tree lists them.
+    if (const auto base = model(recipient)) {
+        for (const TensorInfo& t : base->model->tensors()) {
+            if (wanted.erase(t.name) > 0) {
+                op.select.names.push_back(t.name);
+            }
+        }
+    }
+    op.select.names.insert(op.select.names.end(), wanted.begin(), wanted.end());
+    const QString text = tr("Merge %1 (%2)")
+                             .arg(countOf(qint64(op.select.names.size()), tr("tensor"), tr("tensors")),
+                                  q(std::string(mergeMethodName(op.merge.method))));
+    if (existing >= 0) {
+        after.operations[std::size_t(existing)] = std::move(op);
+    } else {
+        const auto quantize =
+            std::find_if(after.operations.begin(), after.operations.end(),
+                         [](const GraftOperation& o) { return o.kind == GraftOperation::Kind::Quantize; });
+        after.operations.insert(quantize, std::move(op));
+    }
+    push(text, std::move(after));
+}
+
+std::vector<GraftDocument::Merged> GraftDocument::mergedTensors() const {
+    std::vector<Merged> out;
+    const auto recipient = model(base());
+    if (recipient == nullptr) {
+        return out;
+    }
+    for (const ChimeraTensor& t : m_report.layout.tensors) {
+        const TensorInfo* mine = t.merge ? recipient->model->findTensor(t.name) : nullptr;
+        if (mine != nullptr) {
+            out.push_back({int(mine - recipient->model->tensors().data()), t.name});
+        }
+    }
+    return out;
+}
+
+QString GraftDocument::mergeText() const {
+    const int index = mergeOperationOf(m_plan);
+    if (index < 0) {
+        return {};
+    }
+    const MergeSpec& spec = m_plan.operations[std::size_t(index)].merge;
+    QStringList models;
+    if (!spec.base.empty()) {
+        models << q(spec.base);
+    }
+    for (const MergeModel& m : spec.models) {
+        if (m.model != spec.base) {
+            models << q(m.model);
+        }
+    }
+    return tr("%1 of %2").arg(q(std::string(mergeMethodName(spec.method))), listText(models));
+}
+
 void GraftDocument::removeOperation(int index) {
     if (index < 0 || index >= int(m_plan.operations.size())) {
         return;
@@ -401,8 +622,12 @@ void GraftDocument::removeOperationsUsing(const QString& path) {
     const std::string id = donorId(path).toStdString();
     GraftPlan after = m_plan;
     std::erase_if(after.operations, [&](const GraftOperation& o) {
-        return o.donor == id || std::any_of(o.stack.begin(), o.stack.end(),
-                                            [&](const LayerRange& r) { return r.model == id; });
+        return o.donor == id ||
+               std::any_of(o.stack.begin(), o.stack.end(),
+                           [&](const LayerRange& r) { return r.model == id; }) ||
+               (o.kind == GraftOperation::Kind::Merge &&
+                (o.merge.base == id || std::any_of(o.merge.models.begin(), o.merge.models.end(),
+                                                   [&](const MergeModel& m) { return m.model == id; })));
     });
     push(tr("Remove the grafts from %1").arg(QFileInfo(path).fileName()), std::move(after));
 }
@@ -504,7 +729,8 @@ GraftDocument::OperationSummary GraftDocument::summary(int operation) const {
     OperationSummary s;
     for (const ChimeraTensor& t : m_report.layout.tensors) {
         if ((t.operation == operation && t.model != "base") || (t.purify && t.purifyOperation == operation) ||
-            (t.quantizeOperation == operation && operation >= 0)) {
+            (t.quantizeOperation == operation && operation >= 0) ||
+            (t.merge && t.mergeOperation == operation)) {
             ++s.tensors;
             if (const TensorInfo* info = source(t).tensor) {
                 s.bytes += info->bytes;
@@ -575,8 +801,11 @@ QString GraftDocument::describe(const GraftOperation& o) const {
         for (const MergeModel& m : o.merge.models) {
             models << q(m.model);
         }
-        return tr("merge %1 (%2)")
-            .arg(models.join(QStringLiteral(", ")), q(std::string(mergeMethodName(o.merge.method))));
+        return tr("merge %1 with %2 (%3)")
+            .arg(o.select.isEmpty()       ? tr("every tensor")
+                 : o.select.names.empty() ? tr("a selection")
+                                          : selectionText(o.select.names),
+                 listText(models), q(std::string(mergeMethodName(o.merge.method))));
     }
     }
     return {};
@@ -627,7 +856,7 @@ std::optional<double> GraftDocument::chimeraThetaMean(
         if (m == nullptr || from.tensor == nullptr) {
             return std::nullopt;
         }
-        if (t.purify && purifiedTheta) {
+        if ((t.purify || t.merge) && purifiedTheta) {
             const auto after = purifiedTheta(t, from);
             if (!after) {
                 return std::nullopt;
@@ -682,7 +911,8 @@ std::vector<GraftDocument::Purification> GraftDocument::purifications() const {
         return out;
     }
     for (const ChimeraTensor& t : m_report.layout.tensors) {
-        const TensorInfo* mine = t.purify ? recipient->model->findTensor(t.name) : nullptr;
+        // A merged tensor's θ is the merge's (purified as planned): the merge preview has it.
+        const TensorInfo* mine = t.purify && !t.merge ? recipient->model->findTensor(t.name) : nullptr;
         if (mine == nullptr) {
             continue;
         }

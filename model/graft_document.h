@@ -63,6 +63,32 @@ public:
     bool canDropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target,
                         QString* message) override;
     bool dropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) override;
+    // A merge of a donor's tensors into the recipient's of the same names: which recipient
+    // tensors it covers, or why none fits. Nothing is planned until merge() is called with the
+    // method the user chose.
+    struct MergeRequest {
+        bool ok = false;
+        QString message; // the reason it does not fit, or what it merges
+        QStringList leftOut;
+        QString recipient;
+        QString donor;                  // the model the tensors come from
+        std::vector<std::string> names; // the recipient's tensors, in its order
+    };
+    MergeRequest evaluateMerge(const TensorDrag& drag, const QString& recipient,
+                               const DropTarget& target) const;
+    bool canMergeTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target,
+                         QString* message) override;
+    // Emits mergeRequested (queued: the drop ends first) when the drop fits.
+    bool mergeTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) override;
+    // The plan's merge operation with its models named by path (the plan's ids replaced), or
+    // nullopt when the plan merges nothing.
+    std::optional<MergeSpec> plannedMerge() const;
+    // Merges `names` (the recipient's tensors, as the chimera has them) as `byPath` says, its models
+    // named by path: one undoable step. A plan merges once, so a plan that merges already keeps
+    // merging what it merged, with these tensors added, by the new method and parameters. The
+    // merge goes before the plan's quantize operation.
+    void merge(const QString& recipient, MergeSpec byPath, const std::vector<std::string>& names);
+
     // What the last dropTensors() said (added, left out), for the status bar.
     const QString& lastDropMessage() const { return m_lastDropMessage; }
 
@@ -126,8 +152,8 @@ public:
     // θ mean of the chimera: each of its tensors with the θ measured in its source
     // (`measurementOf` by file; null when not measured); nullopt until every source is
     // measured, or when no tensor has a θ.
-    // A purified tensor counts with the θ `purifiedTheta` gives it (nullopt: not known yet, and
-    // then neither is the mean).
+    // A purified or merged tensor counts with the θ `purifiedTheta` gives it (nullopt: not known
+    // yet, and then neither is the mean).
     using PurifiedThetaFn =
         std::function<std::optional<std::optional<double>>(const ChimeraTensor&, const Source&)>;
     std::optional<double>
@@ -143,14 +169,22 @@ public:
     };
     std::vector<Replacement> replacements() const;
 
-    // Recipient tensors the plan purifies: the chimera tensor, where its bytes come from and the
-    // type it will be stored in.
+    // Recipient tensors the plan purifies (and does not merge): the chimera tensor, where its
+    // bytes come from and the type it will be stored in.
     struct Purification {
         int recipientTensor = -1;
         Source source;
         TensorType target = TensorType::F32;
     };
     std::vector<Purification> purifications() const;
+
+    // Recipient tensors the plan merges, and how ("ties of base, farm and sea").
+    struct Merged {
+        int recipientTensor = -1;
+        std::string name; // in the chimera
+    };
+    std::vector<Merged> mergedTensors() const;
+    QString mergeText() const; // "ties of base, farm and sea", empty when the plan merges nothing
 
     // Internal: the undo commands set the plan (and the file it is saved as) through this.
     void setPlan(const GraftPlan& plan, const QString& fileName);
@@ -166,6 +200,8 @@ public:
 
 signals:
     void changed();
+    // A merge was dropped: the window asks for the method and parameters, then calls merge().
+    void mergeRequested(const organ::model::GraftDocument::MergeRequest& request);
 
 private:
     // An undoable edit named `text`; `message` (else `text`) is what the status bar says of it.

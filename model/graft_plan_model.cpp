@@ -40,6 +40,13 @@ QVariant GraftPlanModel::data(const QModelIndex& index, int role) const {
         case Operation:
             return m_document->describe(op);
         case Donor:
+            if (operation.kind == GraftOperation::Kind::Merge) {
+                QStringList models;
+                for (const MergeModel& m : operation.merge.models) {
+                    models << QString::fromStdString(m.model);
+                }
+                return models.join(QStringLiteral(", "));
+            }
             return QString::fromStdString(operation.donor.empty() ? std::string("base") : operation.donor);
         case Tensors:
             return checked ? QVariant(s.tensors) : QVariant();

@@ -59,4 +59,8 @@ std::optional<TensorDrag> decodeTensorDrag(const QMimeData* data) {
     return drag;
 }
 
+bool mergesOnDrop(Qt::KeyboardModifiers modifiers) {
+    return modifiers.testFlag(Qt::ShiftModifier);
+}
+
 } // namespace organ::model

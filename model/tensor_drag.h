@@ -3,6 +3,7 @@
 #include "graft/drop_evaluation.h" // DropTarget
 
 #include <QString>
+#include <Qt>
 #include <optional>
 #include <vector>
 
@@ -36,6 +37,14 @@ public:
     virtual bool canDropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target,
                                 QString* message) = 0;
     virtual bool dropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) = 0;
+    // The same with Shift held: the dragged tensors are to be merged into the recipient's tensors
+    // of the same names instead of replacing them; the window asks how before anything is planned.
+    virtual bool canMergeTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target,
+                                 QString* message) = 0;
+    virtual bool mergeTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) = 0;
 };
+
+// Whether a drop with these keys held merges (Shift) rather than replaces.
+bool mergesOnDrop(Qt::KeyboardModifiers modifiers);
 
 } // namespace organ::model

@@ -12,6 +12,7 @@ AnatomyTreeView::AnatomyTreeView(model::AnatomyTreeModel* source, QWidget* paren
     : QTreeView(parent), m_source(source) {}
 
 void AnatomyTreeView::dragMoveEvent(QDragMoveEvent* event) {
+    m_source->setMergeDrop(model::mergesOnDrop(event->modifiers()));
     QTreeView::dragMoveEvent(event); // asks the model's canDropMimeData
     // A refusal is accepted with no action: the cursor says "no", and a release here still
     // reaches dropEvent, which says why in the status bar.
@@ -32,6 +33,7 @@ void AnatomyTreeView::dragLeaveEvent(QDragLeaveEvent* event) {
 
 void AnatomyTreeView::dropEvent(QDropEvent* event) {
     QToolTip::hideText();
+    m_source->setMergeDrop(model::mergesOnDrop(event->modifiers()));
     QTreeView::dropEvent(event); // asks canDropMimeData once more, then drops if it fits
     if (!event->isAccepted() && !m_source->dropMessage().isEmpty() &&
         model::decodeTensorDrag(event->mimeData())) {

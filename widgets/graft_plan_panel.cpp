@@ -201,6 +201,10 @@ void GraftPlanPanel::refresh() {
                     countOf(qint64(report.layout.tensorsFromDonors), tr("tensor"), tr("tensors")) +
                     tr(" from donors (%1) · ")
                         .arg(QString::fromStdString(humanBytes(report.layout.bytesFromDonors))) +
+                    (report.layout.tensorsMerged > 0
+                         ? countOf(qint64(report.layout.tensorsMerged), tr("tensor"), tr("tensors")) +
+                               tr(" merged · ")
+                         : QString()) +
                     countOf(report.layout.blocks, tr("layer"), tr("layers")) + QStringLiteral(" · ") +
                     countOf(qint64(report.count(Finding::Severity::Error)), tr("error"), tr("errors")) +
                     QStringLiteral(", ") +

@@ -218,6 +218,8 @@ QWidget* ModelView::buildAnatomyTab() {
             quantize->setObjectName(QStringLiteral("quantizeAction"));
             refuseIfPlannedElsewhere(menu, {quantize});
             menu.addSeparator();
+        } else if (m_document != nullptr) {
+            addMergeAction(menu, tensorsAt(m_tree->indexAt(at)));
         }
         menu.addAction(tr("Export shown tensors as JSON, CSV or Markdown…"), this,
                        &ModelView::exportShownTensorsDialog);
@@ -285,6 +287,28 @@ void ModelView::addPurifyAction(QMenu& menu, std::vector<int> tensors) {
     menu.addSeparator();
 }
 
+// The heatmap's cell under the pointer, with the cells selected by Ctrl+click.
+std::vector<int> ModelView::heatmapPick(int tensor) const {
+    std::vector<int> tensors(m_heatmap->selectedTensors().begin(), m_heatmap->selectedTensors().end());
+    if (tensor >= 0 && std::find(tensors.begin(), tensors.end(), tensor) == tensors.end()) {
+        tensors.insert(tensors.begin(), tensor);
+    }
+    return tensors;
+}
+
+void ModelView::addMergeAction(QMenu& menu, std::vector<int> tensors) {
+    const QString what =
+        tensors.empty() ? tr("this model")
+        : tensors.size() == 1
+            ? model::displayText(m_snapshot->model->tensors()[std::size_t(tensors.front())].name)
+            : tr("%n tensors", nullptr, int(tensors.size()));
+    QAction* action = menu.addAction(tr("Merge %1 into the recipient…").arg(what), this,
+                                     [this, tensors] { emit mergeRequested(tensors); });
+    action->setObjectName(QStringLiteral("mergeAction"));
+    action->setToolTip(tr("Or drag onto the recipient with Shift held"));
+    menu.addSeparator();
+}
+
 // Operations go into the plan of one recipient: on another model they are offered disabled,
 // with the reason, before anything is asked.
 void ModelView::refuseIfPlannedElsewhere(QMenu& menu, const QList<QAction*>& actions) const {
@@ -343,15 +367,11 @@ void ModelView::setSurgery(model::GraftDocument* document, bool recipient) {
     m_heatmap->setDragSource(!recipient);
     m_heatmap->setDropHandler(recipient ? document : nullptr);
     if (recipient && document != nullptr) {
-        // The cell under the pointer, with the cells selected by Ctrl+click.
-        m_heatmap->setContextActions([this](QMenu& menu, int tensor) {
-            std::vector<int> tensors(m_heatmap->selectedTensors().begin(),
-                                     m_heatmap->selectedTensors().end());
-            if (tensor >= 0 && std::find(tensors.begin(), tensors.end(), tensor) == tensors.end()) {
-                tensors.insert(tensors.begin(), tensor);
-            }
-            addPurifyAction(menu, tensors);
-        });
+        m_heatmap->setContextActions(
+            [this](QMenu& menu, int tensor) { addPurifyAction(menu, heatmapPick(tensor)); });
+    } else if (document != nullptr) {
+        m_heatmap->setContextActions(
+            [this](QMenu& menu, int tensor) { addMergeAction(menu, heatmapPick(tensor)); });
     } else {
         m_heatmap->setContextActions({});
     }

@@ -92,6 +92,9 @@ signals:
     void purifyRequested(std::vector<int> tensors);
     // The recipient's "Quantize this model…" (tree context menu).
     void quantizeRequested();
+    // A donor's "Merge into the recipient…" (tree or heatmap context menu) on these tensors
+    // (none: the whole model).
+    void mergeRequested(std::vector<int> tensors);
 
 public:
     enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Vitals };
@@ -127,6 +130,8 @@ private:
     std::vector<int> tensorsAt(const QModelIndex& index) const;
     void refuseIfPlannedElsewhere(QMenu& menu, const QList<QAction*>& actions) const;
     void addPurifyAction(QMenu& menu, std::vector<int> tensors);
+    void addMergeAction(QMenu& menu, std::vector<int> tensors);
+    std::vector<int> heatmapPick(int tensor) const;
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
     const model::TensorResults* m_results;

@@ -518,11 +518,19 @@ void ThetaHeatmap::showTooltip(QMouseEvent* event) {
     if (m_mode == Mode::Theta && !m_previewOf.empty() && m_previewOf[static_cast<std::size_t>(tensor)] >= 0) {
         const PreviewCell& p =
             m_preview[static_cast<std::size_t>(m_previewOf[static_cast<std::size_t>(tensor)])];
-        text += tr("\nthe plan replaces it from %1").arg(p.donorName);
+        text += p.merged ? tr("\nthe plan merges it: %1").arg(p.donorName)
+                         : tr("\nthe plan replaces it from %1").arg(p.donorName);
         if (p.theta) {
             text += tr(": θ %1° → %2°")
                         .arg(r && r->theta ? QString::number(*r->theta, 'f', 2) : QStringLiteral("?"))
                         .arg(*p.theta, 0, 'f', 2);
+            if (r && r->theta) {
+                text += tr(" (Δθ %1%2°)")
+                            .arg(*p.theta >= *r->theta ? QStringLiteral("+") : QString())
+                            .arg(*p.theta - *r->theta, 0, 'f', 2);
+            }
+        } else if (p.merged) {
+            text += tr(": θ being computed");
         }
     }
     QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
@@ -547,8 +555,10 @@ void ThetaHeatmap::setPreview(const std::vector<PreviewCell>& cells) {
         m_previewOf[static_cast<std::size_t>(tensor)] = static_cast<int>(k);
         const auto [column, row] = cellOf(tensor);
         auto* mark = new QCPItemRect(m_plot);
-        mark->setPen(m_preview[k].purified ? QPen(model::purifyColor(), 2.5, Qt::DotLine)
-                                           : QPen(model::donorColor(m_preview[k].donor), 2.5, Qt::DashLine));
+        mark->setPen(m_preview[k].merged ? QPen(model::mergeColor(), 2.5, Qt::SolidLine)
+                     : m_preview[k].purified
+                         ? QPen(model::purifyColor(), 2.5, Qt::DotLine)
+                         : QPen(model::donorColor(m_preview[k].donor), 2.5, Qt::DashLine));
         mark->setBrush(Qt::NoBrush);
         mark->topLeft->setCoords(column - 0.42, row - 0.42);
         mark->bottomRight->setCoords(column + 0.42, row + 0.42);

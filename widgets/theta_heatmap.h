@@ -85,8 +85,9 @@ public:
     std::optional<model::TensorDrag> dragForColumn(int column) const;
     std::optional<model::TensorDrag> dragAtPixel(const QPoint& pixel) const;
     DropTarget dropTargetAtPixel(const QPoint& pixel) const;
-    bool canDropAt(const QMimeData* data, const QPoint& pixel, QString* message);
-    bool dropAt(const QMimeData* data, const QPoint& pixel);
+    // `merge`: Shift is held, the drop merges instead of replacing.
+    bool canDropAt(const QMimeData* data, const QPoint& pixel, QString* message, bool merge = false);
+    bool dropAt(const QMimeData* data, const QPoint& pixel, bool merge = false);
 
     // The plan's preview: cells the plan replaces, outlined in their donor's colour and
     // coloured with the θ they will have (the donor's measured θ, when known).
@@ -97,6 +98,7 @@ public:
         QString source; // the donor's tensor
         std::optional<double> theta;
         bool purified = false; // the plan purifies it: `theta` is what purification is expected to give
+        bool merged = false;   // the plan merges it: `theta` is the merged tensor's, as it will be written
     };
     void setPreview(const std::vector<PreviewCell>& cells);
     const std::vector<PreviewCell>& preview() const { return m_preview; }

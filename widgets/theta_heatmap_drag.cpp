@@ -161,23 +161,27 @@ void ThetaHeatmap::setDropHandler(model::TensorDropHandler* handler) {
     m_plot->setAcceptDrops(handler != nullptr);
 }
 
-bool ThetaHeatmap::canDropAt(const QMimeData* data, const QPoint& pixel, QString* message) {
+bool ThetaHeatmap::canDropAt(const QMimeData* data, const QPoint& pixel, QString* message, bool merge) {
     const auto drag = model::decodeTensorDrag(data);
     if (m_dropHandler == nullptr || !drag) {
         return false;
     }
-    return m_dropHandler->canDropTensors(*drag, QString::fromStdString(m_snapshot->model->path()),
-                                         dropTargetAtPixel(pixel), message);
+    const QString recipient = QString::fromStdString(m_snapshot->model->path());
+    const DropTarget target = dropTargetAtPixel(pixel);
+    return merge ? m_dropHandler->canMergeTensors(*drag, recipient, target, message)
+                 : m_dropHandler->canDropTensors(*drag, recipient, target, message);
 }
 
 // The handler checks the drop again as it plans it: a refused drop adds nothing.
-bool ThetaHeatmap::dropAt(const QMimeData* data, const QPoint& pixel) {
+bool ThetaHeatmap::dropAt(const QMimeData* data, const QPoint& pixel, bool merge) {
     const auto drag = model::decodeTensorDrag(data);
     if (m_dropHandler == nullptr || !drag) {
         return false;
     }
-    return m_dropHandler->dropTensors(*drag, QString::fromStdString(m_snapshot->model->path()),
-                                      dropTargetAtPixel(pixel));
+    const QString recipient = QString::fromStdString(m_snapshot->model->path());
+    const DropTarget target = dropTargetAtPixel(pixel);
+    return merge ? m_dropHandler->mergeTensors(*drag, recipient, target)
+                 : m_dropHandler->dropTensors(*drag, recipient, target);
 }
 
 // Green around what a drop would replace, red where it would be refused.
@@ -236,7 +240,8 @@ bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
     case QEvent::DragMove: {
         auto* drag = static_cast<QDragMoveEvent*>(event);
         QString message;
-        const bool fits = canDropAt(drag->mimeData(), drag->position().toPoint(), &message);
+        const bool merge = model::mergesOnDrop(drag->modifiers());
+        const bool fits = canDropAt(drag->mimeData(), drag->position().toPoint(), &message, merge);
         if (model::decodeTensorDrag(drag->mimeData())) {
             showDropMark(drag->position().toPoint(), fits);
             QToolTip::showText(m_plot->mapToGlobal(drag->position().toPoint()), message, m_plot);
@@ -264,13 +269,14 @@ bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
         m_dropMark->setVisible(false);
         setScreenOnly(m_dropMark);
         QToolTip::hideText();
-        if (dropAt(drop->mimeData(), drop->position().toPoint())) {
+        const bool merge = model::mergesOnDrop(drop->modifiers());
+        if (dropAt(drop->mimeData(), drop->position().toPoint(), merge)) {
             drop->setDropAction(Qt::CopyAction);
             drop->accept();
         } else {
             drop->ignore();
             QString reason;
-            canDropAt(drop->mimeData(), drop->position().toPoint(), &reason);
+            canDropAt(drop->mimeData(), drop->position().toPoint(), &reason, merge);
             if (!reason.isEmpty()) {
                 emit dropRefused(reason);
             }

@@ -254,6 +254,17 @@ private:
             add(Finding::Severity::Error, index, "merge: " + *problem);
             return;
         }
+        // A plan read from JSON names only its own models; one built in code is checked here.
+        std::vector<std::string> ids{o.merge.base};
+        for (const MergeModel& m : o.merge.models) {
+            ids.push_back(m.model);
+        }
+        for (const std::string& id : ids) {
+            if (!id.empty() && m_models.find(id) == nullptr) {
+                add(Finding::Severity::Error, index, "merge: the plan has no model called \"" + id + "\"");
+                return;
+            }
+        }
         m_mergeOperation = index;
         m_report.layout.merge = o.merge;
         const auto blocks = static_cast<std::uint32_t>(m_body.layers.size());

@@ -240,6 +240,25 @@ private slots:
         QVERIFY(!QFile::exists(path(QStringLiteral("never.gguf"))));
     }
 
+    // A plan built in code (the window's) whose merge names a model the plan does not hold is
+    // refused by the check, never followed to a model that is not there.
+    void unknownModelRefused() {
+        for (const char* json : {R"({"method": "task_arithmetic", "base": "base",
+                                     "models": [{"model": "ghost", "parameters": {"weight": 1}}]})",
+                                 R"({"method": "ties", "base": "ghost",
+                                     "models": [{"model": "a", "parameters": {"weight": 1}}]})"}) {
+            const GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a.gguf")}}, mergeOperation(json));
+            const GraftModels models = GraftModels::open(plan);
+            const CompatibilityReport report = checkGraft(plan, models);
+            QVERIFY(report.hasErrors());
+            QVERIFY2(
+                findingsOf(report).contains(QStringLiteral("merge: the plan has no model called \"ghost\"")),
+                qPrintable(findingsOf(report)));
+            QVERIFY(!graftChimera(plan, models, model("ghost.gguf")).written.isOk());
+            QVERIFY(!QFile::exists(path(QStringLiteral("ghost.gguf"))));
+        }
+    }
+
     // The vital signs read a planned merge again and again: the same bytes as the writer's.
     void readerMatchesWriter() {
         GraftPlan plan = planOf(model("base-q8_0.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}},

@@ -1,0 +1,436 @@
+// Merges in the window, as a user makes them: a donor's layer dragged onto the recipient's heatmap
+// with Shift held asks how (the Merge… dialog: the method, each model's parameters, a weight that
+// varies over the layers drawn as a curve whose points are dragged), the plan gets one merge
+// operation, the heatmap previews each merged tensor's θ — the θ of the tensor the assembly then
+// writes — and its Δ from the recipient, and Check chimera gives the merge's vital signs against
+// each parent: those of the written file, taken again here.
+#include "anatomy_filter_proxy.h"
+#include "graft/assembly.h"
+#include "graft_document.h"
+#include "graft_plan_panel.h"
+#include "job_ends.h"
+#include "main_window.h"
+#include "measure/zmeasure.h"
+#include "merge_controller.h"
+#include "merge_dialog.h"
+#include "model_pane.h"
+#include "model_view.h"
+#include "param_curve_editor.h"
+#include "shared_models.h"
+#include "surgery_controller.h"
+#include "tensor_drag.h"
+#include "theta_heatmap.h"
+#include "vitals/model_weights.h"
+#include "vitals/vitals_report.h"
+#include "window_test_support.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QGroupBox>
+#include <QLabel>
+#include <QMimeData>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QToolButton>
+#include <QTreeView>
+#include <QUndoStack>
+
+using namespace organ;
+using namespace organ::testing;
+
+class TestWindowMerge : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    std::unique_ptr<app::MainWindow> m_window;
+    widgets::ModelView* m_base = nullptr;
+    widgets::ModelView* m_farm = nullptr;
+    model::GraftDocument* m_plan = nullptr;
+
+    static QString nameOf(const QString& path) { return QFileInfo(path).fileName(); }
+
+    // A Shift drop of the donor's layer `layer` (its heatmap column) on the recipient's label of
+    // `onto`, through the events the heatmap gets from a real drag.
+    bool shiftDropLayer(std::uint32_t layer, std::uint32_t onto, QString* message) {
+        widgets::ThetaHeatmap* from = m_farm->heatmap();
+        widgets::ThetaHeatmap* to = m_base->heatmap();
+        std::unique_ptr<QMimeData> column(
+            model::encodeTensorDrag(*from->dragForColumn(from->columnOfLayer(layer))));
+        const QRect cells = to->plot()->axisRect()->rect();
+        const QPointF label(to->plot()->xAxis->coordToPixel(to->columnOfLayer(onto)), cells.bottom() + 8);
+        QDragEnterEvent enter(label.toPoint(), Qt::CopyAction, column.get(), Qt::LeftButton,
+                              Qt::ShiftModifier);
+        QApplication::sendEvent(to->plot(), &enter);
+        QDragMoveEvent move(label.toPoint(), Qt::CopyAction, column.get(), Qt::LeftButton, Qt::ShiftModifier);
+        QApplication::sendEvent(to->plot(), &move);
+        to->canDropAt(column.get(), label.toPoint(), message, true);
+        QDropEvent drop(label, Qt::CopyAction, column.get(), Qt::LeftButton, Qt::ShiftModifier);
+        QApplication::sendEvent(to->plot(), &drop);
+        return drop.isAccepted();
+    }
+
+    // The Merge… dialog answered: ties, the farm at density 0.6, its weight varying over the
+    // layers (the curve's last point dragged up to 1.5 with the mouse), then Add to plan.
+    static ModalSteps::Step answerTies(QString* title, std::vector<double>* curve) {
+        return [title, curve](QWidget* active) {
+            if (active->objectName() != QStringLiteral("mergeDialog")) {
+                return false;
+            }
+            *title = active->windowTitle();
+            auto* method = active->findChild<QComboBox*>(QStringLiteral("mergeMethod"));
+            method->setCurrentIndex(method->findText(QStringLiteral("ties")));
+            active->findChild<QDoubleSpinBox*>(QStringLiteral("mergeDensity_1"))->setValue(0.6);
+            // The weight starts at 0.8, then varies: the curve starts flat there.
+            active->findChild<QDoubleSpinBox*>(QStringLiteral("mergeWeight_1"))->setValue(0.8);
+            auto* param = active->findChild<QComboBox*>(QStringLiteral("mergeCurveParam"));
+            param->setCurrentIndex(param->findText(QStringLiteral("weight of family-farm-f16.gguf")));
+            auto* editor = active->findChild<widgets::ParamCurveEditor*>(QStringLiteral("mergeCurve"));
+            settle(active);
+            const QPoint last = editor->pixelOfPoint(2).toPoint();
+            QTest::mousePress(editor, Qt::LeftButton, {}, last);
+            QMouseEvent drag(QEvent::MouseMove, QPointF(last.x(), editor->yAxis->coordToPixel(1.5)),
+                             editor->mapToGlobal(QPointF(last.x(), editor->yAxis->coordToPixel(1.5))),
+                             Qt::NoButton, Qt::LeftButton, {});
+            QApplication::sendEvent(editor, &drag);
+            QTest::mouseRelease(editor, Qt::LeftButton, {}, editor->pixelOfPoint(2).toPoint());
+            *curve = editor->points();
+            settle(active);
+            // Nothing squeezed: every group has the room it asks for.
+            for (const QGroupBox* group : active->findChildren<QGroupBox*>()) {
+                if (group->height() < group->minimumSizeHint().height()) {
+                    qWarning() << group->title() << group->size() << "<" << group->minimumSizeHint();
+                    return false;
+                }
+            }
+            saveScreenshot(active, QStringLiteral("merge-dialog.png"));
+            QMetaObject::invokeMethod(active->findChild<QPushButton*>(QStringLiteral("mergeAdd")), "click",
+                                      Qt::QueuedConnection);
+            return true;
+        };
+    }
+
+private slots:
+    void initTestCase() { initWindowTests(m_dir); }
+
+    void init() {
+        ORGAN_REQUIRE_SHARED(familyModel("family-base-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(familyModel("family-farm-f16.gguf"));
+        ORGAN_REQUIRE_SHARED(familyModel("family-sea-f16.gguf"));
+        m_window = std::make_unique<app::MainWindow>();
+        m_window->resize(1500, 950);
+        m_window->show();
+        JobEnds measured(m_window->jobs(), "measure");
+        QCOMPARE(m_window->openFiles({familyModel("family-base-f16.gguf")}), 1);
+        QCOMPARE(
+            m_window->openFiles({familyModel("family-sea-f16.gguf"), familyModel("family-farm-f16.gguf")},
+                                app::MainWindow::Side::Donor),
+            2);
+        QVERIFY(waitForJobs(measured, 3, 60000));
+        m_base = m_window->currentView();
+        m_farm = m_window->pane(app::MainWindow::Side::Donor)->currentView();
+        QCOMPARE(nameOf(QString::fromStdString(m_farm->snapshot().model->path())),
+                 QStringLiteral("family-farm-f16.gguf"));
+        m_plan = m_window->surgery()->document();
+        m_base->showPage(widgets::ModelView::Page::Heatmap);
+        m_farm->showPage(widgets::ModelView::Page::Heatmap);
+        settle(m_window.get());
+    }
+
+    void cleanup() {
+        m_window.reset();
+        m_base = m_farm = nullptr;
+        m_plan = nullptr;
+    }
+
+    // Shift + drop of layer 2 on layer 2 → the dialog → one merge operation; the preview's θ are
+    // those of the written file, and Check chimera's vital signs those of the written file.
+    void shiftDropMergesALayer() {
+        QString message;
+        // Onto another layer it is refused: a merge combines tensors of one name.
+        QVERIFY(!shiftDropLayer(2, 3, &message));
+        QVERIFY2(message.contains(QStringLiteral("None of the dragged tensors is in layer 3")),
+                 qPrintable(message));
+        QVERIFY(m_plan->isEmpty());
+
+        QString title;
+        std::vector<double> curve;
+        ModalSteps steps;
+        steps.then(answerTies(&title, &curve));
+        QVERIFY2(shiftDropLayer(2, 2, &message), qPrintable(message));
+        QCOMPARE(message,
+                 QStringLiteral("Merges 9 tensors with family-farm-f16.gguf (Shift held: merge instead "
+                                "of replace)"));
+        QTRY_VERIFY(steps.done());
+        QCOMPARE(title, QStringLiteral("Merge into family-base-f16.gguf"));
+        QCOMPARE(curve.size(), std::size_t(3));
+        QCOMPARE(curve[0], 0.8);
+        QVERIFY2(std::abs(curve[2] - 1.5) < 0.02, qPrintable(QString::number(curve[2])));
+
+        // The plan: one merge of layer 2's 9 tensors, ties with the farm's weight as a gradient.
+        QTRY_COMPARE(m_plan->plan().operations.size(), std::size_t(1));
+        const GraftOperation& op = m_plan->plan().operations.front();
+        QCOMPARE(op.kind, GraftOperation::Kind::Merge);
+        QCOMPARE(op.merge.method, MergeMethod::Ties);
+        QCOMPARE(op.merge.base, std::string("base"));
+        QCOMPARE(op.select.names.size(), std::size_t(9));
+        for (const std::string& name : op.select.names) {
+            QVERIFY2(name.rfind("blk.2.", 0) == 0, name.c_str());
+        }
+        QCOMPARE(op.merge.models.size(), std::size_t(1));
+        const MergeModel& farm = op.merge.models.front();
+        QCOMPARE(farm.model, m_plan->plan().donors.front().first);
+        QCOMPARE(farm.parameters.at("weight").rules.front().points, curve);
+        QCOMPARE(farm.parameters.at("density"), ParamValue::number(0.6));
+        QVERIFY(!m_plan->report().hasErrors());
+        QCOMPARE(m_plan->report().layout.tensorsMerged, std::uint64_t(9));
+        QCOMPARE(m_plan->describe(0),
+                 QStringLiteral(
+                     "merge skeleton, organ and norm of layer 2 (9 tensors) with family-farm-f16 (ties)"));
+
+        // The plan panel counts them and names the models merged from.
+        widgets::GraftPlanPanel* panel = m_window->surgery()->panel();
+        QVERIFY2(panel->summaryLabel()->text().contains(QStringLiteral("9 tensors merged")),
+                 qPrintable(panel->summaryLabel()->text()));
+        const QAbstractItemModel* operations = panel->operationsView()->model();
+        QCOMPARE(operations->index(0, 2).data().toString(), QStringLiteral("family-farm-f16"));
+        QCOMPARE(operations->index(0, 3).data().toInt(), 9);
+
+        // The preview: each merged cell outlined, its θ computed on the engine thread.
+        widgets::ThetaHeatmap* heatmap = m_base->heatmap();
+        QTRY_VERIFY_WITH_TIMEOUT(
+            !m_window->surgery()->merges()->pending() && heatmap->preview().size() == 9 &&
+                std::all_of(heatmap->preview().begin(), heatmap->preview().end(),
+                            [](const auto& c) { return c.merged && c.theta.has_value(); }),
+            60000);
+        const QString legend = m_base->planPreviewLabel()->text();
+        QVERIFY2(legend.contains(QStringLiteral("merged: ties of base and family-farm-f16 (9")) &&
+                     legend.contains(QStringLiteral("Δθ mean")),
+                 qPrintable(legend));
+        settle(m_window.get());
+        saveScreenshot(m_window.get(), QStringLiteral("merge-preview.png"));
+
+        // Written, the chimera's tensors have exactly the θ the preview showed.
+        const QString output = m_dir.filePath(QStringLiteral("merged.gguf"));
+        std::string missing;
+        const auto models = m_plan->openModels(m_plan->plan(), &missing);
+        QVERIFY(models.has_value());
+        const GraftModels graftModels = GraftModels::fromModels(*models);
+        const JobResult written =
+            assembleChimera(m_plan->plan(), graftModels, m_plan->report(), RootedPath(output.toStdString()));
+        QVERIFY2(written.isOk(), written.message.c_str());
+        const auto chimera = GgufModel::open(RootedPath(output.toStdString()));
+        for (const auto& cell : heatmap->preview()) {
+            const TensorInfo& mine = m_base->snapshot().model->tensors()[std::size_t(cell.tensor)];
+            const TensorInfo* made = chimera->findTensor(mine.name);
+            QVERIFY(made != nullptr);
+            const auto measured =
+                measureTensor(made->type, chimera->tensorData(*made), made->elements, ZParams{});
+            QVERIFY(measured && measured->theta);
+            QCOMPARE(*cell.theta, *measured->theta);
+        }
+        // A merge that changed nothing would show the recipient's θ: these differ.
+        const TensorInfo* up = m_base->snapshot().model->findTensor("blk.2.ffn_up.weight");
+        const auto& own =
+            m_base->measurement()->tensors[std::size_t(up - m_base->snapshot().model->tensors().data())];
+        QVERIFY(std::any_of(heatmap->preview().begin(), heatmap->preview().end(),
+                            [&](const auto& c) { return *c.theta != *own.theta; }));
+
+        // Check chimera: the planned merge against the recipient and each donor, nothing written;
+        // the written file's vital signs are the same numbers.
+        JobEnds checked(m_window->jobs(), "vitals");
+        panel->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"))->click();
+        QVERIFY(waitForJobs(checked, 1, 120000));
+        const QString text = panel->vitalsLabel()->text();
+        std::vector<const ModelWeights*> parents;
+        const ModelWeights base = ModelWeights::ofModel(models->at(0).second);
+        const ModelWeights donor = ModelWeights::ofModel(models->at(1).second);
+        parents = {&base, &donor};
+        const auto report = takeVitals(ModelWeights::ofModel(chimera), parents, VitalsRequest{});
+        QVERIFY(report.has_value());
+        const QString expected = QString::number(report->perplexity.perplexity, 'f', 3);
+        QVERIFY2(text.contains(QStringLiteral("→ ") + expected),
+                 qPrintable(text + QStringLiteral(" / ") + expected));
+        for (const auto& p : report->parents) {
+            const QString kl = QStringLiteral("KL to <b>%1</b> %2")
+                                   .arg(QString::fromStdString(p.label).toHtmlEscaped(),
+                                        QString::number(p.divergence.meanKl, 'f', 4));
+            QVERIFY2(text.contains(kl), qPrintable(text + QStringLiteral(" / ") + kl));
+        }
+        QVERIFY(report->parents.at(1).divergence.meanKl > 0);
+        settle(m_window.get());
+        saveScreenshot(m_window.get(), QStringLiteral("merge-check-chimera.png"));
+    }
+
+    // A second merge joins the plan's one (a plan merges once): the dialog opens with the plan's
+    // method and curve, the tensors add up; undo takes the step back. A donor's context menu
+    // merges the whole model; the tree's Shift drop is a merge too.
+    void mergesJoinAndUndo() {
+        QString title;
+        std::vector<double> curve;
+        ModalSteps first;
+        first.then(answerTies(&title, &curve));
+        QString message;
+        QVERIFY(shiftDropLayer(1, 1, &message));
+        QTRY_VERIFY(first.done());
+        QTRY_COMPARE(m_plan->plan().operations.size(), std::size_t(1));
+
+        // The tree: layer 3 of the farm's skeleton dropped with Shift on the recipient's tree.
+        QString method;
+        int points = 0;
+        QString note;
+        ModalSteps second;
+        second.then([&](QWidget* active) {
+            if (active->objectName() != QStringLiteral("mergeDialog")) {
+                return false;
+            }
+            method = active->findChild<QComboBox*>(QStringLiteral("mergeMethod"))->currentText();
+            points = active->findChild<QSpinBox*>(QStringLiteral("mergeCurvePoints"))->value();
+            for (QLabel* label : active->findChildren<QLabel*>()) {
+                note += label->text();
+            }
+            QMetaObject::invokeMethod(active->findChild<QPushButton*>(QStringLiteral("mergeAdd")), "click",
+                                      Qt::QueuedConnection);
+            return true;
+        });
+        std::unique_ptr<QMimeData> skeleton(m_farm->anatomyModel()->mimeData(
+            {layerNode(m_farm, QStringLiteral("skeleton"), QStringLiteral("layer 3"))}));
+        QTreeView* tree = m_base->anatomyView();
+        m_base->showPage(widgets::ModelView::Page::Anatomy);
+        settle(m_window.get());
+        const QModelIndex target = m_base->anatomyProxy()->mapFromSource(
+            layerNode(m_base, QStringLiteral("skeleton"), QStringLiteral("layer 3")));
+        tree->scrollTo(target);
+        const QPoint at = tree->visualRect(target).center();
+        QDragEnterEvent enter(at, Qt::CopyAction, skeleton.get(), Qt::LeftButton, Qt::ShiftModifier);
+        QApplication::sendEvent(tree->viewport(), &enter);
+        QDragMoveEvent move(at, Qt::CopyAction, skeleton.get(), Qt::LeftButton, Qt::ShiftModifier);
+        QApplication::sendEvent(tree->viewport(), &move);
+        QVERIFY2(m_base->anatomyModel()->dropMessage().startsWith(QStringLiteral("Merges 4 tensors")),
+                 qPrintable(m_base->anatomyModel()->dropMessage()));
+        QDropEvent drop(at, Qt::CopyAction, skeleton.get(), Qt::LeftButton, Qt::ShiftModifier);
+        QApplication::sendEvent(tree->viewport(), &drop);
+        QTRY_VERIFY(second.done());
+        QCOMPARE(method, QStringLiteral("ties"));
+        QCOMPARE(points, 3);
+        QVERIFY2(note.contains(QStringLiteral("a plan merges once")), qPrintable(note));
+        QTRY_COMPARE(m_plan->report().layout.tensorsMerged, std::uint64_t(13));
+        QCOMPARE(m_plan->plan().operations.size(), std::size_t(1));
+        QCOMPARE(m_plan->plan()
+                     .operations.front()
+                     .merge.models.front()
+                     .parameters.at("weight")
+                     .rules.front()
+                     .points,
+                 curve);
+        m_plan->undoStack()->undo();
+        QCOMPARE(m_plan->report().layout.tensorsMerged, std::uint64_t(9));
+
+        // The donor's menu: the whole sea model, linear with the recipient, into the plan's merge.
+        widgets::ModelView* sea = m_window->pane(app::MainWindow::Side::Donor)->views().front();
+        ModalSteps third;
+        third.then([](QWidget* active) {
+            if (active->objectName() != QStringLiteral("mergeDialog")) {
+                return false;
+            }
+            auto* method = active->findChild<QComboBox*>(QStringLiteral("mergeMethod"));
+            method->setCurrentIndex(method->findText(QStringLiteral("linear")));
+            // The recipient is one of the models of a linear merge; the farm is dropped.
+            if (!active->findChild<QCheckBox*>(QStringLiteral("mergeUse_0"))->isEnabled()) {
+                return false;
+            }
+            active->findChild<QCheckBox*>(QStringLiteral("mergeUse_2"))->setChecked(false);
+            QMetaObject::invokeMethod(active->findChild<QPushButton*>(QStringLiteral("mergeAdd")), "click",
+                                      Qt::QueuedConnection);
+            return true;
+        });
+        emit sea->mergeRequested({});
+        QTRY_VERIFY(third.done());
+        QTRY_VERIFY(m_plan->plan().operations.front().merge.method == MergeMethod::Linear);
+        const MergeSpec& linear = m_plan->plan().operations.front().merge;
+        QVERIFY(linear.base.empty());
+        QCOMPARE(linear.models.size(), std::size_t(2));
+        QCOMPARE(linear.models[0].model, std::string("base"));
+        QVERIFY(!m_plan->report().hasErrors());
+        QCOMPARE(m_plan->report().layout.tensorsMerged,
+                 std::uint64_t(m_base->snapshot().model->tensors().size()));
+    }
+
+    // The dialog on its own: what each method takes, and the merges it refuses before the plan
+    // sees them (the merge spec's own words).
+    void dialogRefusesWhatCannotMerge() {
+        widgets::MergeDialog::Setup setup;
+        setup.recipient = QStringLiteral("/m/base.gguf");
+        setup.donors = {QStringLiteral("/m/farm.gguf"), QStringLiteral("/m/sea.gguf")};
+        setup.donor = QStringLiteral("/m/farm.gguf");
+        setup.what = QStringLiteral("9 tensors");
+        setup.blocks = 6;
+        widgets::MergeDialog dialog(setup);
+        auto* method = dialog.findChild<QComboBox*>(QStringLiteral("mergeMethod"));
+        auto* ok = dialog.findChild<QPushButton*>(QStringLiteral("mergeAdd"));
+        auto pick = [&](const char* name) {
+            method->setCurrentIndex(method->findText(QString::fromLatin1(name)));
+        };
+        pick("model_stock");
+        QVERIFY2(dialog.problem().contains(QStringLiteral("model_stock needs at least two models")),
+                 qPrintable(dialog.problem()));
+        QVERIFY(!ok->isEnabled());
+        dialog.findChild<QCheckBox*>(QStringLiteral("mergeUse_2"))->setChecked(true);
+        QVERIFY2(dialog.problem().isEmpty(), qPrintable(dialog.problem()));
+        QVERIFY(ok->isEnabled());
+        pick("slerp");
+        QVERIFY2(dialog.problem().contains(QStringLiteral("slerp merges two models")),
+                 qPrintable(dialog.problem()));
+        dialog.findChild<QCheckBox*>(QStringLiteral("mergeUse_2"))->setChecked(false);
+        QVERIFY(dialog.problem().isEmpty());
+        QCOMPARE(dialog.spec().parameters.at("t"), ParamValue::number(0.5));
+        QVERIFY(!dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeWeight_1"))->isEnabled());
+        // Unchecking the donor the tensors come from is refused by name.
+        pick("task_arithmetic");
+        dialog.findChild<QCheckBox*>(QStringLiteral("mergeUse_1"))->setChecked(false);
+        dialog.findChild<QCheckBox*>(QStringLiteral("mergeUse_2"))->setChecked(true);
+        QCOMPARE(dialog.problem(), QStringLiteral("Check farm.gguf: the tensors come from it"));
+        dialog.findChild<QCheckBox*>(QStringLiteral("mergeUse_1"))->setChecked(true);
+        // dare_ties: density, rescale and the seed; the spec says them.
+        pick("dare_ties");
+        dialog.findChild<QSpinBox*>(QStringLiteral("mergeSeed"))->setValue(42);
+        dialog.findChild<QCheckBox*>(QStringLiteral("mergeRescale"))->setChecked(false);
+        const MergeSpec spec = dialog.spec();
+        QCOMPARE(spec.base, std::string("/m/base.gguf"));
+        QCOMPARE(spec.seed, std::uint64_t(42));
+        QCOMPARE(spec.rescale, std::optional<bool>(false));
+        QCOMPARE(spec.models.size(), std::size_t(2));
+        QCOMPARE(spec.models[1].parameters.at("density"), ParamValue::number(0.5));
+        QVERIFY(dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeGamma_1"))->isEnabled() == false);
+    }
+
+    // The curve: points are clamped to the parameter's range, a new count resamples the shape, and
+    // the arrow keys move the point clicked.
+    void curveEditor() {
+        widgets::ParamCurveEditor editor;
+        editor.resize(400, 220);
+        editor.setBlocks(6);
+        editor.setValueRange(0, 1);
+        editor.setPoints({0, 2, -1});
+        QCOMPARE(editor.points(), (std::vector<double>{0, 1, 0}));
+        editor.setPointCount(5);
+        QCOMPARE(editor.points(), (std::vector<double>{0, 0.5, 1, 0.5, 0}));
+        editor.setPointCount(2);
+        QCOMPARE(editor.points(), (std::vector<double>{0, 0}));
+        editor.setPoints({0.2, 0.4});
+        editor.show();
+        settle(&editor);
+        QTest::mouseClick(&editor, Qt::LeftButton, {}, editor.pixelOfPoint(1).toPoint());
+        QTest::keyClick(&editor, Qt::Key_Up);
+        QCOMPARE(editor.points()[1], 0.42);
+        QCOMPARE(editor.points()[0], 0.2);
+    }
+};
+
+QTEST_MAIN(TestWindowMerge)
+#include "tst_window_merge.moc"

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <QPointF>
+#include <QString>
+#include <cstdint>
+#include <qcustomplot.h>
+#include <vector>
+
+namespace organ::widgets {
+
+// A merge parameter that varies over the blocks, as mergekit's gradients say it: k control
+// points spread evenly from the first block to the last, the value piecewise linear between them
+// (merge-v1, "Parameters that vary over the model"). A point is dragged up or down with the mouse
+// (or moved with the arrow keys once clicked); the dots show the value each block gets.
+class ParamCurveEditor : public QCustomPlot {
+    Q_OBJECT
+public:
+    explicit ParamCurveEditor(QWidget* parent = nullptr);
+
+    void setBlocks(std::uint32_t blocks);
+    // The values a point may take; points outside are brought in.
+    void setValueRange(double low, double high);
+    void setValueLabel(const QString& label);
+    // At least two points; the curve is redrawn.
+    void setPoints(std::vector<double> points);
+    const std::vector<double>& points() const { return m_points; }
+    // The curve resampled at `count` points (2–16): the shape is kept as far as that many can.
+    void setPointCount(int count);
+    // Where control point `index` is drawn, in the widget's pixels.
+    QPointF pixelOfPoint(int index) const;
+    QSize sizeHint() const override { return {440, 200}; }
+
+signals:
+    void pointsChanged();
+
+protected:
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+    void keyPressEvent(QKeyEvent* event) override;
+
+private:
+    double xOfPoint(int index) const;
+    void redraw();
+    void moveTo(int index, double value);
+
+    std::uint32_t m_blocks = 1;
+    double m_low = 0;
+    double m_high = 1;
+    std::vector<double> m_points{1, 1};
+    int m_dragged = -1;
+    int m_current = -1;
+    QCPGraph* m_curve = nullptr;
+    QCPGraph* m_handles = nullptr;
+    QCPGraph* m_currentHandle = nullptr;
+};
+
+} // namespace organ::widgets
