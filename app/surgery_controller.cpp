@@ -389,7 +389,7 @@ void SurgeryController::updatePreview() {
             }
             cell->merged = true;
             cell->purified = false;
-            cell->donorName = tr("merge (%1)").arg(mergeText);
+            cell->donorName = mergeText;
             cell->theta.reset();
             if (const auto theta = m_merge->mergedTheta(m.name)) {
                 cell->theta = *theta;

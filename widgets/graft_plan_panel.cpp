@@ -186,7 +186,8 @@ void GraftPlanPanel::refresh() {
     QString text;
     if (rows == 0) {
         text = tr("No graft planned. Drag tensors, layers or systems from a donor's tree or heatmap onto the "
-                  "recipient; right-click the recipient's layers to duplicate, remove or repeat them.");
+                  "recipient (with Shift held to merge them instead); right-click the recipient's layers to "
+                  "duplicate, remove or repeat them.");
     } else {
         const QString file = m_document->fileName().isEmpty() ? tr("unsaved plan")
                                                               : QFileInfo(m_document->fileName()).fileName();

@@ -518,7 +518,7 @@ void ThetaHeatmap::showTooltip(QMouseEvent* event) {
     if (m_mode == Mode::Theta && !m_previewOf.empty() && m_previewOf[static_cast<std::size_t>(tensor)] >= 0) {
         const PreviewCell& p =
             m_preview[static_cast<std::size_t>(m_previewOf[static_cast<std::size_t>(tensor)])];
-        text += p.merged ? tr("\nthe plan merges it: %1").arg(p.donorName)
+        text += p.merged ? tr("\nthe plan merges it (%1)").arg(p.donorName)
                          : tr("\nthe plan replaces it from %1").arg(p.donorName);
         if (p.theta) {
             text += tr(": θ %1° → %2°")
