@@ -108,8 +108,10 @@ void quantizeQ6_K(const float* x, std::byte* out) {
     }
 }
 
+// `variant` 0: the model's own values; another: those values moved by a tenth of their scale in a
+// direction of the variant's own, as a fine-tune moves its base's.
 TensorToWrite randomTensor(const std::string& name, TensorType type, std::uint64_t cols, std::uint64_t rows,
-                           std::uint64_t seed) {
+                           std::uint64_t seed, std::uint64_t variant = 0) {
     TensorToWrite t;
     t.name = name;
     t.type = type;
@@ -126,8 +128,12 @@ TensorToWrite randomTensor(const std::string& name, TensorType type, std::uint64
         for (std::uint64_t at = offset; at < offset + out.size();) {
             const std::uint64_t index = at / blockBytes;
             Noise noise(seed ^ (index * 0x2545F4914F6CDD1Dull));
+            Noise shift((seed ^ (index * 0x2545F4914F6CDD1Dull)) + variant * 0x9E3779B97F4A7C15ull);
             for (auto& v : values) {
                 v = type == TensorType::F32 ? 1.0f + 0.05f * noise.next() : scale * noise.next();
+                if (variant != 0) {
+                    v += 0.1f * (type == TensorType::F32 ? 0.05f : scale) * shift.next();
+                }
             }
             if (type == TensorType::Q4_K) {
                 quantizeQ4_K(values.data(), block.data());
@@ -356,9 +362,9 @@ static TensorToWrite llama3RopeFactors() {
     return t;
 }
 
-GgufWriteSpec llama1bShape(TensorType type, std::uint32_t blocks) {
+GgufWriteSpec llama1bShape(TensorType type, std::uint32_t blocks, std::uint64_t variant) {
     return llama1bShapeOf(
-        std::string(tensorTypeName(type)), [type](std::string_view, int) { return type; }, blocks);
+        std::string(tensorTypeName(type)), [type](std::string_view, int) { return type; }, blocks, variant);
 }
 
 // As llama-quantize's Q4_K_M: Q4_K but the value and FFN-down weights of the first and last
@@ -376,7 +382,7 @@ GgufWriteSpec llama1bShapeQ4KM() {
 
 GgufWriteSpec llama1bShapeOf(const std::string& typeName,
                              const std::function<TensorType(std::string_view tensor, int block)>& typeOf,
-                             std::uint32_t blocks) {
+                             std::uint32_t blocks, std::uint64_t variant) {
     GgufWriteSpec spec;
     spec.set("general.architecture", MetaValue::fromString("llama"));
     spec.set("general.name", MetaValue::fromString("bench-1b-" + typeName));
@@ -414,24 +420,31 @@ GgufWriteSpec llama1bShapeOf(const std::string& typeName,
     spec.set("tokenizer.ggml.bos_token_id", MetaValue::fromU32(1));
     spec.set("tokenizer.ggml.eos_token_id", MetaValue::fromU32(2));
     std::uint64_t seed = 1;
-    spec.tensors.push_back(randomTensor("token_embd.weight", typeOf("token_embd", -1), 2048, 128256, seed++));
+    spec.tensors.push_back(
+        randomTensor("token_embd.weight", typeOf("token_embd", -1), 2048, 128256, seed++, variant));
     spec.tensors.push_back(llama3RopeFactors());
     for (std::uint32_t b = 0; b < blocks; ++b) {
         const std::string blk = "blk." + std::to_string(b) + ".";
-        spec.tensors.push_back(randomTensor(blk + "attn_norm.weight", TensorType::F32, 2048, 1, seed++));
-        spec.tensors.push_back(randomTensor(blk + "attn_q.weight", typeOf("attn_q", b), 2048, 2048, seed++));
-        spec.tensors.push_back(randomTensor(blk + "attn_k.weight", typeOf("attn_k", b), 2048, 512, seed++));
-        spec.tensors.push_back(randomTensor(blk + "attn_v.weight", typeOf("attn_v", b), 2048, 512, seed++));
         spec.tensors.push_back(
-            randomTensor(blk + "attn_output.weight", typeOf("attn_output", b), 2048, 2048, seed++));
-        spec.tensors.push_back(randomTensor(blk + "ffn_norm.weight", TensorType::F32, 2048, 1, seed++));
+            randomTensor(blk + "attn_norm.weight", TensorType::F32, 2048, 1, seed++, variant));
         spec.tensors.push_back(
-            randomTensor(blk + "ffn_gate.weight", typeOf("ffn_gate", b), 2048, 8192, seed++));
-        spec.tensors.push_back(randomTensor(blk + "ffn_up.weight", typeOf("ffn_up", b), 2048, 8192, seed++));
+            randomTensor(blk + "attn_q.weight", typeOf("attn_q", b), 2048, 2048, seed++, variant));
         spec.tensors.push_back(
-            randomTensor(blk + "ffn_down.weight", typeOf("ffn_down", b), 8192, 2048, seed++));
+            randomTensor(blk + "attn_k.weight", typeOf("attn_k", b), 2048, 512, seed++, variant));
+        spec.tensors.push_back(
+            randomTensor(blk + "attn_v.weight", typeOf("attn_v", b), 2048, 512, seed++, variant));
+        spec.tensors.push_back(
+            randomTensor(blk + "attn_output.weight", typeOf("attn_output", b), 2048, 2048, seed++, variant));
+        spec.tensors.push_back(
+            randomTensor(blk + "ffn_norm.weight", TensorType::F32, 2048, 1, seed++, variant));
+        spec.tensors.push_back(
+            randomTensor(blk + "ffn_gate.weight", typeOf("ffn_gate", b), 2048, 8192, seed++, variant));
+        spec.tensors.push_back(
+            randomTensor(blk + "ffn_up.weight", typeOf("ffn_up", b), 2048, 8192, seed++, variant));
+        spec.tensors.push_back(
+            randomTensor(blk + "ffn_down.weight", typeOf("ffn_down", b), 8192, 2048, seed++, variant));
     }
-    spec.tensors.push_back(randomTensor("output_norm.weight", TensorType::F32, 2048, 1, seed++));
+    spec.tensors.push_back(randomTensor("output_norm.weight", TensorType::F32, 2048, 1, seed++, variant));
     return spec;
 }
 

@@ -41,10 +41,12 @@ std::uint64_t writeSparse(const std::string& path, const GgufWriteSpec& spec);
 // 16 blocks (or `blocks`), embedding 2048, FFN 8192, vocabulary 128 256; matrices in `type`
 // (F32, F16, BF16, Q8_0, Q4_0 … Q5_1, Q4_K or Q6_K), or in the types `typeOf` gives each
 // ("attn_q" …, block; the embedding's block is −1) with general.name "bench-1b-" + typeName.
-GgufWriteSpec llama1bShape(TensorType type, std::uint32_t blocks = 16);
+// A `variant` other than 0 moves every value a little in a direction of its own, as a fine-tune
+// of the model (variant 0) does: merges of variants combine real differences.
+GgufWriteSpec llama1bShape(TensorType type, std::uint32_t blocks = 16, std::uint64_t variant = 0);
 GgufWriteSpec llama1bShapeOf(const std::string& typeName,
                              const std::function<TensorType(std::string_view tensor, int block)>& typeOf,
-                             std::uint32_t blocks = 16);
+                             std::uint32_t blocks = 16, std::uint64_t variant = 0);
 // Q4_K with Q6_K where llama-quantize's Q4_K_M puts it.
 GgufWriteSpec llama1bShapeQ4KM();
 
