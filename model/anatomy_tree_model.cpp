@@ -63,12 +63,15 @@ void AnatomyTreeModel::rebuildPlanCounts() {
     const std::size_t nodes = m_snapshot ? tree()->nodes.size() : 0;
     m_planCount.assign(nodes, 0);
     m_planFirstDonor.assign(nodes, -1);
+    m_planMerged.assign(nodes, 0);
     for (const auto& [tensor, mark] : m_planMarks) {
         if (tensor < 0 || static_cast<std::size_t>(tensor) >= m_nodeOfTensor.size()) {
             continue;
         }
         for (int n = m_nodeOfTensor[tensor]; n >= 0; n = tree()->nodes[n].parent) {
-            if (m_planCount[n]++ == 0) {
+            if (mark.merged) {
+                ++m_planMerged[n];
+            } else if (m_planCount[n]++ == 0) {
                 m_planFirstDonor[n] = mark.donor;
             }
         }
@@ -103,6 +106,20 @@ void AnatomyTreeModel::signalAllRows(int column, const QList<int>& roles) {
 
 QVariant AnatomyTreeModel::planData(const AnatomyNode& n, int nodeIndex, int role) const {
     const int count = m_planCount.empty() ? 0 : m_planCount[static_cast<std::size_t>(nodeIndex)];
+    const int merged = m_planMerged.empty() ? 0 : m_planMerged[static_cast<std::size_t>(nodeIndex)];
+    if (count == 0 && merged > 0) {
+        // Merged, none replaced: the merge's mark and what it merges.
+        if (role == Qt::DecorationRole) {
+            return colorMark(mergeColor());
+        }
+        if (role == Qt::ToolTipRole) {
+            return n.kind == AnatomyNode::Kind::Tensor
+                       ? tr("The plan merges it (%1)").arg(m_planMarks.at(n.tensor).source)
+                       : tr("The plan merges %1 of its %2")
+                             .arg(merged)
+                             .arg(countOf(qint64(n.stats.tensors), tr("tensor"), tr("tensors")));
+        }
+    }
     if (count == 0) {
         return role == PlanDonorRole ? QVariant(-1) : QVariant();
     }

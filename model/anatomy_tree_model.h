@@ -39,8 +39,9 @@ public:
     // colour (DecorationRole on the name, PlanDonorRole) and names its source in its tooltip;
     // a group shows the colour of its first replaced tensor and how many it holds.
     struct PlanMark {
-        int donor = 0;  // the donor's position in the plan (its colour)
-        QString source; // "blk.1.ffn_up.weight of stories260K-f32"
+        int donor = 0;       // the donor's position in the plan (its colour)
+        QString source;      // "blk.1.ffn_up.weight of stories260K-f32"; merged: "ties of base and farm"
+        bool merged = false; // merged rather than replaced: the merge's colour
     };
     void setPlanMarks(std::map<int, PlanMark> marks); // tensor → mark; empty: no plan
     const std::map<int, PlanMark>& planMarks() const { return m_planMarks; }
@@ -105,6 +106,7 @@ private:
     std::map<int, PlanMark> m_planMarks;
     std::vector<int> m_planCount;      // per node: tensors below it the plan replaces
     std::vector<int> m_planFirstDonor; // per node: the donor of the first of them
+    std::vector<int> m_planMerged;     // per node: tensors below it the plan merges
 };
 
 } // namespace organ::model

@@ -34,14 +34,18 @@ QColor mergeColor() {
     return QColor(0x8a, 0x2b, 0xe2);
 }
 
-QIcon donorMark(int donor) {
+QIcon colorMark(const QColor& color) {
     QPixmap mark(12, 12);
     mark.fill(Qt::transparent);
     QPainter painter(&mark);
-    painter.setPen(QPen(donorColor(donor).darker(140), 1));
-    painter.setBrush(donorColor(donor));
+    painter.setPen(QPen(color.darker(140), 1));
+    painter.setBrush(color);
     painter.drawRect(1, 2, 9, 8);
     return QIcon(mark);
+}
+
+QIcon donorMark(int donor) {
+    return colorMark(donorColor(donor));
 }
 
 QString displayText(std::string_view raw) {

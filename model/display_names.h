@@ -26,6 +26,8 @@ QColor purifyColor();
 QColor mergeColor();
 // The donor's colour as a small square with a margin, for item views (rows in a run stay apart).
 QIcon donorMark(int donor);
+// A colour (the merge's, the purification's) as the same square.
+QIcon colorMark(const QColor& color);
 
 // A string from a file (a name, a key, a value, a message quoting them) as the window shows
 // it: control characters and invalid UTF-8 escaped visibly (escapeText in the engine).

@@ -385,7 +385,9 @@ void ModelView::setPlanPreview(const std::vector<ThetaHeatmap::PreviewCell>& cel
     std::map<int, model::AnatomyTreeModel::PlanMark> marks;
     std::map<int, std::optional<double>> after;
     for (const ThetaHeatmap::PreviewCell& cell : cells) {
-        marks[cell.tensor] = {cell.donor, tr("%1 of %2").arg(cell.source, cell.donorName)};
+        marks[cell.tensor] = cell.merged ? model::AnatomyTreeModel::PlanMark{cell.donor, cell.donorName, true}
+                                         : model::AnatomyTreeModel::PlanMark{
+                                               cell.donor, tr("%1 of %2").arg(cell.source, cell.donorName)};
         after[cell.tensor] = cell.theta;
     }
     m_treeModel->setPlanMarks(std::move(marks));

@@ -212,6 +212,20 @@ private slots:
         QVERIFY2(legend.contains(QStringLiteral("merged: ties of base and family-farm-f16 (9")) &&
                      legend.contains(QStringLiteral("Δθ mean")),
                  qPrintable(legend));
+        // The recipient's tree marks what the plan merges, in the merge's colour.
+        model::AnatomyTreeModel* tree = m_base->anatomyModel();
+        const QModelIndex upRow = tree->indexOfTensor(tensorOf(m_base, "blk.2.ffn_up.weight"));
+        QVERIFY2(upRow.data(Qt::ToolTipRole)
+                     .toString()
+                     .endsWith(QStringLiteral("\nThe plan merges it (ties of base and family-farm-f16)")),
+                 qPrintable(upRow.data(Qt::ToolTipRole).toString()));
+        QCOMPARE(layerNode(m_base, QStringLiteral("organ"), QStringLiteral("layer 2"))
+                     .data(Qt::ToolTipRole)
+                     .toString(),
+                 QStringLiteral("The plan merges 3 of its 3 tensors"));
+        QVERIFY(!layerNode(m_base, QStringLiteral("organ"), QStringLiteral("layer 1"))
+                     .data(Qt::ToolTipRole)
+                     .isValid());
         settle(m_window.get());
         saveScreenshot(m_window.get(), QStringLiteral("merge-preview.png"));
 
