@@ -139,7 +139,7 @@ void quantizeQ8K(const float* x, std::size_t count, Q8KBlock* out) {
 
 Q8KActivations::Q8KActivations(const float* x, std::size_t columns, std::size_t count)
     : m_columns(columns), m_count(count), m_blocks(columns / 256 * count) {
-    quantizeQ8K(x, columns * count, m_blocks.data());
+    detail::activationQuantizersOf(activeInstructionSet()).q8K(x, columns * count, m_blocks.data());
 }
 
 bool hasQ8KProduct(TensorType type) {

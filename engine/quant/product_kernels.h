@@ -77,6 +77,22 @@ void f32TilePortable(const float* const* rows, const float* const* columns, std:
 // none.
 const SetKernels* x86Kernels(InstructionSet set);
 
+// Activations prepared for the products: `blocks` q8_0 blocks of 32 floats each; `count` floats (a
+// multiple of 256) as q8_K super-blocks; `count` floats rounded to F16 (as floats).
+struct ActivationQuantizers {
+    void (*q80)(const float* x, std::size_t blocks, Q80Block* out);
+    void (*q8K)(const float* x, std::size_t count, Q8KBlock* out);
+    void (*half)(const float* x, std::size_t count, float* out);
+};
+
+// The quantizers of `set` (product_kernels.cpp): the AVX2 ones on every SIMD set, all giving the
+// portable ones' bits.
+const ActivationQuantizers& activationQuantizersOf(InstructionSet set);
+void quantizeQ80Portable(const float* x, std::size_t blocks, Q80Block* out);
+void roundToHalfPortable(const float* x, std::size_t count, float* out);
+// The AVX2 quantizers (activation_quant_x86.cpp); nullptr where the build has none.
+const ActivationQuantizers* activationQuantizersX86();
+
 // Cuts rows × count products into tiles of `tile`: calls tile.fn with the tile's rows and columns
 // (the last real one repeated past an edge), then copies the real results into
 // result[r + c · stride]. The results of 64 rows are gathered first and stored a column at a time:

@@ -197,7 +197,8 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
     }
     // F16 weights meet activations rounded to F16, as llama.cpp converts them.
     if (tensor.type == TensorType::F16 && input.halved.size() == 0) {
-        input.halved = x.unaryExpr([](float v) { return halfToFloat(floatToHalf(v)); });
+        input.halved.resize(x.rows(), x.cols());
+        roundToHalf(x.data(), static_cast<std::size_t>(x.size()), input.halved.data());
     }
     const Eigen::MatrixXf& dense = tensor.type == TensorType::F16 ? input.halved : x;
     const bool halves = tensor.type == TensorType::F16 && hasF16Product(static_cast<std::size_t>(columns));
