@@ -60,6 +60,16 @@ void detail::f32TilePortable(const float* const* rows, const float* const* colum
     denseTilePortable(rows, columns, blocks, out);
 }
 
+void detail::roundToHalfPortable(const float* x, std::size_t count, float* out) {
+    for (std::size_t i = 0; i < count; ++i) {
+        out[i] = halfToFloat(floatToHalf(x[i]));
+    }
+}
+
+void roundToHalf(const float* x, std::size_t count, float* out) {
+    detail::activationQuantizersOf(activeInstructionSet()).half(x, count, out);
+}
+
 bool hasF16Product(std::size_t columns) {
     return columns % 8 == 0;
 }

@@ -13,6 +13,9 @@ namespace organ {
 // Whether rows of `columns` values take these paths (a multiple of 8).
 bool hasF16Product(std::size_t columns);
 
+// out[i] = x[i] rounded to F16 (to nearest even), for i < count: the activations F16 weights meet.
+void roundToHalf(const float* x, std::size_t count, float* out);
+
 // out[r + c·outStride] = row r of the weight · column c: `rows` rows of `columns` F16 values from
 // `weights`, `count` columns of `columns` floats from `x` (each already a value of F16).
 void f16Product(const std::uint16_t* weights, std::size_t rows, std::size_t columns, const float* x,

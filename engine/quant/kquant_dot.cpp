@@ -139,7 +139,7 @@ void quantizeQ8K(const float* x, std::size_t count, Q8KBlock* out) {
 
 Q8KActivations::Q8KActivations(const float* x, std::size_t columns, std::size_t count)
     : m_columns(columns), m_count(count), m_blocks(columns / 256 * count) {
-    quantizeQ8K(x, columns * count, m_blocks.data());
+    detail::activationQuantizersOf(activeInstructionSet()).q8K(x, columns * count, m_blocks.data());
 }
 
 bool hasQ8KProduct(TensorType type) {
@@ -156,6 +156,14 @@ void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, con
     const detail::KQuantKernels& kernels = detail::kernelsOf(set).kQuant;
     const std::size_t blocks = x.columns() / 256;
     const std::size_t blockBytes = traitsOf(type).bytesPerBlock;
+    const detail::PackedRowDotFn packedDot =
+        set != InstructionSet::Portable && x.count() == 1 ? detail::packedRowDotX86(type) : nullptr;
+    if (packedDot != nullptr) {
+        for (std::size_t r = 0; r < rows; ++r) {
+            out[r] = packedDot(weights + r * blocks * blockBytes, x.column(0), blocks);
+        }
+        return;
+    }
     const auto wide = static_cast<std::size_t>(kernels.wide.columns);
     const std::size_t tiled = x.count() / wide * wide;
     // A group of rows unpacked once meets every column: wide tiles over whole groups of their

@@ -3,6 +3,7 @@
 // Shared by the quantized products' translation units: K-quant and IQ4_XS super-blocks in one
 // unpacked form.
 #include "gguf/tensor_type.h"
+#include "quant/kquant_dot.h"
 #include "support/instruction_set.h"
 
 #include <cstddef>
@@ -45,5 +46,13 @@ void q6KFactors(const std::byte* block, Unpacked& out);
 
 // The AVX2 unpackers of Q4_K and Q6_K (kquant_unpack_x86.cpp); nullptr elsewhere.
 UnpackFn superBlockUnpackerX86(TensorType type);
+
+// A row of `blocks` super-blocks · one q8_K column, read from the packed bytes: the exact integer
+// sums and float steps of kQuantTilePortable, so its bits. For one column (generation), where
+// unpacking a row cost more than its product.
+using PackedRowDotFn = float (*)(const std::byte* row, const Q8KBlock* x, std::size_t blocks);
+
+// The AVX2 ones of Q4_K and Q6_K (kquant_unpack_x86.cpp); nullptr for other types and elsewhere.
+PackedRowDotFn packedRowDotX86(TensorType type);
 
 } // namespace organ::detail

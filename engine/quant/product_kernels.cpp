@@ -11,4 +11,10 @@ const SetKernels& kernelsOf(InstructionSet set) {
     return x86 != nullptr ? *x86 : kPortable;
 }
 
+const ActivationQuantizers& activationQuantizersOf(InstructionSet set) {
+    static const ActivationQuantizers kPortable{quantizeQ80Portable, quantizeQ8K, roundToHalfPortable};
+    const ActivationQuantizers* x86 = set != InstructionSet::Portable ? activationQuantizersX86() : nullptr;
+    return x86 != nullptr ? *x86 : kPortable;
+}
+
 } // namespace organ::detail

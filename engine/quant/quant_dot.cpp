@@ -57,9 +57,8 @@ bool hasQuantizedProduct(TensorType type) {
     return type == TensorType::Q8_0 || type == TensorType::IQ4_NL;
 }
 
-QuantizedActivations::QuantizedActivations(const float* x, std::size_t columns, std::size_t count)
-    : m_columns(columns), m_count(count), m_blocks(columns / 32 * count) {
-    for (std::size_t b = 0; b < m_blocks.size(); ++b) {
+void detail::quantizeQ80Portable(const float* x, std::size_t blocks, Q80Block* out) {
+    for (std::size_t b = 0; b < blocks; ++b) {
         const float* v = x + b * 32;
         float amax = 0;
         for (int i = 0; i < 32; ++i) {
@@ -67,12 +66,16 @@ QuantizedActivations::QuantizedActivations(const float* x, std::size_t columns, 
         }
         // As llama.cpp's x86 code: times 127/amax, rounded to nearest even.
         const float inverse = amax != 0 ? 127.0f / amax : 0.0f;
-        Block& out = m_blocks[b];
-        out.scale = halfToFloat(floatToHalf(amax / 127.0f));
+        out[b].scale = halfToFloat(floatToHalf(amax / 127.0f));
         for (int i = 0; i < 32; ++i) {
-            out.values[i] = static_cast<std::int8_t>(std::nearbyint(v[i] * inverse));
+            out[b].values[i] = static_cast<std::int8_t>(std::nearbyint(v[i] * inverse));
         }
     }
+}
+
+QuantizedActivations::QuantizedActivations(const float* x, std::size_t columns, std::size_t count)
+    : m_columns(columns), m_count(count), m_blocks(columns / 32 * count) {
+    detail::activationQuantizersOf(activeInstructionSet()).q80(x, m_blocks.size(), m_blocks.data());
 }
 
 void quantizedProduct(TensorType type, const std::byte* weights, std::size_t rows,

@@ -10,11 +10,7 @@
 #include "vitals/tokenizer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
-#include <functional>
-#include <mutex>
 #include <numbers>
 #include <optional>
 #include <thread>
@@ -45,42 +41,11 @@ void preferLargePages(float* data, std::size_t bytes) {
 #endif
 }
 
-// Runs work(i, scratch) for every i < count on up to `threads` threads, the caller's among them,
-// each with a scratch buffer of its own; rethrows the first failure once all have stopped.
-void forEachInParallel(std::size_t count, unsigned threads,
-                       const std::function<void(std::size_t, std::vector<std::byte>&)>& work) {
-    std::atomic<std::size_t> next{0};
-    std::exception_ptr failure;
-    std::mutex failureMutex;
-    auto worker = [&] {
-        try {
-            std::vector<std::byte> scratch;
-            for (std::size_t i = next++; i < count; i = next++) {
-                work(i, scratch);
-            }
-        } catch (...) {
-            std::lock_guard lock(failureMutex);
-            failure = std::current_exception();
-        }
-    };
-    const auto helpers = static_cast<unsigned>(std::min<std::size_t>(threads, count)) - (count > 0 ? 1 : 0);
-    std::vector<std::thread> pool;
-    for (unsigned i = 0; i < helpers; ++i) {
-        pool.emplace_back(worker);
-    }
-    worker();
-    for (auto& thread : pool) {
-        thread.join();
-    }
-    if (failure) {
-        std::rethrow_exception(failure);
-    }
-}
-
 } // namespace
 
 Transformer::Transformer(ModelWeights weights)
-    : m_weights(std::move(weights)), m_threads(std::max(1u, std::thread::hardware_concurrency())) {
+    : m_weights(std::move(weights)),
+      m_pool(std::make_unique<WorkerPool>(std::max(1u, std::thread::hardware_concurrency()))) {
     const std::string& label = m_weights.label();
     const std::string arch = m_weights.architecture();
     if (arch != "llama" && arch != "qwen2" && arch != "phi3" && arch != "gemma2" && arch != "gemma3" &&
@@ -200,6 +165,12 @@ Transformer::Transformer(ModelWeights weights)
         1.0f / std::sqrt(static_cast<float>(gemma27b ? m_shape.embedding / m_shape.heads : m_shape.headSize));
 }
 
+void Transformer::setThreads(unsigned threads) {
+    if (threads != m_pool->threads()) {
+        m_pool = std::make_unique<WorkerPool>(threads);
+    }
+}
+
 Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_t rows,
                                            std::uint64_t columns) const {
     return weightRows(name, rows, columns, 0, rows);
@@ -226,7 +197,8 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
     }
     // F16 weights meet activations rounded to F16, as llama.cpp converts them.
     if (tensor.type == TensorType::F16 && input.halved.size() == 0) {
-        input.halved = x.unaryExpr([](float v) { return halfToFloat(floatToHalf(v)); });
+        input.halved.resize(x.rows(), x.cols());
+        roundToHalf(x.data(), static_cast<std::size_t>(x.size()), input.halved.data());
     }
     const Eigen::MatrixXf& dense = tensor.type == TensorType::F16 ? input.halved : x;
     const bool halves = tensor.type == TensorType::F16 && hasF16Product(static_cast<std::size_t>(columns));
@@ -235,32 +207,30 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
     // not depend on the number of threads, nor then do the results.
     const std::uint64_t kSlice = std::clamp<std::uint64_t>((rows + 1023) / 1024 * 16, 16, 1024);
     const std::uint64_t slices = (rows + kSlice - 1) / kSlice;
-    forEachInParallel(
-        static_cast<std::size_t>(slices), m_threads, [&](std::size_t s, std::vector<std::byte>& scratch) {
-            const std::uint64_t first = s * kSlice;
-            const std::uint64_t count = std::min(kSlice, rows - first);
-            if (blocks || superBlocks) {
-                const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
-                if (blocks) {
-                    quantizedProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count),
-                                     *input.blocks, y.data() + first, static_cast<std::size_t>(rows));
-                } else {
-                    q8KProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *input.superBlocks,
-                               y.data() + first, static_cast<std::size_t>(rows));
-                }
-                return;
+    m_pool->run(static_cast<std::size_t>(slices), [&](std::size_t s, std::vector<std::byte>& scratch) {
+        const std::uint64_t first = s * kSlice;
+        const std::uint64_t count = std::min(kSlice, rows - first);
+        if (blocks || superBlocks) {
+            const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
+            if (blocks) {
+                quantizedProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *input.blocks,
+                                 y.data() + first, static_cast<std::size_t>(rows));
+            } else {
+                q8KProduct(tensor.type, bytes.data(), static_cast<std::size_t>(count), *input.superBlocks,
+                           y.data() + first, static_cast<std::size_t>(rows));
             }
-            if (halves) {
-                const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
-                f16Product(reinterpret_cast<const std::uint16_t*>(bytes.data()),
-                           static_cast<std::size_t>(count), static_cast<std::size_t>(columns), dense.data(),
-                           static_cast<std::size_t>(x.cols()), y.data() + first,
-                           static_cast<std::size_t>(rows));
-                return;
-            }
-            y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =
-                weightRows(name, rows, columns, first, count) * dense;
-        });
+            return;
+        }
+        if (halves) {
+            const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
+            f16Product(reinterpret_cast<const std::uint16_t*>(bytes.data()), static_cast<std::size_t>(count),
+                       static_cast<std::size_t>(columns), dense.data(), static_cast<std::size_t>(x.cols()),
+                       y.data() + first, static_cast<std::size_t>(rows));
+            return;
+        }
+        y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =
+            weightRows(name, rows, columns, first, count) * dense;
+    });
     return y;
 }
 
@@ -336,13 +306,20 @@ void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t firs
             inverse[i] /= m_ropeFactors[i];
         }
     }
+    // Every head of a position turns by the same angles: each cosine and sine taken once.
+    std::vector<float> cosines(half);
+    std::vector<float> sines(half);
     for (Eigen::Index p = 0; p < x.cols(); ++p) {
+        for (std::uint32_t i = 0; i < half; ++i) {
+            const float angle = static_cast<float>(first + static_cast<std::size_t>(p)) * inverse[i];
+            cosines[i] = std::cos(angle);
+            sines[i] = std::sin(angle);
+        }
         for (std::uint32_t h = 0; h < heads; ++h) {
             float* v = x.col(p).data() + static_cast<std::size_t>(h) * m_shape.headSize;
             for (std::uint32_t i = 0; i < half; ++i) {
-                const float angle = static_cast<float>(first + static_cast<std::size_t>(p)) * inverse[i];
-                const float c = std::cos(angle);
-                const float s = std::sin(angle);
+                const float c = cosines[i];
+                const float s = sines[i];
                 // NeoX: the pair is (i, i + half); normal: (2i, 2i + 1).
                 float& a = m_shape.neoxRope ? v[i] : v[2 * i];
                 float& b = m_shape.neoxRope ? v[i + half] : v[2 * i + 1];
@@ -466,7 +443,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         const bool sliding = shape.slides(l);
         Eigen::MatrixXf attended(qDim, n);
         // The heads on every thread, each writing its own rows of `attended`.
-        forEachInParallel(shape.heads, t.m_threads, [&](std::size_t head, std::vector<std::byte>&) {
+        t.m_pool->run(shape.heads, [&](std::size_t head, std::vector<std::byte>&) {
             const Eigen::Index qRow = static_cast<Eigen::Index>(head) * shape.headSize;
             const Eigen::Index kvRow = static_cast<Eigen::Index>(head / group) * shape.headSize;
             const auto vh = values[l].middleRows(kvRow, shape.headSize);

@@ -4,6 +4,7 @@
 #include "quant/kquant_dot.h"
 #include "quant/quant_dot.h"
 #include "support/job.h"
+#include "support/worker_pool.h"
 #include "vitals/model_weights.h"
 
 #include <Eigen/Core>
@@ -68,8 +69,8 @@ public:
     const TransformerShape& shape() const { return m_shape; }
     // Threads for the matrix products (each dequantizes and multiplies its own rows);
     // default: one per core.
-    void setThreads(unsigned threads) { m_threads = threads == 0 ? 1 : threads; }
-    unsigned threads() const { return m_threads; }
+    void setThreads(unsigned threads);
+    unsigned threads() const { return m_pool->threads(); }
 
     // The logits of every position (vocabulary × tokens, a column per position) of one
     // sequence run as one batch with a causal mask. Cancelled: an empty matrix.
@@ -108,8 +109,8 @@ private:
 
     ModelWeights m_weights;
     TransformerShape m_shape;
-    std::vector<float> m_ropeFactors; // rope_freqs.weight, one per rotated pair
-    unsigned m_threads = 1;
+    std::vector<float> m_ropeFactors;   // rope_freqs.weight, one per rotated pair
+    std::unique_ptr<WorkerPool> m_pool; // started with the transformer, kept for every pass
 };
 
 // One sequence run piece by piece with a key/value cache: each run() sees every token run

@@ -328,6 +328,7 @@ private slots:
              {std::tuple<std::size_t, std::size_t, std::size_t>{5, 256, 3},
               {3, 1024, 4},
               {2, 2048, 1},
+              {7, 768, 1},
               {19, 512, 9},
               {3, 8192, 37}}) {
             const std::vector<std::byte> weights = randomBlocks(t, rows * columns / blockSize, rng);

@@ -3,6 +3,7 @@
 // on shapes that leave edges beside the tiles; the kernels this CPU cannot run are named.
 #include "quant/dequant.h"
 #include "quant/f16_dot.h"
+#include "quant/kquant_dot.h"
 #include "quant/quant_dot.h"
 #include "quant/quantize.h"
 #include "support/instruction_set.h"
@@ -12,6 +13,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 using namespace organ;
@@ -229,6 +231,68 @@ private slots:
         }
         QVERIFY(hasF16Product(2048));
         QVERIFY(!hasF16Product(2044));
+    }
+
+    // The activations every kernel prepares (q8_0 blocks, q8_K super-blocks, F16-rounded values)
+    // are the portable code's, bit for bit: ties that round to even, blocks of zeros, a largest
+    // magnitude held by several values, NaNs and infinities, F16's subnormals and overflow.
+    void activationsAgree_data() { kernelsAgreeWithSlowSums_data(); }
+
+    void activationsAgree() {
+        QFETCH(QString, kernel);
+        std::mt19937 rng(23);
+        std::normal_distribution<float> normal;
+        std::vector<float> x(8 * 256);
+        for (auto& v : x) {
+            v = normal(rng);
+        }
+        for (int i = 0; i < 32; ++i) {
+            x[256 + i] = 0.5f * static_cast<float>(i - 16); // × 127/8 lands on halves
+            x[512 + 8 * i] = 0;
+        }
+        std::fill(x.begin() + 768, x.begin() + 1024, 0.0f); // a super-block of zeros
+        x[1024 + 5] = -4.0f;                                // the largest magnitude, twice: the
+        x[1024 + 200] = 4.0f;                               // first one sets the sign
+        std::vector<float> special = x;                     // only where the portable code says
+        special[1536 + 3] = std::nanf("");                  // what happens (q8_K, F16)
+        special[1536 + 9] = -std::numeric_limits<float>::infinity();
+        special[1792 + 1] = std::bit_cast<float>(0xFFC12345u); // a NaN with a payload
+        special[1792 + 2] = 65519.0f;                          // rounds down to 65504
+        special[1792 + 3] = 65520.0f;                          // rounds up to infinity
+        special[1792 + 4] = 3e-8f;                             // an F16 subnormal
+        special[1792 + 5] = -1e-9f;                            // rounds to −0
+        special[1792 + 6] = 5.9604645e-8f * 2.5f;              // a subnormal tie, to even
+        auto prepared = [&](const std::string& set) {
+            useInstructionSet(set);
+            const QuantizedActivations blocks(x.data(), 256, 8);
+            const Q8KActivations superBlocks(special.data(), 256, 8);
+            std::vector<float> halves(special.size());
+            roundToHalf(special.data(), special.size(), halves.data());
+            std::vector<std::byte> bytes(8 * 8 * sizeof(QuantizedActivations::Block) + 8 * sizeof(Q8KBlock) +
+                                         halves.size() * sizeof(float));
+            std::byte* at = bytes.data();
+            for (std::size_t c = 0; c < 8; ++c) {
+                for (std::size_t b = 0; b < 8; ++b) {
+                    const auto& block = blocks.column(c)[b];
+                    std::memcpy(at, &block.scale, sizeof block.scale);
+                    std::memcpy(at + sizeof block.scale, block.values, sizeof block.values);
+                    at += sizeof(QuantizedActivations::Block);
+                }
+                const Q8KBlock& block = *superBlocks.column(c);
+                std::memcpy(at, &block.d, sizeof block.d);
+                std::memcpy(at + sizeof block.d, block.values, sizeof block.values);
+                std::memcpy(at + sizeof block.d + sizeof block.values, block.sums, sizeof block.sums);
+                at += sizeof(Q8KBlock);
+            }
+            std::memcpy(at, halves.data(), halves.size() * sizeof(float));
+            return bytes;
+        };
+        const std::vector<std::byte> portable = prepared("portable");
+        const std::vector<std::byte> fast = prepared(kernel.toStdString());
+        QCOMPARE(fast.size(), portable.size());
+        for (std::size_t i = 0; i < fast.size(); ++i) {
+            QVERIFY2(fast[i] == portable[i], qPrintable(QStringLiteral("byte %1").arg(i)));
+        }
     }
 
     void unknownKernelIsRefused() {
