@@ -2,6 +2,7 @@
 
 #include "vitals/forward.h"
 #include "vitals/model_weights.h"
+#include "vitals/tokenizer.h"
 #include "vitals/vital_signs.h"
 
 #include <nlohmann/json.hpp>
@@ -73,6 +74,25 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                                        const std::vector<const ModelWeights*>& parents,
                                        const VitalsRequest& request, const ProgressFn& progress = {},
                                        const StopToken* stop = nullptr);
+
+// The tokens takeVitals scores for `request`, checked as it checks them (the text against the
+// model's context, the chunks against the text); the built-in text is cut to the context, and
+// `clippedFrom` (when given) then receives its whole length. Throws FormatError.
+std::vector<std::int32_t> vitalsTokens(const ModelWeights& model, const Tokenizer& tokenizer,
+                                       const VitalsRequest& request, std::size_t* clippedFrom = nullptr);
+
+// A model's logits on the positions takeVitals scores, and the tokens they predict (column i
+// predicts targets[i]).
+struct ScoredText {
+    Eigen::MatrixXf logits;
+    std::vector<std::int32_t> targets;
+};
+// `tokens` run whole (every position but the last scored), or with `chunk` in chunks as
+// llama-perplexity -c runs them (`bos` first in each, the second halves scored). `hidden`: the
+// hidden states of the run (of the first chunk). Cancelled: nullopt.
+std::optional<ScoredText> scoreTokens(const Transformer& transformer, const std::vector<std::int32_t>& tokens,
+                                      std::size_t chunk, std::optional<std::int32_t> bos,
+                                      std::vector<Eigen::MatrixXf>* hidden, const StopToken* stop = nullptr);
 
 // `organ vitals --json`, documented in docs/vitals-json.md.
 nlohmann::json vitalsToJson(const VitalsReport& report);
