@@ -332,7 +332,7 @@ int runQuantizeBudget(const std::vector<std::string>& args) {
         for (const BudgetMix::Choice& c : mix.choices) {
             std::cout << "  " << padText(escapeText(c.group), 28)
                       << padText(std::string(tensorTypeName(c.type)), 8) << " predicted KL "
-                      << fixedDecimals(c.predictedKl, 5) << "\n";
+                      << fixedDecimals(1000 * c.predictedKl, 4) << " × 10⁻³\n";
         }
         std::cout << "predicted KL (the groups' sum) " << fixedDecimals(mix.predictedKl, 5) << "; measured:\n"
                   << measuredLine(searchLabel, searched);

@@ -6,14 +6,10 @@
 #include "quant/quantize.h"
 #include "quant/quantize_model.h"
 #include "quant/quantized_source.h"
-#include "support/bounded_json.h"
 #include "support/errors.h"
 #include "support/text_format.h"
-#include "support/text_safety.h"
 
 #include <chrono>
-#include <cmath>
-#include <iterator>
 #include <map>
 
 namespace organ {
@@ -23,74 +19,6 @@ constexpr std::string_view kGroupingNames[] = {"tensor", "layer", "role"};
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-bool fitsEvery(const QuantGroup& group, TensorType type) {
-    return std::all_of(group.tensors.begin(), group.tensors.end(),
-                       [&](const TensorInfo* t) { return t->ne[0] % traitsOf(type).blockSize == 0; });
-}
-
-// A report of a model of some thousand tensors and a dozen types.
-constexpr JsonLimits kSensitivityLimits{64u << 20, 4u << 20};
-
-double finiteNumber(const nlohmann::json& value, const std::string& what) {
-    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
-        throw FormatError(what + " is not a number of 0 or more");
-    }
-    return value.get<double>();
-}
-
-// One group of the report, checked against the model's group of the same place.
-GroupSensitivity groupFromJson(const nlohmann::json& g, const QuantGroup& expected) {
-    GroupSensitivity out;
-    out.name = g.value("group", "");
-    if (out.name != expected.name) {
-        throw FormatError("group '" + escapeText(out.name) + "' where the model has '" + expected.name + "'");
-    }
-    const nlohmann::json& tensors = g.at("tensors");
-    if (!tensors.is_array() || tensors.size() != expected.tensors.size()) {
-        throw FormatError(expected.name + ": its tensors are not the model's");
-    }
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-        if (!tensors[i].is_string() || tensors[i].get<std::string>() != expected.tensors[i]->name) {
-            throw FormatError(expected.name + ": its tensors are not the model's");
-        }
-        out.tensors.push_back(expected.tensors[i]->name);
-        out.elements += expected.tensors[i]->elements;
-        out.bytes += expected.tensors[i]->bytes;
-    }
-    out.seconds = finiteNumber(g.value("seconds", nlohmann::json(0)), expected.name + ": seconds");
-    for (const nlohmann::json& t : g.at("types")) {
-        const auto type = tensorTypeFromName(t.value("type", ""));
-        if (!type || !canQuantizeTo(*type) || !fitsEvery(expected, *type)) {
-            throw FormatError(expected.name + ": type '" + escapeText(t.value("type", "")) +
-                              "' cannot be its");
-        }
-        TypeSensitivity at;
-        at.type = *type;
-        for (const TensorInfo* tensor : expected.tensors) {
-            at.bytes += storedBytes(*type, tensor->elements);
-        }
-        if (t.value("bytes", nlohmann::json(0)) != at.bytes) {
-            throw FormatError(expected.name + " in " + std::string(tensorTypeName(*type)) + ": not " +
-                              std::to_string(at.bytes) + " bytes");
-        }
-        const std::string what = expected.name + " in " + std::string(tensorTypeName(*type));
-        at.klMean = finiteNumber(t.value("kl_mean", nlohmann::json()), what + ": kl_mean");
-        at.klP99 = finiteNumber(t.value("kl_p99", nlohmann::json()), what + ": kl_p99");
-        at.topAgreement =
-            finiteNumber(t.value("top1_agreement", nlohmann::json()), what + ": top1_agreement");
-        out.types.push_back(at);
-    }
-    return out;
-}
-
-nlohmann::json typeSensitivityJson(const TypeSensitivity& t) {
-    return {{"type", tensorTypeName(t.type)},
-            {"bytes", t.bytes},
-            {"kl_mean", t.klMean},
-            {"kl_p99", t.klP99},
-            {"top1_agreement", t.topAgreement}};
 }
 
 // The tensor's bytes in `type` as organ quantize encodes them, made once when first read.
@@ -107,6 +35,101 @@ TensorSource encodedSource(const GgufModel& model, const TensorInfo& tensor, Ten
         size, false, tensor.name);
 }
 
+// The model's own run on the text: the positions scored and its logits on them, and — when they
+// fit in the memory vital signs allow — the hidden states entering each layer of every piece, from
+// which a group's run starts at its first changed layer.
+struct ReferenceRun {
+    std::vector<std::int32_t> tokens;
+    std::size_t chunk = 0;
+    std::optional<std::int32_t> bos;
+    ScoredText scored;
+    std::vector<std::vector<Eigen::MatrixXf>> entering; // per piece, blocks + 1 states; empty: none kept
+};
+
+std::optional<ReferenceRun> runReference(const ModelWeights& original, const SensitivityRequest& request,
+                                         unsigned threads, SensitivityReport& report, const StopToken* stop) {
+    // The text is checked (tokens, chunks, the activations' memory) as vital signs check it.
+    VitalsRequest vitals;
+    vitals.text = request.text;
+    vitals.chunk = request.chunk;
+    vitals.continuation = 0;
+    vitals.layerImportance = false;
+    const std::optional<VitalsReport> own = takeVitals(original, {}, vitals, {}, stop);
+    if (!own) {
+        return std::nullopt;
+    }
+    report.tokens = own->tokens.size();
+    report.scored = own->scored;
+    report.perplexity = own->perplexity.perplexity;
+    ReferenceRun run;
+    run.tokens = own->tokens;
+    run.chunk = request.chunk;
+    const Tokenizer tokenizer = Tokenizer::fromWeights(original);
+    run.bos = tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
+    Transformer reference(original);
+    reference.setThreads(threads);
+    const TransformerShape& shape = reference.shape();
+    const std::uint64_t states =
+        std::uint64_t(shape.blocks + 1) * shape.embedding * run.tokens.size() * sizeof(float);
+    const bool keep = states <= std::max(kVitalsActivationFloor, 2 * original.tensorBytes());
+    if (!keep) {
+        report.notes.push_back("the hidden states of the text would take " + humanBytes(states) +
+                               ": every group runs from the first layer");
+    }
+    auto scored =
+        scorePieces(run.tokens, run.chunk, run.bos, [&](std::size_t, const std::vector<std::int32_t>& piece) {
+            std::vector<Eigen::MatrixXf> hidden;
+            Eigen::MatrixXf logits = TransformerSession(reference).run(piece, stop, keep ? &hidden : nullptr);
+            if (keep) {
+                run.entering.push_back(std::move(hidden));
+            }
+            return logits;
+        });
+    if (!scored) {
+        return std::nullopt;
+    }
+    run.scored = std::move(*scored);
+    return run;
+}
+
+// The first layer a group's tensors change: a layer's own number, the number of blocks for the
+// output projection (only the output runs again); none for the token embedding and the other
+// tensors outside the layers, which change what enters the first layer (the run starts from the
+// tokens).
+std::optional<std::uint32_t> firstChangedLayer(const QuantGroup& group, std::uint32_t blocks) {
+    std::uint32_t first = blocks;
+    for (const TensorInfo* t : group.tensors) {
+        const TensorAnatomy anatomy = classifyTensor(t->name);
+        if (!anatomy.layer && t->name != "output.weight") {
+            return std::nullopt;
+        }
+        first = std::min(first, anatomy.layer.value_or(blocks));
+    }
+    return first;
+}
+
+// KL(model ‖ `transformer`) on the reference's positions, `transformer` run from layer `first` on
+// where the reference kept its states (from the tokens without `first`).
+std::optional<TypeSensitivity> measureGroup(const Transformer& transformer, const ReferenceRun& reference,
+                                            std::optional<std::uint32_t> first, const StopToken* stop) {
+    const auto got =
+        scorePieces(reference.tokens, reference.chunk, reference.bos,
+                    [&](std::size_t index, const std::vector<std::int32_t>& piece) {
+                        return reference.entering.empty() || !first
+                                   ? TransformerSession(transformer).run(piece, stop)
+                                   : transformer.logitsFrom(*first, reference.entering[index][*first], stop);
+                    });
+    if (!got) {
+        return std::nullopt;
+    }
+    const Divergence d = divergenceOf(reference.scored.logits, got->logits);
+    TypeSensitivity at;
+    at.klMean = d.meanKl;
+    at.klP99 = d.p99Kl;
+    at.topAgreement = d.topAgreement;
+    return at;
+}
+
 } // namespace
 
 std::optional<QuantGrouping> quantGroupingFromName(std::string_view name) {
@@ -120,6 +143,11 @@ std::optional<QuantGrouping> quantGroupingFromName(std::string_view name) {
 
 std::string_view quantGroupingName(QuantGrouping grouping) {
     return kGroupingNames[static_cast<std::size_t>(grouping)];
+}
+
+bool groupFits(const QuantGroup& group, TensorType type) {
+    return std::all_of(group.tensors.begin(), group.tensors.end(),
+                       [&](const TensorInfo* t) { return t->ne[0] % traitsOf(type).blockSize == 0; });
 }
 
 std::vector<QuantGroup> quantGroups(const GgufModel& model, QuantGrouping grouping) {
@@ -171,35 +199,16 @@ std::optional<SensitivityReport> measureSensitivity(const std::shared_ptr<const 
         }
     }
     const ModelWeights original = ModelWeights::ofModel(model);
-    // The text is checked (tokens, chunks, the activations' memory) as vital signs check it.
-    VitalsRequest vitals;
-    vitals.text = request.text;
-    vitals.chunk = request.chunk;
-    vitals.continuation = 0;
-    vitals.layerImportance = false;
     auto start = std::chrono::steady_clock::now();
-    const std::optional<VitalsReport> own = takeVitals(original, {}, vitals, {}, stop);
-    if (!own) {
-        return std::nullopt;
-    }
-    report.tokens = own->tokens.size();
-    report.scored = own->scored;
-    report.perplexity = own->perplexity.perplexity;
-    const Tokenizer tokenizer = Tokenizer::fromWeights(original);
-    const std::optional<std::int32_t> bos =
-        tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
-    Transformer reference(original);
-    reference.setThreads(threads);
-    const std::optional<ScoredText> expected =
-        scoreTokens(reference, own->tokens, request.chunk, bos, nullptr, stop);
-    if (!expected) {
+    const std::optional<ReferenceRun> reference = runReference(original, request, threads, report, stop);
+    if (!reference) {
         return std::nullopt;
     }
     report.referenceSeconds = secondsSince(start);
     std::uint64_t runs = 0;
     for (const QuantGroup& g : groups) {
         for (TensorType type : request.types) {
-            runs += fitsEvery(g, type) ? 1 : 0;
+            runs += groupFits(g, type) ? 1 : 0;
         }
     }
     ProgressThrottle throttle(progress);
@@ -214,154 +223,36 @@ std::optional<SensitivityReport> measureSensitivity(const std::shared_ptr<const 
         }
         start = std::chrono::steady_clock::now();
         for (TensorType type : request.types) {
-            if (!fitsEvery(g, type)) {
+            if (!groupFits(g, type)) {
                 continue;
-            }
-            if (stop != nullptr && stop->stopRequested()) {
-                return std::nullopt;
             }
             throttle.report(done++, runs, "quantizing one group at a time");
             ModelWeights planned = original;
-            TypeSensitivity at;
-            at.type = type;
             for (const TensorInfo* t : g.tensors) {
                 const auto w = weights.find(t->name);
                 std::vector<float> tensorWeights =
                     w != weights.end() && takesImportance(type) ? w->second : std::vector<float>();
                 planned.replaceTensor(t->name, type,
                                       encodedSource(*model, *t, type, std::move(tensorWeights), threads));
-                at.bytes += storedBytes(type, t->elements);
             }
             Transformer transformer(std::move(planned));
             transformer.setThreads(threads);
-            const std::optional<ScoredText> got =
-                scoreTokens(transformer, own->tokens, request.chunk, bos, nullptr, stop);
-            if (!got) {
+            auto at =
+                measureGroup(transformer, *reference, firstChangedLayer(g, transformer.shape().blocks), stop);
+            if (!at) {
                 return std::nullopt;
             }
-            const Divergence d = divergenceOf(expected->logits, got->logits);
-            at.klMean = d.meanKl;
-            at.klP99 = d.p99Kl;
-            at.topAgreement = d.topAgreement;
-            out.types.push_back(at);
+            at->type = type;
+            for (const TensorInfo* t : g.tensors) {
+                at->bytes += storedBytes(type, t->elements);
+            }
+            out.types.push_back(*at);
         }
         out.seconds = secondsSince(start);
         report.groups.push_back(std::move(out));
     }
     throttle.report(runs, runs, "done", true);
     return report;
-}
-
-SensitivityReport readSensitivity(const RootedPath& path, const GgufModel& model) {
-    return readBoundedJson(
-        path, kSensitivityLimits, "a sensitivity report", [&](const nlohmann::json& document) {
-            const nlohmann::json& doc = document.value("format", "") == "organ-quantize-budget"
-                                            ? document.at("sensitivity")
-                                            : document;
-            if (doc.value("format", "") != "organ-quantize-sensitivity" || doc.value("version", 0) != 1) {
-                throw FormatError(
-                    "not a sensitivity report of organ quantize (format organ-quantize-sensitivity, "
-                    "version 1)");
-            }
-            SensitivityReport report;
-            report.model = doc.value("model", "");
-            const auto grouping = quantGroupingFromName(doc.value("grouping", ""));
-            if (!grouping) {
-                throw FormatError("grouping is tensor, layer or role");
-            }
-            report.grouping = *grouping;
-            report.importance = doc.value("importance", false);
-            report.tokens = doc.value("tokens", std::size_t(0));
-            report.chunk = doc.value("chunk", std::size_t(0));
-            report.scored = doc.value("scored", std::size_t(0));
-            report.perplexity = finiteNumber(doc.value("perplexity", nlohmann::json()), "perplexity");
-            report.referenceSeconds =
-                finiteNumber(doc.value("reference_seconds", nlohmann::json(0)), "reference_seconds");
-            for (const nlohmann::json& name : doc.at("types")) {
-                const auto type = tensorTypeFromName(name.is_string() ? name.get<std::string>() : "");
-                if (!type) {
-                    throw FormatError("types: not a tensor type: " + escapeText(name.dump()));
-                }
-                report.types.push_back(*type);
-            }
-            const std::vector<QuantGroup> groups = quantGroups(model, report.grouping);
-            const nlohmann::json& read = doc.at("groups");
-            if (!read.is_array() || read.size() != groups.size()) {
-                throw FormatError("its groups are not the " + std::to_string(groups.size()) + " " +
-                                  std::string(quantGroupingName(report.grouping)) + " groups of " +
-                                  fileLabel(model.path()));
-            }
-            for (std::size_t i = 0; i < groups.size(); ++i) {
-                report.groups.push_back(groupFromJson(read[i], groups[i]));
-            }
-            return report;
-        });
-}
-
-nlohmann::json sensitivityToJson(const SensitivityReport& report) {
-    nlohmann::json groups = nlohmann::json::array();
-    for (const GroupSensitivity& g : report.groups) {
-        nlohmann::json types = nlohmann::json::array();
-        std::transform(g.types.begin(), g.types.end(), std::back_inserter(types), typeSensitivityJson);
-        nlohmann::json tensors = nlohmann::json::array();
-        for (const std::string& name : g.tensors) {
-            tensors.push_back(jsonText(name));
-        }
-        groups.push_back({{"group", jsonText(g.name)},
-                          {"tensors", tensors},
-                          {"elements", g.elements},
-                          {"bytes", g.bytes},
-                          {"seconds", g.seconds},
-                          {"types", types}});
-    }
-    return {{"format", "organ-quantize-sensitivity"},
-            {"version", 1},
-            {"model", jsonText(report.model)},
-            {"grouping", quantGroupingName(report.grouping)},
-            {"importance", report.importance},
-            {"types", typeNamesJson(report.types)},
-            {"tokens", report.tokens},
-            {"chunk", report.chunk},
-            {"scored", report.scored},
-            {"perplexity",
-             std::isfinite(report.perplexity) ? nlohmann::json(report.perplexity) : nlohmann::json()},
-            {"reference_seconds", report.referenceSeconds},
-            {"groups", groups},
-            {"notes", report.notes}};
-}
-
-std::string sensitivityText(const SensitivityReport& report) {
-    std::size_t nameWidth = 8;
-    double seconds = 0;
-    for (const GroupSensitivity& g : report.groups) {
-        nameWidth = std::max(nameWidth, g.name.size() + 2);
-        seconds += g.seconds;
-    }
-    std::string out = escapeText(report.model) + ": KL divergence from the model itself with one " +
-                      std::string(quantGroupingName(report.grouping)) + " group quantized" +
-                      (report.importance ? " (with the importance matrix)" : "") + ", on " +
-                      std::to_string(report.tokens) + " tokens" +
-                      (report.chunk > 0 ? " in chunks of " + std::to_string(report.chunk) : std::string()) +
-                      ", " + std::to_string(report.scored) + " scored; the model's own perplexity " +
-                      fixedDecimals(report.perplexity, 4) + "\n\n  " + padText("group", nameWidth);
-    for (TensorType type : report.types) {
-        out += padText(std::string(tensorTypeName(type)), 10, true);
-    }
-    out += padText("seconds", 9, true) + "\n";
-    for (const GroupSensitivity& g : report.groups) {
-        out += "  " + padText(escapeText(g.name), nameWidth);
-        for (TensorType type : report.types) {
-            const auto t = std::find_if(g.types.begin(), g.types.end(),
-                                        [&](const TypeSensitivity& x) { return x.type == type; });
-            out += padText(t != g.types.end() ? fixedDecimals(t->klMean, 5) : "—", 10, true);
-        }
-        out += padText(fixedDecimals(g.seconds, 2), 9, true) + "\n";
-    }
-    out += "\n  the model's own logits: " + fixedDecimals(report.referenceSeconds, 2) + " s; " +
-           std::to_string(report.groups.size()) + " groups: " + fixedDecimals(seconds, 2) + " s (" +
-           fixedDecimals(report.groups.empty() ? 0.0 : seconds / double(report.groups.size()), 3) +
-           " s a group)\n";
-    return out;
 }
 
 } // namespace organ

@@ -26,6 +26,8 @@ struct QuantGroup {
     std::vector<const TensorInfo*> tensors;
 };
 std::vector<QuantGroup> quantGroups(const GgufModel& model, QuantGrouping grouping);
+// Whether `type`'s block fits every row of the group.
+bool groupFits(const QuantGroup& group, TensorType type);
 
 struct SensitivityRequest {
     std::string text;      // empty: the built-in text of vital signs

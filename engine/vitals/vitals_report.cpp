@@ -56,9 +56,8 @@ std::vector<std::int32_t> predicted(const std::vector<std::int32_t>& targets) {
 // The logits of the positions llama-perplexity scores in chunks of `chunk` tokens (the second half
 // of each, each chunk run on its own with `bos` first when given) and the tokens they predict;
 // the hidden states of the first chunk when asked for. Cancelled: nullopt.
-std::optional<ScoredText> scoreChunks(const Transformer& transformer, const std::vector<std::int32_t>& tokens,
-                                      std::size_t chunk, std::optional<std::int32_t> bos,
-                                      std::vector<Eigen::MatrixXf>* hidden, const StopToken* stop) {
+std::optional<ScoredText> scoreChunks(const std::vector<std::int32_t>& tokens, std::size_t chunk,
+                                      std::optional<std::int32_t> bos, const PieceRun& run) {
     const std::size_t chunks = tokens.size() / chunk;
     const std::size_t first = chunk / 2;
     ScoredText out;
@@ -68,8 +67,7 @@ std::optional<ScoredText> scoreChunks(const Transformer& transformer, const std:
         if (bos) {
             piece.front() = *bos;
         }
-        TransformerSession session(transformer);
-        const Eigen::MatrixXf logits = session.run(piece, stop, c == 0 ? hidden : nullptr);
+        const Eigen::MatrixXf logits = run(c, piece);
         if (logits.cols() == 0) {
             return std::nullopt;
         }
@@ -125,19 +123,25 @@ std::vector<std::int32_t> vitalsTokens(const ModelWeights& model, const Tokenize
     return tokens;
 }
 
-std::optional<ScoredText> scoreTokens(const Transformer& transformer, const std::vector<std::int32_t>& tokens,
-                                      std::size_t chunk, std::optional<std::int32_t> bos,
-                                      std::vector<Eigen::MatrixXf>* hidden, const StopToken* stop) {
+std::optional<ScoredText> scorePieces(const std::vector<std::int32_t>& tokens, std::size_t chunk,
+                                      std::optional<std::int32_t> bos, const PieceRun& run) {
     if (chunk > 0) {
-        return scoreChunks(transformer, tokens, chunk, bos, hidden, stop);
+        return scoreChunks(tokens, chunk, bos, run);
     }
-    TransformerSession session(transformer);
-    ScoredText whole{session.run(tokens, stop, hidden), {}};
+    ScoredText whole{run(0, tokens), {}};
     if (whole.logits.cols() == 0 && !tokens.empty()) {
         return std::nullopt;
     }
     whole.targets.assign(tokens.begin() + 1, tokens.end());
     return whole;
+}
+
+std::optional<ScoredText> scoreTokens(const Transformer& transformer, const std::vector<std::int32_t>& tokens,
+                                      std::size_t chunk, std::optional<std::int32_t> bos,
+                                      std::vector<Eigen::MatrixXf>* hidden, const StopToken* stop) {
+    return scorePieces(tokens, chunk, bos, [&](std::size_t index, const std::vector<std::int32_t>& piece) {
+        return TransformerSession(transformer).run(piece, stop, index == 0 ? hidden : nullptr);
+    });
 }
 
 std::optional<VitalsReport> takeVitals(const ModelWeights& model,

@@ -5,6 +5,7 @@
 #include "vitals/tokenizer.h"
 #include "vitals/vital_signs.h"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -87,9 +88,16 @@ struct ScoredText {
     Eigen::MatrixXf logits;
     std::vector<std::int32_t> targets;
 };
-// `tokens` run whole (every position but the last scored), or with `chunk` in chunks as
-// llama-perplexity -c runs them (`bos` first in each, the second halves scored). `hidden`: the
-// hidden states of the run (of the first chunk). Cancelled: nullopt.
+// Runs one piece of a text (its index, its tokens) and gives its logits (vocabulary × tokens);
+// an empty matrix when cancelled.
+using PieceRun = std::function<Eigen::MatrixXf(std::size_t index, const std::vector<std::int32_t>& piece)>;
+// `tokens` run whole (one piece; every position but the last scored), or with `chunk` in chunks as
+// llama-perplexity -c runs them (`bos` first in each, the second halves scored), each piece by
+// `run`. Cancelled: nullopt.
+std::optional<ScoredText> scorePieces(const std::vector<std::int32_t>& tokens, std::size_t chunk,
+                                      std::optional<std::int32_t> bos, const PieceRun& run);
+// The same, each piece run by `transformer` on a session of its own. `hidden`: the hidden states
+// of the first piece. Cancelled: nullopt.
 std::optional<ScoredText> scoreTokens(const Transformer& transformer, const std::vector<std::int32_t>& tokens,
                                       std::size_t chunk, std::optional<std::int32_t> bos,
                                       std::vector<Eigen::MatrixXf>* hidden, const StopToken* stop = nullptr);

@@ -11,10 +11,13 @@
 #include "quant/quant_mix.h"
 #include "quant/quantize.h"
 #include "quant/quantize_model.h"
+#include "quant/quantized_source.h"
 #include "shared_models.h"
 #include "support/errors.h"
 #include "vitals/budget_mix.h"
 #include "vitals/quant_sensitivity.h"
+#include "vitals/tokenizer.h"
+#include "vitals/vitals_report.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -218,6 +221,55 @@ private slots:
         QVERIFY(!solution->exact);
         QVERIFY(solution->unit > 1);
         QVERIFY(solution->bytes <= budget);
+    }
+
+    // A run from the hidden states entering a layer gives the logits of the whole run, for every layer.
+    void resumedRunIsTheWholeRun() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const Transformer transformer(GgufModel::open(path.toStdString()));
+        const std::vector<std::int32_t> tokens{1, 403, 407, 261, 378, 429, 300, 267, 299, 280};
+        std::vector<Eigen::MatrixXf> hidden;
+        const Eigen::MatrixXf whole = TransformerSession(transformer).run(tokens, nullptr, &hidden);
+        QCOMPARE(hidden.size(), std::size_t(transformer.shape().blocks + 1));
+        for (std::uint32_t layer = 0; layer <= transformer.shape().blocks; ++layer) {
+            QVERIFY2(transformer.logitsFrom(layer, hidden[layer]) == whole,
+                     qPrintable(QString::number(layer)));
+        }
+        QVERIFY_THROWS_EXCEPTION(FormatError,
+                                 transformer.logitsFrom(transformer.shape().blocks + 1, hidden[0]));
+    }
+
+    // The KL of a group measured from its first changed layer on is the KL of the whole planned
+    // model run from the tokens, computed here: the token embedding (the run starts from the
+    // tokens), a layer's tensor (from that layer) and the output (only the output again).
+    void sensitivityAgainstWholeRuns() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto model = GgufModel::open(path.toStdString());
+        SensitivityRequest request;
+        request.types = {TensorType::Q4_0};
+        request.threads = 2;
+        const auto sensitivity = measureSensitivity(model, nullptr, {}, request);
+        QVERIFY(sensitivity);
+        const ModelWeights original = ModelWeights::ofModel(model);
+        const std::vector<std::int32_t> tokens =
+            vitalsTokens(original, Tokenizer::fromWeights(original), VitalsRequest{});
+        const Eigen::MatrixXf expected = Transformer(original).logits(tokens);
+        for (const char* name : {"token_embd.weight", "blk.3.attn_v.weight", "output.weight"}) {
+            const auto g = std::find_if(sensitivity->groups.begin(), sensitivity->groups.end(),
+                                        [&](const GroupSensitivity& x) { return x.name == name; });
+            QVERIFY(g != sensitivity->groups.end() && g->types.size() == 1);
+            ModelWeights planned = original;
+            planned.replaceTensor(name, TensorType::Q4_0,
+                                  quantizedSource(*model, *model->findTensor(name), TensorType::Q4_0));
+            const Divergence d = divergenceOf(expected, Transformer(planned).logits(tokens));
+            QVERIFY2(d.meanKl > 0 && std::abs(g->types[0].klMean - d.meanKl) <= 1e-12 * d.meanKl,
+                     qPrintable(QStringLiteral("%1: %2, not %3")
+                                    .arg(QLatin1String(name))
+                                    .arg(g->types[0].klMean)
+                                    .arg(d.meanKl)));
+        }
     }
 
     // On stories260K, by role (7 groups with three types, ffn_down with F16 only): the mix chosen
