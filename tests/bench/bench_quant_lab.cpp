@@ -2,7 +2,9 @@
 // 8192, vocabulary 128 256; F16, made-up vocabulary): the model's own run, then each group quantized
 // to one type and run from its first changed layer on — seconds per group and per forward pass,
 // beside the seconds of a whole run, with the machine's load average.
-// Usage: bench_quant_lab [FOLDER] [--tokens 128] [--type Q4_K] [--groups layer] [--threads 2]
+// The text is N made-up words ("t300 t7919 …"), which the model's SentencePiece vocabulary splits
+// into several tokens each: 128 words are 1 140 tokens, run as one piece.
+// Usage: bench_quant_lab [FOLDER] [--words 128] [--type Q4_K] [--groups layer] [--threads 2]
 // (about 2.5 GB of free disk in FOLDER for the model; deleted afterwards unless ORGAN_BENCH_KEEP
 // is set, and a kept one is used again.)
 #include "bench_models.h"
@@ -30,7 +32,7 @@ double loadAverage() {
 
 int main(int argc, char** argv) {
     std::filesystem::path folder = std::filesystem::temp_directory_path();
-    std::size_t tokens = 128;
+    std::size_t words = 128;
     SensitivityRequest request;
     request.types = {TensorType::Q4_K};
     request.grouping = QuantGrouping::Layer;
@@ -38,8 +40,8 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         const std::string value = i + 1 < argc ? argv[i + 1] : "";
-        if (arg == "--tokens") {
-            tokens = std::stoul(value);
+        if (arg == "--words") {
+            words = std::stoul(value);
             ++i;
         } else if (arg == "--type" && tensorTypeFromName(value)) {
             request.types = {*tensorTypeFromName(value)};
@@ -53,13 +55,12 @@ int main(int argc, char** argv) {
         } else if (!arg.starts_with("--")) {
             folder = arg;
         } else {
-            std::fprintf(stderr, "usage: bench_quant_lab [FOLDER] [--tokens 128] [--type Q4_K] "
+            std::fprintf(stderr, "usage: bench_quant_lab [FOLDER] [--words 128] [--type Q4_K] "
                                  "[--groups tensor|layer|role] [--threads 2]\n");
             return 2;
         }
     }
-    // "t300 t301 …": each word one token of the made-up vocabulary.
-    for (std::size_t t = 0; t < tokens; ++t) {
+    for (std::size_t t = 0; t < words; ++t) {
         request.text += (t == 0 ? "t" : " t") + std::to_string(300 + (t * 7919) % 100000);
     }
     const std::string path = (folder / "bench-quant-lab-1b-f16.gguf").string();
