@@ -56,6 +56,10 @@ int runExtract(const std::vector<std::string>& args);
 int runPurify(const std::vector<std::string>& args);
 int runMerge(const std::vector<std::string>& args);
 int runQuantize(const std::vector<std::string>& args);
+// organ quantize --report, --sensitivity and --target-bpw (quant_lab_command.cpp).
+int runQuantizeReport(const std::vector<std::string>& args);
+int runQuantizeSensitivity(const std::vector<std::string>& args);
+int runQuantizeBudget(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
 int runImatrix(const std::vector<std::string>& args);

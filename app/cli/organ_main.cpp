@@ -90,6 +90,26 @@ usage:
       --output-tensor-type T, --token-embedding-type T  those tensors' types
       --pure        every quantizable tensor in TYPE, no mix
       --leave-output-tensor  output.weight as it is
+  organ quantize --report MODEL [--imatrix F] [--types Q2_K,…] [--threads N] [--json F]
+      Per tensor llama-quantize would quantize and per type (default Q2_K, Q3_K,
+      Q4_K, Q5_K, Q6_K, Q8_0, IQ4_NL, IQ4_XS, F16; those whose block fits the rows):
+      relative RMS error, cosine and θ after quantization, with the importance
+      matrix when given. Nothing written.
+  organ quantize --sensitivity MODEL --text FILE [--chunk N] [--types Q2_K,…]
+                 [--groups tensor|layer|role] [--imatrix F] [--threads N] [--json F]
+      KL divergence of the model with only one group quantized to each type
+      (default Q2_K) from the model itself, on FILE (forward passes on weights never
+      written), and the seconds each group took.
+  organ quantize MODEL --target-bpw B|FILETYPE -o OUT.gguf [--text FILE] [--eval-text FILE]
+                 [--chunk N] [--imatrix F] [--types …] [--groups …] [--sensitivity-from F.json]
+                 [--json F]
+      The type per group with the least predicted KL (the sum of the groups' measured
+      KL at each type; default Q2_K, Q3_K, Q4_K, IQ4_XS, Q5_K, Q6_K, Q8_0) in at most B
+      bits per weight (every tensor's bytes × 8 / every parameter; a file type: the
+      size organ quantize --type writes), by an exact knapsack; written, then
+      measured (KL, top-1, perplexity) on FILE and the held-out --eval-text; printed
+      as llama-quantize --tensor-type arguments. --sensitivity-from reuses the KL
+      table of an earlier --sensitivity or --target-bpw --json run.
   organ merge CONFIG.yaml -o OUT.gguf [--vitals TEXT [--chunk N]] [--keep-invalid] [--json F]
   organ merge --method M [--base B.gguf] --model X.gguf[:WEIGHT]... [--density D] [--gamma G]
               [--t T] [--seed N] [--out-type TYPE] -o OUT.gguf [--vitals TEXT] [--json F]

@@ -5,6 +5,7 @@
 #include "support/text_format.h"
 #include "support/text_safety.h"
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -57,6 +58,20 @@ QuantizeRecipe recipeFrom(const Arguments& parsed) {
 } // namespace
 
 int runQuantize(const std::vector<std::string>& args) {
+    const auto given = [&](std::string_view name) {
+        return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+            return a == name || (a.starts_with(name) && a.size() > name.size() && a[name.size()] == '=');
+        });
+    };
+    if (given("--report")) {
+        return runQuantizeReport(args);
+    }
+    if (given("--sensitivity")) {
+        return runQuantizeSensitivity(args);
+    }
+    if (given("--target-bpw")) {
+        return runQuantizeBudget(args);
+    }
     const Arguments parsed(args, {"--pure", "--leave-output-tensor"},
                            {"--type", "-o", "--output", "--imatrix", "--tensor-type", "--output-tensor-type",
                             "--token-embedding-type", "--threads", "--json"});

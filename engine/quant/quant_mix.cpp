@@ -85,59 +85,6 @@ std::optional<int> scannedLayer(const std::string& name) {
     return static_cast<int>(negative ? -value : value);
 }
 
-// llama-quantize's test for tensors it may quantize (tensor_allows_quantization).
-bool allowsQuantization(const MixTensor& t, const QuantizeRecipe& recipe) {
-    int dims = 1;
-    for (int i = kGgufMaxDims - 1; i >= 1; --i) {
-        if (t.ne[static_cast<std::size_t>(i)] > 1) {
-            dims = i + 1;
-            break;
-        }
-    }
-    if (dims < 2) {
-        return false;
-    }
-    const std::string& name = t.name;
-    const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
-    // "ends with weight", written as llama.cpp writes it: a 5-character name passes too (its
-    // size − 6 wraps around to npos), and llama-quantize quantizes such a tensor.
-    bool quantize = name.rfind("weight") == name.size() - 6;
-    quantize = quantize && !has("_norm.weight");
-    quantize = quantize && (!recipe.leaveOutputTensor || name != "output.weight");
-    for (const char* excluded : {"ffn_gate_inp.weight",
-                                 "altup",
-                                 "laurel",
-                                 "per_layer_model_proj",
-                                 "ssm_conv1d",
-                                 "shortconv.conv.weight",
-                                 "time_mix_first.weight",
-                                 "time_mix_w0.weight",
-                                 "time_mix_w1.weight",
-                                 "time_mix_w2.weight",
-                                 "time_mix_v0.weight",
-                                 "time_mix_v1.weight",
-                                 "time_mix_v2.weight",
-                                 "time_mix_a0.weight",
-                                 "time_mix_a1.weight",
-                                 "time_mix_a2.weight",
-                                 "time_mix_g1.weight",
-                                 "time_mix_g2.weight",
-                                 "time_mix_decay_w1.weight",
-                                 "time_mix_decay_w2.weight",
-                                 "time_mix_lerp_fused.weight",
-                                 "attn_rel_b.weight",
-                                 ".position_embd",
-                                 "sam.pos_embd",
-                                 "sam.neck.",
-                                 "sam.net_",
-                                 ".rel_pos",
-                                 ".patch_embd",
-                                 ".patch_merger"}) {
-        quantize = quantize && !has(excluded);
-    }
-    return quantize && name != "position_embd.weight" && name != "token_types.weight";
-}
-
 // The value `table` pairs with `key`, or `otherwise`.
 template <typename Key, typename Value, std::size_t N>
 Value lookupOr(const std::pair<Key, Value> (&table)[N], Key key, Value otherwise) {
@@ -372,6 +319,58 @@ std::uint32_t metaCount(const std::vector<MetaEntry>& metadata, const std::strin
 }
 
 } // namespace
+
+bool allowsQuantization(const MixTensor& t, const QuantizeRecipe& recipe) {
+    int dims = 1;
+    for (int i = kGgufMaxDims - 1; i >= 1; --i) {
+        if (t.ne[static_cast<std::size_t>(i)] > 1) {
+            dims = i + 1;
+            break;
+        }
+    }
+    if (dims < 2) {
+        return false;
+    }
+    const std::string& name = t.name;
+    const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
+    // "ends with weight", written as llama.cpp writes it: a 5-character name passes too (its
+    // size − 6 wraps around to npos), and llama-quantize quantizes such a tensor.
+    bool quantize = name.rfind("weight") == name.size() - 6;
+    quantize = quantize && !has("_norm.weight");
+    quantize = quantize && (!recipe.leaveOutputTensor || name != "output.weight");
+    for (const char* excluded : {"ffn_gate_inp.weight",
+                                 "altup",
+                                 "laurel",
+                                 "per_layer_model_proj",
+                                 "ssm_conv1d",
+                                 "shortconv.conv.weight",
+                                 "time_mix_first.weight",
+                                 "time_mix_w0.weight",
+                                 "time_mix_w1.weight",
+                                 "time_mix_w2.weight",
+                                 "time_mix_v0.weight",
+                                 "time_mix_v1.weight",
+                                 "time_mix_v2.weight",
+                                 "time_mix_a0.weight",
+                                 "time_mix_a1.weight",
+                                 "time_mix_a2.weight",
+                                 "time_mix_g1.weight",
+                                 "time_mix_g2.weight",
+                                 "time_mix_decay_w1.weight",
+                                 "time_mix_decay_w2.weight",
+                                 "time_mix_lerp_fused.weight",
+                                 "attn_rel_b.weight",
+                                 ".position_embd",
+                                 "sam.pos_embd",
+                                 "sam.neck.",
+                                 "sam.net_",
+                                 ".rel_pos",
+                                 ".patch_embd",
+                                 ".patch_merger"}) {
+        quantize = quantize && !has(excluded);
+    }
+    return quantize && name != "position_embd.weight" && name != "token_types.weight";
+}
 
 MixModel mixModelOf(const std::vector<MetaEntry>& metadata) {
     MixModel m;

@@ -30,6 +30,10 @@ MixModel mixModelOf(const std::vector<MetaEntry>& metadata);
 // then layer by layer, each by name. llama-quantize counts and writes tensors in this order.
 std::vector<std::size_t> llamaTensorOrder(const std::vector<MixTensor>& tensors);
 
+// Whether llama-quantize may quantize the tensor at all (tensor_allows_quantization): 2-D and up,
+// a name ending in "weight", no norm, no position embedding, no expert gate…
+bool allowsQuantization(const MixTensor& tensor, const QuantizeRecipe& recipe);
+
 // A tensor's type in the quantized model: `type`, converted from its own when `convert`.
 struct TensorChoice {
     TensorType type = TensorType::F32;

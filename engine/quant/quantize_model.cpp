@@ -13,26 +13,6 @@ constexpr std::uint32_t kQuantizationVersion = 2;
 // llama-quantize keeps at most 127 bytes of a string it records.
 constexpr std::size_t kMaxRecordedString = 127;
 
-// The importance weights of one tensor as llama-quantize takes them: none when the matrix lacks
-// the tensor (a note), an error when their count does not fit it (token_embd excepted: its
-// weights are never right, and are dropped).
-std::vector<float> weightsOf(const ImatrixData& matrix, const std::string& file, const TensorInfo& t,
-                             std::vector<std::string>& notes) {
-    const ImatrixEntry* entry = matrix.find(t.name);
-    if (entry == nullptr) {
-        notes.push_back(t.name + ": the importance matrix has no weights for it; quantized without");
-        return {};
-    }
-    if (entry->sums.size() == t.ne[0] * t.ne[2]) {
-        return entry->means();
-    }
-    if (t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight") {
-        return {};
-    }
-    throw FormatError(fileLabel(file) + ": " + std::to_string(entry->sums.size()) + " weights for " + t.name +
-                      ", which has " + std::to_string(t.ne[0] * t.ne[2]) + " columns");
-}
-
 // As ggml's gguf_set_val_*: a key set again moves to the end.
 void setLast(GgufWriteSpec& spec, const std::string& key, MetaValue value) {
     std::erase_if(spec.metadata, [&](const auto& entry) { return entry.first == key; });
@@ -54,6 +34,23 @@ void recordImportance(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const I
 }
 
 } // namespace
+
+std::vector<float> importanceWeightsOf(const ImatrixData& matrix, const std::string& file,
+                                       const TensorInfo& t, std::vector<std::string>& notes) {
+    const ImatrixEntry* entry = matrix.find(t.name);
+    if (entry == nullptr) {
+        notes.push_back(t.name + ": the importance matrix has no weights for it; quantized without");
+        return {};
+    }
+    if (entry->sums.size() == t.ne[0] * t.ne[2]) {
+        return entry->means();
+    }
+    if (t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight") {
+        return {};
+    }
+    throw FormatError(fileLabel(file) + ": " + std::to_string(entry->sums.size()) + " weights for " + t.name +
+                      ", which has " + std::to_string(t.ne[0] * t.ne[2]) + " columns");
+}
 
 void setQuantizeMetadata(GgufWriteSpec& spec, const QuantizeRecipe& recipe, const ImatrixData* importance) {
     setLast(spec, "general.quantization_version", MetaValue::fromU32(kQuantizationVersion));
@@ -90,7 +87,7 @@ QuantizePlan planQuantization(const GgufModel& model, const QuantizeRecipe& reci
         if (choice.convert) {
             std::vector<float> weights;
             if (importance != nullptr) {
-                weights = weightsOf(*importance, recipe.imatrix, t, plan.notes);
+                weights = importanceWeightsOf(*importance, recipe.imatrix, t, plan.notes);
             }
             report.weighted = !weights.empty() && takesImportance(choice.type);
             if (!report.weighted) {

@@ -30,6 +30,12 @@ struct QuantizePlan {
     std::vector<std::string> notes; // requantized inputs, fallbacks, tensors the matrix lacks
 };
 
+// The importance weights llama-quantize takes for `tensor` from `matrix` (read from `file`):
+// ne[0] per expert, or none when the matrix lacks the tensor (a note in `notes`) or when they are
+// a token embedding's (never right, dropped). Throws FormatError when their count does not fit.
+std::vector<float> importanceWeightsOf(const ImatrixData& matrix, const std::string& file,
+                                       const TensorInfo& tensor, std::vector<std::string>& notes);
+
 // The types of chooseTensorTypes() for `model`, the metadata llama-quantize writes
 // (general.file_type, general.quantization_version, quantize.imatrix.* with a matrix) and
 // sources that encode with `importance` when given. Throws FormatError when llama-quantize would

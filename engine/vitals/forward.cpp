@@ -344,13 +344,25 @@ TransformerSession::TransformerSession(const Transformer& transformer)
 
 Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens, const StopToken* stop,
                                         std::vector<Eigen::MatrixXf>* hidden) {
+    return runLayers(embed(tokens), 0, stop, hidden);
+}
+
+Eigen::MatrixXf Transformer::logitsFrom(std::uint32_t first, Eigen::MatrixXf entering,
+                                        const StopToken* stop) const {
+    if (first > m_shape.blocks || entering.rows() != m_shape.embedding) {
+        throw FormatError(m_weights.label() + ": no layer " + std::to_string(first) +
+                          " to resume from, or states of " + std::to_string(entering.rows()) +
+                          " values, not " + std::to_string(m_shape.embedding));
+    }
+    return TransformerSession(*this).runLayers(std::move(entering), first, stop, nullptr);
+}
+
+Eigen::MatrixXf TransformerSession::embed(const std::vector<std::int32_t>& tokens) const {
     const Transformer& t = m_transformer;
     const TransformerShape& shape = t.m_shape;
     const auto n = static_cast<Eigen::Index>(tokens.size());
     const auto past = static_cast<Eigen::Index>(m_position);
     const std::uint32_t e = shape.embedding;
-    const std::uint32_t kv = shape.kvHeads * shape.headSize;
-    const std::uint32_t group = shape.heads / shape.kvHeads;
     const std::string& label = t.m_weights.label();
     Eigen::MatrixXf x(e, n);
     // The embedding rows of these tokens only: a 128k vocabulary is never in F32 whole.
@@ -376,6 +388,18 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             x.col(p) += table.row(past + p).transpose();
         }
     }
+    return x;
+}
+
+Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t first, const StopToken* stop,
+                                              std::vector<Eigen::MatrixXf>* hidden) {
+    const Transformer& t = m_transformer;
+    const TransformerShape& shape = t.m_shape;
+    const auto n = static_cast<Eigen::Index>(x.cols());
+    const auto past = static_cast<Eigen::Index>(m_position);
+    const std::uint32_t e = shape.embedding;
+    const std::uint32_t kv = shape.kvHeads * shape.headSize;
+    const std::uint32_t group = shape.heads / shape.kvHeads;
     std::vector<Eigen::MatrixXf> keys(shape.blocks);
     std::vector<Eigen::MatrixXf> values(shape.blocks);
     const std::uint32_t qDim = shape.heads * shape.headSize;
@@ -396,7 +420,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
             y.colwise() += t.vector(name, static_cast<std::uint64_t>(y.rows()));
         }
     };
-    for (std::uint32_t l = 0; l < shape.blocks; ++l) {
+    for (std::uint32_t l = first; l < shape.blocks; ++l) {
         if (stop != nullptr && stop->stopRequested()) {
             return {};
         }
@@ -505,7 +529,8 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
         const Eigen::MatrixXf f = t.norm(x, name("ffn_norm"));
         const ModelWeights::Tensor* down = t.m_weights.tensor(name("ffn_down.weight"));
         if (down == nullptr) {
-            throw VitalsUnavailable(label + ": vital signs need tensor " + name("ffn_down.weight"));
+            throw VitalsUnavailable(t.m_weights.label() + ": vital signs need tensor " +
+                                    name("ffn_down.weight"));
         }
         const std::uint64_t ff = down->ne[0];
         Eigen::MatrixXf gate;
@@ -547,7 +572,7 @@ Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens,
     }
     m_keys = std::move(keys);
     m_values = std::move(values);
-    m_position += tokens.size();
+    m_position += static_cast<std::size_t>(n);
     const Eigen::MatrixXf out = t.norm(x, "output_norm");
     const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";
     // The output projection a slice of the vocabulary at a time, on every thread.

@@ -75,6 +75,12 @@ public:
     // The logits of every position (vocabulary × tokens, a column per position) of one
     // sequence run as one batch with a causal mask. Cancelled: an empty matrix.
     Eigen::MatrixXf logits(const std::vector<std::int32_t>& tokens, const StopToken* stop = nullptr) const;
+    // The logits of a sequence from layer `first` on: `entering` its hidden states entering that
+    // layer (embedding × tokens, as TransformerSession::run's `hidden` gave them, from weights the
+    // same as these up to that layer); `first` = blocks runs the output alone. What the layers
+    // before would compute again is not. Cancelled: an empty matrix.
+    Eigen::MatrixXf logitsFrom(std::uint32_t first, Eigen::MatrixXf entering,
+                               const StopToken* stop = nullptr) const;
 
 private:
     friend class TransformerSession;
@@ -133,6 +139,13 @@ public:
     void observeActivations(ActivationObserver observer) { m_observer = std::move(observer); }
 
 private:
+    friend class Transformer;
+    // The tokens' embeddings (with learned positions from position() on).
+    Eigen::MatrixXf embed(const std::vector<std::int32_t>& tokens) const;
+    // Layers first … blocks − 1 on x (the states entering layer `first`), then the output.
+    Eigen::MatrixXf runLayers(Eigen::MatrixXf x, std::uint32_t first, const StopToken* stop,
+                              std::vector<Eigen::MatrixXf>* hidden);
+
     const Transformer& m_transformer;
     ActivationObserver m_observer;
     std::vector<Eigen::MatrixXf> m_keys;   // per layer: key values × positions (after RoPE)

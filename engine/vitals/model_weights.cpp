@@ -54,6 +54,15 @@ ModelWeights ModelWeights::ofPlan(const GraftPlan& plan, const GraftModels& mode
     return w;
 }
 
+void ModelWeights::replaceTensor(std::string_view name, TensorType type, TensorSource source) {
+    const auto it = m_tensors.find(std::string(name));
+    if (it == m_tensors.end()) {
+        throw FormatError(m_label + ": no tensor " + std::string(name));
+    }
+    it->second.info.type = type;
+    it->second.source = std::move(source);
+}
+
 std::uint64_t ModelWeights::tensorBytes() const {
     std::uint64_t total = 0;
     for (const auto& [name, e] : m_tensors) {

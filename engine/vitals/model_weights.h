@@ -22,6 +22,10 @@ public:
     static ModelWeights ofPlan(const GraftPlan& plan, const GraftModels& models,
                                const CompatibilityReport& report);
 
+    // These weights with tensor `name` read from `source` in `type` instead (its shape as it
+    // was): a tensor tried in another type, never written. Throws FormatError for an unknown name.
+    void replaceTensor(std::string_view name, TensorType type, TensorSource source);
+
     // How messages name it: the file's name, or "<output> (planned)".
     const std::string& label() const { return m_label; }
     const MetaValue* find(std::string_view key) const;

@@ -40,28 +40,34 @@ void checkActivations(const ModelWeights& model, const TransformerShape& shape, 
     }
 }
 
+// The most tokens one run takes: kMaxVitalsTokens, or the model's context when it is shorter.
+std::size_t tokenLimit(const ModelWeights& model) {
+    const auto context = model.archValue("context_length");
+    return context && *context > 0 ? std::min<std::size_t>(kMaxVitalsTokens, *context) : kMaxVitalsTokens;
+}
+
+// perplexityOf's tokens for scored columns: column i predicts targets[i].
+std::vector<std::int32_t> predicted(const std::vector<std::int32_t>& targets) {
+    std::vector<std::int32_t> tokens{0};
+    tokens.insert(tokens.end(), targets.begin(), targets.end());
+    return tokens;
+}
+
 // The logits of the positions llama-perplexity scores in chunks of `chunk` tokens (the second half
 // of each, each chunk run on its own with `bos` first when given) and the tokens they predict;
 // the hidden states of the first chunk when asked for. Cancelled: nullopt.
-struct ScoredChunks {
-    Eigen::MatrixXf logits;
-    std::vector<std::int32_t> targets;
-};
-std::optional<ScoredChunks> scoreChunks(const Transformer& transformer,
-                                        const std::vector<std::int32_t>& tokens, std::size_t chunk,
-                                        std::optional<std::int32_t> bos, std::vector<Eigen::MatrixXf>* hidden,
-                                        const StopToken* stop) {
+std::optional<ScoredText> scoreChunks(const std::vector<std::int32_t>& tokens, std::size_t chunk,
+                                      std::optional<std::int32_t> bos, const PieceRun& run) {
     const std::size_t chunks = tokens.size() / chunk;
     const std::size_t first = chunk / 2;
-    ScoredChunks out;
+    ScoredText out;
     for (std::size_t c = 0; c < chunks; ++c) {
         std::vector<std::int32_t> piece(tokens.begin() + static_cast<std::ptrdiff_t>(c * chunk),
                                         tokens.begin() + static_cast<std::ptrdiff_t>((c + 1) * chunk));
         if (bos) {
             piece.front() = *bos;
         }
-        TransformerSession session(transformer);
-        const Eigen::MatrixXf logits = session.run(piece, stop, c == 0 ? hidden : nullptr);
+        const Eigen::MatrixXf logits = run(c, piece);
         if (logits.cols() == 0) {
             return std::nullopt;
         }
@@ -77,14 +83,66 @@ std::optional<ScoredChunks> scoreChunks(const Transformer& transformer,
     return out;
 }
 
-// perplexityOf's tokens for scored columns: column i predicts targets[i].
-std::vector<std::int32_t> predicted(const std::vector<std::int32_t>& targets) {
-    std::vector<std::int32_t> tokens{0};
-    tokens.insert(tokens.end(), targets.begin(), targets.end());
+} // namespace
+
+std::vector<std::int32_t> vitalsTokens(const ModelWeights& model, const Tokenizer& tokenizer,
+                                       const VitalsRequest& request, std::size_t* clippedFrom) {
+    std::string_view text = request.text.empty() ? defaultVitalsText() : std::string_view(request.text);
+    if (request.chunk > 0 && text.ends_with('\n')) {
+        text.remove_suffix(1);
+    }
+    std::vector<std::int32_t> tokens = tokenizer.encode(text);
+    const std::size_t limit = tokenLimit(model);
+    if (request.chunk > 0 && (request.chunk < kMinVitalsChunk || request.chunk > limit)) {
+        throw FormatError(model.label() + ": chunks of " + std::to_string(request.chunk) +
+                          " tokens; vital signs take " + std::to_string(kMinVitalsChunk) + " to " +
+                          std::to_string(limit) + " (the model's context)");
+    }
+    if (request.chunk > 0 && tokens.size() < 2 * request.chunk) {
+        throw FormatError(model.label() + ": the text is " + std::to_string(tokens.size()) +
+                          " tokens; chunks of " + std::to_string(request.chunk) + " need at least " +
+                          std::to_string(2 * request.chunk));
+    }
+    if (request.chunk == 0 && request.text.empty() && tokens.size() > limit) {
+        if (clippedFrom != nullptr) {
+            *clippedFrom = tokens.size();
+        }
+        tokens.resize(limit);
+    }
+    if (request.chunk == 0 && tokens.size() > limit) {
+        throw FormatError(model.label() + ": the text is " + std::to_string(tokens.size()) +
+                          " tokens; vital signs take at most " + std::to_string(limit) +
+                          ": shorten it, or score it in chunks");
+    }
+    // Perplexity predicts each token from those before it: one token (or an empty vocabulary's
+    // none) predicts nothing, and a perplexity of 0 would look like a perfect model.
+    if (tokens.size() < 2) {
+        throw FormatError(model.label() + ": the text is " + std::to_string(tokens.size()) +
+                          " token(s) in the model's vocabulary; perplexity needs at least 2");
+    }
     return tokens;
 }
 
-} // namespace
+std::optional<ScoredText> scorePieces(const std::vector<std::int32_t>& tokens, std::size_t chunk,
+                                      std::optional<std::int32_t> bos, const PieceRun& run) {
+    if (chunk > 0) {
+        return scoreChunks(tokens, chunk, bos, run);
+    }
+    ScoredText whole{run(0, tokens), {}};
+    if (whole.logits.cols() == 0 && !tokens.empty()) {
+        return std::nullopt;
+    }
+    whole.targets.assign(tokens.begin() + 1, tokens.end());
+    return whole;
+}
+
+std::optional<ScoredText> scoreTokens(const Transformer& transformer, const std::vector<std::int32_t>& tokens,
+                                      std::size_t chunk, std::optional<std::int32_t> bos,
+                                      std::vector<Eigen::MatrixXf>* hidden, const StopToken* stop) {
+    return scorePieces(tokens, chunk, bos, [&](std::size_t index, const std::vector<std::int32_t>& piece) {
+        return TransformerSession(transformer).run(piece, stop, index == 0 ? hidden : nullptr);
+    });
+}
 
 std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                                        const std::vector<const ModelWeights*>& parents,
@@ -94,42 +152,11 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
     VitalsReport report;
     report.label = model.label();
     report.architecture = model.architecture();
-    std::string_view text = request.text.empty() ? defaultVitalsText() : std::string_view(request.text);
-    if (request.chunk > 0 && text.ends_with('\n')) {
-        text.remove_suffix(1);
-    }
-    report.tokens = tokenizer.encode(text);
+    report.tokens = vitalsTokens(model, tokenizer, request, &report.clippedFrom);
     report.chunk = request.chunk;
-    const auto context = model.archValue("context_length");
-    const std::size_t limit =
-        context && *context > 0 ? std::min<std::size_t>(kMaxVitalsTokens, *context) : kMaxVitalsTokens;
     const std::vector<std::int32_t> prompt =
         request.continuation > 0 ? tokenizer.encode(request.prompt) : std::vector<std::int32_t>();
-    if (request.chunk > 0 && (request.chunk < kMinVitalsChunk || request.chunk > limit)) {
-        throw FormatError(model.label() + ": chunks of " + std::to_string(request.chunk) +
-                          " tokens; vital signs take " + std::to_string(kMinVitalsChunk) + " to " +
-                          std::to_string(limit) + " (the model's context)");
-    }
-    if (request.chunk > 0 && report.tokens.size() < 2 * request.chunk) {
-        throw FormatError(model.label() + ": the text is " + std::to_string(report.tokens.size()) +
-                          " tokens; chunks of " + std::to_string(request.chunk) + " need at least " +
-                          std::to_string(2 * request.chunk));
-    }
-    if (request.chunk == 0 && request.text.empty() && report.tokens.size() > limit) {
-        report.clippedFrom = report.tokens.size();
-        report.tokens.resize(limit);
-    }
-    if (request.chunk == 0 && report.tokens.size() > limit) {
-        throw FormatError(model.label() + ": the text is " + std::to_string(report.tokens.size()) +
-                          " tokens; vital signs take at most " + std::to_string(limit) +
-                          ": shorten it, or score it in chunks");
-    }
-    // Perplexity predicts each token from those before it: one token (or an empty vocabulary's
-    // none) predicts nothing, and a perplexity of 0 would look like a perfect model.
-    if (report.tokens.size() < 2) {
-        throw FormatError(model.label() + ": the text is " + std::to_string(report.tokens.size()) +
-                          " token(s) in the model's vocabulary; perplexity needs at least 2");
-    }
+    const std::size_t limit = tokenLimit(model);
     if (prompt.size() + request.continuation > limit) {
         throw FormatError(model.label() + ": the prompt (" + std::to_string(prompt.size()) + " tokens) and " +
                           std::to_string(request.continuation) + " more come to more than " +
@@ -162,21 +189,8 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
     std::vector<Eigen::MatrixXf>* keep = request.layerImportance ? &hidden : nullptr;
     const std::optional<std::int32_t> bos =
         tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
-    // The logits of the positions scored, and what they predict.
-    auto score = [&](const Transformer& t,
-                     std::vector<Eigen::MatrixXf>* states) -> std::optional<ScoredChunks> {
-        if (request.chunk > 0) {
-            return scoreChunks(t, report.tokens, request.chunk, bos, states, stop);
-        }
-        TransformerSession session(t);
-        ScoredChunks whole{session.run(report.tokens, stop, states), {}};
-        if (whole.logits.cols() == 0 && !report.tokens.empty()) {
-            return std::nullopt;
-        }
-        whole.targets.assign(report.tokens.begin() + 1, report.tokens.end());
-        return whole;
-    };
-    const std::optional<ScoredChunks> ours = score(transformer, keep);
+    const std::optional<ScoredText> ours =
+        scoreTokens(transformer, report.tokens, request.chunk, bos, keep, stop);
     if (!ours) {
         return std::nullopt;
     }
@@ -186,7 +200,8 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
     report.importance = layerImportanceOf(hidden);
     for (const ModelWeights* parent : parents) {
         step("running " + parent->label());
-        const std::optional<ScoredChunks> theirs = score(Transformer(*parent), nullptr);
+        const std::optional<ScoredText> theirs =
+            scoreTokens(Transformer(*parent), report.tokens, request.chunk, bos, nullptr, stop);
         if (!theirs) {
             return std::nullopt;
         }

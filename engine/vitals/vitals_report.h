@@ -2,8 +2,10 @@
 
 #include "vitals/forward.h"
 #include "vitals/model_weights.h"
+#include "vitals/tokenizer.h"
 #include "vitals/vital_signs.h"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -73,6 +75,32 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                                        const std::vector<const ModelWeights*>& parents,
                                        const VitalsRequest& request, const ProgressFn& progress = {},
                                        const StopToken* stop = nullptr);
+
+// The tokens takeVitals scores for `request`, checked as it checks them (the text against the
+// model's context, the chunks against the text); the built-in text is cut to the context, and
+// `clippedFrom` (when given) then receives its whole length. Throws FormatError.
+std::vector<std::int32_t> vitalsTokens(const ModelWeights& model, const Tokenizer& tokenizer,
+                                       const VitalsRequest& request, std::size_t* clippedFrom = nullptr);
+
+// A model's logits on the positions takeVitals scores, and the tokens they predict (column i
+// predicts targets[i]).
+struct ScoredText {
+    Eigen::MatrixXf logits;
+    std::vector<std::int32_t> targets;
+};
+// Runs one piece of a text (its index, its tokens) and gives its logits (vocabulary × tokens);
+// an empty matrix when cancelled.
+using PieceRun = std::function<Eigen::MatrixXf(std::size_t index, const std::vector<std::int32_t>& piece)>;
+// `tokens` run whole (one piece; every position but the last scored), or with `chunk` in chunks as
+// llama-perplexity -c runs them (`bos` first in each, the second halves scored), each piece by
+// `run`. Cancelled: nullopt.
+std::optional<ScoredText> scorePieces(const std::vector<std::int32_t>& tokens, std::size_t chunk,
+                                      std::optional<std::int32_t> bos, const PieceRun& run);
+// The same, each piece run by `transformer` on a session of its own. `hidden`: the hidden states
+// of the first piece. Cancelled: nullopt.
+std::optional<ScoredText> scoreTokens(const Transformer& transformer, const std::vector<std::int32_t>& tokens,
+                                      std::size_t chunk, std::optional<std::int32_t> bos,
+                                      std::vector<Eigen::MatrixXf>* hidden, const StopToken* stop = nullptr);
 
 // `organ vitals --json`, documented in docs/vitals-json.md.
 nlohmann::json vitalsToJson(const VitalsReport& report);
