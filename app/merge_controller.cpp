@@ -91,7 +91,12 @@ QString MergeController::planKey() const {
 }
 
 std::optional<std::optional<double>> MergeController::mergedTheta(const std::string& name) {
-    const QString key = planKey();
+    // The key once per plan revision: the preview asks for every merged tensor in turn.
+    if (m_keyRevision != m_document->revision()) {
+        m_keyRevision = m_document->revision();
+        m_revisionKey = planKey();
+    }
+    const QString& key = m_revisionKey;
     if (key != m_key) {
         // Another plan: what was computed or asked for belongs to the old one.
         m_host.jobs->cancelKind("merge-preview");

@@ -49,6 +49,8 @@ private:
     widgets::ModelPane* m_donor;
     WindowHost m_host;
     QString m_key;                                 // the plan the θ below belong to
+    quint64 m_keyRevision = ~quint64(0);           // the document revision m_revisionKey is of
+    QString m_revisionKey;                         // planKey() at that revision
     QHash<QString, std::optional<double>> m_theta; // tensor name → merged θ
     QSet<QString> m_pending;                       // asked of the engine thread
 };

@@ -415,7 +415,7 @@ void SurgeryController::updatePreview() {
             });
         QString legend = tr("<b>Plan preview</b> (dashed outlines, the donor's θ):");
         for (std::size_t k = 0; k < plan.donors.size(); ++k) {
-            if (perDonor[k] == 0 && !m_document->mergeText().isEmpty()) {
+            if (perDonor[k] == 0 && !mergeText.isEmpty()) {
                 continue; // a donor the plan only merges from: the merge's entry names it
             }
             legend += QStringLiteral(" &nbsp;<span style=\"color:%1\">■</span> %2 (%3)")

@@ -177,11 +177,8 @@ void GraftDocument::push(const QString& text, GraftPlan after, const QString& me
         for (const auto& range : o.stack) {
             used.insert(range.model);
         }
-        if (o.kind == GraftOperation::Kind::Merge) {
-            used.insert(o.merge.base);
-            for (const MergeModel& m : o.merge.models) {
-                used.insert(m.model);
-            }
+        for (const std::string& id : o.merge.modelIds()) {
+            used.insert(id);
         }
     }
     std::erase_if(after.donors, [&](const auto& donor) { return !used.contains(donor.first); });
@@ -428,16 +425,10 @@ std::optional<MergeSpec> GraftDocument::plannedMerge() const {
         return std::nullopt;
     }
     MergeSpec spec = m_plan.operations[std::size_t(index)].merge;
-    auto pathOf = [this](const std::string& id) {
+    spec.renameModels([this](const std::string& id) {
         const std::string* path = id == "base" ? &m_plan.base : m_plan.donorPath(id);
         return path != nullptr ? *path : id;
-    };
-    if (!spec.base.empty()) {
-        spec.base = pathOf(spec.base);
-    }
-    for (MergeModel& m : spec.models) {
-        m.model = pathOf(m.model);
-    }
+    });
     return spec;
 }
 
@@ -448,12 +439,7 @@ void GraftDocument::merge(const QString& recipient, MergeSpec byPath, const std:
         m_lastDropMessage = error;
         return;
     }
-    if (!byPath.base.empty()) {
-        byPath.base = after.modelId(byPath.base);
-    }
-    for (MergeModel& m : byPath.models) {
-        m.model = after.modelId(m.model);
-    }
+    byPath.renameModels([&](const std::string& path) { return after.modelId(path); });
     const int existing = mergeOperationOf(after);
     std::set<std::string> wanted(names.begin(), names.end());
     if (existing >= 0) {
@@ -625,9 +611,7 @@ void GraftDocument::removeOperationsUsing(const QString& path) {
         return o.donor == id ||
                std::any_of(o.stack.begin(), o.stack.end(),
                            [&](const LayerRange& r) { return r.model == id; }) ||
-               (o.kind == GraftOperation::Kind::Merge &&
-                (o.merge.base == id || std::any_of(o.merge.models.begin(), o.merge.models.end(),
-                                                   [&](const MergeModel& m) { return m.model == id; })));
+               std::ranges::count(o.merge.modelIds(), id) > 0;
     });
     push(tr("Remove the grafts from %1").arg(QFileInfo(path).fileName()), std::move(after));
 }

@@ -255,12 +255,8 @@ private:
             return;
         }
         // A plan read from JSON names only its own models; one built in code is checked here.
-        std::vector<std::string> ids{o.merge.base};
-        for (const MergeModel& m : o.merge.models) {
-            ids.push_back(m.model);
-        }
-        for (const std::string& id : ids) {
-            if (!id.empty() && m_models.find(id) == nullptr) {
+        for (const std::string& id : o.merge.modelIds()) {
+            if (m_models.find(id) == nullptr) {
                 add(Finding::Severity::Error, index, "merge: the plan has no model called \"" + id + "\"");
                 return;
             }
@@ -323,11 +319,8 @@ private:
                     " stored as F16: the engine cannot write the base's type",
                 m_mergedAsF16);
         }
-        for (const std::string& id : m_models.ids()) {
-            const bool used =
-                id == merge.base || std::any_of(merge.models.begin(), merge.models.end(),
-                                                [&](const MergeModel& m) { return m.model == id; });
-            if (used && id != "base" && m_report.layout.tensorsMerged > 0) {
+        for (const std::string& id : merge.modelIds()) {
+            if (id != "base" && m_report.layout.tensorsMerged > 0) {
                 m_donorsUsed.insert(id);
             }
         }

@@ -495,16 +495,7 @@ GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label
             throw FormatError(label + ": operation " + std::to_string(i + 1) + ": no donor called \"" +
                               o.donor + "\"");
         }
-        std::vector<std::string> merged;
-        if (o.kind == GraftOperation::Kind::Merge) {
-            if (!o.merge.base.empty()) {
-                merged.push_back(o.merge.base);
-            }
-            for (const MergeModel& m : o.merge.models) {
-                merged.push_back(m.model);
-            }
-        }
-        for (const std::string& id : merged) {
+        for (const std::string& id : o.merge.modelIds()) {
             if (!known(id)) {
                 throw FormatError(label + ": operation " + std::to_string(i + 1) + ": no model called \"" +
                                   id + "\"");

@@ -26,12 +26,7 @@ GraftPlan mergePlanOf(const MergeConfig& config, const std::string& output) {
         GraftOperation merge;
         merge.kind = GraftOperation::Kind::Merge;
         merge.merge = spec;
-        if (!spec.base.empty()) {
-            merge.merge.base = "base";
-        }
-        for (MergeModel& m : merge.merge.models) {
-            m.model = plan.modelId(m.model);
-        }
+        merge.merge.renameModels([&](const std::string& path) { return plan.modelId(path); });
         plan.operations.push_back(std::move(merge));
     }
     if (config.outType) {

@@ -68,6 +68,26 @@ std::vector<std::size_t> MergeSpec::mergedModels() const {
     return out;
 }
 
+std::vector<std::string> MergeSpec::modelIds() const {
+    std::vector<std::string> out;
+    if (!base.empty()) {
+        out.push_back(base);
+    }
+    for (const MergeModel& m : models) {
+        out.push_back(m.model);
+    }
+    return out;
+}
+
+void MergeSpec::renameModels(const std::function<std::string(const std::string&)>& rename) {
+    if (!base.empty()) {
+        base = rename(base);
+    }
+    for (MergeModel& m : models) {
+        m.model = rename(m.model);
+    }
+}
+
 std::optional<std::string> mergeSpecProblem(const MergeSpec& spec) {
     const std::string method(mergeMethodName(spec.method));
     if (spec.method == MergeMethod::Passthrough) {

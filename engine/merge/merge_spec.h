@@ -4,6 +4,7 @@
 #include "merge/merge_parameter.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -35,6 +36,10 @@ struct MergeSpec {
     // The models combined: every listed one for linear; for the others the listed ones that are
     // not the base (slerp: the one beside the base). Indices into `models`.
     std::vector<std::size_t> mergedModels() const;
+    // Every model the merge names: its base (when it has one), then its models, in order.
+    std::vector<std::string> modelIds() const;
+    // The base (when it has one) and every model renamed by `rename` (ids to paths, or back).
+    void renameModels(const std::function<std::string(const std::string&)>& rename);
 };
 
 // What is wrong with the merge, whatever the models hold: a method that needs a base without one,
