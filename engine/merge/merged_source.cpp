@@ -14,19 +14,23 @@ namespace {
 // Values merged per batch of rows: 4 MiB of floats beside the bytes they become.
 constexpr std::uint64_t kBatchValues = 1u << 20;
 
-// Decodes a range of an input's values and tells the kernel its pages are done with, so that
-// streaming a large model keeps the resident set small.
+// Decodes a range of an input's values.
 ValueReader readerOf(const MergeInput& input) {
     return [source = input.source, type = input.type](std::uint64_t first, std::size_t count, float* out) {
         dequantizeRange(type, source.bytes, first, count, out);
-        if (source.mapping) {
-            const auto& traits = traitsOf(type);
-            const auto base =
-                static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
-            source.mapping->release(base + first / traits.blockSize * traits.bytesPerBlock,
-                                    (count + traits.blockSize - 1) / traits.blockSize * traits.bytesPerBlock);
-        }
     };
+}
+
+// Tells the kernel that an input's pages up to a range's end are done with, so that streaming a
+// large model keeps the resident set small.
+void release(const MergeInput& input, std::uint64_t first, std::uint64_t count) {
+    const TensorSource& source = input.source;
+    if (source.mapping) {
+        const auto& traits = traitsOf(input.type);
+        const auto base = static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
+        source.mapping->release(base + first / traits.blockSize * traits.bytesPerBlock,
+                                (count + traits.blockSize - 1) / traits.blockSize * traits.bytesPerBlock);
+    }
 }
 
 std::uint64_t elementsOf(const MergedTensor& t) {
@@ -46,6 +50,14 @@ std::unique_ptr<TensorMerger> preparedMerger(const MergedTensor& t) {
         checkPromise(m.source);
         inputs.models.push_back(readerOf(m));
     }
+    inputs.done = [base = t.base, models = t.models](std::uint64_t first, std::uint64_t count) {
+        if (base) {
+            release(*base, first, count);
+        }
+        for (const MergeInput& m : models) {
+            release(m, first, count);
+        }
+    };
     auto merger = std::make_unique<TensorMerger>(t.params, std::move(inputs));
     merger->prepare();
     return merger;

@@ -6,22 +6,69 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <exception>
+#include <thread>
 
 namespace organ {
 namespace {
 
-// Values read per input at a time: 1 MiB of floats each.
-constexpr std::size_t kChunk = 1u << 18;
+// Values handed to a thread at a time (256 KiB of floats per input), read in batches of 16 pieces.
+constexpr std::size_t kPiece = 1u << 16;
+constexpr std::size_t kBatch = 1u << 20;
+// Values combined at a time: the sums of a block stay in the first-level cache.
+constexpr std::size_t kBlock = 2048;
 constexpr std::size_t kBins = 1u << 16;
+// Threads at most: each keeps its own radix histograms (512 KiB per model and cut).
+constexpr unsigned kMaxThreads = 8;
 
 // |v| as an ordered key: the bits of a non-negative float order as its values do (NaN above ∞).
 std::uint32_t magnitudeKey(float v) {
     return std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu;
 }
 
+// c ? a : b on the bits, which the vectorizer takes where it leaves a branch on floats alone.
+float select(bool c, float a, float b) {
+    const std::uint32_t mask = 0u - static_cast<std::uint32_t>(c);
+    return std::bit_cast<float>((std::bit_cast<std::uint32_t>(a) & mask) |
+                                (std::bit_cast<std::uint32_t>(b) & ~mask));
+}
+
 bool isTaskArithmetic(MergeMethod method) {
     return method == MergeMethod::TaskArithmetic || method == MergeMethod::DareLinear ||
            method == MergeMethod::Breadcrumbs;
+}
+
+bool usesTaskVectors(MergeMethod method) {
+    return method != MergeMethod::Linear && method != MergeMethod::Slerp && method != MergeMethod::ModelStock;
+}
+
+// Runs work(thread) for every thread < threads: on threads − 1 new threads and this one. The first
+// failure is rethrown once all have ended.
+template <typename Work> void onThreads(unsigned threads, const Work& work) {
+    if (threads <= 1) {
+        work(0u);
+        return;
+    }
+    std::vector<std::exception_ptr> failures(threads);
+    auto guarded = [&](unsigned thread) {
+        try {
+            work(thread);
+        } catch (...) {
+            failures[thread] = std::current_exception();
+        }
+    };
+    {
+        std::vector<std::jthread> helpers;
+        for (unsigned t = 1; t < threads; ++t) {
+            helpers.emplace_back(guarded, t);
+        }
+        guarded(0u);
+    }
+    for (const std::exception_ptr& failure : failures) {
+        if (failure) {
+            std::rethrow_exception(failure);
+        }
+    }
 }
 
 } // namespace
@@ -39,37 +86,77 @@ TensorMerger::TensorMerger(TensorMergeParams params, TensorMergeInputs inputs)
     }
 }
 
-template <typename Visit> bool TensorMerger::scan(const StopToken* stop, Visit visit) {
-    for (std::uint64_t first = 0; first < m_inputs.elements; first += kChunk) {
+void TensorMerger::setThreads(unsigned threads) {
+    m_threads = threads;
+}
+
+unsigned TensorMerger::threadsFor(std::uint64_t values) const {
+    const unsigned cores = m_threads != 0 ? m_threads : std::max(1u, std::thread::hardware_concurrency());
+    const std::uint64_t pieces = (values + kPiece - 1) / kPiece;
+    return static_cast<unsigned>(
+        std::min<std::uint64_t>({cores, kMaxThreads, std::max<std::uint64_t>(pieces, 1)}));
+}
+
+std::size_t TensorMerger::pieceCount() const {
+    return static_cast<std::size_t>((m_inputs.elements + kPiece - 1) / kPiece);
+}
+
+template <typename Visit> void TensorMerger::forPieces(std::uint64_t first, std::size_t count, Visit visit) {
+    const std::size_t pieces = (count + kPiece - 1) / kPiece;
+    const unsigned threads = threadsFor(count);
+    onThreads(threads, [&](unsigned thread) {
+        for (std::size_t p = thread; p < pieces; p += threads) {
+            Piece piece;
+            piece.offset = p * kPiece;
+            piece.first = first + piece.offset;
+            piece.count = std::min(kPiece, count - piece.offset);
+            piece.index = p;
+            visit(thread, piece);
+        }
+    });
+}
+
+template <typename Visit>
+void TensorMerger::readBatch(std::uint64_t first, std::size_t count, bool deltas, Visit visit) {
+    const bool hasBase = static_cast<bool>(m_inputs.base);
+    if (hasBase) {
+        m_batch.base.resize(count);
+    }
+    m_batch.values.resize(m_inputs.models.size());
+    for (std::vector<float>& values : m_batch.values) {
+        values.resize(count);
+    }
+    forPieces(first, count, [&](unsigned thread, const Piece& piece) {
+        float* base = hasBase ? m_batch.base.data() + piece.offset : nullptr;
+        if (hasBase) {
+            m_inputs.base(piece.first, piece.count, base);
+        }
+        for (std::size_t i = 0; i < m_inputs.models.size(); ++i) {
+            float* values = m_batch.values[i].data() + piece.offset;
+            m_inputs.models[i](piece.first, piece.count, values);
+            if (deltas) {
+                for (std::size_t j = 0; j < piece.count; ++j) {
+                    values[j] -= base[j];
+                }
+            }
+        }
+        visit(thread, piece);
+    });
+}
+
+template <typename Visit> bool TensorMerger::scan(const StopToken* stop, bool deltas, Visit visit) {
+    for (std::uint64_t first = 0; first < m_inputs.elements; first += kBatch) {
         if (stop != nullptr && stop->stopRequested()) {
             return false;
         }
         const auto count =
-            static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, m_inputs.elements - first));
-        readChunk(first, count);
-        visit(first, count);
-    }
-    return true;
-}
-
-void TensorMerger::readChunk(std::uint64_t first, std::size_t count) {
-    if (m_inputs.base) {
-        m_base.resize(count);
-        m_inputs.base(first, count, m_base.data());
-    }
-    m_values.resize(m_inputs.models.size());
-    for (std::size_t i = 0; i < m_values.size(); ++i) {
-        m_values[i].resize(count);
-        m_inputs.models[i](first, count, m_values[i].data());
-    }
-}
-
-void TensorMerger::deltas(std::size_t count) {
-    for (auto& values : m_values) {
-        for (std::size_t j = 0; j < count; ++j) {
-            values[j] -= m_base[j];
+            static_cast<std::size_t>(std::min<std::uint64_t>(kBatch, m_inputs.elements - first));
+        readBatch(first, count, deltas, visit);
+        if (m_inputs.done) {
+            m_inputs.done(first, count);
         }
     }
+    return true;
 }
 
 bool TensorMerger::prepare(const StopToken* stop) {
@@ -77,6 +164,7 @@ bool TensorMerger::prepare(const StopToken* stop) {
         return true;
     }
     const MergeMethod method = m_params.method;
+    const std::size_t models = m_models.size();
     double weights = 0;
     for (const ModelTensorParams& p : m_params.models) {
         weights += p.weight;
@@ -86,26 +174,41 @@ bool TensorMerger::prepare(const StopToken* stop) {
     } else if (isTaskArithmetic(method) && m_params.normalize && std::abs(weights) >= 1e-8) {
         m_divisor = static_cast<float>(weights);
     }
+    // Each piece's sums, added in the pieces' order once all are in.
+    auto total = [](const std::vector<double>& pieces, std::size_t stride, std::size_t k) {
+        double sum = 0;
+        for (std::size_t at = k; at < pieces.size(); at += stride) {
+            sum += pieces[at];
+        }
+        return sum;
+    };
     if (method == MergeMethod::Slerp) {
-        double norm0 = 0;
-        double norm1 = 0;
-        double dot = 0;
-        const bool done = scan(stop, [&](std::uint64_t, std::size_t count) {
-            for (std::size_t j = 0; j < count; ++j) {
-                const double x0 = m_base[j];
-                const double x1 = m_values[0][j];
-                norm0 += x0 * x0;
-                norm1 += x1 * x1;
-                dot += x0 * x1;
+        std::vector<double> sums(pieceCount() * 3, 0.0);
+        const bool done = scan(stop, false, [&](unsigned, const Piece& piece) {
+            const float* x0 = m_batch.base.data() + piece.offset;
+            const float* x1 = m_batch.values[0].data() + piece.offset;
+            double norm0 = 0;
+            double norm1 = 0;
+            double dot = 0;
+            for (std::size_t j = 0; j < piece.count; ++j) {
+                norm0 += double(x0[j]) * x0[j];
+                norm1 += double(x1[j]) * x1[j];
+                dot += double(x0[j]) * x1[j];
             }
+            double* at = sums.data() + piece.first / kPiece * 3;
+            at[0] = norm0;
+            at[1] = norm1;
+            at[2] = dot;
         });
         if (!done) {
             return false;
         }
         // A norm of at most 1e-8 leaves its vector as it is (divided by 1).
-        const double a = std::sqrt(norm0) > 1e-8 ? std::sqrt(norm0) : 1.0;
-        const double b = std::sqrt(norm1) > 1e-8 ? std::sqrt(norm1) : 1.0;
-        const double d = dot / (a * b);
+        const double norm0 = std::sqrt(total(sums, 3, 0));
+        const double norm1 = std::sqrt(total(sums, 3, 1));
+        const double a = norm0 > 1e-8 ? norm0 : 1.0;
+        const double b = norm1 > 1e-8 ? norm1 : 1.0;
+        const double d = total(sums, 3, 2) / (a * b);
         const double t = m_params.t;
         if (std::abs(d) > 0.9995) {
             m_coefficients = {static_cast<float>(1 - t), static_cast<float>(t)};
@@ -116,17 +219,19 @@ bool TensorMerger::prepare(const StopToken* stop) {
         }
     }
     if (method == MergeMethod::ModelStock) {
-        const std::size_t n = m_models.size();
-        std::vector<double> dots(n * n, 0.0);
-        const bool done = scan(stop, [&](std::uint64_t, std::size_t count) {
-            deltas(count);
-            for (std::size_t i = 0; i < n; ++i) {
-                for (std::size_t k = i; k < n; ++k) {
+        const std::size_t pairs = models * models;
+        std::vector<double> dots(pieceCount() * pairs, 0.0);
+        const bool done = scan(stop, true, [&](unsigned, const Piece& piece) {
+            double* at = dots.data() + piece.first / kPiece * pairs;
+            for (std::size_t i = 0; i < models; ++i) {
+                const float* u = m_batch.values[i].data() + piece.offset;
+                for (std::size_t k = i; k < models; ++k) {
+                    const float* v = m_batch.values[k].data() + piece.offset;
                     double sum = 0;
-                    for (std::size_t j = 0; j < count; ++j) {
-                        sum += static_cast<double>(m_values[i][j]) * m_values[k][j];
+                    for (std::size_t j = 0; j < piece.count; ++j) {
+                        sum += double(u[j]) * v[j];
                     }
-                    dots[i * n + k] += sum;
+                    at[i * models + k] = sum;
                 }
             }
         });
@@ -134,40 +239,46 @@ bool TensorMerger::prepare(const StopToken* stop) {
             return false;
         }
         double cosines = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            for (std::size_t k = i + 1; k < n; ++k) {
-                const double norms = std::max(std::sqrt(dots[i * n + i]) * std::sqrt(dots[k * n + k]), 1e-6);
-                cosines += std::clamp(dots[i * n + k] / norms, -1.0, 1.0);
+        for (std::size_t i = 0; i < models; ++i) {
+            for (std::size_t k = i + 1; k < models; ++k) {
+                const double norms = std::max(std::sqrt(total(dots, pairs, i * models + i)) *
+                                                  std::sqrt(total(dots, pairs, k * models + k)),
+                                              1e-6);
+                cosines += std::clamp(total(dots, pairs, i * models + k) / norms, -1.0, 1.0);
             }
         }
-        const double c = cosines / static_cast<double>(n * (n - 1) / 2);
-        const double t = static_cast<double>(n) * c / (1 + static_cast<double>(n - 1) * c);
+        const double c = cosines / static_cast<double>(models * (models - 1) / 2);
+        const double t = static_cast<double>(models) * c / (1 + static_cast<double>(models - 1) * c);
         m_coefficients = {static_cast<float>(t), static_cast<float>(1 - t)};
     }
     if (sparsifyOf(method) == Sparsify::Bernoulli && m_params.rescale) {
-        std::vector<double> whole(m_models.size(), 0.0);
-        std::vector<double> kept(m_models.size(), 0.0);
-        std::vector<DareMask> masks;
-        for (std::size_t i = 0; i < m_models.size(); ++i) {
-            masks.emplace_back(m_params.seed, m_params.stream, i);
-        }
-        const bool done = scan(stop, [&](std::uint64_t first, std::size_t count) {
-            deltas(count);
-            for (std::size_t i = 0; i < m_models.size(); ++i) {
+        // Per piece and model: the L1 norm of δ, and of what the mask keeps.
+        std::vector<double> norms(pieceCount() * models * 2, 0.0);
+        const bool done = scan(stop, true, [&](unsigned, const Piece& piece) {
+            double* at = norms.data() + piece.first / kPiece * models * 2;
+            for (std::size_t i = 0; i < models; ++i) {
+                const DareMask mask(m_params.seed, m_params.stream, i);
                 const double density = m_params.models[i].density;
-                for (std::size_t j = 0; j < count; ++j) {
-                    const double magnitude = std::abs(m_values[i][j]);
-                    whole[i] += magnitude;
-                    kept[i] += masks[i].keeps(first + j, density) ? magnitude : 0.0;
+                const float* d = m_batch.values[i].data() + piece.offset;
+                double whole = 0;
+                double kept = 0;
+                for (std::size_t j = 0; j < piece.count; ++j) {
+                    const double magnitude = std::abs(d[j]);
+                    whole += magnitude;
+                    kept += mask.keeps(piece.first + j, density) ? magnitude : 0.0;
                 }
+                at[i * 2] = whole;
+                at[i * 2 + 1] = kept;
             }
         });
         if (!done) {
             return false;
         }
-        for (std::size_t i = 0; i < m_models.size(); ++i) {
-            if (whole[i] >= 1e-7 && kept[i] >= 1e-7) {
-                m_models[i].scale = static_cast<float>(whole[i] / kept[i]);
+        for (std::size_t i = 0; i < models; ++i) {
+            const double whole = total(norms, models * 2, i * 2);
+            const double kept = total(norms, models * 2, i * 2 + 1);
+            if (whole >= 1e-7 && kept >= 1e-7) {
+                m_models[i].scale = static_cast<float>(whole / kept);
             }
         }
     }
@@ -182,13 +293,14 @@ bool TensorMerger::prepare(const StopToken* stop) {
 
 bool TensorMerger::prepareCuts(const StopToken* stop) {
     const std::uint64_t n = m_inputs.elements;
+    const unsigned threads = threadsFor(n);
     struct Pending {
         std::size_t model = 0;
         Cut* cut = nullptr;
         std::uint64_t rank = 0;
         std::uint32_t bucket = 0;
-        std::uint64_t above = 0; // elements in buckets above `bucket`
-        Histogram low;
+        std::uint64_t above = 0;    // elements in buckets above `bucket`
+        std::vector<Histogram> low; // per thread
     };
     std::vector<Pending> pending;
     auto place = [&](std::size_t model, Cut& cut, std::uint64_t rank) {
@@ -216,16 +328,20 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
     if (pending.empty()) {
         return true;
     }
-    std::vector<Histogram> high(m_models.size());
+    // Histograms of the high 16 bits of |δ|, per thread and model, summed once all are in.
+    std::vector<std::vector<Histogram>> high(threads, std::vector<Histogram>(m_models.size()));
     for (const Pending& p : pending) {
-        high[p.model].assign(kBins, 0);
+        for (std::vector<Histogram>& perModel : high) {
+            perModel[p.model].assign(kBins, 0);
+        }
     }
-    const bool counted = scan(stop, [&](std::uint64_t, std::size_t count) {
-        deltas(count);
+    const bool counted = scan(stop, true, [&](unsigned thread, const Piece& piece) {
         for (std::size_t i = 0; i < m_models.size(); ++i) {
-            if (!high[i].empty()) {
-                for (std::size_t j = 0; j < count; ++j) {
-                    ++high[i][magnitudeKey(m_values[i][j]) >> 16];
+            Histogram& histogram = high[thread][i];
+            if (!histogram.empty()) {
+                const float* d = m_batch.values[i].data() + piece.offset;
+                for (std::size_t j = 0; j < piece.count; ++j) {
+                    ++histogram[magnitudeKey(d[j]) >> 16];
                 }
             }
         }
@@ -234,26 +350,40 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
         return false;
     }
     for (Pending& p : pending) {
+        Histogram sum(kBins, 0);
+        for (unsigned t = 0; t < threads; ++t) {
+            const Histogram& counters = high[t][p.model];
+            for (std::size_t b = 0; b < counters.size(); ++b) {
+                sum[b] += counters[b];
+            }
+        }
         std::uint64_t above = 0;
         for (std::size_t b = kBins; b-- > 0;) {
-            if (above + high[p.model][b] > p.rank) {
+            if (above + sum[b] > p.rank) {
                 p.bucket = static_cast<std::uint32_t>(b);
                 p.above = above;
                 break;
             }
-            above += high[p.model][b];
+            above += sum[b];
         }
-        p.low.assign(kBins, 0);
+        p.low.assign(threads, Histogram(kBins, 0));
     }
-    const bool refined = scan(stop, [&](std::uint64_t, std::size_t count) {
-        deltas(count);
+    // The low 16 bits of the keys in the cut's bucket: gathered first without a branch (a bucket
+    // holds an unpredictable few percent of a piece), then counted.
+    std::vector<std::vector<std::uint16_t>> gathered(threads, std::vector<std::uint16_t>(kPiece));
+    const bool refined = scan(stop, true, [&](unsigned thread, const Piece& piece) {
+        std::uint16_t* lows = gathered[thread].data();
         for (Pending& p : pending) {
-            const std::vector<float>& d = m_values[p.model];
-            for (std::size_t j = 0; j < count; ++j) {
+            const float* d = m_batch.values[p.model].data() + piece.offset;
+            std::size_t n = 0;
+            for (std::size_t j = 0; j < piece.count; ++j) {
                 const std::uint32_t key = magnitudeKey(d[j]);
-                if ((key >> 16) == p.bucket) {
-                    ++p.low[key & 0xFFFFu];
-                }
+                lows[n] = static_cast<std::uint16_t>(key);
+                n += (key >> 16) == p.bucket ? 1 : 0;
+            }
+            Histogram& low = p.low[thread];
+            for (std::size_t k = 0; k < n; ++k) {
+                ++low[lows[k]];
             }
         }
     });
@@ -263,122 +393,217 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
     for (Pending& p : pending) {
         std::uint64_t above = p.above;
         for (std::size_t b = kBins; b-- > 0;) {
-            if (above + p.low[b] > p.rank) {
+            std::uint64_t count = 0;
+            for (const Histogram& low : p.low) {
+                count += low[b];
+            }
+            if (above + count > p.rank) {
                 p.cut->key = (p.bucket << 16) | static_cast<std::uint32_t>(b);
                 p.cut->tiesBefore = p.rank - above;
                 break;
             }
-            above += p.low[b];
+            above += count;
         }
     }
     return true;
 }
 
-bool TensorMerger::ranksBefore(Cut& cut, std::uint32_t key) {
-    switch (cut.kind) {
-    case Cut::Kind::None:
-        return false;
-    case Cut::Kind::All:
-        return true;
-    case Cut::Kind::Key:
-        break;
-    }
-    if (key != cut.key) {
-        return key > cut.key;
-    }
-    return cut.tiesSeen++ < cut.tiesBefore;
-}
-
-void TensorMerger::sparsify(std::size_t model, std::uint64_t first, std::size_t count) {
-    std::vector<float>& d = m_values[model];
-    ModelState& state = m_models[model];
+void TensorMerger::sparsify(std::size_t model, const Piece& piece, const Ties& ties) {
+    float* d = m_batch.values[model].data() + piece.offset;
+    const ModelState& state = m_models[model];
     switch (sparsifyOf(m_params.method)) {
     case Sparsify::None:
         return;
     case Sparsify::Bernoulli: {
         const DareMask mask(m_params.seed, m_params.stream, model);
         const double density = m_params.models[model].density;
-        for (std::size_t j = 0; j < count; ++j) {
-            d[j] = mask.keeps(first + j, density) ? d[j] * state.scale : 0.0f;
+        for (std::size_t j = 0; j < piece.count; ++j) {
+            d[j] = mask.keeps(piece.first + j, density) ? d[j] * state.scale : 0.0f;
         }
         return;
     }
     case Sparsify::Magnitude:
     case Sparsify::Breadcrumbs:
-        for (std::size_t j = 0; j < count; ++j) {
-            const std::uint32_t key = magnitudeKey(d[j]);
-            // Both counters see every element, whatever the first answers.
-            const bool pastFrom = !ranksBefore(state.from, key);
-            const bool beforeTo = ranksBefore(state.to, key);
-            if (!(pastFrom && beforeTo)) {
-                d[j] = 0.0f;
+        break;
+    }
+    const Cut& from = state.from;
+    const Cut& to = state.to;
+    const bool fromAll = from.kind == Cut::Kind::All;
+    const bool fromKey = from.kind == Cut::Kind::Key;
+    const bool toAll = to.kind == Cut::Kind::All;
+    const bool toKey = to.kind == Cut::Kind::Key;
+    // An element whose key is a cut's ranks before it when fewer than tiesBefore of the elements
+    // with that key came before it: these are decided first, one by one in index order (in the
+    // runs of 64 that hold any) …
+    constexpr std::uint32_t kNoKey = 0xFFFFFFFFu; // above every |δ|'s key
+    const std::uint32_t fromTieKey = fromKey ? from.key : kNoKey;
+    const std::uint32_t toTieKey = toKey ? to.key : kNoKey;
+    if (ties.in[0] + ties.in[1] > 0) {
+        std::uint64_t fromSeen = ties.before[0];
+        std::uint64_t toSeen = ties.before[1];
+        for (std::size_t at = 0; at < piece.count; at += 64) {
+            const std::size_t end = std::min(piece.count, at + 64);
+            unsigned any = 0;
+            for (std::size_t j = at; j < end; ++j) {
+                const std::uint32_t key = magnitudeKey(d[j]);
+                any |= static_cast<unsigned>(key == fromTieKey) | static_cast<unsigned>(key == toTieKey);
+            }
+            if (any == 0) {
+                continue;
+            }
+            for (std::size_t j = at; j < end; ++j) {
+                const std::uint32_t key = magnitudeKey(d[j]);
+                const bool fromTie = key == fromTieKey;
+                const bool toTie = key == toTieKey;
+                if (!fromTie && !toTie) {
+                    continue;
+                }
+                const bool pastFrom =
+                    !(fromAll || (fromKey && (fromTie ? fromSeen++ < from.tiesBefore : key > from.key)));
+                const bool beforeTo = toAll || (toKey && (toTie ? toSeen++ < to.tiesBefore : key > to.key));
+                d[j] = pastFrom && beforeTo ? d[j] : 0.0f;
             }
         }
-        return;
+    }
+    // … and the rest by their keys alone (a tie kept stays a tie; one dropped is 0 either way).
+    for (std::size_t j = 0; j < piece.count; ++j) {
+        const std::uint32_t key = magnitudeKey(d[j]);
+        const bool tie = (key == fromTieKey) | (key == toTieKey);
+        const bool pastFrom = !(fromAll | (fromKey & (key > from.key)));
+        const bool beforeTo = toAll | (toKey & (key > to.key));
+        d[j] = select(tie | (pastFrom & beforeTo), d[j], 0.0f);
+    }
+}
+
+void TensorMerger::combine(const Piece& piece, float* out) {
+    const MergeMethod method = m_params.method;
+    const std::size_t models = m_models.size();
+    const bool consensus = usesSignConsensus(method);
+    float sum[kBlock];
+    float agreed[kBlock];
+    float divisor[kBlock];
+    for (std::size_t b = 0; b < piece.count; b += kBlock) {
+        const std::size_t n = std::min(kBlock, piece.count - b);
+        const std::size_t at = piece.offset + b;
+        const float* base = m_inputs.base ? m_batch.base.data() + at : nullptr;
+        float* o = out + b;
+        if (method == MergeMethod::Slerp) {
+            const float* x = m_batch.values[0].data() + at;
+            for (std::size_t j = 0; j < n; ++j) {
+                o[j] = m_coefficients[0] * base[j] + m_coefficients[1] * x[j];
+            }
+            continue;
+        }
+        std::fill_n(sum, n, 0.0f);
+        for (std::size_t i = 0; i < models; ++i) {
+            const float* x = m_batch.values[i].data() + at;
+            const float w = method == MergeMethod::ModelStock ? 1.0f : m_models[i].weight;
+            for (std::size_t j = 0; j < n; ++j) {
+                sum[j] += w * x[j];
+            }
+        }
+        if (method == MergeMethod::Linear) {
+            for (std::size_t j = 0; j < n; ++j) {
+                o[j] = sum[j] / m_divisor;
+            }
+        } else if (method == MergeMethod::ModelStock) {
+            const auto count = static_cast<float>(models);
+            for (std::size_t j = 0; j < n; ++j) {
+                o[j] = m_coefficients[0] * (sum[j] / count) + m_coefficients[1] * base[j];
+            }
+        } else if (!consensus) {
+            for (std::size_t j = 0; j < n; ++j) {
+                o[j] = base[j] + sum[j] / m_divisor;
+            }
+        } else {
+            // ties' sign consensus: the sign of the sum (0 counts as +) and the entries that share
+            // it (a zero entry has no sign and never does).
+            std::fill_n(agreed, n, 0.0f);
+            std::fill_n(divisor, n, 0.0f);
+            for (std::size_t i = 0; i < models; ++i) {
+                const float* x = m_batch.values[i].data() + at;
+                const float w = m_models[i].weight;
+                for (std::size_t j = 0; j < n; ++j) {
+                    // Never −0, these sums are unchanged by adding +0 where an entry disagrees.
+                    const float v = w * x[j];
+                    const bool positive = sum[j] >= 0;
+                    const bool agrees = (positive & (v > 0)) | (!positive & (v < 0));
+                    agreed[j] += select(agrees, v, 0.0f);
+                    divisor[j] += select(agrees, w, 0.0f);
+                }
+            }
+            if (m_params.normalize) {
+                for (std::size_t j = 0; j < n; ++j) {
+                    o[j] = base[j] + agreed[j] / select(divisor[j] == 0, 1.0f, divisor[j]);
+                }
+            } else {
+                for (std::size_t j = 0; j < n; ++j) {
+                    o[j] = base[j] + agreed[j];
+                }
+            }
+        }
     }
 }
 
 void TensorMerger::next(std::size_t count, float* out) {
-    const MergeMethod method = m_params.method;
     const std::size_t models = m_models.size();
+    const bool taskVectors = usesTaskVectors(m_params.method);
+    const Sparsify sparsifying = sparsifyOf(m_params.method);
+    const bool cuts = sparsifying == Sparsify::Magnitude || sparsifying == Sparsify::Breadcrumbs;
     while (count > 0) {
-        const std::size_t c = std::min(kChunk, count);
-        const std::uint64_t first = m_position;
-        readChunk(first, c);
-        if (method == MergeMethod::Linear) {
-            for (std::size_t j = 0; j < c; ++j) {
-                float sum = 0;
-                for (std::size_t i = 0; i < models; ++i) {
-                    sum += m_models[i].weight * m_values[i][j];
-                }
-                out[j] = sum / m_divisor;
-            }
-        } else if (method == MergeMethod::Slerp) {
-            for (std::size_t j = 0; j < c; ++j) {
-                out[j] = m_coefficients[0] * m_base[j] + m_coefficients[1] * m_values[0][j];
-            }
-        } else if (method == MergeMethod::ModelStock) {
-            const auto n = static_cast<float>(models);
-            for (std::size_t j = 0; j < c; ++j) {
-                float sum = 0;
-                for (std::size_t i = 0; i < models; ++i) {
-                    sum += m_values[i][j];
-                }
-                out[j] = m_coefficients[0] * (sum / n) + m_coefficients[1] * m_base[j];
-            }
-        } else {
-            deltas(c);
-            for (std::size_t i = 0; i < models; ++i) {
-                sparsify(i, first, c);
-            }
-            const bool consensus = usesSignConsensus(method);
-            for (std::size_t j = 0; j < c; ++j) {
-                float sum = 0;
-                for (std::size_t i = 0; i < models; ++i) {
-                    sum += m_models[i].weight * m_values[i][j];
-                }
-                if (!consensus) {
-                    out[j] = m_base[j] + sum / m_divisor;
-                    continue;
-                }
-                // ties' sign consensus: the sign of the sum (0 counts as +) and the entries that
-                // share it (a zero entry has no sign and never does).
-                const bool positive = sum >= 0;
-                float agreed = 0;
-                float divisor = 0;
-                for (std::size_t i = 0; i < models; ++i) {
-                    const float v = m_models[i].weight * m_values[i][j];
-                    if (positive ? v > 0 : v < 0) {
-                        agreed += v;
-                        divisor += m_models[i].weight;
+        const std::size_t c = std::min(kBatch, count);
+        if (!cuts) {
+            readBatch(m_position, c, taskVectors, [&](unsigned, const Piece& piece) {
+                if (taskVectors) {
+                    for (std::size_t i = 0; i < models; ++i) {
+                        sparsify(i, piece, {});
                     }
                 }
-                if (m_params.normalize) {
-                    out[j] = m_base[j] + agreed / (divisor == 0 ? 1.0f : divisor);
-                } else {
-                    out[j] = m_base[j] + agreed;
+                combine(piece, out + piece.offset);
+            });
+        } else {
+            // The elements at each cut's key, per piece and model, so that each piece knows how
+            // many came before it.
+            const std::size_t pieces = (c + kPiece - 1) / kPiece;
+            std::vector<Ties> ties(pieces * models);
+            readBatch(m_position, c, true, [&](unsigned, const Piece& piece) {
+                for (std::size_t i = 0; i < models; ++i) {
+                    const float* d = m_batch.values[i].data() + piece.offset;
+                    std::array<std::uint64_t, 2>& counts = ties[piece.index * models + i].in;
+                    const Cut* cutsOf[2] = {&m_models[i].from, &m_models[i].to};
+                    for (std::size_t k = 0; k < 2; ++k) {
+                        if (cutsOf[k]->kind != Cut::Kind::Key) {
+                            continue;
+                        }
+                        const std::uint32_t cutKey = cutsOf[k]->key;
+                        std::uint64_t n = 0;
+                        for (std::size_t j = 0; j < piece.count; ++j) {
+                            n += magnitudeKey(d[j]) == cutKey ? 1 : 0;
+                        }
+                        counts[k] = n;
+                    }
                 }
+            });
+            for (std::size_t i = 0; i < models; ++i) {
+                std::array<std::uint64_t, 2> seen = {m_models[i].from.tiesSeen, m_models[i].to.tiesSeen};
+                for (std::size_t p = 0; p < pieces; ++p) {
+                    Ties& piece = ties[p * models + i];
+                    piece.before = seen;
+                    seen[0] += piece.in[0];
+                    seen[1] += piece.in[1];
+                }
+                m_models[i].from.tiesSeen = seen[0];
+                m_models[i].to.tiesSeen = seen[1];
             }
+            forPieces(m_position, c, [&](unsigned, const Piece& piece) {
+                for (std::size_t i = 0; i < models; ++i) {
+                    sparsify(i, piece, ties[piece.index * models + i]);
+                }
+                combine(piece, out + piece.offset);
+            });
+        }
+        if (m_inputs.done) {
+            m_inputs.done(m_position, c);
         }
         m_position += c;
         out += c;

@@ -14,24 +14,34 @@ namespace organ {
 // Reads elements [first, first + count) of one input tensor (storage order) as floats.
 using ValueReader = std::function<void(std::uint64_t first, std::size_t count, float* out)>;
 
-// The tensors one merged tensor is made from, all of `elements` values.
+// The tensors one merged tensor is made from, all of `elements` values. The readers are called
+// from several threads at once, for disjoint ranges.
 struct TensorMergeInputs {
     std::uint64_t elements = 0;
     ValueReader base;                // none for a merge without a base (linear)
     std::vector<ValueReader> models; // one per merged model, in TensorMergeParams' order
+    // Told, from the calling thread, that values [first, first + count) of every input have been
+    // read for this pass (in order, a batch at a time): their pages can go. Optional.
+    std::function<void(std::uint64_t first, std::uint64_t count)> done;
 };
 
 // One tensor merged as ../shared/specs/merge-v1.md says, streamed: the methods that need the whole
 // tensor (norms, dot products, L1 norms, the magnitude cuts of ties and breadcrumbs) read the
-// inputs first in prepare(), a chunk at a time, keeping only sums and histograms; next() then
-// gives the merged values in storage order. Memory stays at a few MiB whatever the tensor's size.
+// inputs first in prepare(), a batch at a time, keeping only sums and histograms; next() then
+// gives the merged values in storage order. Memory stays at a few tens of MiB whatever the
+// tensor's size.
 //
-// The magnitude cuts are exact: the k-th largest |δ| is found by a radix selection over the bits
-// of |δ| as a float (two passes of 65 536 counters), and entries equal to a cut are kept in index
-// order (ties broken by lower index), so a merge never depends on how the tensor is cut up.
+// Each batch is cut into pieces of 65 536 values shared among the threads. Nothing depends on the
+// number of threads: a whole-tensor sum is summed in double within each piece and the pieces'
+// sums are added in index order; histograms are counts. The magnitude cuts are exact: the k-th
+// largest |δ| is found by a radix selection over the bits of |δ| as a float (two passes of 65 536
+// counters), and entries equal to a cut are kept in index order (ties broken by lower index: the
+// ties in each piece are counted before any piece is cut).
 class TensorMerger {
 public:
     TensorMerger(TensorMergeParams params, TensorMergeInputs inputs);
+    // The threads it uses (0: one per core, the default).
+    void setThreads(unsigned threads);
     // The passes over the inputs that the method needs before its first value; false when stopped.
     bool prepare(const StopToken* stop = nullptr);
     // The next `count` merged values (after prepare()), continuing where the last call ended.
@@ -48,7 +58,7 @@ private:
         Kind kind = Kind::None;
         std::uint32_t key = 0;
         std::uint64_t tiesBefore = 0; // of the elements whose key is `key`, how many rank before
-        std::uint64_t tiesSeen = 0;   // in next(): those met so far
+        std::uint64_t tiesSeen = 0;   // in next(): those in the batches merged so far
     };
     struct ModelState {
         float weight = 1;
@@ -56,26 +66,49 @@ private:
         Cut from;        // kept: ranks from here (magnitude cuts) …
         Cut to;          // … to here
     };
+    // A batch of every input, the task vectors replacing the models' values when asked for.
+    struct Batch {
+        std::vector<float> base;
+        std::vector<std::vector<float>> values;
+    };
+    // Of a piece of a batch: where it starts in the tensor and in the batch, and its length.
+    struct Piece {
+        std::uint64_t first = 0;
+        std::size_t offset = 0;
+        std::size_t count = 0;
+        std::size_t index = 0; // in the tensor, counting from 0
+    };
+    // Of the elements at the key of each cut (from, to) of a model: those before a piece, and in it.
+    struct Ties {
+        std::array<std::uint64_t, 2> before{};
+        std::array<std::uint64_t, 2> in{};
+    };
     using Histogram = std::vector<std::uint64_t>;
 
-    // Reads every chunk of the inputs, and calls visit(first, count, base, models); false when stopped.
-    template <typename Visit> bool scan(const StopToken* stop, Visit visit);
-    void readChunk(std::uint64_t first, std::size_t count);
-    void deltas(std::size_t count);
+    // Reads every batch of the inputs, each piece on one of `threads` threads, and calls
+    // visit(thread, piece, batch) for it; false when stopped.
+    template <typename Visit> bool scan(const StopToken* stop, bool deltas, Visit visit);
+    // Calls visit(thread, piece) for each piece of [first, first + count), on several threads.
+    template <typename Visit> void forPieces(std::uint64_t first, std::size_t count, Visit visit);
+    // Reads [first, first + count) into m_batch and calls visit(thread, piece) for each piece.
+    template <typename Visit>
+    void readBatch(std::uint64_t first, std::size_t count, bool deltas, Visit visit);
+    unsigned threadsFor(std::uint64_t values) const;
+    std::size_t pieceCount() const;
     bool prepareCuts(const StopToken* stop);
-    void sparsify(std::size_t model, std::uint64_t first, std::size_t count);
-    static bool ranksBefore(Cut& cut, std::uint32_t key);
+    // Zeroes what the method drops from the model's task vector in the piece.
+    void sparsify(std::size_t model, const Piece& piece, const Ties& ties);
+    void combine(const Piece& piece, float* out);
 
     TensorMergeParams m_params;
     TensorMergeInputs m_inputs;
     std::vector<ModelState> m_models;
+    unsigned m_threads = 0;
     bool m_prepared = false;
     std::uint64_t m_position = 0;
     float m_divisor = 1;                   // linear and task arithmetic's normalize
     std::array<float, 2> m_coefficients{}; // slerp: of the base and of the model; model_stock: t, 1 − t
-    // One chunk of each input, and the task vectors.
-    std::vector<float> m_base;
-    std::vector<std::vector<float>> m_values;
+    Batch m_batch;
 };
 
 // Every merged value of a tensor at once (small tensors, tests, a merge that is purified next).

@@ -6,7 +6,8 @@
 // one thread unless said, to say what bounds the run:
 //   read      decoding every value of the three inputs once (the merge reads them three times:
 //             ties' two radix passes over |δ| and the pass that merges)
-//   merge     TensorMerger's arithmetic over values already in memory (2048 × 8192 floats)
+//   merge     TensorMerger's arithmetic over values already in memory (2048 × 8192 floats): on one
+//             thread in its CPU time, and on every core in wall time
 //   quantize  the output's values to Q8_0 from memory, on every core as the writer does
 //   write     the base copied through the writer (partial file, fsync, verification)
 //
@@ -24,6 +25,7 @@
 #include <ctime>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace organ;
@@ -33,6 +35,13 @@ namespace {
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The process's CPU time, every thread's.
+double processSeconds() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
 // This thread's CPU time: what a one-thread piece costs, whatever else the machine runs.
@@ -86,8 +95,9 @@ GraftPlan tiesPlan(const std::string& base, const std::string& a, const std::str
     return plan;
 }
 
-// The arithmetic of one 2048 × 8192 tensor merged with ties from values in memory: values per second.
-double mergeArithmetic() {
+// The arithmetic of one 2048 × 8192 tensor merged with ties from values in memory: values per second
+// of the thread's CPU time on one thread, of wall time on `threads` (0: every core).
+double mergeArithmetic(unsigned threads) {
     constexpr std::uint64_t kColumns = 2048;
     constexpr std::uint64_t kRows = 8192;
     std::vector<std::vector<float>> inputs(3, std::vector<float>(kColumns * kRows));
@@ -110,14 +120,17 @@ double mergeArithmetic() {
     in.elements = kColumns * kRows;
     in.base = reader(inputs[0]);
     in.models = {reader(inputs[1]), reader(inputs[2])};
-    const double start = threadSeconds();
+    const double cpuStart = threadSeconds();
+    const auto start = std::chrono::steady_clock::now();
     TensorMerger merger(params, std::move(in));
+    merger.setThreads(threads);
     merger.prepare();
     std::vector<float> out(1u << 20);
     for (std::uint64_t at = 0; at < kColumns * kRows; at += out.size()) {
         merger.next(out.size(), out.data());
     }
-    return double(kColumns * kRows) / (threadSeconds() - start);
+    const double seconds = threads == 1 ? threadSeconds() - cpuStart : secondsSince(start);
+    return double(kColumns * kRows) / seconds;
 }
 
 double quantizeQ8(unsigned threads) {
@@ -151,11 +164,13 @@ int main(int argc, char** argv) {
         }
     }
     std::printf("bench_merge: ties of two fine-tunes on a base, Llama-3.2-1B shape with %u blocks\n", blocks);
-    const double arithmetic = mergeArithmetic();
+    const double arithmeticOne = mergeArithmetic(1);
+    const double arithmetic = mergeArithmetic(0);
     const double q8One = quantizeQ8(1);
     const double q8All = quantizeQ8(0);
-    std::printf("  merge arithmetic (ties, 3 inputs in memory, 1 thread): %.0f M values per CPU second\n",
-                arithmetic / 1e6);
+    std::printf("  merge arithmetic (ties, 3 inputs in memory): %.0f M values per CPU second on 1 thread, "
+                "%.0f M values/s on every core\n",
+                arithmeticOne / 1e6, arithmetic / 1e6);
     std::printf("  Q8_0 quantization from memory: %.0f M values/s on 1 thread, %.0f M on every core\n",
                 q8One / 1e6, q8All / 1e6);
     for (const TensorType type : {TensorType::F16, TensorType::Q8_0}) {
@@ -175,8 +190,10 @@ int main(int argc, char** argv) {
         const GraftPlan plan = tiesPlan(paths[0], paths[1], paths[2], type != TensorType::Q8_0);
         resetPeakResident();
         auto start = std::chrono::steady_clock::now();
+        const double cpuStart = processSeconds();
         const GraftOutcome outcome = graftChimera(plan, GraftModels::open(plan), RootedPath(output));
         const double whole = secondsSince(start);
+        const double cpu = processSeconds() - cpuStart;
         const long peak = processStatusKiB("VmHWM:");
         if (!outcome.written.isOk() || outcome.report.hasErrors()) {
             std::fprintf(stderr, "the merge failed: %s\n", outcome.written.message.c_str());
@@ -205,13 +222,16 @@ int main(int argc, char** argv) {
 
         std::printf("\n%s inputs: 3 × %.2f GB → %.2f GB of Q8_0\n", name.c_str(), inputBytes / 3e9,
                     outputBytes / 1e9);
-        std::printf("  whole merge: %.1f s = %.2f GB of inputs/s, peak resident %.0f MiB (inputs %.0f MiB)\n",
-                    whole, inputBytes / 1e9 / whole, peak / 1024.0, inputBytes / 1048576.0);
-        std::printf("  alone: read the inputs once %.1f s (×3 passes: %.1f s), merge arithmetic %.1f s, "
-                    "quantize %.1f s, write %.1f s\n",
-                    read, 3 * read, merge, quantize, write);
-        std::printf("  sum of the pieces: %.1f s of the %.1f s\n", 3 * read + merge + quantize + write,
-                    whole);
+        std::printf("  whole merge: %.1f s (%.1f s of CPU) = %.2f GB of inputs/s, peak resident %.0f MiB "
+                    "(inputs %.0f MiB)\n",
+                    whole, cpu, inputBytes / 1e9 / whole, peak / 1024.0, inputBytes / 1048576.0);
+        // The merger reads the inputs three times (ties' two radix passes, then the merge) on every
+        // core, as it merges: each core decodes as fast as this one.
+        const double reads = 3 * read / double(std::max(1u, std::thread::hardware_concurrency()));
+        std::printf("  alone: read the inputs once %.1f s on 1 thread (×3 passes on every core: %.1f s), "
+                    "merge arithmetic %.1f s, quantize %.1f s, write %.1f s\n",
+                    read, reads, merge, quantize, write);
+        std::printf("  sum of the pieces: %.1f s of the %.1f s\n", reads + merge + quantize + write, whole);
         for (const std::string& path : paths) {
             std::filesystem::remove(path);
         }

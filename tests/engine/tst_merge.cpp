@@ -380,6 +380,78 @@ private slots:
         QCOMPARE(again, got);
     }
 
+    // Every method over more values than one batch (1 Mi) of the merger's pieces (64 Ki), on 1, 2,
+    // 3 and 8 threads: the same values whatever the threads, and the magnitude cuts (whose ties run
+    // through every piece: values from a small set) as the reference computes them. Every pass
+    // over the inputs reports each batch done once, in order.
+    void threadsAndPieces_data() {
+        QTest::addColumn<int>("method");
+        for (const MergeMethod m :
+             {MergeMethod::Linear, MergeMethod::Slerp, MergeMethod::TaskArithmetic, MergeMethod::Ties,
+              MergeMethod::DareLinear, MergeMethod::DareTies, MergeMethod::Breadcrumbs,
+              MergeMethod::BreadcrumbsTies, MergeMethod::ModelStock}) {
+            QTest::newRow(std::string(mergeMethodName(m)).c_str()) << static_cast<int>(m);
+        }
+    }
+    void threadsAndPieces() {
+        QFETCH(int, method);
+        const auto m = static_cast<MergeMethod>(method);
+        const std::size_t n = (1u << 20) + 300007;
+        std::mt19937 rng(31);
+        auto coarse = [&](float scale) {
+            Values v(n);
+            for (float& x : v) {
+                x = static_cast<float>(static_cast<int>(rng() % 17) - 8) * scale;
+            }
+            return v;
+        };
+        const Values base = coarse(0.125f);
+        const std::vector<Values> models{coarse(0.25f), coarse(0.5f)};
+        // No two weighted task vectors cancel exactly (they would in double, not in F32).
+        const std::vector<double> w{0.7, 0.41};
+        auto p = paramsOf(m, m == MergeMethod::Slerp ? std::vector<double>{1.0} : w, 0.45, 0.05);
+        p.seed = 99;
+        const std::vector<Values> used =
+            m == MergeMethod::Slerp ? std::vector<Values>{models.front()} : models;
+        Values first;
+        for (const unsigned threads : {1u, 2u, 3u, 8u}) {
+            TensorMergeInputs in = inputsOf(m == MergeMethod::Linear ? nullptr : &base, used);
+            std::vector<std::pair<std::uint64_t, std::uint64_t>> done;
+            in.done = [&done](std::uint64_t at, std::uint64_t count) { done.emplace_back(at, count); };
+            TensorMerger merger(p, std::move(in));
+            merger.setThreads(threads);
+            QVERIFY(merger.prepare());
+            Values got(n);
+            // Read in odd counts, as a writer of rows would.
+            for (std::size_t at = 0; at < n;) {
+                const std::size_t count = std::min<std::size_t>(n - at, 700001);
+                merger.next(count, got.data() + at);
+                at += count;
+            }
+            std::uint64_t expected = 0;
+            for (const auto& [at, count] : done) {
+                QCOMPARE(at, expected % n);
+                expected += count;
+            }
+            QVERIFY(expected % n == 0 && expected >= n);
+            if (threads == 1) {
+                first = got;
+            } else {
+                QVERIFY2(got == first, qPrintable(QStringLiteral("%1 threads").arg(threads)));
+            }
+        }
+        if (sparsifyOf(m) == Sparsify::Magnitude || sparsifyOf(m) == Sparsify::Breadcrumbs) {
+            std::vector<std::vector<double>> d;
+            for (const Values& x : models) {
+                d.push_back(sparsifyOf(m) == Sparsify::Magnitude
+                                ? magnitudeSparse(deltaOf(x, base), 0.45)
+                                : breadcrumbSparse(deltaOf(x, base), 0.45, 0.05));
+            }
+            compare(first, usesSignConsensus(m) ? refSignConsensus(base, d, w, p.normalize)
+                                                : refTaskArithmetic(base, d, w, p.normalize));
+        }
+    }
+
     void dare_data() {
         QTest::addColumn<bool>("consensus");
         QTest::addColumn<bool>("rescale");
