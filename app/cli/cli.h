@@ -60,6 +60,7 @@ int runQuantize(const std::vector<std::string>& args);
 int runQuantizeReport(const std::vector<std::string>& args);
 int runQuantizeSensitivity(const std::vector<std::string>& args);
 int runQuantizeBudget(const std::vector<std::string>& args);
+int runDiff(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
 int runImatrix(const std::vector<std::string>& args);

@@ -123,6 +123,12 @@ usage:
       --vitals TEXT  the merge's vital signs (perplexity, KL) and its models' on TEXT,
                      before anything is written; --chunk N scores TEXT in chunks
       --json F       the outcome (findings, validation, the merge, vital signs)
+  organ diff A.gguf B.gguf [--layers A-B] [--system S] [--role R]... [--tensor NAME]...
+             [--threads N] [--json F]
+      What changed from A to B, tensor by tensor (each decoded from its own type):
+      relative error ‖B−A‖/‖A‖, cosine, SQNR in dB, largest |B−A|, the share of values
+      that differ, identical bytes noted; tensors in one model only or of another shape
+      listed; a summary per system and per layer (docs/diff-json.md).
   organ validate FILE... [--json]
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
@@ -167,6 +173,7 @@ int main(int argc, char** argv) {
         {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
         {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
         {"imatrix", runImatrix},   {"quantize", runQuantize}, {"merge", runMerge},
+        {"diff", runDiff},
     };
     if (argc < 2) {
         std::cerr << kUsage;

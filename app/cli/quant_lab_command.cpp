@@ -7,6 +7,7 @@
 #include "plan_run.h"
 #include "quant/quantize.h"
 #include "quant/quantize_model.h"
+#include "report_run.h"
 #include "support/errors.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
@@ -69,40 +70,6 @@ LabInputs openInputs(const Arguments& parsed) {
         in.importance = std::make_unique<ImatrixData>(readImatrix(in.imatrix));
     }
     return in;
-}
-
-void printNotes(const std::vector<std::string>& notes) {
-    for (const std::string& note : notes) {
-        std::cerr << "organ quantize: note: " << escapeText(note) << "\n";
-    }
-}
-
-// A report that writes nothing but itself: `measure` run with a stop token (Ctrl-C), its notes,
-// its `text` on stdout and its `toJson` to --json. The exit status.
-template <typename Measure, typename Text, typename ToJson>
-int runLabReport(const Arguments& parsed, const std::vector<std::string>& inputs, Measure measure, Text text,
-                 ToJson toJson) {
-    const auto json = parsed.option("--json");
-    if (json && !reportTargetsOk("quantize", parsed, inputs)) {
-        return kExitInvalid;
-    }
-    decltype(measure(std::declval<const StopToken&>())) report;
-    try {
-        StopToken stop;
-        const StopOnInterrupt interrupt(stop);
-        report = measure(stop);
-    } catch (const std::exception& error) {
-        std::cerr << "organ quantize: " << escapeText(error.what()) << "\n";
-        return kExitInvalid;
-    }
-    if (!report) {
-        std::cerr << "organ quantize: cancelled\n";
-        return kExitInvalid;
-    }
-    printNotes(report->notes);
-    std::cout << text(*report);
-    return json && !writeReport("quantize", *json, dumpJson(toJson(*report), 2) + "\n", inputs) ? kExitInvalid
-                                                                                                : kExitOk;
 }
 
 std::string readText(const std::string& path) {
@@ -203,8 +170,8 @@ int runQuantizeReport(const std::vector<std::string>& args) {
     const std::vector<TensorType> types =
         typesFrom(parsed, std::vector<TensorType>(defaultLabTypes().begin(), defaultLabTypes().end()));
     const std::string& path = parsed.positional().front();
-    return runLabReport(
-        parsed, {path, parsed.option("--imatrix").value_or(path)},
+    return runReport(
+        "quantize", parsed, {path, parsed.option("--imatrix").value_or(path)},
         [&](const StopToken& stop) {
             const LabInputs in = openInputs(parsed);
             ProgressPrinter printer(fileLabel(path));
@@ -227,8 +194,8 @@ int runQuantizeSensitivity(const std::vector<std::string>& args) {
     }
     SensitivityRequest request = sensitivityFrom(parsed, {TensorType::Q2_K});
     const std::string& path = parsed.positional().front();
-    return runLabReport(
-        parsed, {path, *text, parsed.option("--imatrix").value_or(path)},
+    return runReport(
+        "quantize", parsed, {path, *text, parsed.option("--imatrix").value_or(path)},
         [&](const StopToken& stop) {
             const LabInputs in = openInputs(parsed);
             request.text = readText(*text);
@@ -299,7 +266,7 @@ int runQuantizeBudget(const std::vector<std::string>& args) {
             std::cerr << "organ quantize: cancelled; nothing written\n";
             return kExitInvalid;
         }
-        printNotes(sensitivity->notes);
+        printNotes("quantize", sensitivity->notes);
         const BudgetMix mix = chooseBudgetMix(*in.model, *sensitivity, budget);
         const QuantizeRecipe recipe = budgetRecipe(mix, in.imatrix);
         // The mix as organ quantize would write it, checked against the budget before a byte is.

@@ -1,5 +1,6 @@
 #include "measure/quant_error.h"
 
+#include "measure/model_diff.h"
 #include "measure/model_measure.h"
 #include "measure/zmeasure.h"
 #include "quant/dequant.h"
@@ -23,28 +24,23 @@ constexpr TensorType kLabTypes[] = {TensorType::Q2_K,   TensorType::Q3_K,   Tens
                                     TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::F16};
 
 // Sums over a tensor in double precision: the error, the values, the quantized values and their
-// products, unweighted and weighed by the importance of each value's column.
+// products (DiffSums), and the error and values weighed by the importance of each value's column.
 struct ErrorSums {
-    double diff = 0, x = 0, q = 0, xq = 0, weightedDiff = 0, weightedX = 0;
+    DiffSums plain;
+    double weightedDiff = 0, weightedX = 0;
 };
 
 ErrorSums errorSums(const std::vector<float>& x, const std::vector<float>& q, std::uint64_t rowLength,
                     std::uint64_t rowsPerExpert, const std::vector<float>& weights) {
     ErrorSums s;
-    for (std::size_t i = 0; i < x.size(); ++i) {
+    s.plain.addValues(x.data(), q.data(), x.size());
+    for (std::size_t i = 0; i < x.size() && !weights.empty(); ++i) {
         const double a = x[i];
-        const double b = q[i];
-        const double d = b - a;
-        s.diff += d * d;
-        s.x += a * a;
-        s.q += b * b;
-        s.xq += a * b;
-        if (!weights.empty()) {
-            const std::uint64_t row = i / rowLength;
-            const double w = weights[(row / rowsPerExpert) * rowLength + i % rowLength];
-            s.weightedDiff += w * d * d;
-            s.weightedX += w * a * a;
-        }
+        const double d = double(q[i]) - a;
+        const std::uint64_t row = i / rowLength;
+        const double w = weights[(row / rowsPerExpert) * rowLength + i % rowLength];
+        s.weightedDiff += w * d * d;
+        s.weightedX += w * a * a;
     }
     return s;
 }
@@ -91,8 +87,9 @@ TensorErrors measureTensorErrors(const GgufModel& model, const TensorInfo& t,
         }
         dequantizeRange(type, bytes, 0, decoded.size(), decoded.data());
         const ErrorSums s = errorSums(values, decoded, t.ne[0], rowsPerExpert, weights);
-        e.relativeRms = std::sqrt(ratio(s.diff, s.x));
-        e.cosine = s.x > 0 && s.q > 0 ? s.xq / std::sqrt(s.x * s.q) : (s.x == s.q ? 1.0 : 0.0);
+        const DiffSums& p = s.plain;
+        e.relativeRms = std::sqrt(ratio(p.dd, p.aa));
+        e.cosine = p.aa > 0 && p.bb > 0 ? p.ab / std::sqrt(p.aa * p.bb) : (p.aa == p.bb ? 1.0 : 0.0);
         if (!weights.empty()) {
             e.weightedRelativeRms = std::sqrt(ratio(s.weightedDiff, s.weightedX));
         }
