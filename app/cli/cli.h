@@ -61,6 +61,7 @@ int runQuantizeReport(const std::vector<std::string>& args);
 int runQuantizeSensitivity(const std::vector<std::string>& args);
 int runQuantizeBudget(const std::vector<std::string>& args);
 int runDiff(const std::vector<std::string>& args);
+int runTokenize(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
 int runImatrix(const std::vector<std::string>& args);

@@ -129,6 +129,12 @@ usage:
       relative error ‖B−A‖/‖A‖, cosine, SQNR in dB, largest |B−A|, the share of values
       that differ, identical bytes noted; tensors in one model only or of another shape
       listed; a summary per system and per layer (docs/diff-json.md).
+  organ tokenize MODEL [--text T | --file F] [--id N]... [--piece P]... [--search S [--limit N]]
+                 [--json]
+      The model's own tokenizer (as llama.cpp's, without parsing special tokens): the
+      tokens of a text with their ids, types, vocabulary strings and bytes (byte-fallback
+      tokens shown as \xNN, BOS/EOS marked by type); the token of an id, the id of a
+      vocabulary string, the tokens holding a string. --json: everything as JSON.
   organ validate FILE... [--json]
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
@@ -173,7 +179,7 @@ int main(int argc, char** argv) {
         {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
         {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
         {"imatrix", runImatrix},   {"quantize", runQuantize}, {"merge", runMerge},
-        {"diff", runDiff},
+        {"diff", runDiff},         {"tokenize", runTokenize},
     };
     if (argc < 2) {
         std::cerr << kUsage;

@@ -43,6 +43,15 @@ public:
     std::string decode(const std::vector<std::int32_t>& tokens) const;
 
     std::size_t size() const { return m_tokens.size(); }
+    // A token's string as the vocabulary holds it ("▁the", "<0x0A>", "Ġworld"), and its
+    // tokenizer.ggml.token_type (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte;
+    // 1 when the vocabulary gives none). Both for 0 ≤ token < size().
+    const std::string& vocabularyText(std::int32_t token) const {
+        return m_tokens.at(static_cast<std::size_t>(token));
+    }
+    std::int32_t tokenType(std::int32_t token) const { return m_types.at(static_cast<std::size_t>(token)); }
+    // The id of a vocabulary string, -1 when it has none.
+    std::int32_t lookup(std::string_view text) const;
     std::int32_t bos() const { return m_bos; }
     // Whether encode() puts BOS first.
     bool addsBos() const { return m_addBos; }
@@ -53,7 +62,6 @@ public:
 private:
     using FindKey = std::function<const MetaValue*(std::string_view key)>;
     static Tokenizer build(const std::string& label, const FindKey& find);
-    std::int32_t lookup(std::string_view text) const;
     void encodeSentencePiece(std::string_view raw, std::vector<std::int32_t>& out) const;
     void encodeBytePairs(std::string_view raw, std::vector<std::int32_t>& out) const;
     void encodeWord(const std::string& word, std::vector<std::int32_t>& out) const;
