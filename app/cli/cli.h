@@ -62,6 +62,7 @@ int runQuantizeSensitivity(const std::vector<std::string>& args);
 int runQuantizeBudget(const std::vector<std::string>& args);
 int runDiff(const std::vector<std::string>& args);
 int runTokenize(const std::vector<std::string>& args);
+int runMeta(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
 int runImatrix(const std::vector<std::string>& args);

@@ -135,6 +135,14 @@ usage:
       tokens of a text with their ids, types, vocabulary strings and bytes (byte-fallback
       tokens shown as \xNN, BOS/EOS marked by type); the token of an id, the id of a
       vocabulary string, the tokens holding a string. --json: everything as JSON.
+  organ meta MODEL [--set KEY=VALUE[:TYPE]]... [--set-file KEY=FILE]... [--delete KEY]...
+             -o OUT.gguf [--keep-invalid] [--json F]
+      The model with its metadata edited and its tensors copied as they are. TYPE: u8 …
+      i64, u64, f32, f64, bool, string, or T[] for an array (VALUE a JSON array); without
+      it a key keeps its type (a new key is a string). --set-file takes a string from a
+      file (a chat template). An edit that would stop llama.cpp loading the model (the
+      architecture removed, a block count the tensors disagree with, a tokenizer array
+      of the wrong length) is refused before anything is written.
   organ validate FILE... [--json]
       What llama.cpp's loader checks before it runs anything: key types, per-layer
       array lengths, the tensors each architecture needs with their shapes, the data
@@ -179,7 +187,7 @@ int main(int argc, char** argv) {
         {"specimen", runSpecimen}, {"vitals", runVitals},     {"extract", runExtract},
         {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
         {"imatrix", runImatrix},   {"quantize", runQuantize}, {"merge", runMerge},
-        {"diff", runDiff},         {"tokenize", runTokenize},
+        {"diff", runDiff},         {"tokenize", runTokenize}, {"meta", runMeta},
     };
     if (argc < 2) {
         std::cerr << kUsage;

@@ -115,10 +115,11 @@ private:
     std::set<std::string> m_used;
 };
 
-MetaValue scalarFromJson(const std::string& type, const nlohmann::json& v, Fields& f) {
+// One scalar of a GGUF type from JSON. Throws FormatError with the problem.
+MetaValue scalarFromJson(const std::string& type, const nlohmann::json& v) {
     auto integer = [&](auto lo, auto hi) {
         if (!v.is_number_integer() || v.get<long double>() < lo || v.get<long double>() > hi) {
-            f.fail("\"value\" does not fit a " + type);
+            throw FormatError("\"value\" does not fit a " + type);
         }
     };
     if (type == "string" && v.is_string()) {
@@ -162,12 +163,49 @@ MetaValue scalarFromJson(const std::string& type, const nlohmann::json& v, Field
         integer(-9223372036854775808.0L, 9223372036854775807.0L);
         return MetaValue::fromI64(v.get<std::int64_t>());
     }
-    f.fail("\"value\" is not a " + type +
-           " (types: string, bool, u8, i8, u16, i16, u32, i32, u64, i64, f32, f64)");
+    throw FormatError(
+        "\"value\" is not a " + type +
+        " (types: string, bool, u8, i8, u16, i16, u32, i32, u64, i64, f32, f64, and T[] for an array of T)");
 }
 
-nlohmann::json scalarToJson(const MetaValue& v) {
-    return v.toJson(0);
+} // namespace
+
+MetaValue metadataValueFromJson(const std::string& type, const nlohmann::json& v) {
+    if (!type.ends_with("[]")) {
+        return scalarFromJson(type, v);
+    }
+    const std::string element = type.substr(0, type.size() - 2);
+    if (!v.is_array()) {
+        throw FormatError("\"value\" of a " + type + " must be a JSON array");
+    }
+    std::vector<MetaValue> elements;
+    elements.reserve(v.size());
+    for (const nlohmann::json& item : v) {
+        elements.push_back(scalarFromJson(element, item));
+    }
+    if (elements.empty()) {
+        // The element type of an empty array is the name's.
+        const MetaValue probe = scalarFromJson(element, element == "string" ? nlohmann::json("")
+                                                        : element == "bool" ? nlohmann::json(false)
+                                                                            : nlohmann::json(0));
+        return MetaValue::fromArray(probe.type(), {});
+    }
+    return MetaValue::fromArray(elements.front().type(), elements);
+}
+
+namespace {
+
+// A scalar as its JSON value, an array as the JSON array of its elements.
+nlohmann::json valueToJson(const MetaValue& v) {
+    if (!v.isArray()) {
+        return v.toJson(0);
+    }
+    nlohmann::json items = nlohmann::json::array();
+    v.forEachElement([&](const MetaValue& e) {
+        items.push_back(e.toJson(0));
+        return true;
+    });
+    return items;
 }
 
 TensorSelector selectorFromJson(Fields& f) {
@@ -330,7 +368,11 @@ GraftOperation operationFromJson(const nlohmann::json& j, std::size_t index, con
     case GraftOperation::Kind::SetMetadata: {
         o.key = f.string("key");
         const std::string type = f.string("type");
-        o.value = scalarFromJson(type, f.required("value"), f);
+        try {
+            o.value = metadataValueFromJson(type, f.required("value"));
+        } catch (const FormatError& problem) {
+            f.fail(problem.what());
+        }
         break;
     }
     case GraftOperation::Kind::RemoveMetadata:
@@ -512,6 +554,11 @@ GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label
     return plan;
 }
 
+std::string metadataTypeName(const MetaValue& value) {
+    return value.isArray() ? std::string(valueTypeName(value.elementType())) + "[]"
+                           : std::string(valueTypeName(value.type()));
+}
+
 nlohmann::json graftPlanToJson(const GraftPlan& plan) {
     nlohmann::json donors = nlohmann::json::object();
     for (const auto& [id, path] : plan.donors) {
@@ -544,8 +591,8 @@ nlohmann::json graftPlanToJson(const GraftPlan& plan) {
             break;
         case GraftOperation::Kind::SetMetadata:
             j["key"] = o.key;
-            j["type"] = valueTypeName(o.value.type());
-            j["value"] = scalarToJson(o.value);
+            j["type"] = metadataTypeName(o.value);
+            j["value"] = valueToJson(o.value);
             break;
         case GraftOperation::Kind::RemoveMetadata:
             j["key"] = o.key;

@@ -77,6 +77,12 @@ struct GraftPlan {
     std::string modelId(const std::string& path);
 };
 
+// A set_metadata value from its JSON and type name: a GGUF scalar type ("u32", "string", …) or
+// "T[]" for an array of T (`value` then a JSON array). Throws FormatError saying what does not fit.
+MetaValue metadataValueFromJson(const std::string& type, const nlohmann::json& value);
+// The type name metadataValueFromJson takes for `value`: "u32", "string[]", …
+std::string metadataTypeName(const MetaValue& value);
+
 // Throws FormatError naming the plan file and the problem.
 GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label);
 nlohmann::json graftPlanToJson(const GraftPlan& plan);

@@ -16,7 +16,7 @@ namespace organ {
 namespace {
 
 // Values decoded per model at a time: 1 MiB of floats each.
-constexpr std::size_t kChunk = 1u << 18;
+constexpr std::size_t kValuesPerRead = 1u << 18;
 
 bool sameShape(const TensorInfo& a, const TensorInfo& b) {
     return a.ne == b.ne;
@@ -35,13 +35,13 @@ TensorDiff diffTensor(const GgufModel& a, const TensorInfo& ta, const GgufModel&
     const auto bytesA = a.tensorData(ta);
     const auto bytesB = b.tensorData(tb);
     out.identical = ta.type == tb.type && sameBytes(bytesA, bytesB);
-    std::vector<float> x(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, ta.elements)));
+    std::vector<float> x(static_cast<std::size_t>(std::min<std::uint64_t>(kValuesPerRead, ta.elements)));
     std::vector<float> y(x.size());
-    for (std::uint64_t first = 0; first < ta.elements; first += kChunk) {
+    for (std::uint64_t first = 0; first < ta.elements; first += kValuesPerRead) {
         if (stop != nullptr && stop->stopRequested()) {
             return out;
         }
-        const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, ta.elements - first));
+        const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(kValuesPerRead, ta.elements - first));
         dequantizeRange(ta.type, bytesA, first, count, x.data());
         dequantizeRange(tb.type, bytesB, first, count, y.data());
         out.sums.addValues(x.data(), y.data(), count);
@@ -57,7 +57,7 @@ nlohmann::json orNull(const std::optional<double>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-std::string cell(const std::optional<double>& v, int digits, const char* none) {
+std::string diffCell(const std::optional<double>& v, int digits, const char* none) {
     return v ? fixedDecimals(*v, digits) : none;
 }
 
@@ -260,7 +260,7 @@ std::string modelDiffText(const ModelDiff& diff) {
     auto row = [](const DiffSums& s) {
         return padText(s.relativeError() ? fixedDecimals(100 * *s.relativeError(), 3) + " %" : "—", 12,
                        true) +
-               padText(cell(s.cosine(), 6, "—"), 11, true) + padText(cell(s.sqnrDb(), 1, "∞"), 9, true) +
+               padText(diffCell(s.cosine(), 6, "—"), 11, true) + padText(diffCell(s.sqnrDb(), 1, "∞"), 9, true) +
                padText(fixedDecimals(s.maxAbs, 5), 11, true) +
                padText(fixedDecimals(s.values > 0 ? 100.0 * double(s.changed) / double(s.values) : 0.0, 1) +
                            " %",

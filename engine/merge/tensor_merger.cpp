@@ -27,7 +27,7 @@ std::uint32_t magnitudeKey(float v) {
 }
 
 // c ? a : b on the bits, which the vectorizer takes where it leaves a branch on floats alone.
-float select(bool c, float a, float b) {
+float chooseBits(bool c, float a, float b) {
     const std::uint32_t mask = 0u - static_cast<std::uint32_t>(c);
     return std::bit_cast<float>((std::bit_cast<std::uint32_t>(a) & mask) |
                                 (std::bit_cast<std::uint32_t>(b) & ~mask));
@@ -471,7 +471,7 @@ void TensorMerger::sparsify(std::size_t model, const Piece& piece, const Ties& t
         const bool tie = (key == fromTieKey) | (key == toTieKey);
         const bool pastFrom = !(fromAll | (fromKey & (key > from.key)));
         const bool beforeTo = toAll | (toKey & (key > to.key));
-        d[j] = select(tie | (pastFrom & beforeTo), d[j], 0.0f);
+        d[j] = chooseBits(tie | (pastFrom & beforeTo), d[j], 0.0f);
     }
 }
 
@@ -528,13 +528,13 @@ void TensorMerger::combine(const Piece& piece, float* out) {
                     const float v = w * x[j];
                     const bool positive = sum[j] >= 0;
                     const bool agrees = (positive & (v > 0)) | (!positive & (v < 0));
-                    agreed[j] += select(agrees, v, 0.0f);
-                    divisor[j] += select(agrees, w, 0.0f);
+                    agreed[j] += chooseBits(agrees, v, 0.0f);
+                    divisor[j] += chooseBits(agrees, w, 0.0f);
                 }
             }
             if (m_params.normalize) {
                 for (std::size_t j = 0; j < n; ++j) {
-                    o[j] = base[j] + agreed[j] / select(divisor[j] == 0, 1.0f, divisor[j]);
+                    o[j] = base[j] + agreed[j] / chooseBits(divisor[j] == 0, 1.0f, divisor[j]);
                 }
             } else {
                 for (std::size_t j = 0; j < n; ++j) {
