@@ -11,7 +11,7 @@
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
-#include "vitals/budget_mix.h"
+#include "vitals/quant_pareto.h"
 
 #include <charconv>
 #include <cmath>
@@ -20,7 +20,6 @@
 namespace organ::cli {
 namespace {
 
-constexpr std::uint64_t kMaxTextBytes = 4u << 20;
 // The widest type the lab measures is F32's 32 bits; a mix below one bit per weight fits nothing.
 constexpr double kMaxBitsPerWeight = 32.0;
 
@@ -103,14 +102,6 @@ int runLabReport(const Arguments& parsed, const std::vector<std::string>& inputs
     std::cout << text(*report);
     return json && !writeReport("quantize", *json, dumpJson(toJson(*report), 2) + "\n", inputs) ? kExitInvalid
                                                                                                 : kExitOk;
-}
-
-std::string readText(const std::string& path) {
-    std::string text = readSmallFile(path, kMaxTextBytes);
-    if (text.empty()) {
-        throw FormatError(fileLabel(path) + ": the text is empty");
-    }
-    return text;
 }
 
 // The request of --sensitivity and --target-bpw: --text, --chunk, --types, --groups, --threads.
@@ -231,7 +222,7 @@ int runQuantizeSensitivity(const std::vector<std::string>& args) {
         parsed, {path, *text, parsed.option("--imatrix").value_or(path)},
         [&](const StopToken& stop) {
             const LabInputs in = openInputs(parsed);
-            request.text = readText(*text);
+            request.text = readLabText(*text);
             return runSensitivity(in, request, stop);
         },
         sensitivityText, sensitivityToJson);
@@ -245,9 +236,7 @@ int runQuantizeBudget(const std::vector<std::string>& args) {
     if (parsed.positional().size() != 1 || !output) {
         throw UsageError{"quantize --target-bpw needs one model and -o OUT.gguf"};
     }
-    SensitivityRequest request =
-        sensitivityFrom(parsed, {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::IQ4_XS,
-                                 TensorType::Q5_K, TensorType::Q6_K, TensorType::Q8_0});
+    SensitivityRequest request = sensitivityFrom(parsed, defaultBudgetTypes());
     const std::string& path = parsed.positional().front();
     const auto text = parsed.option("--text");
     const auto evalText = parsed.option("--eval-text");
@@ -288,8 +277,8 @@ int runQuantizeBudget(const std::vector<std::string>& args) {
                               " bits per weight is below the smallest mix of those types (" +
                               fixedDecimals(8.0 * double(least) / parameters, 4) + ")");
         }
-        request.text = text ? readText(*text) : std::string();
-        const std::string held = evalText ? readText(*evalText) : std::string();
+        request.text = text ? readLabText(*text) : std::string();
+        const std::string held = evalText ? readLabText(*evalText) : std::string();
         StopToken stop;
         const StopOnInterrupt interrupt(stop);
         if (!sensitivity) {
