@@ -64,11 +64,19 @@ void QuantLabController::attach(widgets::ModelView* view) {
             [this, view](Run run) { m_host.jobs->cancel(m_jobs[int(run)].value(view)); });
     connect(page, &widgets::QuantLabPage::mixChosen, this,
             [this, view](const ParetoPoint& point) { planMix(view, point); });
-    connect(view, &QObject::destroyed, this, [this, view] {
+    // The view is gone: its jobs are cancelled, and the model's own run is let go once no view
+    // shows the model (counted here: the panes may be going too).
+    const QString key = QString::fromStdString(view->snapshot().model->path());
+    ++m_views[key];
+    connect(view, &QObject::destroyed, this, [this, view, key] {
         for (auto& jobs : m_jobs) {
             if (const quint64 job = jobs.take(view)) {
                 m_host.jobs->cancel(job);
             }
+        }
+        if (--m_views[key] == 0) {
+            m_views.remove(key);
+            m_references.remove(key);
         }
     });
     updatePlanning();

@@ -52,6 +52,7 @@ private:
     QHash<widgets::ModelView*, quint64> m_jobs[2]; // per run: the job each view's page waits for
     // Per model path: its own run on the last text a sweep used.
     QHash<QString, std::shared_ptr<const SensitivityReference>> m_references;
+    QHash<QString, int> m_views; // per model path: the views attached that show it
 };
 
 } // namespace organ::app
