@@ -12,6 +12,7 @@
 #include "open_models.h"
 #include "organs/organ_directory.h"
 #include "organs_controller.h"
+#include "quant_lab_controller.h"
 #include "recent_files.h"
 #include "report_export.h"
 #include "surgery_controller.h"
@@ -80,6 +81,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         pane->setCloseGuard([this](widgets::ModelView* view) { return m_surgery->confirmClose(view); });
     }
     m_vitals = new VitalsController(m_recipient, m_donor, m_surgery, host);
+    m_quantLab = new QuantLabController(m_recipient, m_donor, m_surgery, host);
     m_organs = new OrgansController(host);
     m_fleet = new FleetController(host);
     buildMenus();
@@ -145,7 +147,8 @@ void MainWindow::buildMenus() {
                                               {tr("Δθ against the &donor"), Page::Delta},
                                               {tr("&Inspector"), Page::Inspector},
                                               {tr("&Metadata"), Page::Metadata},
-                                              {tr("&Vital signs"), Page::Vitals}};
+                                              {tr("&Vital signs"), Page::Vitals},
+                                              {tr("&Quantization"), Page::Quantization}};
     for (int k = 0; k < int(std::size(pages)); ++k) {
         const Page page = pages[k].second;
         view->addAction(pages[k].first, this,
@@ -178,6 +181,7 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
             target->addView(view, QFileInfo(path).completeBaseName(), path);
             m_measure->attach(view);
             m_vitals->attach(view);
+            m_quantLab->attach(view);
             connect(view, &widgets::ModelView::dropRefused, this, [this](const QString& reason) {
                 statusBar()->showMessage(tr("Not grafted: %1").arg(reason), 10000);
             });

@@ -24,6 +24,7 @@ class MeasureController;
 class RecentFiles;
 class SurgeryController;
 class VitalsController;
+class QuantLabController;
 class OrgansController;
 class FleetController;
 
@@ -58,6 +59,7 @@ public:
     // Surgery: the graft plan, its dock, plans on disk and the chimera's assembly.
     SurgeryController* surgery() const { return m_surgery; }
     VitalsController* vitals() const { return m_vitals; }
+    QuantLabController* quantLab() const { return m_quantLab; }
     OrgansController* organs() const { return m_organs; }
     FleetController* fleet() const { return m_fleet; }
 
@@ -100,6 +102,7 @@ private:
     widgets::JobStatus* m_jobStatus = nullptr;
     SurgeryController* m_surgery = nullptr;
     VitalsController* m_vitals = nullptr;
+    QuantLabController* m_quantLab = nullptr;
     OrgansController* m_organs = nullptr;
     FleetController* m_fleet = nullptr;
 };

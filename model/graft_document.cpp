@@ -774,12 +774,18 @@ QString GraftDocument::describe(const GraftOperation& o) const {
         return tr("purify %1 (%2, %3)")
             .arg(o.select.names.empty() ? tr("a selection") : selectionText(o.select.names),
                  q(purifyMethodName(o.purify.method)), q(purifyParamsText(o.purify)));
-    case Kind::Quantize:
-        return o.quantize.imatrix.empty()
-                   ? tr("quantize to %1").arg(q(std::string(quantFileTypeName(o.quantize.fileType))))
-                   : tr("quantize to %1 with the importance matrix %2")
-                         .arg(q(std::string(quantFileTypeName(o.quantize.fileType))),
-                              q(fileLabel(o.quantize.imatrix)));
+    case Kind::Quantize: {
+        // A mix of the Quantization page names a type per tensor: the file type is only its default.
+        const QString type = o.quantize.tensorTypes.empty()
+                                 ? q(std::string(quantFileTypeName(o.quantize.fileType)))
+                                 : tr("%1 with %2")
+                                       .arg(q(std::string(quantFileTypeName(o.quantize.fileType))),
+                                            countOf(qint64(o.quantize.tensorTypes.size()),
+                                                    tr("tensor-type override"), tr("tensor-type overrides")));
+        return o.quantize.imatrix.empty() ? tr("quantize to %1").arg(type)
+                                          : tr("quantize to %1 with the importance matrix %2")
+                                                .arg(type, q(fileLabel(o.quantize.imatrix)));
+    }
     case Kind::Merge: {
         QStringList models;
         for (const MergeModel& m : o.merge.models) {

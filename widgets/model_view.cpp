@@ -1,4 +1,5 @@
 #include "model_view.h"
+#include "quant_lab_page.h"
 #include "vitals_page.h"
 #include "wrapped_label.h"
 
@@ -66,6 +67,9 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, const model:
     m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
     m_vitals = new VitalsPage(model::modelDisplayName(*m_snapshot->model), this);
     m_tabs->addTab(m_vitals, tr("Vital &signs")); // Alt+S: Alt+V opens the View menu
+    m_quantLab = new QuantLabPage(model::modelDisplayName(*m_snapshot->model),
+                                  QString::fromStdString(m_snapshot->model->path()), this);
+    m_tabs->addTab(m_quantLab, tr("&Quantization"));
     // A cell clicked opens its tensor in the inspector (even one the tree's filter hides) and
     // selects its row; a double click (on a cell or a tensor's row) shows the inspector.
     connect(m_heatmap, &ThetaHeatmap::tensorClicked, this, [this](int tensor) {
@@ -552,7 +556,8 @@ void ModelView::selectTensor(int tensor) {
 }
 
 void ModelView::showPage(Page page) {
-    QWidget* const pages[] = {m_anatomyTab, m_heatmapTab, m_comparisonTab, m_inspector, m_metadata, m_vitals};
+    QWidget* const pages[] = {m_anatomyTab, m_heatmapTab, m_comparisonTab, m_inspector,
+                              m_metadata,   m_vitals,     m_quantLab};
     QWidget* const widget = pages[static_cast<int>(page)];
     if (m_tabs->isTabEnabled(m_tabs->indexOf(widget))) {
         m_tabs->setCurrentWidget(widget);

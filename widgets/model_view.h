@@ -37,6 +37,7 @@ class TensorInspector;
 class ThetaHeatmap;
 class LayerImportanceChart;
 class VitalsPage;
+class QuantLabPage;
 
 // One open model: a header with its vital facts, then tabs for its anatomy tree
 // (filterable, sortable, groupable by system or by layer) and its metadata.
@@ -59,6 +60,7 @@ public:
     SystemThetaCharts* systemCharts() const { return m_systemCharts; }
     TensorInspector* inspector() const { return m_inspector; }
     VitalsPage* vitalsPage() const { return m_vitals; }
+    QuantLabPage* quantLabPage() const { return m_quantLab; }
     // Vital signs taken: the Vital signs page, and layer importance beside the θ heatmap (a
     // chart) and on it (a row).
     void setVitalsReport(std::shared_ptr<const VitalsReport> report);
@@ -97,7 +99,7 @@ signals:
     void mergeRequested(std::vector<int> tensors);
 
 public:
-    enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Vitals };
+    enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Vitals, Quantization };
     QTabWidget* tabs() const { return m_tabs; }
     void showPage(Page page); // nothing when the page is disabled (Δθ without a comparison)
     // Shows the anatomy tab and puts the keyboard focus in its filter box.
@@ -147,6 +149,7 @@ private:
     LayerImportanceChart* m_importance = nullptr;
     TensorInspector* m_inspector = nullptr;
     VitalsPage* m_vitals = nullptr;
+    QuantLabPage* m_quantLab = nullptr;
     ThetaHeatmap* m_comparison = nullptr;
     QLabel* m_previewLabel = nullptr;
     model::GraftDocument* m_document = nullptr;

@@ -12,7 +12,7 @@
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
-#include "vitals/budget_mix.h"
+#include "vitals/quant_pareto.h"
 
 #include <charconv>
 #include <cmath>
@@ -21,7 +21,6 @@
 namespace organ::cli {
 namespace {
 
-constexpr std::uint64_t kMaxTextBytes = 4u << 20;
 // The widest type the lab measures is F32's 32 bits; a mix below one bit per weight fits nothing.
 constexpr double kMaxBitsPerWeight = 32.0;
 
@@ -70,14 +69,6 @@ LabInputs openInputs(const Arguments& parsed) {
         in.importance = std::make_unique<ImatrixData>(readImatrix(in.imatrix));
     }
     return in;
-}
-
-std::string readText(const std::string& path) {
-    std::string text = readSmallFile(path, kMaxTextBytes);
-    if (text.empty()) {
-        throw FormatError(fileLabel(path) + ": the text is empty");
-    }
-    return text;
 }
 
 // The request of --sensitivity and --target-bpw: --text, --chunk, --types, --groups, --threads.
@@ -198,7 +189,7 @@ int runQuantizeSensitivity(const std::vector<std::string>& args) {
         "quantize", parsed, {path, *text, parsed.option("--imatrix").value_or(path)},
         [&](const StopToken& stop) {
             const LabInputs in = openInputs(parsed);
-            request.text = readText(*text);
+            request.text = readLabText(*text);
             return runSensitivity(in, request, stop);
         },
         sensitivityText, sensitivityToJson);
@@ -212,9 +203,7 @@ int runQuantizeBudget(const std::vector<std::string>& args) {
     if (parsed.positional().size() != 1 || !output) {
         throw UsageError{"quantize --target-bpw needs one model and -o OUT.gguf"};
     }
-    SensitivityRequest request =
-        sensitivityFrom(parsed, {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::IQ4_XS,
-                                 TensorType::Q5_K, TensorType::Q6_K, TensorType::Q8_0});
+    SensitivityRequest request = sensitivityFrom(parsed, defaultBudgetTypes());
     const std::string& path = parsed.positional().front();
     const auto text = parsed.option("--text");
     const auto evalText = parsed.option("--eval-text");
@@ -255,8 +244,8 @@ int runQuantizeBudget(const std::vector<std::string>& args) {
                               " bits per weight is below the smallest mix of those types (" +
                               fixedDecimals(8.0 * double(least) / parameters, 4) + ")");
         }
-        request.text = text ? readText(*text) : std::string();
-        const std::string held = evalText ? readText(*evalText) : std::string();
+        request.text = text ? readLabText(*text) : std::string();
+        const std::string held = evalText ? readLabText(*evalText) : std::string();
         StopToken stop;
         const StopOnInterrupt interrupt(stop);
         if (!sensitivity) {

@@ -8,11 +8,13 @@
 #include "graft/assembly.h"
 #include "graft/graft_check.h"
 #include "measure/measure_cache.h"
+#include "measure/quant_error.h"
 #include "organs/organ_directory.h"
 #include "purify/purify_model.h"
 #include "quant/quantize_model.h"
 #include "support/sha256.h"
 #include "support/text_safety.h"
+#include "vitals/quant_pareto.h"
 
 #include <algorithm>
 #include <optional>
@@ -284,6 +286,7 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         job("/v1/extract", &ApiServer::extract),
         job("/v1/purify", &ApiServer::purify),
         job("/v1/quantize", &ApiServer::quantize),
+        job("/v1/quant-lab", &ApiServer::quantLab),
     };
     const std::string path = request.url().path(QUrl::FullyDecoded).toStdString();
     for (const Route& route : routes) {
@@ -546,6 +549,78 @@ ApiServer::Reply ApiServer::quantize(const QHttpServerRequest& request) {
             return quantizeOutcomeToJson(outcome, recipe, output.path.path);
         },
         output.claim);
+}
+
+// The quantization lab: the error report (organ quantize --report) and/or the Pareto sweep
+// (sensitivity, budget mixes, llama-quantize's mixes measured), as one job.
+ApiServer::Reply ApiServer::quantLab(const QHttpServerRequest& request) {
+    const nlohmann::json body = bodyObject(request, {"path", "imatrix", "report", "pareto", "text_path",
+                                                     "chunk", "groups", "budgets", "measure"});
+    const bool report = booleanField(body, "report");
+    const bool pareto = booleanField(body, "pareto");
+    if (!report && !pareto) {
+        throw ApiError{400, "ask for 'report', 'pareto' or both (true)"};
+    }
+    auto model = openInside(stringField(body, "path"));
+    ParetoRequest sweep;
+    sweep.sensitivity.types = defaultBudgetTypes();
+    sweep.measure = !body.contains("measure") || booleanField(body, "measure");
+    if (const std::string groups = stringField(body, "groups", false); !groups.empty()) {
+        const auto grouping = quantGroupingFromName(groups);
+        if (!grouping) {
+            throw ApiError{400, "'groups' is \"tensor\", \"layer\" or \"role\""};
+        }
+        sweep.sensitivity.grouping = *grouping;
+    }
+    for (const auto& [key, limit, target] :
+         {std::tuple("chunk", std::uint64_t(1) << 20, &sweep.sensitivity.chunk),
+          std::tuple("budgets", std::uint64_t(64), &sweep.budgets)}) {
+        if (const auto it = body.find(key); it != body.end()) {
+            if (!it->is_number_unsigned() || it->get<std::uint64_t>() > limit) {
+                throw ApiError{400,
+                               std::string("'") + key + "' is a number from 0 to " + std::to_string(limit)};
+            }
+            *target = it->get<std::size_t>();
+        }
+    }
+    std::shared_ptr<const ImatrixData> importance;
+    std::string imatrix;
+    try {
+        if (const std::string given = stringField(body, "imatrix", false); !given.empty()) {
+            const RootedPath path = m_paths.input(given);
+            imatrix = path.path;
+            importance = std::make_shared<const ImatrixData>(readImatrix(path));
+        }
+        if (const std::string given = stringField(body, "text_path", false); !given.empty()) {
+            sweep.sensitivity.text = readLabText(m_paths.input(given));
+        }
+    } catch (const ApiError&) {
+        throw;
+    } catch (const std::exception& error) {
+        throw ApiError{422, error.what()};
+    }
+    return startJob("quant-lab",
+                    [model, importance, imatrix, sweep, report,
+                     pareto](const ProgressFn& progress, const StopToken& stop) -> nlohmann::json {
+                        nlohmann::json result = nlohmann::json::object();
+                        if (report) {
+                            const auto errors = measureQuantErrors(
+                                *model, defaultLabTypes(), importance.get(), imatrix, progress, &stop);
+                            if (!errors) {
+                                throw JobFailure{"cancelled", nullptr};
+                            }
+                            result["report"] = quantErrorsToJson(*errors);
+                        }
+                        if (pareto) {
+                            const auto front =
+                                measurePareto(model, importance.get(), imatrix, sweep, progress, &stop);
+                            if (!front) {
+                                throw JobFailure{"cancelled", nullptr};
+                            }
+                            result["pareto"] = paretoToJson(*front);
+                        }
+                        return result;
+                    });
 }
 
 ApiServer::Reply ApiServer::listJobs(const QHttpServerRequest&) {

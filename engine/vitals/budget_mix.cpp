@@ -169,11 +169,18 @@ QuantizeRecipe budgetRecipe(const BudgetMix& mix, const std::string& imatrix) {
     return recipe;
 }
 
+std::vector<std::string> tensorTypeOptions(const QuantizeRecipe& recipe) {
+    std::vector<std::string> out;
+    for (const auto& [pattern, type] : recipe.tensorTypes) {
+        out.push_back(pattern + "=" + lowerCase(tensorTypeName(type)));
+    }
+    return out;
+}
+
 std::string tensorTypeArguments(const QuantizeRecipe& recipe) {
     std::string out;
-    for (const auto& [pattern, type] : recipe.tensorTypes) {
-        out += (out.empty() ? "" : " ") + std::string("--tensor-type '") + pattern + "=" +
-               lowerCase(tensorTypeName(type)) + "'";
+    for (const std::string& option : tensorTypeOptions(recipe)) {
+        out += (out.empty() ? "" : " ") + std::string("--tensor-type '") + option + "'";
     }
     return out;
 }
@@ -192,8 +199,8 @@ nlohmann::json budgetMixToJson(const BudgetMix& mix, const QuantizeRecipe& recip
                            {"predicted_kl", c.predictedKl}});
     }
     nlohmann::json tensorTypes = nlohmann::json::array();
-    for (const auto& [pattern, type] : recipe.tensorTypes) {
-        tensorTypes.push_back(jsonText(pattern + "=" + lowerCase(tensorTypeName(type))));
+    for (const std::string& option : tensorTypeOptions(recipe)) {
+        tensorTypes.push_back(jsonText(option));
     }
     return {{"budget_bytes", mix.budgetBytes},
             {"budget_bits_per_weight",

@@ -58,6 +58,8 @@ BudgetMix chooseBudgetMix(const GgufModel& model, const SensitivityReport& sensi
 // The recipe that makes organ quantize (and llama-quantize) write the mix: every chosen tensor
 // named by an anchored --tensor-type pattern, the file type that of the most bytes.
 QuantizeRecipe budgetRecipe(const BudgetMix& mix, const std::string& imatrix);
+// The recipe's --tensor-type options: "^blk\.0\.attn_q\.weight$=q4_k", …
+std::vector<std::string> tensorTypeOptions(const QuantizeRecipe& recipe);
 // The recipe's --tensor-type options as a shell takes them: --tensor-type '^blk\.0\.attn_q\.weight$=q4_k' …
 std::string tensorTypeArguments(const QuantizeRecipe& recipe);
 

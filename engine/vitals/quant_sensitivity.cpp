@@ -35,19 +35,11 @@ TensorSource encodedSource(const GgufModel& model, const TensorInfo& tensor, Ten
         size, false, tensor.name);
 }
 
-// The model's own run on the text: the positions scored and its logits on them, and — when they
-// fit in the memory vital signs allow — the hidden states entering each layer of every piece, from
-// which a group's run starts at its first changed layer.
-struct ReferenceRun {
-    std::vector<std::int32_t> tokens;
-    std::size_t chunk = 0;
-    std::optional<std::int32_t> bos;
-    ScoredText scored;
-    std::vector<std::vector<Eigen::MatrixXf>> entering; // per piece, blocks + 1 states; empty: none kept
-};
-
-std::optional<ReferenceRun> runReference(const ModelWeights& original, const SensitivityRequest& request,
-                                         unsigned threads, SensitivityReport& report, const StopToken* stop) {
+// The model's own run on the request's text.
+std::optional<SensitivityReference> runReference(const std::string& path, const ModelWeights& original,
+                                                 const SensitivityRequest& request, unsigned threads,
+                                                 const StopToken* stop) {
+    const auto start = std::chrono::steady_clock::now();
     // The text is checked (tokens, chunks, the activations' memory) as vital signs check it.
     VitalsRequest vitals;
     vitals.text = request.text;
@@ -58,10 +50,10 @@ std::optional<ReferenceRun> runReference(const ModelWeights& original, const Sen
     if (!own) {
         return std::nullopt;
     }
-    report.tokens = own->tokens.size();
-    report.scored = own->scored;
-    report.perplexity = own->perplexity.perplexity;
-    ReferenceRun run;
+    SensitivityReference run;
+    run.model = path;
+    run.text = request.text;
+    run.perplexity = own->perplexity.perplexity;
     run.tokens = own->tokens;
     run.chunk = request.chunk;
     const Tokenizer tokenizer = Tokenizer::fromWeights(original);
@@ -73,8 +65,8 @@ std::optional<ReferenceRun> runReference(const ModelWeights& original, const Sen
         std::uint64_t(shape.blocks + 1) * shape.embedding * run.tokens.size() * sizeof(float);
     const bool keep = states <= std::max(kVitalsActivationFloor, 2 * original.tensorBytes());
     if (!keep) {
-        report.notes.push_back("the hidden states of the text would take " + humanBytes(states) +
-                               ": every group runs from the first layer");
+        run.notes.push_back("the hidden states of the text would take " + humanBytes(states) +
+                            ": every group runs from the first layer");
     }
     auto scored =
         scorePieces(run.tokens, run.chunk, run.bos, [&](std::size_t, const std::vector<std::int32_t>& piece) {
@@ -89,6 +81,7 @@ std::optional<ReferenceRun> runReference(const ModelWeights& original, const Sen
         return std::nullopt;
     }
     run.scored = std::move(*scored);
+    run.seconds = secondsSince(start);
     return run;
 }
 
@@ -110,7 +103,8 @@ std::optional<std::uint32_t> firstChangedLayer(const QuantGroup& group, std::uin
 
 // KL(model ‖ `transformer`) on the reference's positions, `transformer` run from layer `first` on
 // where the reference kept its states (from the tokens without `first`).
-std::optional<TypeSensitivity> measureGroup(const Transformer& transformer, const ReferenceRun& reference,
+std::optional<TypeSensitivity> measureGroup(const Transformer& transformer,
+                                            const SensitivityReference& reference,
                                             std::optional<std::uint32_t> first, const StopToken* stop) {
     const auto got =
         scorePieces(reference.tokens, reference.chunk, reference.bos,
@@ -174,7 +168,8 @@ std::optional<SensitivityReport> measureSensitivity(const std::shared_ptr<const 
                                                     const ImatrixData* importance,
                                                     const std::string& imatrixFile,
                                                     const SensitivityRequest& request,
-                                                    const ProgressFn& progress, const StopToken* stop) {
+                                                    const ProgressFn& progress, const StopToken* stop,
+                                                    std::shared_ptr<const SensitivityReference>* reference) {
     for (TensorType type : request.types) {
         if (!canQuantizeTo(type)) {
             throw FormatError(std::string(tensorTypeName(type)) + ": the engine writes " +
@@ -199,12 +194,24 @@ std::optional<SensitivityReport> measureSensitivity(const std::shared_ptr<const 
         }
     }
     const ModelWeights original = ModelWeights::ofModel(model);
-    auto start = std::chrono::steady_clock::now();
-    const std::optional<ReferenceRun> reference = runReference(original, request, threads, report, stop);
-    if (!reference) {
-        return std::nullopt;
+    std::shared_ptr<const SensitivityReference> kept =
+        reference != nullptr && *reference && (*reference)->matches(*model, request) ? *reference : nullptr;
+    if (!kept) {
+        auto run = runReference(model->path(), original, request, threads, stop);
+        if (!run) {
+            return std::nullopt;
+        }
+        kept = std::make_shared<const SensitivityReference>(std::move(*run));
+        report.referenceSeconds = kept->seconds;
+        if (reference != nullptr) {
+            *reference = kept;
+        }
     }
-    report.referenceSeconds = secondsSince(start);
+    const SensitivityReference& own = *kept;
+    report.tokens = own.tokens.size();
+    report.scored = own.scored.targets.size();
+    report.perplexity = own.perplexity;
+    report.notes.insert(report.notes.end(), own.notes.begin(), own.notes.end());
     std::uint64_t runs = 0;
     for (const QuantGroup& g : groups) {
         for (TensorType type : request.types) {
@@ -221,7 +228,7 @@ std::optional<SensitivityReport> measureSensitivity(const std::shared_ptr<const 
             out.elements += t->elements;
             out.bytes += t->bytes;
         }
-        start = std::chrono::steady_clock::now();
+        const auto start = std::chrono::steady_clock::now();
         for (TensorType type : request.types) {
             if (!groupFits(g, type)) {
                 continue;
@@ -237,8 +244,7 @@ std::optional<SensitivityReport> measureSensitivity(const std::shared_ptr<const 
             }
             Transformer transformer(std::move(planned));
             transformer.setThreads(threads);
-            auto at =
-                measureGroup(transformer, *reference, firstChangedLayer(g, transformer.shape().blocks), stop);
+            auto at = measureGroup(transformer, own, firstChangedLayer(g, transformer.shape().blocks), stop);
             if (!at) {
                 return std::nullopt;
             }
@@ -253,6 +259,44 @@ std::optional<SensitivityReport> measureSensitivity(const std::shared_ptr<const 
     }
     throttle.report(runs, runs, "done", true);
     return report;
+}
+
+bool SensitivityReference::matches(const GgufModel& other, const SensitivityRequest& request) const {
+    return model == other.path() && text == request.text && chunk == request.chunk;
+}
+
+std::optional<TypeSensitivity> measureMixDivergence(const std::shared_ptr<const GgufModel>& model,
+                                                    const QuantizeRecipe& recipe,
+                                                    const ImatrixData* importance,
+                                                    const SensitivityReference& reference, unsigned threads,
+                                                    const StopToken* stop) {
+    threads = threads == 0 ? defaultThreadCount() : threads;
+    const QuantizePlan plan = planQuantization(*model, recipe, importance, threads);
+    ModelWeights planned = ModelWeights::ofModel(model);
+    QuantGroup changed{"the mix", {}};
+    std::uint64_t bytes = 0;
+    std::vector<std::string> notes;
+    for (const QuantizedTensor& q : plan.tensors) {
+        const TensorInfo& t = *model->findTensor(q.name);
+        bytes += q.converted ? storedBytes(q.to, t.elements) : t.bytes;
+        if (!q.converted) {
+            continue;
+        }
+        std::vector<float> weights = importance != nullptr && takesImportance(q.to)
+                                         ? importanceWeightsOf(*importance, recipe.imatrix, t, notes)
+                                         : std::vector<float>();
+        planned.replaceTensor(t.name, q.to, encodedSource(*model, t, q.to, std::move(weights), threads));
+        changed.tensors.push_back(&t);
+    }
+    Transformer transformer(std::move(planned));
+    transformer.setThreads(threads);
+    auto at =
+        measureGroup(transformer, reference, firstChangedLayer(changed, transformer.shape().blocks), stop);
+    if (at) {
+        at->type = defaultTensorType(recipe.fileType);
+        at->bytes = bytes;
+    }
+    return at;
 }
 
 } // namespace organ

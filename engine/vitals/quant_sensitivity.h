@@ -2,6 +2,7 @@
 
 #include "gguf/gguf_model.h"
 #include "quant/imatrix_file.h"
+#include "quant/quantize_recipe.h"
 #include "support/job.h"
 #include "vitals/vitals_report.h"
 
@@ -69,15 +70,47 @@ struct SensitivityReport {
     std::vector<std::string> notes;
 };
 
+// The model's own run on a request's text, which every quantized run is compared with: its logits
+// on the positions scored and, when they fit in the memory vital signs allow, the hidden states
+// entering each layer of every piece (a group's run starts at its first changed layer). Made by
+// measureSensitivity; kept by a caller that runs the same model on the same text again.
+struct SensitivityReference {
+    std::string model; // the model's path
+    std::string text;
+    std::size_t chunk = 0;
+    std::vector<std::int32_t> tokens;
+    std::optional<std::int32_t> bos;
+    ScoredText scored;
+    std::vector<std::vector<Eigen::MatrixXf>> entering; // per piece, blocks + 1 states; empty: none kept
+    double perplexity = 0;
+    double seconds = 0; // what its run took
+    std::vector<std::string> notes;
+    // Whether it is the run of `model` on the request's text and chunk.
+    bool matches(const GgufModel& model, const SensitivityRequest& request) const;
+};
+
 // For each group and type: the KL divergence of the model with only that group quantized (as
 // organ quantize encodes it, with `importance` read from `imatrixFile` when given) from the model
 // itself, on the request's text, by the forward pass on weights that are never written. The
-// model's own logits are computed once; each quantized group is encoded once per type. Throws
-// FormatError, VitalsUnavailable (as takeVitals). Cancelled: nullopt.
+// model's own logits are computed once; each quantized group is encoded once per type. With
+// `reference`: a run it holds that matches is used instead of running the model again, and the
+// run made is left there (the report's referenceSeconds are then 0). Throws FormatError,
+// VitalsUnavailable (as takeVitals). Cancelled: nullopt.
 std::optional<SensitivityReport>
 measureSensitivity(const std::shared_ptr<const GgufModel>& model, const ImatrixData* importance,
                    const std::string& imatrixFile, const SensitivityRequest& request,
-                   const ProgressFn& progress = {}, const StopToken* stop = nullptr);
+                   const ProgressFn& progress = {}, const StopToken* stop = nullptr,
+                   std::shared_ptr<const SensitivityReference>* reference = nullptr);
+
+// The model as organ quantize writes it with `recipe` (never written: its converted tensors
+// encoded in memory, with `importance` read from `imatrixFile` when given), run on the
+// reference's text: its KL divergence from the model. Throws FormatError (a recipe llama-quantize
+// refuses). Cancelled: nullopt.
+std::optional<TypeSensitivity> measureMixDivergence(const std::shared_ptr<const GgufModel>& model,
+                                                    const QuantizeRecipe& recipe,
+                                                    const ImatrixData* importance,
+                                                    const SensitivityReference& reference, unsigned threads,
+                                                    const StopToken* stop = nullptr);
 
 // A report sensitivityToJson wrote (alone, or as the "sensitivity" of organ quantize --target-bpw
 // --json), read back for `model`: its groups must be the model's under its grouping (names,

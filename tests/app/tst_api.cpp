@@ -7,6 +7,7 @@
 #include "gguf/gguf_model.h"
 #include "gguf/specimen.h"
 #include "quant/imatrix_file.h"
+#include "vitals/budget_mix.h"
 
 #include <QDeadlineTimer>
 #include <QDir>
@@ -634,6 +635,107 @@ private slots:
         JCOMPARE(done["result"]["written"], true);
         QVERIFY(done["result"]["check"]["errors"].get<int>() > 0);
         QVERIFY(QFile::exists(inRoot(QStringLiteral("out/invalid.gguf"))));
+    }
+
+    // POST /v1/quant-lab: the error report is organ quantize --report's; the sweep's sensitivity is
+    // organ quantize --sensitivity's, its budget mixes never lose KL as they grow, llama-quantize's
+    // mixes are measured at organ quantize's sizes; cancelled, it leaves no result.
+    void quantLab() {
+        const QString base = familyModel("family-base-f16.gguf");
+        ORGAN_REQUIRE_SHARED(base);
+        QVERIFY(QFile::copy(base, inRoot(QStringLiteral("models/family.gguf"))));
+        QFile general(familyModel("texts/general.txt"));
+        QVERIFY(general.open(QIODevice::ReadOnly));
+        QVERIFY(writeAll(inRoot(QStringLiteral("models/short.txt")), general.read(500)));
+        Server server(m_root);
+        QVERIFY(server.port() != 0);
+        const quint16 port = server.port();
+        const Answer started = post(port, QStringLiteral("/v1/quant-lab"),
+                                    {{"path", "models/family.gguf"},
+                                     {"report", true},
+                                     {"pareto", true},
+                                     {"text_path", "models/short.txt"},
+                                     {"groups", "role"},
+                                     {"budgets", 5}});
+        QCOMPARE(started.status, 202);
+        JCOMPARE(started.body["kind"], "quant-lab");
+        const nlohmann::json job = waitForJob(port, started.body, 6000);
+        JCOMPARE(job["state"], "done");
+        const nlohmann::json& result = job["result"];
+
+        QProcess cli;
+        cli.setWorkingDirectory(m_root);
+        const QString reportDoc = m_dir.filePath(QStringLiteral("cli-report.json"));
+        cli.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                  {QStringLiteral("quantize"), QStringLiteral("--report"),
+                   QStringLiteral("models/family.gguf"), QStringLiteral("--json"), reportDoc});
+        QVERIFY(cli.waitForFinished(240000));
+        QCOMPARE(cli.exitCode(), 0);
+        nlohmann::json report = result["report"];
+        nlohmann::json cliReport = parsed(readAll(reportDoc));
+        report.erase("model");
+        cliReport.erase("model");
+        QVERIFY2(report == cliReport, report.dump().substr(0, 400).c_str());
+
+        const QString sensitivityDoc = m_dir.filePath(QStringLiteral("cli-sensitivity.json"));
+        cli.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                  {QStringLiteral("quantize"), QStringLiteral("--sensitivity"),
+                   QStringLiteral("models/family.gguf"), QStringLiteral("--text"),
+                   QStringLiteral("models/short.txt"), QStringLiteral("--groups"), QStringLiteral("role"),
+                   QStringLiteral("--types"), QStringLiteral("Q2_K,Q3_K,Q4_K,IQ4_XS,Q5_K,Q6_K,Q8_0"),
+                   QStringLiteral("--json"), sensitivityDoc});
+        QVERIFY(cli.waitForFinished(240000));
+        QCOMPARE(cli.exitCode(), 0);
+        const nlohmann::json theirs = parsed(readAll(sensitivityDoc));
+        const nlohmann::json& pareto = result["pareto"];
+        JCOMPARE(pareto["format"], "organ-quantize-pareto");
+        const nlohmann::json& ours = pareto["sensitivity"];
+        QCOMPARE(ours["groups"].size(), theirs["groups"].size());
+        for (std::size_t g = 0; g < ours["groups"].size(); ++g) {
+            for (std::size_t t = 0; t < ours["groups"][g]["types"].size(); ++t) {
+                JCOMPARE(ours["groups"][g]["types"][t]["kl_mean"],
+                         theirs["groups"][g]["types"][t]["kl_mean"]);
+            }
+        }
+        // Larger budget mixes never predict more KL; each is within its size.
+        QVERIFY(pareto["mixes"].size() >= 5);
+        for (std::size_t i = 1; i < pareto["mixes"].size(); ++i) {
+            const nlohmann::json& a = pareto["mixes"][i - 1];
+            const nlohmann::json& b = pareto["mixes"][i];
+            QVERIFY(a["tensor_bytes"].get<std::uint64_t>() <= b["tensor_bytes"].get<std::uint64_t>());
+            QVERIFY2(b["predicted_kl"].get<double>() <= a["predicted_kl"].get<double>(),
+                     pareto["mixes"].dump().c_str());
+        }
+        // llama-quantize's Q4_K_M: organ quantize's size, measured.
+        const auto q4 = std::find_if(pareto["references"].begin(), pareto["references"].end(),
+                                     [](const nlohmann::json& r) { return r["label"] == "Q4_K_M"; });
+        QVERIFY(q4 != pareto["references"].end());
+        QVERIFY((*q4)["measured"]["kl_mean"].get<double>() > 0);
+        QuantizeRecipe recipe;
+        recipe.fileType = QuantFileType::Q4_K_M;
+        const auto model = GgufModel::open(base.toStdString());
+        JCOMPARE((*q4)["tensor_bytes"], quantizedSize(*model, recipe, false).tensorBytes);
+
+        // Refused before it starts; cancelled, it has no result.
+        const Answer neither = post(port, QStringLiteral("/v1/quant-lab"), {{"path", "models/family.gguf"}});
+        QCOMPARE(neither.status, 400);
+        const Answer badGroups = post(port, QStringLiteral("/v1/quant-lab"),
+                                      {{"path", "models/family.gguf"}, {"pareto", true}, {"groups", "rows"}});
+        QCOMPARE(badGroups.status, 400);
+        QCOMPARE(post(port, QStringLiteral("/v1/quant-lab"),
+                      {{"path", "models/family.gguf"}, {"pareto", true}, {"text_path", "models/none.txt"}})
+                     .status,
+                 404);
+        const Answer cancelled =
+            post(port, QStringLiteral("/v1/quant-lab"), {{"path", "models/family.gguf"}, {"pareto", true}});
+        QCOMPARE(cancelled.status, 202);
+        QCOMPARE(
+            request(port, "DELETE", QString::fromStdString(cancelled.body["href"].get<std::string>())).status,
+            202);
+        const nlohmann::json ended = waitForJob(port, cancelled.body, 6000);
+        JCOMPARE(ended["state"], "cancelled");
+        QVERIFY(!ended.contains("result"));
+        QFile::remove(inRoot(QStringLiteral("models/family.gguf")));
     }
 
     void capsAndCancelsJobs() {

@@ -17,6 +17,7 @@
 #include "model_pane.h"
 #include "model_roles.h"
 #include "model_view.h"
+#include "quant_lab_page.h"
 #include "report_export.h"
 #include "shared_models.h"
 #include "system_theta_charts.h"
@@ -198,6 +199,8 @@ private slots:
         // Its mnemonic is S: Alt+V is the View menu's.
         QCOMPARE(donor->tabs()->tabText(donor->tabs()->indexOf(donor->vitalsPage())),
                  QStringLiteral("Vital &signs"));
+        QTest::keyClick(&window, Qt::Key_7, Qt::ControlModifier);
+        QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->quantLabPage()));
         QTest::keyClick(&window, Qt::Key_5, Qt::ControlModifier);
         QTest::keyClick(&window, Qt::Key_4, Qt::ControlModifier);
         QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->inspector()));
@@ -419,7 +422,9 @@ private slots:
               "Comparing two models: Δθ", "Grafting: making a chimera", "Keys"}) {
             QVERIFY2(text.contains(QString::fromUtf8(heading)), heading);
         }
-        QVERIFY(text.contains(QStringLiteral("Ctrl+1 … Ctrl+6")));
+        QVERIFY(text.contains(QStringLiteral("Ctrl+1 … Ctrl+7")));
+        QVERIFY(
+            text.contains(QStringLiteral("Quantization: what each type costs, and the best mix for a size")));
         QVERIFY(text.contains(QStringLiteral("Vital signs: does it live?")));
         QString withoutLlama = text;
         withoutLlama.remove(QStringLiteral("llama.cpp"));

@@ -15,6 +15,7 @@
 #include "shared_models.h"
 #include "support/errors.h"
 #include "vitals/budget_mix.h"
+#include "vitals/quant_pareto.h"
 #include "vitals/quant_sensitivity.h"
 #include "vitals/tokenizer.h"
 #include "vitals/vitals_report.h"
@@ -321,6 +322,66 @@ private slots:
         }
         QVERIFY_THROWS_EXCEPTION(FormatError,
                                  chooseBudgetMix(*model, *sensitivity, budgetBytesOf(whole, 4.0)));
+    }
+
+    // A mix measured in memory (measureMixDivergence) is the file organ quantize writes, run and
+    // compared with the model: llama-quantize's Q4_K_M with the family's matrix, and a budget mix.
+    // A sweep with the model's own run kept gives the same points without running it again.
+    void mixInMemoryIsTheWrittenFile() {
+        const QString path = familyModel("family-base-f16.gguf");
+        ORGAN_REQUIRE_SHARED(path);
+        ORGAN_REQUIRE_SHARED(familyImatrix());
+        const auto model = GgufModel::open(path.toStdString());
+        const ImatrixData matrix = readImatrix(familyImatrix().toStdString());
+        ParetoRequest request;
+        request.sensitivity.grouping = QuantGrouping::Role;
+        request.sensitivity.types = {TensorType::Q3_K, TensorType::Q4_K, TensorType::Q6_K};
+        request.sensitivity.threads = 2;
+        request.references = {QuantFileType::Q4_K_M};
+        request.budgets = 4;
+        std::shared_ptr<const SensitivityReference> reference;
+        const auto first =
+            measurePareto(model, &matrix, familyImatrix().toStdString(), request, {}, nullptr, &reference);
+        QVERIFY(first && reference);
+        QVERIFY(first->sensitivity.referenceSeconds > 0);
+        QCOMPARE(first->references.size(), std::size_t(1));
+        QCOMPARE(first->mixes.size(), std::size_t(5)); // the sweep, and ours at Q4_K_M's size
+        const ParetoPoint& q4 = first->references.front();
+        const auto ours = std::find_if(first->mixes.begin(), first->mixes.end(),
+                                       [](const ParetoPoint& p) { return p.measured.has_value(); });
+        QVERIFY(ours != first->mixes.end() && ours->size.tensorBytes <= q4.size.tensorBytes);
+        QTemporaryDir dir;
+        const ModelWeights original = ModelWeights::ofModel(model);
+        VitalsRequest vitals;
+        vitals.continuation = 0;
+        vitals.layerImportance = false;
+        for (const ParetoPoint* point : {&q4, &*ours}) {
+            const std::string out = dir.filePath(QStringLiteral("mix.gguf")).toStdString();
+            QFile::remove(QString::fromStdString(out));
+            QVERIFY(quantizeModel(*model, point->recipe, &matrix, out).written.isOk());
+            const auto written = GgufModel::open(out);
+            QCOMPARE(modelSize(*written).tensorBytes, point->size.tensorBytes);
+            const auto taken = takeVitals(ModelWeights::ofModel(written), {&original}, vitals);
+            QVERIFY(taken && point->measured);
+            const double kl = taken->parents.front().divergence.meanKl;
+            QVERIFY2(kl > 0 && std::abs(point->measured->klMean - kl) <= 1e-9 * kl,
+                     qPrintable(QStringLiteral("%1: %2, not %3")
+                                    .arg(QString::fromStdString(point->label))
+                                    .arg(point->measured->klMean)
+                                    .arg(kl)));
+        }
+        // By role, Q4_K_M gives attn_v Q6_K in layers 2 and 5 and Q4_K elsewhere: no group's KL
+        // predicts that; each budget mix's is.
+        QVERIFY(!q4.predictedKl.has_value());
+        QVERIFY(ours->predictedKl.has_value());
+        const auto again =
+            measurePareto(model, &matrix, familyImatrix().toStdString(), request, {}, nullptr, &reference);
+        QVERIFY(again);
+        QCOMPARE(again->sensitivity.referenceSeconds, 0.0);
+        QCOMPARE(again->references.front().measured->klMean, q4.measured->klMean);
+        for (std::size_t i = 0; i < first->mixes.size(); ++i) {
+            QCOMPARE(again->mixes[i].predictedKl, first->mixes[i].predictedKl);
+        }
     }
 };
 

@@ -150,10 +150,10 @@ inline int rawStatus(quint16 port, const QByteArray& bytes, QByteArray* answer =
     return match.hasMatch() ? match.captured(1).toInt() : 0;
 }
 
-// Polls a job until it has ended.
-inline nlohmann::json waitForJob(quint16 port, const nlohmann::json& started) {
+// Polls a job until it has ended (every 50 ms, `polls` times at most).
+inline nlohmann::json waitForJob(quint16 port, const nlohmann::json& started, int polls = 600) {
     const QString href = QString::fromStdString(started.value("href", std::string()));
-    for (int i = 0; i < 600; ++i) {
+    for (int i = 0; i < polls; ++i) {
         const Answer a = get(port, href);
         const std::string state = a.body.value("state", "");
         if (a.status != 200 || (state != "queued" && state != "running" && state != "cancelling")) {
