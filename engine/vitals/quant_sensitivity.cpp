@@ -8,6 +8,7 @@
 #include "quant/quantized_source.h"
 #include "support/errors.h"
 #include "support/text_format.h"
+#include "vitals/layer_states.h"
 
 #include <chrono>
 #include <map>
@@ -38,16 +39,8 @@ TensorSource encodedSource(const GgufModel& model, const TensorInfo& tensor, Ten
 // The model's own run on the text: the positions scored and its logits on them, and — when they
 // fit in the memory vital signs allow — the hidden states entering each layer of every piece, from
 // which a group's run starts at its first changed layer.
-struct ReferenceRun {
-    std::vector<std::int32_t> tokens;
-    std::size_t chunk = 0;
-    std::optional<std::int32_t> bos;
-    ScoredText scored;
-    std::vector<std::vector<Eigen::MatrixXf>> entering; // per piece, blocks + 1 states; empty: none kept
-};
-
-std::optional<ReferenceRun> runReference(const ModelWeights& original, const SensitivityRequest& request,
-                                         unsigned threads, SensitivityReport& report, const StopToken* stop) {
+std::optional<StatesRun> runReference(const ModelWeights& original, const SensitivityRequest& request,
+                                      unsigned threads, SensitivityReport& report, const StopToken* stop) {
     // The text is checked (tokens, chunks, the activations' memory) as vital signs check it.
     VitalsRequest vitals;
     vitals.text = request.text;
@@ -61,35 +54,19 @@ std::optional<ReferenceRun> runReference(const ModelWeights& original, const Sen
     report.tokens = own->tokens.size();
     report.scored = own->scored;
     report.perplexity = own->perplexity.perplexity;
-    ReferenceRun run;
-    run.tokens = own->tokens;
-    run.chunk = request.chunk;
     const Tokenizer tokenizer = Tokenizer::fromWeights(original);
-    run.bos = tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
+    const auto bos = tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
     Transformer reference(original);
     reference.setThreads(threads);
-    const TransformerShape& shape = reference.shape();
-    const std::uint64_t states =
-        std::uint64_t(shape.blocks + 1) * shape.embedding * run.tokens.size() * sizeof(float);
-    const bool keep = states <= std::max(kVitalsActivationFloor, 2 * original.tensorBytes());
+    const bool keep = statesFit(original, reference.shape(), own->tokens.size());
     if (!keep) {
-        report.notes.push_back("the hidden states of the text would take " + humanBytes(states) +
+        const TransformerShape& shape = reference.shape();
+        report.notes.push_back("the hidden states of the text would take " +
+                               humanBytes(std::uint64_t(shape.blocks + 1) * shape.embedding *
+                                          own->tokens.size() * sizeof(float)) +
                                ": every group runs from the first layer");
     }
-    auto scored =
-        scorePieces(run.tokens, run.chunk, run.bos, [&](std::size_t, const std::vector<std::int32_t>& piece) {
-            std::vector<Eigen::MatrixXf> hidden;
-            Eigen::MatrixXf logits = TransformerSession(reference).run(piece, stop, keep ? &hidden : nullptr);
-            if (keep) {
-                run.entering.push_back(std::move(hidden));
-            }
-            return logits;
-        });
-    if (!scored) {
-        return std::nullopt;
-    }
-    run.scored = std::move(*scored);
-    return run;
+    return runKeepingStates(reference, own->tokens, request.chunk, bos, keep, stop);
 }
 
 // The first layer a group's tensors change: a layer's own number, the number of blocks for the
@@ -110,15 +87,9 @@ std::optional<std::uint32_t> firstChangedLayer(const QuantGroup& group, std::uin
 
 // KL(model ‖ `transformer`) on the reference's positions, `transformer` run from layer `first` on
 // where the reference kept its states (from the tokens without `first`).
-std::optional<TypeSensitivity> measureGroup(const Transformer& transformer, const ReferenceRun& reference,
+std::optional<TypeSensitivity> measureGroup(const Transformer& transformer, const StatesRun& reference,
                                             std::optional<std::uint32_t> first, const StopToken* stop) {
-    const auto got =
-        scorePieces(reference.tokens, reference.chunk, reference.bos,
-                    [&](std::size_t index, const std::vector<std::int32_t>& piece) {
-                        return reference.entering.empty() || !first
-                                   ? TransformerSession(transformer).run(piece, stop)
-                                   : transformer.logitsFrom(*first, reference.entering[index][*first], stop);
-                    });
+    const auto got = runFromLayer(transformer, reference, first, stop);
     if (!got) {
         return std::nullopt;
     }
@@ -200,7 +171,7 @@ std::optional<SensitivityReport> measureSensitivity(const std::shared_ptr<const 
     }
     const ModelWeights original = ModelWeights::ofModel(model);
     auto start = std::chrono::steady_clock::now();
-    const std::optional<ReferenceRun> reference = runReference(original, request, threads, report, stop);
+    const std::optional<StatesRun> reference = runReference(original, request, threads, report, stop);
     if (!reference) {
         return std::nullopt;
     }

@@ -46,13 +46,6 @@ std::size_t tokenLimit(const ModelWeights& model) {
     return context && *context > 0 ? std::min<std::size_t>(kMaxVitalsTokens, *context) : kMaxVitalsTokens;
 }
 
-// perplexityOf's tokens for scored columns: column i predicts targets[i].
-std::vector<std::int32_t> predicted(const std::vector<std::int32_t>& targets) {
-    std::vector<std::int32_t> tokens{0};
-    tokens.insert(tokens.end(), targets.begin(), targets.end());
-    return tokens;
-}
-
 // The logits of the positions llama-perplexity scores in chunks of `chunk` tokens (the second half
 // of each, each chunk run on its own with `bos` first when given) and the tokens they predict;
 // the hidden states of the first chunk when asked for. Cancelled: nullopt.
@@ -136,6 +129,13 @@ std::optional<ScoredText> scorePieces(const std::vector<std::int32_t>& tokens, s
     return whole;
 }
 
+Perplexity perplexityOf(const ScoredText& scored) {
+    // perplexityOf's tokens: column i predicts tokens[i + 1].
+    std::vector<std::int32_t> tokens{0};
+    tokens.insert(tokens.end(), scored.targets.begin(), scored.targets.end());
+    return perplexityOf(scored.logits, tokens);
+}
+
 std::optional<ScoredText> scoreTokens(const Transformer& transformer, const std::vector<std::int32_t>& tokens,
                                       std::size_t chunk, std::optional<std::int32_t> bos,
                                       std::vector<Eigen::MatrixXf>* hidden, const StopToken* stop) {
@@ -195,7 +195,7 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
         return std::nullopt;
     }
     report.scored = ours->targets.size();
-    report.perplexity = perplexityOf(ours->logits, predicted(ours->targets));
+    report.perplexity = perplexityOf(*ours);
     requireFinite(model.label(), report.perplexity.perplexity);
     report.importance = layerImportanceOf(hidden);
     for (const ModelWeights* parent : parents) {
@@ -205,8 +205,8 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
         if (!theirs) {
             return std::nullopt;
         }
-        report.parents.push_back({parent->label(), perplexityOf(theirs->logits, predicted(theirs->targets)),
-                                  divergenceOf(theirs->logits, ours->logits)});
+        report.parents.push_back(
+            {parent->label(), perplexityOf(*theirs), divergenceOf(theirs->logits, ours->logits)});
         requireFinite(parent->label(), report.parents.back().perplexity.perplexity);
     }
     step("continuing the prompt");

@@ -88,6 +88,8 @@ struct ScoredText {
     Eigen::MatrixXf logits;
     std::vector<std::int32_t> targets;
 };
+// The perplexity of the scored positions.
+Perplexity perplexityOf(const ScoredText& scored);
 // Runs one piece of a text (its index, its tokens) and gives its logits (vocabulary × tokens);
 // an empty matrix when cancelled.
 using PieceRun = std::function<Eigen::MatrixXf(std::size_t index, const std::vector<std::int32_t>& piece)>;
