@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <unistd.h>
 
@@ -77,6 +78,19 @@ std::uint64_t Arguments::unsignedOption(std::string_view name, std::uint64_t fal
     const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
     if (error != std::errc() || end != text->data() + text->size()) {
         throw UsageError{std::string(name) + " needs a whole number, not '" + *text + "'"};
+    }
+    return value;
+}
+
+double Arguments::numberOption(std::string_view name, double fallback) const {
+    const auto text = option(name);
+    if (!text) {
+        return fallback;
+    }
+    double value = 0;
+    const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+    if (error != std::errc() || end != text->data() + text->size() || !std::isfinite(value)) {
+        throw UsageError{std::string(name) + " needs a number, not '" + *text + "'"};
     }
     return value;
 }

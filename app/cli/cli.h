@@ -38,6 +38,8 @@ public:
     std::optional<std::string> option(std::string_view name) const;
     std::vector<std::string> all(std::string_view name) const; // every value of a repeated option
     std::uint64_t unsignedOption(std::string_view name, std::uint64_t fallback) const;
+    double numberOption(std::string_view name, double fallback) const; // finite
+
     const std::vector<std::string>& positional() const { return m_positional; }
 
 private:
@@ -62,12 +64,17 @@ int runQuantizeSensitivity(const std::vector<std::string>& args);
 int runQuantizeBudget(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
+int runSurgeon(const std::vector<std::string>& args);
 int runImatrix(const std::vector<std::string>& args);
 int runFleet(const std::vector<std::string>& args);
 int runServe(const std::vector<std::string>& args);
 
 // --sample N|all (the Z-measure's default without it). Throws UsageError.
 ZParams sampleFrom(const Arguments& args);
+inline constexpr std::uint64_t kMaxScoringTextBytes = 4u << 20;
+// A text to score (--text of vital signs, the lab, the surgeon): at most 4 MiB, not empty.
+// Throws FormatError or IoError naming the file.
+std::string readScoringText(const std::string& path);
 // --chunk N of vital signs (0 without it: the text whole). Throws UsageError.
 std::size_t chunkFrom(const Arguments& args);
 // The --json, --csv and --markdown targets, checked before any work: never an input, never a

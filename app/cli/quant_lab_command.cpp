@@ -18,9 +18,16 @@
 #include <iostream>
 
 namespace organ::cli {
-namespace {
 
-constexpr std::uint64_t kMaxTextBytes = 4u << 20;
+std::string readScoringText(const std::string& path) {
+    std::string text = readSmallFile(path, kMaxScoringTextBytes);
+    if (text.empty()) {
+        throw FormatError(fileLabel(path) + ": the text is empty");
+    }
+    return text;
+}
+
+namespace {
 // The widest type the lab measures is F32's 32 bits; a mix below one bit per weight fits nothing.
 constexpr double kMaxBitsPerWeight = 32.0;
 
@@ -103,14 +110,6 @@ int runLabReport(const Arguments& parsed, const std::vector<std::string>& inputs
     std::cout << text(*report);
     return json && !writeReport("quantize", *json, dumpJson(toJson(*report), 2) + "\n", inputs) ? kExitInvalid
                                                                                                 : kExitOk;
-}
-
-std::string readText(const std::string& path) {
-    std::string text = readSmallFile(path, kMaxTextBytes);
-    if (text.empty()) {
-        throw FormatError(fileLabel(path) + ": the text is empty");
-    }
-    return text;
 }
 
 // The request of --sensitivity and --target-bpw: --text, --chunk, --types, --groups, --threads.
@@ -231,7 +230,7 @@ int runQuantizeSensitivity(const std::vector<std::string>& args) {
         parsed, {path, *text, parsed.option("--imatrix").value_or(path)},
         [&](const StopToken& stop) {
             const LabInputs in = openInputs(parsed);
-            request.text = readText(*text);
+            request.text = readScoringText(*text);
             return runSensitivity(in, request, stop);
         },
         sensitivityText, sensitivityToJson);
@@ -288,8 +287,8 @@ int runQuantizeBudget(const std::vector<std::string>& args) {
                               " bits per weight is below the smallest mix of those types (" +
                               fixedDecimals(8.0 * double(least) / parameters, 4) + ")");
         }
-        request.text = text ? readText(*text) : std::string();
-        const std::string held = evalText ? readText(*evalText) : std::string();
+        request.text = text ? readScoringText(*text) : std::string();
+        const std::string held = evalText ? readScoringText(*evalText) : std::string();
         StopToken stop;
         const StopOnInterrupt interrupt(stop);
         if (!sensitivity) {
