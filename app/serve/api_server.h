@@ -68,6 +68,7 @@ private:
     Reply extract(const QHttpServerRequest& request);
     Reply purify(const QHttpServerRequest& request);
     Reply quantize(const QHttpServerRequest& request);
+    Reply surgeon(const QHttpServerRequest& request);
     Reply listJobs(const QHttpServerRequest& request);
 
     // Inputs, each through m_paths: inside the root or refused.
