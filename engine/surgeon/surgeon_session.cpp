@@ -77,6 +77,14 @@ SurgeonSession::SurgeonSession(const SurgeonModels& models, const SurgeonRequest
         holdout = ScoringText{vitalsTokens(recipient, tokenizer, held), request.chunk, bosOf(tokenizer),
                               std::nullopt};
     }
+    // Candidates' logits are held beside the reference's: both texts are checked for that.
+    const TransformerShape shape = Transformer(recipient).shape();
+    checkActivationMemory(recipient, shape, search.tokens.size(), request.chunk, 0, false,
+                          models.reference.has_value());
+    if (holdout) {
+        checkActivationMemory(recipient, shape, holdout->tokens.size(), request.chunk, 0, false,
+                              models.reference.has_value());
+    }
     m_record.goal = request.goal;
     m_record.recipient = fileLabel(models.recipient.first);
     for (const auto& donor : models.donors) {
@@ -88,10 +96,10 @@ SurgeonSession::SurgeonSession(const SurgeonModels& models, const SurgeonRequest
         m_record.objective = SurgeonObjective::Kl;
         m_record.reference = fileLabel(models.reference->first);
         const ModelWeights reference = ModelWeights::ofModel(models.reference->second);
-        const std::uint32_t vocabulary = Transformer(recipient).shape().vocabulary;
-        search.reference = referenceLogits(reference, search, vocabulary, m_request.threads, stop);
+        search.reference = referenceLogits(reference, search, shape.vocabulary, m_request.threads, stop);
         if (holdout) {
-            holdout->reference = referenceLogits(reference, *holdout, vocabulary, m_request.threads, stop);
+            holdout->reference =
+                referenceLogits(reference, *holdout, shape.vocabulary, m_request.threads, stop);
         }
         if (stop != nullptr && stop->stopRequested()) {
             m_ended = true;

@@ -20,11 +20,14 @@ void requireFinite(const std::string& label, double perplexity) {
     }
 }
 
-// Refuses a run whose keys, values, hidden states and logits would outgrow the budget: a pass over
-// `tokens` (its logits, and a parent's beside them) and, in chunks, the logits of the `held`
-// positions scored (and a parent's).
-void checkActivations(const ModelWeights& model, const TransformerShape& shape, std::size_t tokens,
-                      std::size_t held, bool hidden, bool parents) {
+} // namespace
+
+void checkActivationMemory(const ModelWeights& model, const TransformerShape& shape, std::size_t textTokens,
+                           std::size_t chunk, std::size_t longest, bool hidden, bool parents) {
+    // A pass over the longest piece (its logits, and a parent's beside them) and, in chunks, the
+    // logits of the positions scored (and a parent's).
+    const std::size_t tokens = std::max(chunk > 0 ? chunk : textTokens, longest);
+    const std::size_t held = chunk > 0 ? textTokens / chunk * (chunk - chunk / 2 - 1) : 0;
     const std::uint64_t kv = std::uint64_t(shape.kvHeads) * shape.headSize;
     const std::uint64_t logits = std::uint64_t(shape.vocabulary) * (parents ? 2 : 1);
     const std::uint64_t floats = std::uint64_t(shape.blocks) * 2 * kv +
@@ -39,6 +42,8 @@ void checkActivations(const ModelWeights& model, const TransformerShape& shape, 
                           humanBytes(budget) + " allowed for a model of this size: score a shorter text");
     }
 }
+
+namespace {
 
 // The most tokens one run takes: kMaxVitalsTokens, or the model's context when it is shorter.
 std::size_t tokenLimit(const ModelWeights& model) {
@@ -179,12 +184,8 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
     }
     step("running the model");
     const Transformer transformer{model};
-    const std::size_t run = request.chunk > 0 ? request.chunk : report.tokens.size();
-    const std::size_t held =
-        request.chunk > 0 ? report.tokens.size() / request.chunk * (request.chunk - request.chunk / 2 - 1)
-                          : 0;
-    checkActivations(model, transformer.shape(), std::max(run, prompt.size() + request.continuation), held,
-                     request.layerImportance, !parents.empty());
+    checkActivationMemory(model, transformer.shape(), report.tokens.size(), request.chunk,
+                          prompt.size() + request.continuation, request.layerImportance, !parents.empty());
     std::vector<Eigen::MatrixXf> hidden;
     std::vector<Eigen::MatrixXf>* keep = request.layerImportance ? &hidden : nullptr;
     const std::optional<std::int32_t> bos =

@@ -335,6 +335,26 @@ private slots:
         }
     }
 
+    // KL needs the reference's tokens to be the recipient's.
+    void referenceOfAnotherVocabularyIsRefused() {
+        const std::string other = path("vocabulary.gguf");
+        SpecimenShape shape;
+        shape.blocks = 2;
+        shape.vocabulary = 400;
+        QVERIFY(writeSpecimen(other, 4, shape).isOk());
+        SurgeonModels m = models(m_base);
+        m.reference.emplace(other, GgufModel::open(other));
+        try {
+            runSurgeon(m, request(SurgeonGoal::Prune));
+            QFAIL("no error");
+        } catch (const FormatError& error) {
+            QVERIFY2(std::string(error.what())
+                             .find("vocabulary.gguf: a vocabulary of 400 tokens; the recipient's "
+                                   "has 512") != std::string::npos,
+                     error.what());
+        }
+    }
+
     void holdoutSplitsAtALineBreak() {
         const auto [search, held] = splitHoldout(kText, 0.3);
         QCOMPARE(search + held, std::string(kText));
