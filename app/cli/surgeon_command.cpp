@@ -17,6 +17,16 @@
 namespace organ::cli {
 namespace {
 
+// A whole number of `name` from `low` to `high`, or `fallback` without it. Throws UsageError.
+std::uint64_t boundedOption(const Arguments& parsed, const char* name, std::uint64_t fallback,
+                            std::uint64_t low, std::uint64_t high) {
+    const std::uint64_t value = parsed.unsignedOption(name, fallback);
+    if (value < low || value > high) {
+        throw UsageError{std::string(name) + " is " + std::to_string(low) + " to " + std::to_string(high)};
+    }
+    return value;
+}
+
 // --budget E (candidates) and/or --budget Ns (seconds).
 void budgetFrom(const Arguments& parsed, SurgeonRequest& request) {
     for (const std::string& text : parsed.all("--budget")) {
@@ -63,16 +73,14 @@ SurgeonRequest requestFrom(const Arguments& parsed, std::vector<std::string>& do
     SurgeonRequest request;
     request.goal = goalFrom(parsed, request, donors);
     request.chunk = chunkFrom(parsed);
-    request.beam = static_cast<std::size_t>(
-        std::min<std::uint64_t>(parsed.unsignedOption("--beam", 1), kMaxSurgeonBeam + 1));
-    request.controlPoints = static_cast<std::uint32_t>(std::min<std::uint64_t>(
-        parsed.unsignedOption("--points", request.controlPoints), kMaxSurgeonControlPoints + 1));
-    request.offspring = static_cast<std::size_t>(std::min<std::uint64_t>(
-        parsed.unsignedOption("--offspring", request.offspring), kMaxSurgeonOffspring + 1));
-    request.generations = static_cast<std::uint32_t>(std::min<std::uint64_t>(
-        parsed.unsignedOption("--generations", request.generations), kMaxSurgeonGenerations + 1));
-    request.sweeps = static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(parsed.unsignedOption("--sweeps", request.sweeps), kMaxSurgeonSweeps + 1));
+    request.beam = boundedOption(parsed, "--beam", 1, 1, kMaxSurgeonBeam);
+    request.controlPoints = static_cast<std::uint32_t>(
+        boundedOption(parsed, "--points", request.controlPoints, 1, kMaxSurgeonControlPoints));
+    request.offspring = boundedOption(parsed, "--offspring", request.offspring, 1, kMaxSurgeonOffspring);
+    request.generations = static_cast<std::uint32_t>(
+        boundedOption(parsed, "--generations", request.generations, 0, kMaxSurgeonGenerations));
+    request.sweeps =
+        static_cast<std::uint32_t>(boundedOption(parsed, "--sweeps", request.sweeps, 1, kMaxSurgeonSweeps));
     request.seed = parsed.unsignedOption("--seed", 0);
     request.threads =
         static_cast<unsigned>(std::min<std::uint64_t>(parsed.unsignedOption("--threads", 0), 1024));
@@ -114,6 +122,9 @@ int runSurgeon(const std::vector<std::string>& args) {
     const auto output = parsed.option("-o");
     if (!output) {
         throw UsageError{"surgeon needs -o PLAN.json"};
+    }
+    if (parsed.option("--json") == output) {
+        throw UsageError{"-o and --json name the same file"};
     }
     const std::string recipientPath = parsed.positional().front();
     if (holdout > 0 && !parsed.option("--text")) {

@@ -46,6 +46,20 @@ LayerOrigins originsByLayer(const ChimeraLayout& layout) {
     return out;
 }
 
+// The plan's check; its first error (and how many more) thrown as a FormatError: the models cannot
+// make that chimera (a donor of another vocabulary or shape).
+CompatibilityReport checkedPlan(const GraftPlan& plan, const GraftModels& models) {
+    CompatibilityReport report = checkGraft(plan, models);
+    const auto isError = [](const Finding& f) { return f.severity == Finding::Severity::Error; };
+    const auto first = std::find_if(report.findings.begin(), report.findings.end(), isError);
+    if (first != report.findings.end()) {
+        const auto more = std::count_if(first + 1, report.findings.end(), isError);
+        throw FormatError("a candidate plan cannot be made: " + first->message +
+                          (more > 0 ? " (and " + std::to_string(more) + " more errors)" : std::string()));
+    }
+    return report;
+}
+
 } // namespace
 
 std::optional<std::uint32_t> firstChangedLayer(const ChimeraLayout& anchor, const ChimeraLayout& candidate) {
@@ -100,10 +114,7 @@ std::optional<CandidateScore> CandidateEvaluator::score(const GraftPlan& plan, c
         ++m_hits;
         return it->second;
     }
-    const CompatibilityReport report = checkGraft(plan, m_models);
-    if (report.hasErrors()) {
-        throw FormatError("a candidate plan has errors:\n" + reportText(report, plan));
-    }
+    const CompatibilityReport report = checkedPlan(plan, m_models);
     ModelWeights weights = ModelWeights::ofPlan(plan, m_models, report);
     CandidateScore out;
     out.layers = report.layout.blocks;
@@ -132,10 +143,7 @@ std::optional<CandidateScore> CandidateEvaluator::score(const GraftPlan& plan, c
 }
 
 bool CandidateEvaluator::anchorOn(const GraftPlan& plan, const StopToken* stop) {
-    CompatibilityReport report = checkGraft(plan, m_models);
-    if (report.hasErrors()) {
-        throw FormatError("a candidate plan has errors:\n" + reportText(report, plan));
-    }
+    CompatibilityReport report = checkedPlan(plan, m_models);
     ModelWeights weights = ModelWeights::ofPlan(plan, m_models, report);
     Transformer transformer(weights);
     transformer.setThreads(m_threads);

@@ -6,6 +6,7 @@
 #include "gguf/specimen.h"
 
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -34,6 +35,8 @@ private slots:
         shape.blocks = 4;
         QVERIFY(writeSpecimen(m_base.toStdString(), 1, shape).isOk());
         QVERIFY(writeSpecimen(m_donor.toStdString(), 2, shape).isOk());
+        shape.embedding = 32;
+        QVERIFY(writeSpecimen(path(QStringLiteral("narrow.gguf")).toStdString(), 3, shape).isOk());
         QVERIFY(writeAll(m_text, "The cat sat in the sun and the dog ran to the sea.\n"
                                  "The bird sang a song and the fish swam in the deep water.\n"
                                  "At night they all slept and the moon was bright and round.\n"));
@@ -166,6 +169,51 @@ private slots:
                                                QStringLiteral("-o"),
                                                out}
                                 << 2 << QStringLiteral("task_arithmetic or ties");
+        QTest::newRow("beam") << QStringList{s,
+                                             base,
+                                             QStringLiteral("--prune"),
+                                             QStringLiteral("1"),
+                                             QStringLiteral("--beam"),
+                                             QStringLiteral("100000"),
+                                             QStringLiteral("-o"),
+                                             out}
+                              << 2 << QStringLiteral("--beam is 1 to 64");
+        QTest::newRow("offspring") << QStringList{s,
+                                                  base,
+                                                  QStringLiteral("--merge"),
+                                                  path(QStringLiteral("donor.gguf")),
+                                                  QStringLiteral("--offspring"),
+                                                  QStringLiteral("0"),
+                                                  QStringLiteral("-o"),
+                                                  out}
+                                   << 2 << QStringLiteral("--offspring is 1 to 256");
+        QTest::newRow("json is the plan") << QStringList{s,
+                                                         base,
+                                                         QStringLiteral("--prune"),
+                                                         QStringLiteral("1"),
+                                                         QStringLiteral("-o"),
+                                                         out,
+                                                         QStringLiteral("--json"),
+                                                         out}
+                                          << 2 << QStringLiteral("the same file");
+        QTest::newRow("text is a folder") << QStringList{s,
+                                                         base,
+                                                         QStringLiteral("--prune"),
+                                                         QStringLiteral("1"),
+                                                         QStringLiteral("--text"),
+                                                         m_dir.path(),
+                                                         QStringLiteral("-o"),
+                                                         out}
+                                          << 1 << QFileInfo(m_dir.path()).fileName();
+        QTest::newRow("merge of another shape") << QStringList{s,
+                                                               base,
+                                                               QStringLiteral("--merge"),
+                                                               path(QStringLiteral("narrow.gguf")),
+                                                               QStringLiteral("--text"),
+                                                               text,
+                                                               QStringLiteral("-o"),
+                                                               out}
+                                                << 1 << QStringLiteral("a candidate plan cannot be made");
         QTest::newRow("own donor")
             << QStringList{s, base, QStringLiteral("--organs"), base, QStringLiteral("-o"), out} << 1
             << QStringLiteral("its own donor");
