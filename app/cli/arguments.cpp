@@ -117,11 +117,12 @@ void ProgressPrinter::update(std::uint64_t done, std::uint64_t total, std::strin
         std::fprintf(stderr, "\r%s %-10.*s [%.*s%*s] %3d%%", m_label.c_str(), static_cast<int>(stage.size()),
                      stage.data(), filled, "##############################", kWidth - filled, "", percent);
         std::fflush(stderr);
-    } else if (percent / 10 != m_lastPercent / 10) {
+    } else if (percent / 10 != m_lastPercent / 10 || stage != m_lastStage) {
         std::fprintf(stderr, "%s: %.*s %d%%\n", m_label.c_str(), static_cast<int>(stage.size()), stage.data(),
                      percent);
     }
     m_lastPercent = percent;
+    m_lastStage = std::string(stage);
 }
 
 void ProgressPrinter::finish() {

@@ -127,6 +127,7 @@ private:
     std::string m_label;
     bool m_terminal;
     int m_lastPercent = -1;
+    std::string m_lastStage; // without a terminal, a line for each decile and each new stage
 };
 
 } // namespace organ::cli

@@ -154,7 +154,10 @@ std::optional<double> SurgeonSession::tryPlan(const GraftPlan& plan, std::string
     }
     const std::uint64_t total = std::max<std::uint64_t>(
         m_request.maxEvaluations > 0 ? m_request.maxEvaluations : m_planned, m_search->runs() + 1);
-    m_progress.report(m_search->runs(), total, stage);
+    // The stage and the best feasible objective so far.
+    const std::string said =
+        std::string(stage) + (m_bestSoFar ? ", best " + fixedDecimals(*m_bestSoFar, 4) : std::string());
+    m_progress.report(m_search->runs(), total, said);
     const std::optional<CandidateScore> score = m_search->score(plan, m_stop);
     if (!score) {
         m_record.end = SurgeonRecord::End::Cancelled;
@@ -168,6 +171,9 @@ std::optional<double> SurgeonSession::tryPlan(const GraftPlan& plan, std::string
     candidate.feasible = complete && feasible(*score);
     candidate.seconds = elapsed();
     candidate.plan = plan;
+    if (candidate.feasible && (!m_bestSoFar || score->objective < *m_bestSoFar)) {
+        m_bestSoFar = score->objective;
+    }
     m_indexOf.emplace(key, m_record.candidates.size());
     m_record.candidates.push_back(std::move(candidate));
     noteStage(stage, m_record.candidates.size() - 1);

@@ -67,6 +67,7 @@ private:
     std::map<std::string, std::size_t> m_stageBest; // stage → its best feasible candidate
     std::uint64_t m_planned = 0;
     std::uint64_t m_cacheHits = 0;
+    std::optional<double> m_bestSoFar; // the lowest feasible objective, for progress
     bool m_ended = false;
     SurgeonRecord m_record;
 };

@@ -10,6 +10,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -92,6 +93,33 @@ private slots:
         QVERIFY2(run.exitCode == 0, qPrintable(run.err));
         const CliRun check = runOrganCli({QStringLiteral("plan"), QStringLiteral("check"), plan});
         QVERIFY2(check.exitCode == 0, qPrintable(check.out + check.err));
+    }
+
+    // Interrupted (SIGTERM, as Ctrl-C) once the evolution runs (its progress says the best so far):
+    // the plan written is the best scored, and it says so.
+    void interruptKeepsTheBest() {
+        const QString plan = path(QStringLiteral("interrupted.json"));
+        QProcess process;
+        process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                      {QStringLiteral("surgeon"), m_base, QStringLiteral("--merge"), m_donor,
+                       QStringLiteral("--text"), m_text, QStringLiteral("--generations"),
+                       QStringLiteral("100000"), QStringLiteral("-o"), plan});
+        QVERIFY(process.waitForStarted());
+        QByteArray err;
+        while (!err.contains("evolution, best") && process.state() == QProcess::Running) {
+            process.waitForReadyRead(100);
+            err += process.readAllStandardError();
+        }
+        process.terminate();
+        QVERIFY(process.waitForFinished(60000));
+        err += process.readAllStandardError();
+        QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(process.exitCode(), 0);
+        QVERIFY2(err.contains("cancelled: interrupted.json is the best of the candidates scored"),
+                 err.constData());
+        const CliRun check = runOrganCli({QStringLiteral("plan"), QStringLiteral("check"), plan});
+        QVERIFY2(check.exitCode == 0, qPrintable(check.out + check.err));
+        QVERIFY(readAll(plan).contains("task_arithmetic"));
     }
 
     void badInput_data() {

@@ -264,7 +264,7 @@ private slots:
         const SurgeonRecord record = runSurgeon(
             models(m_base), request(SurgeonGoal::Prune),
             [&](const Progress& p) {
-                if (p.stage == "greedy") {
+                if (p.stage.starts_with("greedy")) {
                     stop.requestStop();
                 }
             },
