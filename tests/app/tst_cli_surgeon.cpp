@@ -100,19 +100,12 @@ private slots:
     void interruptKeepsTheBest() {
         const QString plan = path(QStringLiteral("interrupted.json"));
         QProcess process;
-        process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
-                      {QStringLiteral("surgeon"), m_base, QStringLiteral("--merge"), m_donor,
-                       QStringLiteral("--text"), m_text, QStringLiteral("--generations"),
-                       QStringLiteral("100000"), QStringLiteral("-o"), plan});
-        QVERIFY(process.waitForStarted());
-        QByteArray err;
-        while (!err.contains("evolution, best") && process.state() == QProcess::Running) {
-            process.waitForReadyRead(100);
-            err += process.readAllStandardError();
-        }
-        process.terminate();
-        QVERIFY(process.waitForFinished(60000));
-        err += process.readAllStandardError();
+        const QByteArray err = interruptOrganCliWhen(
+            process,
+            {QStringLiteral("surgeon"), m_base, QStringLiteral("--merge"), m_donor, QStringLiteral("--text"),
+             m_text, QStringLiteral("--generations"), QStringLiteral("100000"), QStringLiteral("-o"), plan},
+            "evolution, best");
+        QCOMPARE(process.state(), QProcess::NotRunning);
         QCOMPARE(process.exitStatus(), QProcess::NormalExit);
         QCOMPARE(process.exitCode(), 0);
         QVERIFY2(err.contains("cancelled: interrupted.json is the best of the candidates scored"),
