@@ -123,6 +123,9 @@ int runSurgeon(const std::vector<std::string>& args) {
     if (!output) {
         throw UsageError{"surgeon needs -o PLAN.json"};
     }
+    if (std::filesystem::path(*output).extension() == ".gguf") {
+        throw UsageError{"-o names the plan (PLAN.json); the chimera it plans is PLAN.gguf beside it"};
+    }
     if (parsed.option("--json") == output) {
         throw UsageError{"-o and --json name the same file"};
     }

@@ -208,6 +208,13 @@ private slots:
                                                   QStringLiteral("-o"),
                                                   out}
                                    << 2 << QStringLiteral("--offspring is 1 to 256");
+        QTest::newRow("plan named .gguf") << QStringList{s,
+                                                         base,
+                                                         QStringLiteral("--prune"),
+                                                         QStringLiteral("1"),
+                                                         QStringLiteral("-o"),
+                                                         path(QStringLiteral("plan.gguf"))}
+                                          << 2 << QStringLiteral("-o names the plan");
         QTest::newRow("json is the plan") << QStringList{s,
                                                          base,
                                                          QStringLiteral("--prune"),
@@ -238,20 +245,27 @@ private slots:
         QTest::newRow("own donor")
             << QStringList{s, base, QStringLiteral("--organs"), base, QStringLiteral("-o"), out} << 1
             << QStringLiteral("its own donor");
-        QTest::newRow("plan over the model")
-            << QStringList{s,   base, QStringLiteral("--prune"), QStringLiteral("1"), QStringLiteral("-o"),
-                           base}
-            << 1 << QStringLiteral("base.gguf");
+        QTest::newRow("plan over the text") << QStringList{s,
+                                                           base,
+                                                           QStringLiteral("--prune"),
+                                                           QStringLiteral("1"),
+                                                           QStringLiteral("--text"),
+                                                           text,
+                                                           QStringLiteral("-o"),
+                                                           text}
+                                            << 1 << QStringLiteral("text.txt");
     }
     void badInput() {
         QFETCH(QStringList, args);
         QFETCH(int, exitCode);
         QFETCH(QString, message);
         const QByteArray before = readAll(m_base);
+        const QByteArray text = readAll(m_text);
         const CliRun run = runOrganCli(args);
         QVERIFY2(run.exitCode == exitCode && run.err.contains(message), qPrintable(run.err));
         QVERIFY(!QFile::exists(path(QStringLiteral("never.json"))));
         QCOMPARE(readAll(m_base), before);
+        QCOMPARE(readAll(m_text), text);
     }
 };
 
