@@ -143,6 +143,10 @@ std::optional<CandidateScore> CandidateEvaluator::score(const GraftPlan& plan, c
 }
 
 bool CandidateEvaluator::anchorOn(const GraftPlan& plan, const StopToken* stop) {
+    std::string key = dumpJson(graftPlanToJson(plan));
+    if (m_anchor && m_anchor->key == key) {
+        return true;
+    }
     CompatibilityReport report = checkedPlan(plan, m_models);
     ModelWeights weights = ModelWeights::ofPlan(plan, m_models, report);
     Transformer transformer(weights);
@@ -154,7 +158,7 @@ bool CandidateEvaluator::anchorOn(const GraftPlan& plan, const StopToken* stop) 
     if (!run) {
         return false;
     }
-    m_anchor = Anchor{std::move(report.layout), std::move(*run)};
+    m_anchor = Anchor{std::move(key), std::move(report.layout), std::move(*run)};
     return true;
 }
 

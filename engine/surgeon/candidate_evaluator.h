@@ -46,7 +46,8 @@ public:
 
     // Throws FormatError naming the plan's problem when it has errors. Cancelled: nullopt.
     std::optional<CandidateScore> score(const GraftPlan& plan, const StopToken* stop = nullptr);
-    // Runs `plan` keeping its hidden states, for the candidates scored after it. Cancelled: false.
+    // Runs `plan` keeping its hidden states, for the candidates scored after it (nothing when it is
+    // the anchor already). Cancelled: false.
     bool anchorOn(const GraftPlan& plan, const StopToken* stop = nullptr);
 
     std::uint64_t runs() const { return m_runs; }           // forward passes of candidates
@@ -55,6 +56,7 @@ public:
 
 private:
     struct Anchor {
+        std::string key; // the plan's canonical JSON
         ChimeraLayout layout;
         StatesRun run;
     };

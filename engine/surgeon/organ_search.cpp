@@ -74,6 +74,10 @@ void searchOrgans(SurgeonSession& session) {
     const std::size_t options = session.donorIds().size() + 1;
     session.setPlanned(1 + std::uint64_t(request.sweeps) * coordinates * (options - 1));
     OrganChoice current(coordinates, 0);
+    // Anchored on the recipient first, its own score runs only the output.
+    if (!session.anchorOn(organPlan(session, current))) {
+        return;
+    }
     auto objective =
         session.tryPlan(organPlan(session, current), "recipient", organSummary(session, current), true);
     if (!objective) {
@@ -82,14 +86,13 @@ void searchOrgans(SurgeonSession& session) {
     // Coordinate descent: each coordinate in turn takes the option that scores best with the
     // others as they are, when it is better than the current one; the sweeps end when one changes
     // nothing. Candidates differ from the current plan from their layer on: they run from there.
-    bool anchored = false;
     for (std::uint32_t sweep = 0; sweep < request.sweeps; ++sweep) {
         bool changed = false;
         for (std::size_t c = 0; c < coordinates; ++c) {
-            if (!anchored && !session.anchorOn(organPlan(session, current))) {
+            // The current choice is the anchor (run again only when a coordinate changed it).
+            if (!session.anchorOn(organPlan(session, current))) {
                 return;
             }
-            anchored = true;
             std::size_t chosen = current[c];
             double best = *objective;
             for (std::size_t o = 0; o < options; ++o) {
@@ -112,7 +115,6 @@ void searchOrgans(SurgeonSession& session) {
                 current[c] = chosen;
                 objective = best;
                 changed = true;
-                anchored = false;
             }
         }
         if (!changed) {

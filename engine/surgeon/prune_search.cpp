@@ -67,7 +67,10 @@ void searchPrune(SurgeonSession& session) {
         planned += std::uint64_t(request.beam) * (blocks - step);
     }
     session.setPlanned(planned);
-    if (!session.tryPlan(session.emptyPlan(), "recipient", "the recipient as it is", false)) {
+    // Anchored on the recipient, its own score runs only the output, and the baselines and the
+    // first greedy step run from the first block they remove.
+    if (!session.anchorOn(session.emptyPlan()) ||
+        !session.tryPlan(session.emptyPlan(), "recipient", "the recipient as it is", false)) {
         return;
     }
     for (const auto& [stage, removed] : oneShotChoices(session.importance(), n)) {
