@@ -50,6 +50,9 @@ public:
     // the anchor already). Cancelled: false.
     bool anchorOn(const GraftPlan& plan, const StopToken* stop = nullptr);
 
+    // Whether the anchor kept its hidden states (false: they would not fit in the memory vital
+    // signs allow, and candidates run from the tokens).
+    bool anchorKeepsStates() const { return m_anchor && !m_anchor->run.entering.empty(); }
     std::uint64_t runs() const { return m_runs; }           // forward passes of candidates
     std::uint64_t cacheHits() const { return m_hits; }      // plans answered from the cache
     std::uint64_t layersRun() const { return m_layersRun; } // blocks run, over all candidates

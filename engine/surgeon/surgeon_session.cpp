@@ -204,6 +204,12 @@ bool SurgeonSession::anchorOn(const GraftPlan& plan) {
         m_ended = true;
         return false;
     }
+    const std::string note =
+        "the hidden states of the text would not fit in the memory vital signs allow: every "
+        "candidate runs from the tokens";
+    if (!m_search->anchorKeepsStates() && m_record.notes.empty()) {
+        m_record.notes.push_back(note);
+    }
     return true;
 }
 
