@@ -2,8 +2,8 @@ cmake_minimum_required(VERSION 3.25)
 # Fails if a source under ENGINE_DIR includes from a folder above its own, or names an engine
 # header without its folder. The order, lowest first; folders on one line are peers and do not
 # include each other:
-#   support ← gguf ← quant ← anatomy ← measure, organs ← purify ← merge ← graft, fleet ← vitals
-set(layers "support" "gguf" "quant" "anatomy" "measure|organs" "purify" "merge" "graft|fleet" "vitals")
+#   support ← gguf ← quant ← anatomy ← measure, organs ← purify ← merge ← graft, fleet ← vitals ← surgeon
+set(layers "support" "gguf" "quant" "anatomy" "measure|organs" "purify" "merge" "graft|fleet" "vitals" "surgeon")
 
 function(rank_of folder out)
     set(index 0)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <unistd.h>
 
@@ -81,6 +82,19 @@ std::uint64_t Arguments::unsignedOption(std::string_view name, std::uint64_t fal
     return value;
 }
 
+double Arguments::numberOption(std::string_view name, double fallback) const {
+    const auto text = option(name);
+    if (!text) {
+        return fallback;
+    }
+    double value = 0;
+    const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+    if (error != std::errc() || end != text->data() + text->size() || !std::isfinite(value)) {
+        throw UsageError{std::string(name) + " needs a number, not '" + *text + "'"};
+    }
+    return value;
+}
+
 bool reportJobEnd(const char* command, const JobResult& done) {
     if (!done.isOk()) {
         std::cerr << "organ " << command << ": " << escapeText(done.message) << "\n";
@@ -103,11 +117,12 @@ void ProgressPrinter::update(std::uint64_t done, std::uint64_t total, std::strin
         std::fprintf(stderr, "\r%s %-10.*s [%.*s%*s] %3d%%", m_label.c_str(), static_cast<int>(stage.size()),
                      stage.data(), filled, "##############################", kWidth - filled, "", percent);
         std::fflush(stderr);
-    } else if (percent / 10 != m_lastPercent / 10) {
+    } else if (percent / 10 != m_lastPercent / 10 || stage != m_lastStage) {
         std::fprintf(stderr, "%s: %.*s %d%%\n", m_label.c_str(), static_cast<int>(stage.size()), stage.data(),
                      percent);
     }
     m_lastPercent = percent;
+    m_lastStage = std::string(stage);
 }
 
 void ProgressPrinter::finish() {

@@ -38,6 +38,8 @@ public:
     std::optional<std::string> option(std::string_view name) const;
     std::vector<std::string> all(std::string_view name) const; // every value of a repeated option
     std::uint64_t unsignedOption(std::string_view name, std::uint64_t fallback) const;
+    double numberOption(std::string_view name, double fallback) const; // finite
+
     const std::vector<std::string>& positional() const { return m_positional; }
 
 private:
@@ -65,6 +67,7 @@ int runTokenize(const std::vector<std::string>& args);
 int runMeta(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
+int runSurgeon(const std::vector<std::string>& args);
 int runImatrix(const std::vector<std::string>& args);
 int runFleet(const std::vector<std::string>& args);
 int runServe(const std::vector<std::string>& args);
@@ -123,6 +126,7 @@ private:
     std::string m_label;
     bool m_terminal;
     int m_lastPercent = -1;
+    std::string m_lastStage; // without a terminal, a line for each decile and each new stage
 };
 
 } // namespace organ::cli

@@ -18,16 +18,6 @@ namespace {
 
 constexpr std::uint64_t kMaxTextBytes = 4u << 20;
 
-double numberOption(const Arguments& parsed, const char* name) {
-    const std::string text = *parsed.option(name);
-    double value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-        throw UsageError{std::string(name) + " needs a number, not '" + text + "'"};
-    }
-    return value;
-}
-
 // --method M [--base B] --model PATH[:WEIGHT]… [--density D] [--gamma G] [--t T] [--seed N]
 // [--out-type TYPE]: a configuration of numbers.
 MergeConfig quickConfig(const Arguments& parsed) {
@@ -65,7 +55,7 @@ MergeConfig quickConfig(const Arguments& parsed) {
     for (const char* name : {"density", "gamma", "t"}) {
         const std::string option = std::string("--") + name;
         if (parsed.option(option)) {
-            config.spec.parameters[name] = ParamValue::number(numberOption(parsed, option.c_str()));
+            config.spec.parameters[name] = ParamValue::number(parsed.numberOption(option, 0));
         }
     }
     config.spec.seed = parsed.unsignedOption("--seed", 0);

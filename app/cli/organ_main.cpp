@@ -163,6 +163,25 @@ usage:
       --prompt TEXT  the start of the continuation (default "Once upon a time")
       --tokens N     tokens to continue (default 32; 0: none)
       --json F       everything as JSON (docs/vitals-json.md)
+  organ surgeon MODEL --prune N [--beam W] --text F [options] -o PLAN.json
+  organ surgeon BASE --merge DONOR... [--method task_arithmetic|ties] --text F [options] -o PLAN.json
+  organ surgeon RECIPIENT --organs DONOR... --text F [options] -o PLAN.json
+      Searches plans against a text, scoring each by the forward pass on the chimera it
+      would write (never written), and writes the best as a graft plan (docs/surgeon.md):
+      --prune N: the N blocks whose removal hurts least (angular distance and block
+      influence one-shot, then a greedy search, a beam of W); --merge: per-layer and
+      per-system weights (and ties' densities) by a seeded evolution strategy from the
+      best uniform weight; --organs: per layer and system, the donor's tensors or the
+      recipient's own, by coordinate descent. Ctrl-C ends the search: the best so far
+      is written.
+      --text F          the text (default: built-in short stories); --chunk N as vitals
+      --holdout X       search on the first 1 − X of the text, report on the rest
+      --reference R     minimise KL to R's next-token distributions instead of NLL
+      --budget E|Ns     at most E candidates run, or N seconds (both may be given)
+      --max-bytes B, --max-bpw X, --max-layers N   constraints on the chosen plan
+      --points K, --offspring L, --generations G, --seed S   the evolution (3, 6, 20, 0)
+      --sweeps S        coordinate descent sweeps at most (3)
+      --json F          every candidate scored, with its plan (docs/surgeon.md)
   organ imatrix MODEL --text FILE [--chunk N] -o OUT.gguf [--json F]
       The importance matrix llama-imatrix computes (-f FILE -c N): the text cut into
       chunks of N tokens (default 512), each run through the model, and every layer
@@ -188,6 +207,7 @@ int main(int argc, char** argv) {
         {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
         {"imatrix", runImatrix},   {"quantize", runQuantize}, {"merge", runMerge},
         {"diff", runDiff},         {"tokenize", runTokenize}, {"meta", runMeta},
+        {"surgeon", runSurgeon},
     };
     if (argc < 2) {
         std::cerr << kUsage;

@@ -12,8 +12,10 @@
 #include "organs/organ_directory.h"
 #include "purify/purify_model.h"
 #include "quant/quantize_model.h"
+#include "support/safe_files.h"
 #include "support/sha256.h"
 #include "support/text_safety.h"
+#include "surgeon/surgeon.h"
 #include "vitals/quant_pareto.h"
 
 #include <algorithm>
@@ -140,6 +142,33 @@ ZParams sampleField(const nlohmann::json& body) {
         throw ApiError{400, "'sample' is a positive number or \"all\""};
     }
     return params;
+}
+
+// A whole number of at least 0 (`fallback` when absent), refused above `max`.
+std::uint64_t countField(const nlohmann::json& body, const char* key, std::uint64_t fallback,
+                         std::uint64_t max) {
+    const auto it = body.find(key);
+    if (it == body.end()) {
+        return fallback;
+    }
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() > max) {
+        throw ApiError{400, std::string("the field '") + key + "' is a whole number from 0 to " +
+                                std::to_string(max)};
+    }
+    return it->get<std::uint64_t>();
+}
+
+// A finite number in [low, high] (`fallback` when absent).
+double numberField(const nlohmann::json& body, const char* key, double fallback, double low, double high) {
+    const auto it = body.find(key);
+    if (it == body.end()) {
+        return fallback;
+    }
+    if (!it->is_number() || !(it->get<double>() >= low && it->get<double>() <= high)) {
+        throw ApiError{400, std::string("the field '") + key + "' is a number from " + std::to_string(low) +
+                                " to " + std::to_string(high)};
+    }
+    return it->get<double>();
 }
 
 std::string queryPath(const QHttpServerRequest& request) {
@@ -287,6 +316,7 @@ ApiServer::Reply ApiServer::dispatch(const QHttpServerRequest& request) {
         job("/v1/purify", &ApiServer::purify),
         job("/v1/quantize", &ApiServer::quantize),
         job("/v1/quant-lab", &ApiServer::quantLab),
+        job("/v1/surgeon", &ApiServer::surgeon),
     };
     const std::string path = request.url().path(QUrl::FullyDecoded).toStdString();
     for (const Route& route : routes) {
@@ -620,6 +650,109 @@ ApiServer::Reply ApiServer::quantLab(const QHttpServerRequest& request) {
                             result["pareto"] = paretoToJson(*front);
                         }
                         return result;
+                    });
+}
+
+// The search's request as organ surgeon's options say it; the text inline or as a file inside the
+// root. The result is the record (every candidate with its plan, the best by index): nothing is
+// written. A cancelled search has no result, as every cancelled job; a budget ends it with one.
+ApiServer::Reply ApiServer::surgeon(const QHttpServerRequest& request) {
+    const nlohmann::json body = bodyObject(request, {"path",
+                                                     "goal",
+                                                     "donors",
+                                                     "reference",
+                                                     "text",
+                                                     "text_path",
+                                                     "holdout",
+                                                     "chunk",
+                                                     "prune",
+                                                     "beam",
+                                                     "method",
+                                                     "points",
+                                                     "offspring",
+                                                     "generations",
+                                                     "sweeps",
+                                                     "seed",
+                                                     "budget_evaluations",
+                                                     "budget_seconds",
+                                                     "max_bytes",
+                                                     "max_bpw",
+                                                     "max_layers"});
+    SurgeonRequest r;
+    const std::string goal = stringField(body, "goal");
+    const std::string goals[] = {"prune", "merge", "organs"};
+    const auto known = std::find(std::begin(goals), std::end(goals), goal);
+    if (known == std::end(goals)) {
+        throw ApiError{400, "'goal' is prune, merge or organs"};
+    }
+    r.goal = static_cast<SurgeonGoal>(known - std::begin(goals));
+    r.chunk = countField(body, "chunk", 0, kMaxVitalsTokens);
+    r.prune = static_cast<std::uint32_t>(countField(body, "prune", 1, kMaxChimeraLayers));
+    r.beam = countField(body, "beam", 1, kMaxSurgeonBeam);
+    r.controlPoints =
+        static_cast<std::uint32_t>(countField(body, "points", r.controlPoints, kMaxSurgeonControlPoints));
+    r.offspring = countField(body, "offspring", r.offspring, kMaxSurgeonOffspring);
+    r.generations =
+        static_cast<std::uint32_t>(countField(body, "generations", r.generations, kMaxSurgeonGenerations));
+    r.sweeps = static_cast<std::uint32_t>(countField(body, "sweeps", r.sweeps, kMaxSurgeonSweeps));
+    r.seed = countField(body, "seed", 0, std::numeric_limits<std::uint64_t>::max());
+    r.maxEvaluations = countField(body, "budget_evaluations", 0, std::numeric_limits<std::uint32_t>::max());
+    r.maxSeconds = numberField(body, "budget_seconds", 0, 0, 1e7);
+    if (body.contains("max_bytes")) {
+        r.constraints.maxBytes = countField(body, "max_bytes", 0, std::numeric_limits<std::uint64_t>::max());
+    }
+    if (body.contains("max_bpw")) {
+        r.constraints.maxBitsPerWeight = numberField(body, "max_bpw", 0, 0, 64);
+    }
+    if (body.contains("max_layers")) {
+        r.constraints.maxLayers =
+            static_cast<std::uint32_t>(countField(body, "max_layers", 0, kMaxChimeraLayers));
+    }
+    if (const std::string method = stringField(body, "method", false); !method.empty()) {
+        const auto m = mergeMethodFromName(method);
+        if (!m || (*m != MergeMethod::TaskArithmetic && *m != MergeMethod::Ties)) {
+            throw ApiError{400, "'method' is task_arithmetic or ties"};
+        }
+        r.method = *m;
+    }
+    if (body.contains("text") && body.contains("text_path")) {
+        throw ApiError{400, "give the text inline as 'text' or as a file as 'text_path', not both"};
+    }
+    std::string text = stringField(body, "text", false);
+    const double holdout = numberField(body, "holdout", 0, 0, 0.99);
+    SurgeonModels models;
+    try {
+        if (body.contains("text_path")) {
+            text = readSmallFile(m_paths.input(stringField(body, "text_path")), 4u << 20);
+        }
+        std::tie(r.text, r.holdout) = splitHoldout(text, holdout);
+    } catch (const ApiError&) {
+        throw;
+    } catch (const std::exception& error) {
+        throw ApiError{422, error.what()};
+    }
+    const std::string recipient = stringField(body, "path");
+    models.recipient = {m_paths.input(recipient).path, openInside(recipient)};
+    if (const auto donors = body.find("donors"); donors != body.end()) {
+        if (!donors->is_array() || donors->size() > 64) {
+            throw ApiError{400, "'donors' is a list of at most 64 models"};
+        }
+        for (const auto& d : *donors) {
+            if (!d.is_string()) {
+                throw ApiError{400, "'donors' is a list of strings"};
+            }
+            models.donors.emplace_back(m_paths.input(d.get<std::string>()).path,
+                                       openInside(d.get<std::string>()));
+        }
+    }
+    if (const std::string reference = stringField(body, "reference", false); !reference.empty()) {
+        models.reference.emplace(m_paths.input(reference).path, openInside(reference));
+    }
+    // A request out of range (prune more blocks than there are, a donor of another shape) fails
+    // the job with the engine's message.
+    return startJob("surgeon",
+                    [models, r](const ProgressFn& progress, const StopToken& stop) -> nlohmann::json {
+                        return surgeonToJson(runSurgeon(models, r, progress, &stop));
                     });
 }
 

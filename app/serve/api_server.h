@@ -69,6 +69,7 @@ private:
     Reply purify(const QHttpServerRequest& request);
     Reply quantize(const QHttpServerRequest& request);
     Reply quantLab(const QHttpServerRequest& request);
+    Reply surgeon(const QHttpServerRequest& request);
     Reply listJobs(const QHttpServerRequest& request);
 
     // Inputs, each through m_paths: inside the root or refused.

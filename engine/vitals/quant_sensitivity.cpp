@@ -60,27 +60,19 @@ std::optional<SensitivityReference> runReference(const std::string& path, const 
     run.bos = tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
     Transformer reference(original);
     reference.setThreads(threads);
-    const TransformerShape& shape = reference.shape();
-    const std::uint64_t states =
-        std::uint64_t(shape.blocks + 1) * shape.embedding * run.tokens.size() * sizeof(float);
-    const bool keep = states <= std::max(kVitalsActivationFloor, 2 * original.tensorBytes());
+    const bool keep = statesFit(original, reference.shape(), run.tokens.size());
     if (!keep) {
-        run.notes.push_back("the hidden states of the text would take " + humanBytes(states) +
+        const TransformerShape& shape = reference.shape();
+        run.notes.push_back("the hidden states of the text would take " +
+                            humanBytes(std::uint64_t(shape.blocks + 1) * shape.embedding * run.tokens.size() *
+                                       sizeof(float)) +
                             ": every group runs from the first layer");
     }
-    auto scored =
-        scorePieces(run.tokens, run.chunk, run.bos, [&](std::size_t, const std::vector<std::int32_t>& piece) {
-            std::vector<Eigen::MatrixXf> hidden;
-            Eigen::MatrixXf logits = TransformerSession(reference).run(piece, stop, keep ? &hidden : nullptr);
-            if (keep) {
-                run.entering.push_back(std::move(hidden));
-            }
-            return logits;
-        });
-    if (!scored) {
+    std::optional<StatesRun> states = runKeepingStates(reference, run.tokens, run.chunk, run.bos, keep, stop);
+    if (!states) {
         return std::nullopt;
     }
-    run.scored = std::move(*scored);
+    static_cast<StatesRun&>(run) = std::move(*states);
     run.seconds = secondsSince(start);
     return run;
 }
@@ -103,16 +95,9 @@ std::optional<std::uint32_t> firstChangedLayer(const QuantGroup& group, std::uin
 
 // KL(model ‖ `transformer`) on the reference's positions, `transformer` run from layer `first` on
 // where the reference kept its states (from the tokens without `first`).
-std::optional<TypeSensitivity> measureGroup(const Transformer& transformer,
-                                            const SensitivityReference& reference,
+std::optional<TypeSensitivity> measureGroup(const Transformer& transformer, const StatesRun& reference,
                                             std::optional<std::uint32_t> first, const StopToken* stop) {
-    const auto got =
-        scorePieces(reference.tokens, reference.chunk, reference.bos,
-                    [&](std::size_t index, const std::vector<std::int32_t>& piece) {
-                        return reference.entering.empty() || !first
-                                   ? TransformerSession(transformer).run(piece, stop)
-                                   : transformer.logitsFrom(*first, reference.entering[index][*first], stop);
-                    });
+    const auto got = runFromLayer(transformer, reference, first, stop);
     if (!got) {
         return std::nullopt;
     }

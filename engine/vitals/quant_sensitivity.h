@@ -4,6 +4,7 @@
 #include "quant/imatrix_file.h"
 #include "quant/quantize_recipe.h"
 #include "support/job.h"
+#include "vitals/layer_states.h"
 #include "vitals/vitals_report.h"
 
 #include <memory>
@@ -74,14 +75,9 @@ struct SensitivityReport {
 // on the positions scored and, when they fit in the memory vital signs allow, the hidden states
 // entering each layer of every piece (a group's run starts at its first changed layer). Made by
 // measureSensitivity; kept by a caller that runs the same model on the same text again.
-struct SensitivityReference {
+struct SensitivityReference : StatesRun {
     std::string model; // the model's path
     std::string text;
-    std::size_t chunk = 0;
-    std::vector<std::int32_t> tokens;
-    std::optional<std::int32_t> bos;
-    ScoredText scored;
-    std::vector<std::vector<Eigen::MatrixXf>> entering; // per piece, blocks + 1 states; empty: none kept
     double perplexity = 0;
     double seconds = 0; // what its run took
     std::vector<std::string> notes;

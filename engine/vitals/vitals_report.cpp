@@ -20,11 +20,14 @@ void requireFinite(const std::string& label, double perplexity) {
     }
 }
 
-// Refuses a run whose keys, values, hidden states and logits would outgrow the budget: a pass over
-// `tokens` (its logits, and a parent's beside them) and, in chunks, the logits of the `held`
-// positions scored (and a parent's).
-void checkActivations(const ModelWeights& model, const TransformerShape& shape, std::size_t tokens,
-                      std::size_t held, bool hidden, bool parents) {
+} // namespace
+
+void checkActivationMemory(const ModelWeights& model, const TransformerShape& shape, std::size_t textTokens,
+                           std::size_t chunk, std::size_t longest, bool hidden, bool parents) {
+    // A pass over the longest piece (its logits, and a parent's beside them) and, in chunks, the
+    // logits of the positions scored (and a parent's).
+    const std::size_t tokens = std::max(chunk > 0 ? chunk : textTokens, longest);
+    const std::size_t held = chunk > 0 ? textTokens / chunk * (chunk - chunk / 2 - 1) : 0;
     const std::uint64_t kv = std::uint64_t(shape.kvHeads) * shape.headSize;
     const std::uint64_t logits = std::uint64_t(shape.vocabulary) * (parents ? 2 : 1);
     const std::uint64_t floats = std::uint64_t(shape.blocks) * 2 * kv +
@@ -40,17 +43,12 @@ void checkActivations(const ModelWeights& model, const TransformerShape& shape, 
     }
 }
 
+namespace {
+
 // The most tokens one run takes: kMaxVitalsTokens, or the model's context when it is shorter.
 std::size_t tokenLimit(const ModelWeights& model) {
     const auto context = model.archValue("context_length");
     return context && *context > 0 ? std::min<std::size_t>(kMaxVitalsTokens, *context) : kMaxVitalsTokens;
-}
-
-// perplexityOf's tokens for scored columns: column i predicts targets[i].
-std::vector<std::int32_t> predicted(const std::vector<std::int32_t>& targets) {
-    std::vector<std::int32_t> tokens{0};
-    tokens.insert(tokens.end(), targets.begin(), targets.end());
-    return tokens;
 }
 
 // The logits of the positions llama-perplexity scores in chunks of `chunk` tokens (the second half
@@ -136,6 +134,13 @@ std::optional<ScoredText> scorePieces(const std::vector<std::int32_t>& tokens, s
     return whole;
 }
 
+Perplexity perplexityOf(const ScoredText& scored) {
+    // perplexityOf's tokens: column i predicts tokens[i + 1].
+    std::vector<std::int32_t> tokens{0};
+    tokens.insert(tokens.end(), scored.targets.begin(), scored.targets.end());
+    return perplexityOf(scored.logits, tokens);
+}
+
 std::optional<ScoredText> scoreTokens(const Transformer& transformer, const std::vector<std::int32_t>& tokens,
                                       std::size_t chunk, std::optional<std::int32_t> bos,
                                       std::vector<Eigen::MatrixXf>* hidden, const StopToken* stop) {
@@ -179,12 +184,8 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
     }
     step("running the model");
     const Transformer transformer{model};
-    const std::size_t run = request.chunk > 0 ? request.chunk : report.tokens.size();
-    const std::size_t held =
-        request.chunk > 0 ? report.tokens.size() / request.chunk * (request.chunk - request.chunk / 2 - 1)
-                          : 0;
-    checkActivations(model, transformer.shape(), std::max(run, prompt.size() + request.continuation), held,
-                     request.layerImportance, !parents.empty());
+    checkActivationMemory(model, transformer.shape(), report.tokens.size(), request.chunk,
+                          prompt.size() + request.continuation, request.layerImportance, !parents.empty());
     std::vector<Eigen::MatrixXf> hidden;
     std::vector<Eigen::MatrixXf>* keep = request.layerImportance ? &hidden : nullptr;
     const std::optional<std::int32_t> bos =
@@ -195,7 +196,7 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
         return std::nullopt;
     }
     report.scored = ours->targets.size();
-    report.perplexity = perplexityOf(ours->logits, predicted(ours->targets));
+    report.perplexity = perplexityOf(*ours);
     requireFinite(model.label(), report.perplexity.perplexity);
     report.importance = layerImportanceOf(hidden);
     for (const ModelWeights* parent : parents) {
@@ -205,8 +206,8 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
         if (!theirs) {
             return std::nullopt;
         }
-        report.parents.push_back({parent->label(), perplexityOf(theirs->logits, predicted(theirs->targets)),
-                                  divergenceOf(theirs->logits, ours->logits)});
+        report.parents.push_back(
+            {parent->label(), perplexityOf(*theirs), divergenceOf(theirs->logits, ours->logits)});
         requireFinite(parent->label(), report.parents.back().perplexity.perplexity);
     }
     step("continuing the prompt");

@@ -76,6 +76,12 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                                        const VitalsRequest& request, const ProgressFn& progress = {},
                                        const StopToken* stop = nullptr);
 
+// Refuses (FormatError) a text of `textTokens` run whole or in chunks of `chunk` (and a piece of
+// `longest` tokens, a prompt and its continuation) whose keys, values, hidden states (`hidden`)
+// and logits (a parent's beside them: `parents`) would hold more than the activation budget.
+void checkActivationMemory(const ModelWeights& model, const TransformerShape& shape, std::size_t textTokens,
+                           std::size_t chunk, std::size_t longest, bool hidden, bool parents);
+
 // The tokens takeVitals scores for `request`, checked as it checks them (the text against the
 // model's context, the chunks against the text); the built-in text is cut to the context, and
 // `clippedFrom` (when given) then receives its whole length. Throws FormatError.
@@ -88,6 +94,8 @@ struct ScoredText {
     Eigen::MatrixXf logits;
     std::vector<std::int32_t> targets;
 };
+// The perplexity of the scored positions.
+Perplexity perplexityOf(const ScoredText& scored);
 // Runs one piece of a text (its index, its tokens) and gives its logits (vocabulary × tokens);
 // an empty matrix when cancelled.
 using PieceRun = std::function<Eigen::MatrixXf(std::size_t index, const std::vector<std::int32_t>& piece)>;

@@ -376,6 +376,46 @@ private slots:
                 std::string::npos);
     }
 
+    // POST /v1/surgeon: a prune search on a specimen inside the root, the text inline; its result is
+    // the record the command line writes, its best plan one that the plan check accepts. A bad
+    // goal, an unknown field and a text outside the root are refused before a job starts.
+    void searchesPlans() {
+        SpecimenShape shape;
+        shape.blocks = 3;
+        QVERIFY(writeSpecimen(inRoot(QStringLiteral("models/prune.gguf")).toStdString(), 5, shape).isOk());
+        Server server(m_root);
+        QVERIFY(server.port() != 0);
+        const quint16 port = server.port();
+        const std::string text = "The cat sat in the sun.\nThe dog ran to the sea.\nThe bird sang a song.\n";
+        const Answer started = post(port, QStringLiteral("/v1/surgeon"),
+                                    {{"path", "models/prune.gguf"}, {"goal", "prune"}, {"prune", 1}, {"text", text}});
+        QCOMPARE(started.status, 202);
+        JCOMPARE(started.body["kind"], "surgeon");
+        const nlohmann::json job = waitForJob(port, started.body);
+        JCOMPARE(job["state"], "done");
+        const nlohmann::json& record = job["result"];
+        JCOMPARE(record["format"], "organ-surgeon");
+        QVERIFY(record["best"].is_number_unsigned());
+        const nlohmann::json& best = record["candidates"][record["best"].get<std::size_t>()];
+        JCOMPARE(best["layers"], 2);
+        const Answer checked = post(port, QStringLiteral("/v1/plan/check"), {{"plan", best["plan"]}});
+        QCOMPARE(checked.status, 200);
+        JCOMPARE(checked.body["ok"], true);
+        const auto refused = [&](const nlohmann::json& body, int status, const char* message) {
+            const Answer a = post(port, QStringLiteral("/v1/surgeon"), body);
+            QVERIFY2(a.status == status && a.body.dump().find(message) != std::string::npos, a.body.dump().c_str());
+        };
+        refused({{"path", "models/prune.gguf"}, {"goal", "shrink"}}, 400, "prune, merge or organs");
+        refused({{"path", "models/prune.gguf"}, {"goal", "prune"}, {"width", 2}}, 400, "unknown field 'width'");
+        refused({{"path", "models/prune.gguf"}, {"goal", "prune"}, {"text_path", "outside/secret.gguf"}}, 403, "");
+        // Too many blocks to remove: the job fails with the engine's message.
+        const Answer tooMany = post(port, QStringLiteral("/v1/surgeon"),
+                                    {{"path", "models/prune.gguf"}, {"goal", "prune"}, {"prune", 3}, {"text", text}});
+        const nlohmann::json failed = waitForJob(port, tooMany.body);
+        JCOMPARE(failed["state"], "failed");
+        QVERIFY2(failed["error"].get<std::string>().find("removes 1 to 2") != std::string::npos, failed.dump().c_str());
+    }
+
     void staysInsideTheRoot() {
         Server server(m_root);
         QVERIFY(server.port() != 0);

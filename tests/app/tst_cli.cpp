@@ -475,18 +475,12 @@ private slots:
         const QString cancelled = m_dir.filePath(QStringLiteral("cancelled/imatrix.gguf"));
         QVERIFY(QDir().mkpath(QFileInfo(cancelled).path()));
         QProcess process;
-        process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
-                      {QStringLiteral("imatrix"), base, QStringLiteral("--text"), text,
-                       QStringLiteral("--chunk"), QStringLiteral("16"), QStringLiteral("-o"), cancelled});
-        QVERIFY(process.waitForStarted());
-        QByteArray err;
-        while (!err.contains("running chunks") && process.state() == QProcess::Running) {
-            process.waitForReadyRead(100);
-            err += process.readAllStandardError();
-        }
-        process.terminate();
-        QVERIFY(process.waitForFinished(60000));
-        err += process.readAllStandardError();
+        const QByteArray err = interruptOrganCliWhen(
+            process,
+            {QStringLiteral("imatrix"), base, QStringLiteral("--text"), text, QStringLiteral("--chunk"),
+             QStringLiteral("16"), QStringLiteral("-o"), cancelled},
+            "running chunks");
+        QCOMPARE(process.state(), QProcess::NotRunning);
         QCOMPARE(process.exitStatus(), QProcess::NormalExit);
         QCOMPARE(process.exitCode(), 1);
         QVERIFY2(err.contains("cancelled; nothing written"), err.constData());

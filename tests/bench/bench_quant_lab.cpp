@@ -8,6 +8,7 @@
 // (about 2.5 GB of free disk in FOLDER for the model; deleted afterwards unless ORGAN_BENCH_KEEP
 // is set, and a kept one is used again.)
 #include "bench_models.h"
+#include "proc_status.h"
 #include "vitals/quant_sensitivity.h"
 
 #include <chrono>
@@ -18,17 +19,6 @@
 
 using namespace organ;
 using namespace organ::bench;
-
-namespace {
-
-double loadAverage() {
-    std::ifstream in("/proc/loadavg");
-    double load = 0;
-    in >> load;
-    return load;
-}
-
-} // namespace
 
 int main(int argc, char** argv) {
     std::filesystem::path folder = std::filesystem::temp_directory_path();

@@ -46,13 +46,6 @@ std::vector<std::string> splitList(const std::string& text) {
     return out;
 }
 
-double loadAverage() {
-    std::ifstream in("/proc/loadavg");
-    double load = 0;
-    in >> load;
-    return load;
-}
-
 struct Options {
     std::filesystem::path folder = std::filesystem::temp_directory_path();
     std::vector<std::string> types{"q8_0", "q4_k_m", "f16"};

@@ -19,3 +19,11 @@ inline long processStatusKiB(const char* field) {
 inline void resetPeakResident() {
     std::ofstream("/proc/self/clear_refs") << "5";
 }
+
+// The load average of the last minute (/proc/loadavg), printed beside times on a shared machine.
+inline double loadAverage() {
+    std::ifstream in("/proc/loadavg");
+    double load = 0;
+    in >> load;
+    return load;
+}

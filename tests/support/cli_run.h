@@ -42,4 +42,22 @@ inline CliRun runOrganCli(const QStringList& args, const QProcessEnvironment& ex
     return runProgram(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")), args, extra);
 }
 
+// Runs the organ command line with `args` and stops it as Ctrl-C would (SIGTERM) once its stderr
+// says `marker` (or it has ended): what it printed on stderr; `process` tells how it ended.
+inline QByteArray interruptOrganCliWhen(QProcess& process, const QStringList& args,
+                                        const QByteArray& marker) {
+    process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")), args);
+    QByteArray err;
+    if (!process.waitForStarted()) {
+        return err;
+    }
+    while (!err.contains(marker) && process.state() == QProcess::Running) {
+        process.waitForReadyRead(100);
+        err += process.readAllStandardError();
+    }
+    process.terminate();
+    process.waitForFinished(60000);
+    return err + process.readAllStandardError();
+}
+
 } // namespace organ::testing
