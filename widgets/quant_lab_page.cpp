@@ -29,40 +29,40 @@ QuantLabPage::QuantLabPage(const QString& model, const QString& path, QWidget* p
     auto* layout = new QVBoxLayout(this);
     auto* form = new QFormLayout;
     const QString folder = QFileInfo(path).absolutePath();
-    m_imatrix = new QLineEdit(this);
-    m_imatrix->setObjectName(QStringLiteral("quantLabImatrix"));
-    m_imatrix->setPlaceholderText(tr("none: every tensor quantized without one"));
+    m_inputs.imatrix = new QLineEdit(this);
+    m_inputs.imatrix->setObjectName(QStringLiteral("quantLabImatrix"));
+    m_inputs.imatrix->setPlaceholderText(tr("none: every tensor quantized without one"));
     auto* chooseMatrix = new QPushButton(tr("Choose…"), this);
-    form->addRow(
-        tr("Importance matrix"), pathRow(m_imatrix, chooseMatrix, [this, folder](const QString& current) {
-            return QFileDialog::getOpenFileName(this, tr("Importance matrix"),
-                                                current.isEmpty() ? folder : current,
-                                                tr("Importance matrices (*.gguf *.dat);;All files (*)"));
-        }));
-    m_text = new QLineEdit(this);
-    m_text->setObjectName(QStringLiteral("quantLabText"));
-    m_text->setPlaceholderText(tr("the built-in text of vital signs"));
-    auto* chooseText = new QPushButton(tr("Choose…"), this);
-    form->addRow(tr("Text for KL"), pathRow(m_text, chooseText, [this, folder](const QString& current) {
-                     return QFileDialog::getOpenFileName(this, tr("Text"),
-                                                         current.isEmpty() ? folder : current,
-                                                         tr("Text (*.txt);;All files (*)"));
+    form->addRow(tr("Importance matrix"),
+                 pathRow(m_inputs.imatrix, chooseMatrix, [this, folder](const QString& current) {
+                     return QFileDialog::getOpenFileName(
+                         this, tr("Importance matrix"), current.isEmpty() ? folder : current,
+                         tr("Importance matrices (*.gguf *.dat);;All files (*)"));
                  }));
-    m_chunk = new QSpinBox(this);
-    m_chunk->setObjectName(QStringLiteral("quantLabChunk"));
-    m_chunk->setRange(0, 1 << 16);
-    m_chunk->setSpecialValueText(tr("the text whole (the built-in text cut to the model's context)"));
-    m_chunk->setSuffix(tr(" tokens"));
-    m_chunk->setToolTip(
+    m_inputs.text = new QLineEdit(this);
+    m_inputs.text->setObjectName(QStringLiteral("quantLabText"));
+    m_inputs.text->setPlaceholderText(tr("the built-in text of vital signs"));
+    auto* chooseText = new QPushButton(tr("Choose…"), this);
+    form->addRow(
+        tr("Text for KL"), pathRow(m_inputs.text, chooseText, [this, folder](const QString& current) {
+            return QFileDialog::getOpenFileName(this, tr("Text"), current.isEmpty() ? folder : current,
+                                                tr("Text (*.txt);;All files (*)"));
+        }));
+    m_inputs.chunk = new QSpinBox(this);
+    m_inputs.chunk->setObjectName(QStringLiteral("quantLabChunk"));
+    m_inputs.chunk->setRange(0, 1 << 16);
+    m_inputs.chunk->setSpecialValueText(tr("the text whole (the built-in text cut to the model's context)"));
+    m_inputs.chunk->setSuffix(tr(" tokens"));
+    m_inputs.chunk->setToolTip(
         tr("A text longer than the model's context runs in pieces of this many tokens, the second "
            "half of each scored (as llama-perplexity -c)"));
-    form->addRow(tr("In chunks of"), m_chunk);
-    m_grouping = new QComboBox(this);
-    m_grouping->setObjectName(QStringLiteral("quantLabGroups"));
-    m_grouping->addItem(tr("each tensor alone (best mixes, slowest)"), int(QuantGrouping::Tensor));
-    m_grouping->addItem(tr("each layer's tensors together"), int(QuantGrouping::Layer));
-    m_grouping->addItem(tr("each role across the layers (fastest)"), int(QuantGrouping::Role));
-    form->addRow(tr("Mixes choose a type for"), m_grouping);
+    form->addRow(tr("In chunks of"), m_inputs.chunk);
+    m_inputs.grouping = new QComboBox(this);
+    m_inputs.grouping->setObjectName(QStringLiteral("quantLabGroups"));
+    m_inputs.grouping->addItem(tr("each tensor alone (best mixes, slowest)"), int(QuantGrouping::Tensor));
+    m_inputs.grouping->addItem(tr("each layer's tensors together"), int(QuantGrouping::Layer));
+    m_inputs.grouping->addItem(tr("each role across the layers (fastest)"), int(QuantGrouping::Role));
+    form->addRow(tr("Mixes choose a type for"), m_inputs.grouping);
     layout->addLayout(form);
 
     auto* errors = new QHBoxLayout;
@@ -105,11 +105,11 @@ QuantLabPage::QuantLabPage(const QString& model, const QString& path, QWidget* p
     m_empty->setWordWrap(true);
     m_empty->setAlignment(Qt::AlignTop | Qt::AlignLeft);
     bodyLayout->addWidget(m_empty);
-    m_heatmap = new QuantErrorHeatmap(m_model, body);
-    m_systems = new QuantSystemChart(m_model, body);
-    m_paretoChart = new ParetoChart(m_model, body);
-    for (QWidget* chart : {static_cast<QWidget*>(m_heatmap), static_cast<QWidget*>(m_systems),
-                           static_cast<QWidget*>(m_paretoChart)}) {
+    m_charts.heatmap = new QuantErrorHeatmap(m_model, body);
+    m_charts.systems = new QuantSystemChart(m_model, body);
+    m_charts.pareto = new ParetoChart(m_model, body);
+    for (QWidget* chart : {static_cast<QWidget*>(m_charts.heatmap), static_cast<QWidget*>(m_charts.systems),
+                           static_cast<QWidget*>(m_charts.pareto)}) {
         chart->setMinimumHeight(320);
         chart->hide(); // until there is something to draw
         chart->installEventFilter(this);
@@ -126,17 +126,17 @@ QuantLabPage::QuantLabPage(const QString& model, const QString& path, QWidget* p
 
     connect(m_type, &QComboBox::currentIndexChanged, this, &QuantLabPage::showErrors);
     connect(m_metric, &QComboBox::currentIndexChanged, this, &QuantLabPage::showErrors);
-    connect(m_paretoChart, &ParetoChart::pointChosen, this, &QuantLabPage::mixChosen);
+    connect(m_charts.pareto, &ParetoChart::pointChosen, this, &QuantLabPage::mixChosen);
     m_type->setEnabled(false);
     m_metric->setEnabled(false);
 }
 
 QString QuantLabPage::imatrixPath() const {
-    return m_imatrix->text().trimmed();
+    return m_inputs.imatrix->text().trimmed();
 }
 
 QString QuantLabPage::textPath() const {
-    return m_text->text().trimmed();
+    return m_inputs.text->text().trimmed();
 }
 
 // The charts take no wheel (they neither zoom nor scroll): the page scrolls under the pointer.
@@ -149,11 +149,11 @@ bool QuantLabPage::eventFilter(QObject* watched, QEvent* event) {
 }
 
 std::size_t QuantLabPage::chunk() const {
-    return std::size_t(m_chunk->value());
+    return std::size_t(m_inputs.chunk->value());
 }
 
 QuantGrouping QuantLabPage::grouping() const {
-    return static_cast<QuantGrouping>(m_grouping->currentData().toInt());
+    return static_cast<QuantGrouping>(m_inputs.grouping->currentData().toInt());
 }
 
 void QuantLabPage::addRun(Run run, QBoxLayout* layout, const QString& text, const QString& name,
@@ -223,10 +223,10 @@ void QuantLabPage::setErrorReport(std::shared_ptr<const QuantErrorReport> report
     }
     m_type->setEnabled(true);
     m_metric->setEnabled(true);
-    m_heatmap->setReport(m_errors);
+    m_charts.heatmap->setReport(m_errors);
     m_empty->hide();
-    m_heatmap->show();
-    m_systems->show();
+    m_charts.heatmap->show();
+    m_charts.systems->show();
     showErrors();
 }
 
@@ -235,8 +235,8 @@ void QuantLabPage::showErrors() {
         return;
     }
     const auto metric = static_cast<QuantMetric>(m_metric->currentData().toInt());
-    m_heatmap->showType(static_cast<TensorType>(m_type->currentData().toInt()), metric);
-    m_systems->setReport(m_errors, metric);
+    m_charts.heatmap->showType(static_cast<TensorType>(m_type->currentData().toInt()), metric);
+    m_charts.systems->setReport(m_errors, metric);
 }
 
 void QuantLabPage::setParetoReport(std::shared_ptr<const ParetoReport> report, bool reused) {
@@ -247,17 +247,17 @@ void QuantLabPage::setParetoReport(std::shared_ptr<const ParetoReport> report, b
                              .arg(s.types.size())
                              .arg(s.tokens)
                              .arg(s.scored));
-    m_paretoChart->setReport(m_pareto);
+    m_charts.pareto->setReport(m_pareto);
     m_summary->setText(summaryText(reused));
     m_empty->hide();
-    m_paretoChart->show();
+    m_charts.pareto->show();
     setCanPlan(m_canPlan, m_planWhy);
 }
 
 void QuantLabPage::setCanPlan(bool on, const QString& why) {
     m_canPlan = on;
     m_planWhy = why;
-    m_paretoChart->setChoosable(on);
+    m_charts.pareto->setChoosable(on);
     m_planNote->setVisible(m_pareto != nullptr);
     m_planNote->setText(
         on ? tr("Click a point to make it the plan's quantize operation (Edit → Undo takes it "

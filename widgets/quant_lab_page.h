@@ -58,13 +58,13 @@ public:
 
     QComboBox* typeBox() const { return m_type; }
     QComboBox* metricBox() const { return m_metric; }
-    QLineEdit* imatrixEdit() const { return m_imatrix; }
-    QLineEdit* textEdit() const { return m_text; }
-    QComboBox* groupingBox() const { return m_grouping; }
-    QSpinBox* chunkBox() const { return m_chunk; }
-    QuantErrorHeatmap* heatmap() const { return m_heatmap; }
-    QuantSystemChart* systemChart() const { return m_systems; }
-    ParetoChart* paretoChart() const { return m_paretoChart; }
+    QLineEdit* imatrixEdit() const { return m_inputs.imatrix; }
+    QLineEdit* textEdit() const { return m_inputs.text; }
+    QComboBox* groupingBox() const { return m_inputs.grouping; }
+    QSpinBox* chunkBox() const { return m_inputs.chunk; }
+    QuantErrorHeatmap* heatmap() const { return m_charts.heatmap; }
+    QuantSystemChart* systemChart() const { return m_charts.systems; }
+    ParetoChart* paretoChart() const { return m_charts.pareto; }
     QLabel* paretoSummary() const { return m_summary; }
     QLabel* planNote() const { return m_planNote; }
 
@@ -85,24 +85,30 @@ private:
     QString m_model;
     std::shared_ptr<const QuantErrorReport> m_errors;
     std::shared_ptr<const ParetoReport> m_pareto;
-    QLineEdit* m_imatrix = nullptr;
-    QLineEdit* m_text = nullptr;
-    QComboBox* m_grouping = nullptr;
-    QSpinBox* m_chunk = nullptr;
     QComboBox* m_type = nullptr;
     QComboBox* m_metric = nullptr;
-    QuantErrorHeatmap* m_heatmap = nullptr;
-    QuantSystemChart* m_systems = nullptr;
-    ParetoChart* m_paretoChart = nullptr;
+    // What a sweep runs on.
+    struct Inputs {
+        QLineEdit* imatrix{};
+        QLineEdit* text{};
+        QComboBox* grouping{};
+        QSpinBox* chunk{};
+    } m_inputs;
+    // What a run draws in.
+    struct Charts {
+        QuantErrorHeatmap* heatmap{};
+        QuantSystemChart* systems{};
+        ParetoChart* pareto{};
+    } m_charts;
     QLabel* m_summary = nullptr;
     QLabel* m_planNote = nullptr;
     QLabel* m_empty = nullptr;
     QScrollArea* m_scroll = nullptr;
     struct RunControls {
-        QPushButton* button = nullptr;
-        QLabel* status = nullptr;
+        QPushButton* button{};
+        QLabel* status{};
         QString idle; // the button's text while it does not run
-        bool running = false;
+        bool running{};
     };
     RunControls m_runs[2];
     bool m_canPlan = false;

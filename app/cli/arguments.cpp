@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "organs/organ_directory.h"
 
 #include <algorithm>
 #include <charconv>
@@ -93,6 +94,15 @@ double Arguments::numberOption(std::string_view name, double fallback) const {
         throw UsageError{std::string(name) + " needs a number, not '" + *text + "'"};
     }
     return value;
+}
+
+std::shared_ptr<const GgufModel> openOrSay(const char* command, const std::string& path) {
+    try {
+        return openModel(path);
+    } catch (const std::exception& error) {
+        std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
+        return nullptr;
+    }
 }
 
 bool reportJobEnd(const char* command, const JobResult& done) {

@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace organ {
+class GgufModel;
 struct TensorSelector;
 struct PurifyParams;
 struct PurifiedTensor;
@@ -65,6 +67,7 @@ int runQuantizeBudget(const std::vector<std::string>& args);
 int runDiff(const std::vector<std::string>& args);
 int runTokenize(const std::vector<std::string>& args);
 int runMeta(const std::vector<std::string>& args);
+int runSpectral(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runVitals(const std::vector<std::string>& args);
 int runSurgeon(const std::vector<std::string>& args);
@@ -110,6 +113,10 @@ auto readEach(const char* command, const std::vector<std::string>& paths, Read r
     }
     return out;
 }
+
+// The model at `path` (a GGUF file or an organ directory), or null after saying why on stderr,
+// after "organ COMMAND: ".
+std::shared_ptr<const GgufModel> openOrSay(const char* command, const std::string& path);
 
 // A job's end said on stderr after "organ COMMAND: ": its error, or its warnings. True when it
 // succeeded.

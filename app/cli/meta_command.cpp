@@ -77,11 +77,8 @@ int runMeta(const std::vector<std::string>& args) {
     GraftPlan plan;
     plan.base = path;
     plan.output = *output;
-    std::shared_ptr<const GgufModel> model;
-    try {
-        model = openModel(path);
-    } catch (const std::exception& error) {
-        std::cerr << "organ meta: " << escapeText(error.what()) << "\n";
+    const std::shared_ptr<const GgufModel> model = openOrSay("meta", path);
+    if (!model) {
         return kExitInvalid;
     }
     for (const std::string& set : sets) {

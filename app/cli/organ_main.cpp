@@ -129,6 +129,12 @@ usage:
       relative error ‖B−A‖/‖A‖, cosine, SQNR in dB, largest |B−A|, the share of values
       that differ, identical bytes noted; tensors in one model only or of another shape
       listed; a summary per system and per layer (docs/diff-json.md).
+  organ spectral MODEL [--layers A-B] [--system S] [--role R]... [--tensor NAME]... [--threads N]
+                 [--json F]
+      Spectral health (spectral v1, WeightWatcher's α): each weight matrix's eigenvalues of
+      WᵀW (BDCSVD, double precision), the power-law tail fitted by maximum likelihood at the
+      xmin of least Kolmogorov–Smirnov distance; α < 2 over-trained, > 6 under-trained, > 8
+      unreliable; experts each their own. Ctrl-C cancels.
   organ tokenize MODEL [--text T | --file F] [--id N]... [--piece P]... [--search S [--limit N]]
                  [--json]
       The model's own tokenizer (as llama.cpp's, without parsing special tokens): the
@@ -207,7 +213,7 @@ int main(int argc, char** argv) {
         {"purify", runPurify},     {"fleet", runFleet},       {"serve", runServe},
         {"imatrix", runImatrix},   {"quantize", runQuantize}, {"merge", runMerge},
         {"diff", runDiff},         {"tokenize", runTokenize}, {"meta", runMeta},
-        {"surgeon", runSurgeon},
+        {"spectral", runSpectral}, {"surgeon", runSurgeon},
     };
     if (argc < 2) {
         std::cerr << kUsage;

@@ -172,11 +172,8 @@ int runPurify(const std::vector<std::string>& args) {
     if (json && !reportTargetsOk("purify", parsed, {path, *output})) {
         return kExitInvalid;
     }
-    std::shared_ptr<const GgufModel> model;
-    try {
-        model = openModel(path);
-    } catch (const std::exception& error) {
-        std::cerr << "organ purify: " << escapeText(error.what()) << "\n";
+    const std::shared_ptr<const GgufModel> model = openOrSay("purify", path);
+    if (!model) {
         return kExitInvalid;
     }
     ProgressPrinter printer(fileLabel(path));

@@ -1,14 +1,42 @@
 #pragma once
 
+#include "anatomy/tensor_selector.h"
 #include "cli.h"
 #include "plan_run.h"
 #include "support/text_safety.h"
+
+#include <algorithm>
 
 #include <iostream>
 #include <string>
 #include <vector>
 
 namespace organ::cli {
+
+// The command line of a report on `models` models and a selection of their tensors (organ diff,
+// organ spectral): selectorFrom's options, --threads N (0: one per core) and --json F. Throws
+// UsageError with `usage` for another number of models.
+struct SelectionArguments {
+    Arguments parsed;
+    TensorSelector select;
+    unsigned threads = 0;
+};
+inline SelectionArguments selectionArguments(const std::vector<std::string>& args, std::size_t models,
+                                             const char* usage) {
+    Arguments parsed(args, {}, {"--layers", "--system", "--role", "--tensor", "--threads", "--json"});
+    if (parsed.positional().size() != models) {
+        throw UsageError{usage};
+    }
+    TensorSelector select = selectorFrom(parsed);
+    const auto threads =
+        static_cast<unsigned>(std::min<std::uint64_t>(parsed.unsignedOption("--threads", 0), 1024));
+    return {std::move(parsed), std::move(select), threads};
+}
+
+// A job's progress drawn by `printer`.
+inline ProgressFn printingTo(ProgressPrinter& printer) {
+    return [&printer](const Progress& p) { printer.update(p.done, p.total, p.stage); };
+}
 
 // Each note on stderr after "organ COMMAND: note: ".
 inline void printNotes(const char* command, const std::vector<std::string>& notes) {

@@ -5,6 +5,7 @@
 #include "support/text_safety.h"
 #include "surgeon/surgeon_session.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace organ {
@@ -79,10 +80,9 @@ SurgeonRecord runSurgeon(const SurgeonModels& models, const SurgeonRequest& requ
 }
 
 nlohmann::json surgeonToJson(const SurgeonRecord& r) {
-    nlohmann::json donors = nlohmann::json::array();
-    for (const auto& d : r.donors) {
-        donors.push_back(jsonText(d));
-    }
+    std::vector<std::string> donors(r.donors.size());
+    std::transform(r.donors.begin(), r.donors.end(), donors.begin(),
+                   [](const auto& d) { return jsonText(d); });
     nlohmann::json finalists = nlohmann::json::array();
     for (const auto& f : r.finalists) {
         finalists.push_back({{"stage", f.stage}, {"candidate", f.candidate}});

@@ -1,6 +1,7 @@
 // organ diff as a user runs it: the family's farm fine-tune against its base (every tensor
 // changed, the JSON's fields), the base against its own Q4_K_M (types differ, values compared),
-// a selection, and bad input refused with the file or the problem named.
+// a selection, and bad input refused with the file or the problem named. organ spectral on the
+// same models: an α per matrix with the spec's keys, a selection, refusals.
 #include "cli_run.h"
 #include "fixtures.h"
 #include "shared_models.h"
@@ -69,6 +70,35 @@ private slots:
         QVERIFY2(run.out.contains(QStringLiteral("6 tensors compared")), qPrintable(run.out));
         QVERIFY(run.out.contains(QStringLiteral("F16→Q4_K")) || run.out.contains(QStringLiteral("F16→Q6_K")));
         QVERIFY(!run.out.contains(QStringLiteral("attn_q")));
+    }
+
+    void spectral() {
+        ORGAN_REQUIRE_SHARED(m_q4);
+        const QString json = m_dir.filePath(QStringLiteral("spectral.json"));
+        const CliRun run = runOrganCli({QStringLiteral("spectral"), m_q4, QStringLiteral("--layers"),
+                                        QStringLiteral("0-1"), QStringLiteral("--json"), json});
+        QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+        QVERIFY2(run.out.contains(QStringLiteral("14 matrices, spectral v1")), qPrintable(run.out));
+        const QJsonObject doc = QJsonDocument::fromJson(readAll(json)).object();
+        QCOMPARE(doc[QStringLiteral("spectral")].toString(), QStringLiteral("v1"));
+        const QJsonArray matrices = doc[QStringLiteral("matrices")].toArray();
+        QCOMPARE(matrices.size(), 14);
+        for (const auto& value : matrices) {
+            const QJsonObject m = value.toObject();
+            const double alpha = m[QStringLiteral("alpha")].toDouble();
+            QVERIFY(alpha > 1 && alpha < 20);
+            QVERIFY(m[QStringLiteral("tail")].toInt() >= 10);
+            QVERIFY(m[QStringLiteral("ks_distance")].toDouble() > 0);
+            const QString label = m[QStringLiteral("label")].toString();
+            QCOMPARE(label, alpha < 2   ? QStringLiteral("over-trained")
+                            : alpha > 6 ? QStringLiteral("under-trained")
+                                        : QStringLiteral("well-trained"));
+        }
+        QCOMPARE(runOrganCli({QStringLiteral("spectral")}).exitCode, 2);
+        const CliRun absent =
+            runOrganCli({QStringLiteral("spectral"), m_dir.filePath(QStringLiteral("absent.gguf"))});
+        QCOMPARE(absent.exitCode, 1);
+        QVERIFY(absent.err.contains(QStringLiteral("absent.gguf")));
     }
 
     void badInput() {
