@@ -136,4 +136,9 @@ private:
     std::string m_lastStage; // without a terminal, a line for each decile and each new stage
 };
 
+// A job's progress drawn by `printer`.
+inline ProgressFn printingTo(ProgressPrinter& printer) {
+    return [&printer](const Progress& p) { printer.update(p.done, p.total, p.stage); };
+}
+
 } // namespace organ::cli

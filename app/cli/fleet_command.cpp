@@ -80,8 +80,7 @@ int runFleet(const std::vector<std::string>& args) {
     options.cache = parsed.flag("--no-cache") ? nullptr : &cache;
     FleetReport report;
     ProgressPrinter printer("fleet of " + std::to_string(models.size()) + " models");
-    const JobResult result = measureFleet(
-        models, options, report, [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+    const JobResult result = measureFleet(models, options, report, printingTo(printer));
     printer.finish();
     for (const auto& warning : result.warnings) {
         std::cerr << "organ fleet: warning: " << escapeText(warning) << "\n";

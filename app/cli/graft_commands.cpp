@@ -74,7 +74,7 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
                 stop.requestStop();
             }
         },
-        [&](const Progress& p) { printer.update(p.done, p.total, p.stage); }, &stop);
+        printingTo(printer), &stop);
     printer.finish();
     if (run.json) {
         nlohmann::json document = graftOutcomeToJson(outcome, output);

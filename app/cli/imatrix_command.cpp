@@ -47,8 +47,7 @@ int runImatrix(const std::vector<std::string>& args) {
         StopToken stop;
         const StopOnInterrupt interrupt(stop);
         ProgressPrinter printer(model.label());
-        run = collectImatrix(
-            model, request, [&](const Progress& p) { printer.update(p.done, p.total, p.stage); }, &stop);
+        run = collectImatrix(model, request, printingTo(printer), &stop);
         printer.finish();
         if (run) {
             written = writeImatrix(*output, run->matrix, &stop);

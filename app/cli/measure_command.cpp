@@ -115,8 +115,7 @@ int measureOneShard(const Arguments& parsed, const MeasureOptions& options) {
     ProgressPrinter printer(fileLabel(path));
     try {
         checkOutputTarget(*json, {path});
-        result = measureShard(path, options, report,
-                              [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+        result = measureShard(path, options, report, printingTo(printer));
     } catch (const std::exception& error) {
         printer.finish();
         std::cerr << "organ measure: " << escapeText(error.what()) << "\n";
@@ -216,8 +215,7 @@ int runMeasure(const std::vector<std::string>& args) {
         m.anatomy = analyzeAnatomy(*m.model);
         ProgressPrinter printer(fileLabel(path));
         const CachedMeasurement done =
-            measureWithCache(m, options, useCache ? &cache : nullptr,
-                             [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+            measureWithCache(m, options, useCache ? &cache : nullptr, printingTo(printer));
         printer.finish();
         if (!done.cacheWarning.empty()) {
             std::cerr << "organ measure: warning: " << escapeText(done.cacheWarning) << "\n";

@@ -86,8 +86,7 @@ std::optional<VitalsReport> mergeVitals(const GraftPlan& plan, const GraftModels
         pointers.push_back(&p);
     }
     ProgressPrinter printer("vital signs");
-    auto vitals = takeVitals(merged, pointers, request,
-                             [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+    auto vitals = takeVitals(merged, pointers, request, printingTo(printer));
     printer.finish();
     return vitals;
 }

@@ -42,8 +42,7 @@ int runExtract(const std::vector<std::string>& args) {
     }
     ProgressPrinter printer(fileLabel(path));
     const JobResult done =
-        extractOrgans(*m.model, *output, measurement ? &*measurement : nullptr,
-                      [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+        extractOrgans(*m.model, *output, measurement ? &*measurement : nullptr, printingTo(printer));
     printer.finish();
     if (!reportJobEnd("extract", done)) {
         return kExitInvalid;
@@ -61,9 +60,7 @@ int runAssembleOrgans(const std::string& directory, const std::string& output, b
     try {
         const OrganDirectory organs = OrganDirectory::open(directory);
         ProgressPrinter printer(fileLabel(directory));
-        const JobResult done = assembleOrgans(organs, output, keepInvalid, [&](const Progress& p) {
-            printer.update(p.done, p.total, p.stage);
-        });
+        const JobResult done = assembleOrgans(organs, output, keepInvalid, printingTo(printer));
         printer.finish();
         if (!reportJobEnd("assemble", done)) {
             return kExitInvalid;
@@ -177,9 +174,7 @@ int runPurify(const std::vector<std::string>& args) {
         return kExitInvalid;
     }
     ProgressPrinter printer(fileLabel(path));
-    const PurifyOutcome outcome = purifyModel(*model, selector, params, *output, [&](const Progress& p) {
-        printer.update(p.done, p.total, p.stage);
-    });
+    const PurifyOutcome outcome = purifyModel(*model, selector, params, *output, printingTo(printer));
     printer.finish();
     for (const std::string& finding : outcome.findings) {
         std::cerr << "organ purify: note: " << escapeText(finding) << "\n";

@@ -90,9 +90,8 @@ SensitivityRequest sensitivityFrom(const Arguments& parsed, std::vector<TensorTy
 std::optional<SensitivityReport> runSensitivity(const LabInputs& in, const SensitivityRequest& request,
                                                 const StopToken& stop) {
     ProgressPrinter printer(fileLabel(in.model->path()));
-    auto report = measureSensitivity(
-        in.model, in.importance.get(), in.imatrix, request,
-        [&](const Progress& p) { printer.update(p.done, p.total, p.stage); }, &stop);
+    auto report =
+        measureSensitivity(in.model, in.importance.get(), in.imatrix, request, printingTo(printer), &stop);
     printer.finish();
     return report;
 }
@@ -166,10 +165,8 @@ int runQuantizeReport(const std::vector<std::string>& args) {
         [&](const StopToken& stop) {
             const LabInputs in = openInputs(parsed);
             ProgressPrinter printer(fileLabel(path));
-            auto report = measureQuantErrors(
-                *in.model, types, in.importance.get(), in.imatrix,
-                [&](const Progress& p) { printer.update(p.done, p.total, p.stage); }, &stop,
-                threadsFrom(parsed));
+            auto report = measureQuantErrors(*in.model, types, in.importance.get(), in.imatrix,
+                                             printingTo(printer), &stop, threadsFrom(parsed));
             printer.finish();
             return report;
         },
@@ -266,9 +263,8 @@ int runQuantizeBudget(const std::vector<std::string>& args) {
                               std::to_string(budget));
         }
         ProgressPrinter printer(fileLabel(path));
-        const QuantizeOutcome outcome = quantizeModel(
-            *in.model, recipe, in.importance.get(), *output,
-            [&](const Progress& p) { printer.update(p.done, p.total, p.stage); }, &stop, request.threads);
+        const QuantizeOutcome outcome = quantizeModel(*in.model, recipe, in.importance.get(), *output,
+                                                      printingTo(printer), &stop, request.threads);
         printer.finish();
         if (!reportJobEnd("quantize", outcome.written)) {
             return kExitInvalid;

@@ -103,9 +103,8 @@ int runQuantize(const std::vector<std::string>& args) {
         return kExitInvalid;
     }
     ProgressPrinter printer(fileLabel(path));
-    const QuantizeOutcome outcome = quantizeModel(
-        *model, recipe, importance.get(), *output,
-        [&](const Progress& p) { printer.update(p.done, p.total, p.stage); }, nullptr, threads);
+    const QuantizeOutcome outcome =
+        quantizeModel(*model, recipe, importance.get(), *output, printingTo(printer), nullptr, threads);
     printer.finish();
     for (const std::string& note : outcome.notes) {
         std::cerr << "organ quantize: note: " << escapeText(note) << "\n";

@@ -33,11 +33,6 @@ inline SelectionArguments selectionArguments(const std::vector<std::string>& arg
     return {std::move(parsed), std::move(select), threads};
 }
 
-// A job's progress drawn by `printer`.
-inline ProgressFn printingTo(ProgressPrinter& printer) {
-    return [&printer](const Progress& p) { printer.update(p.done, p.total, p.stage); };
-}
-
 // Each note on stderr after "organ COMMAND: note: ".
 inline void printNotes(const char* command, const std::vector<std::string>& notes) {
     for (const std::string& note : notes) {

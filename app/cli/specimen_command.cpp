@@ -14,8 +14,7 @@ int runSpecimen(const std::vector<std::string>& args) {
     const std::string& path = parsed.positional().front();
     const std::uint64_t seed = parsed.unsignedOption("--seed", 1);
     ProgressPrinter printer(fileLabel(path));
-    const JobResult result =
-        writeSpecimen(path, seed, {}, [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+    const JobResult result = writeSpecimen(path, seed, {}, printingTo(printer));
     printer.finish();
     if (!result.isOk()) {
         std::cerr << "organ specimen: " << result.message << "\n";

@@ -164,8 +164,7 @@ int runSurgeon(const std::vector<std::string>& args) {
         {
             const StopOnInterrupt interrupt(stop);
             ProgressPrinter printer(fileLabel(recipientPath));
-            record = organ::runSurgeon(
-                models, request, [&](const Progress& p) { printer.update(p.done, p.total, p.stage); }, &stop);
+            record = organ::runSurgeon(models, request, printingTo(printer), &stop);
             printer.finish();
         }
         std::cout << surgeonText(record);

@@ -91,8 +91,7 @@ int runVitals(const std::vector<std::string>& args) {
             parentPointers.push_back(&p);
         }
         ProgressPrinter printer(model->label());
-        const auto report = takeVitals(*model, parentPointers, request,
-                                       [&](const Progress& p) { printer.update(p.done, p.total, p.stage); });
+        const auto report = takeVitals(*model, parentPointers, request, printingTo(printer));
         printer.finish();
         std::cout << vitalsText(*report);
         if (json) {

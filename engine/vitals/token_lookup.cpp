@@ -1,5 +1,6 @@
 #include "vitals/token_lookup.h"
 
+#include "organs/manifest_values.h"
 #include "support/errors.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -49,18 +50,11 @@ std::vector<std::int32_t> searchVocabulary(const Tokenizer& tokenizer, std::stri
 }
 
 nlohmann::json tokenRowToJson(const TokenRow& row) {
-    std::string hex;
-    static constexpr char kDigits[] = "0123456789abcdef";
-    for (const char c : row.piece) {
-        const auto b = static_cast<unsigned char>(c);
-        hex += kDigits[b >> 4];
-        hex += kDigits[b & 15];
-    }
     return {{"id", row.id},
             {"type", tokenTypeName(row.type)},
             {"vocabulary", jsonText(row.vocabulary)},
             {"piece", isValidUtf8(row.piece) ? nlohmann::json(row.piece) : nlohmann::json(nullptr)},
-            {"bytes", hex}};
+            {"bytes", hexOf(row.piece)}};
 }
 
 std::string tokenTableText(const std::vector<TokenRow>& rows, bool numbered) {

@@ -5,6 +5,7 @@
 #include "gguf/gguf_writer.h"
 #include "shared_models.h"
 #include "support/errors.h"
+#include "token_ids.h"
 #include "vitals/pre_tokenizer.h"
 #include "vitals/tokenizer.h"
 #include "vitals/unicode_classes.h"
@@ -18,14 +19,6 @@ using namespace organ;
 using namespace organ::testing;
 
 namespace {
-
-nlohmann::json expectedIds() {
-    QFile file(QStringLiteral(ORGAN_SOURCE_DIR "/tests/data/tokenizer/llama-cpp-token-ids.json"));
-    if (!file.open(QIODevice::ReadOnly)) {
-        return {};
-    }
-    return nlohmann::json::parse(file.readAll().toStdString());
-}
 
 std::string fromHex(const std::string& hex) {
     return QByteArray::fromHex(QByteArray::fromStdString(hex)).toStdString();
@@ -66,7 +59,7 @@ class TestTokenizer : public QObject {
 private slots:
     void matchesLlamaCpp_data() {
         QTest::addColumn<int>("index");
-        const nlohmann::json expected = expectedIds();
+        const nlohmann::json expected = llamaCppTokenIds();
         QVERIFY(!expected.empty());
         for (std::size_t i = 0; i < expected["vocabularies"].size(); ++i) {
             const auto& v = expected["vocabularies"][i];
@@ -78,7 +71,7 @@ private slots:
 
     void matchesLlamaCpp() {
         QFETCH(int, index);
-        const nlohmann::json expected = expectedIds();
+        const nlohmann::json expected = llamaCppTokenIds();
         const auto& v = expected["vocabularies"][std::size_t(index)];
         const QString file = QString::fromStdString(v["file"].get<std::string>());
         ORGAN_REQUIRE_SHARED(sharedModel(file));
