@@ -4,6 +4,7 @@
 #include "support/instruction_set.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <vector>
@@ -70,6 +71,27 @@ const float* halfTable() {
         return values;
     }();
     return table.data();
+}
+
+// An unsigned E4M3 scale (bias 7), halved like MXFP4's; 0 and 0x7F read as zero. Read from a
+// table: the decoders take one per 16 values.
+float ue4m3Half(std::uint8_t x) {
+    static const std::array<float, 256> table = [] {
+        std::array<float, 256> values{};
+        for (int v = 1; v < 256; ++v) {
+            if (v == 0x7F) {
+                continue;
+            }
+            const int exponent = (v >> 3) & 0xF;
+            const int mantissa = v & 0x7;
+            const float value = exponent == 0
+                                    ? std::ldexp(static_cast<float>(mantissa), -9)
+                                    : std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+            values[static_cast<std::size_t>(v)] = value * 0.5f;
+        }
+        return values;
+    }();
+    return table[x];
 }
 
 } // namespace detail
@@ -167,9 +189,6 @@ void decodeQ8(const std::byte* src, std::size_t blocks, float* out) {
     }
 }
 
-// The e2m1 values of MXFP4 and NVFP4, doubled (their scales are halved to match).
-constexpr std::int8_t kFp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-
 // MXFP4: an E8M0 exponent, then 16 bytes of e2m1 nibbles (low: 0-15, high: 16-31).
 void decodeMXFP4(const std::byte* src, std::size_t blocks, float* out) {
     for (std::size_t b = 0; b < blocks; ++b, src += 17, out += 32) {
@@ -177,22 +196,10 @@ void decodeMXFP4(const std::byte* src, std::size_t blocks, float* out) {
         const float d = std::ldexp(1.0f, e - 128); // 2^(e-127), halved
         const std::uint8_t* q = bytes(src + 1);
         for (int j = 0; j < 16; ++j) {
-            out[j] = d * kFp4Doubled[q[j] & 0x0F];
-            out[j + 16] = d * kFp4Doubled[q[j] >> 4];
+            out[j] = d * detail::kFp4Doubled[q[j] & 0x0F];
+            out[j + 16] = d * detail::kFp4Doubled[q[j] >> 4];
         }
     }
-}
-
-// An unsigned E4M3 scale (bias 7), halved like MXFP4's; 0 and 0x7F read as zero.
-float ue4m3Half(std::uint8_t x) {
-    if (x == 0 || x == 0x7F) {
-        return 0.0f;
-    }
-    const int exponent = (x >> 3) & 0xF;
-    const int mantissa = x & 0x7;
-    const float value = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -9)
-                                      : std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
-    return value * 0.5f;
 }
 
 // NVFP4: four UE4M3 scales, one per 16 elements, then 32 bytes of e2m1 nibbles; within a
@@ -202,10 +209,10 @@ void decodeNVFP4(const std::byte* src, std::size_t blocks, float* out) {
         const std::uint8_t* scales = bytes(src);
         const std::uint8_t* q = bytes(src + 4);
         for (int s = 0; s < 4; ++s) {
-            const float d = ue4m3Half(scales[s]);
+            const float d = detail::ue4m3Half(scales[s]);
             for (int j = 0; j < 8; ++j) {
-                out[s * 16 + j] = d * kFp4Doubled[q[s * 8 + j] & 0x0F];
-                out[s * 16 + j + 8] = d * kFp4Doubled[q[s * 8 + j] >> 4];
+                out[s * 16 + j] = d * detail::kFp4Doubled[q[s * 8 + j] & 0x0F];
+                out[s * 16 + j + 8] = d * detail::kFp4Doubled[q[s * 8 + j] >> 4];
             }
         }
     }
@@ -279,59 +286,42 @@ void decodeTQ2_0(const std::byte* src, std::size_t blocks, float* out) {
     }
 }
 
+constexpr TypeEntry<DecodeFn> kPortableDecoders[] = {
+    {TensorType::F32, decodePlain<float>},
+    {TensorType::F64, decodePlain<double>},
+    {TensorType::F16, decodeF16},
+    {TensorType::BF16, decodeBF16},
+    {TensorType::I8, decodePlain<std::int8_t>},
+    {TensorType::I16, decodePlain<std::int16_t>},
+    {TensorType::I32, decodePlain<std::int32_t>},
+    {TensorType::I64, decodePlain<std::int64_t>},
+    {TensorType::Q4_0, decodeQ4_0},
+    {TensorType::Q4_1, decodeQ4_1},
+    {TensorType::Q5_0, decodeQ5_0},
+    {TensorType::Q5_1, decodeQ5_1},
+    {TensorType::Q8_0, decodeQ8<34, 2>},
+    {TensorType::Q8_1, decodeQ8<36, 4>},
+    {TensorType::MXFP4, decodeMXFP4},
+    {TensorType::NVFP4, decodeNVFP4},
+    {TensorType::Q1_0, decodeQ1_0},
+    {TensorType::Q2_0, decodeQ2_0},
+    {TensorType::TQ1_0, decodeTQ1_0},
+    {TensorType::TQ2_0, decodeTQ2_0},
+};
+
 DecodeFn decoderFor(TensorType type) {
     if (const InstructionSet set = activeInstructionSet(); set != InstructionSet::Portable) {
         if (const DecodeFn fast = x86Decoder(type, set)) {
             return fast;
         }
     }
-    switch (type) {
-    case TensorType::F32:
-        return decodePlain<float>;
-    case TensorType::F64:
-        return decodePlain<double>;
-    case TensorType::F16:
-        return decodeF16;
-    case TensorType::BF16:
-        return decodeBF16;
-    case TensorType::I8:
-        return decodePlain<std::int8_t>;
-    case TensorType::I16:
-        return decodePlain<std::int16_t>;
-    case TensorType::I32:
-        return decodePlain<std::int32_t>;
-    case TensorType::I64:
-        return decodePlain<std::int64_t>;
-    case TensorType::Q4_0:
-        return decodeQ4_0;
-    case TensorType::Q4_1:
-        return decodeQ4_1;
-    case TensorType::Q5_0:
-        return decodeQ5_0;
-    case TensorType::Q5_1:
-        return decodeQ5_1;
-    case TensorType::Q8_0:
-        return decodeQ8<34, 2>;
-    case TensorType::Q8_1:
-        return decodeQ8<36, 4>;
-    case TensorType::MXFP4:
-        return decodeMXFP4;
-    case TensorType::NVFP4:
-        return decodeNVFP4;
-    case TensorType::Q1_0:
-        return decodeQ1_0;
-    case TensorType::Q2_0:
-        return decodeQ2_0;
-    case TensorType::TQ1_0:
-        return decodeTQ1_0;
-    case TensorType::TQ2_0:
-        return decodeTQ2_0;
-    default:
-        if (DecodeFn k = kQuantDecoder(type)) {
-            return k;
-        }
-        return iQuantDecoder(type);
+    if (const DecodeFn plain = entryOf(kPortableDecoders, type)) {
+        return plain;
     }
+    if (const DecodeFn k = kQuantDecoder(type)) {
+        return k;
+    }
+    return iQuantDecoder(type);
 }
 
 } // namespace

@@ -54,6 +54,12 @@ inline void q3KScales(const std::uint8_t* packed, int scales[16]) {
 inline constexpr std::int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                1,    13,   25,  38,  53,  69,  89,  113};
 
+// The e2m1 values of MXFP4 and NVFP4, doubled (their scales are halved to match).
+inline constexpr std::int8_t kFp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// NVFP4's unsigned E4M3 scale byte as a float, halved like MXFP4's; 0 and 0x7F read as zero.
+float ue4m3Half(std::uint8_t x);
+
 using DecodeFn = void (*)(const std::byte* src, std::size_t blocks, float* out);
 
 // A function of one type, in a table of them.

@@ -1,7 +1,8 @@
-// AVX2 decoders of the types most read (Q8_0, F16, BF16, Q4_0 … Q5_1, Q4_K, Q5_K, Q6_K, TQ2_0): eight values
-// at a time, each the portable decoder's float operations in the same order (this file is
+// AVX2 decoders of the block types (all but IQ4_NL, IQ4_XS, MXFP4, Q1_0, Q2_0, Q8_1 and Q8_K):
+// eight values at a time, each the portable decoder's float operations in the same order (this file is
 // compiled without contracting a multiply and an add into one), so they give the same bits.
 #include "quant/dequant_detail.h"
+#include "quant/iq_groups.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include "quant/x86_intrinsics.h"
@@ -147,6 +148,126 @@ ORGAN_TARGET void decodeTQ2_0(const std::byte* src, std::size_t blocks, float* o
     }
 }
 
+// Q2_K: per 16 elements, dl · ((q >> shift) & 3) − ml, dl and ml from a scale byte's nibbles.
+ORGAN_TARGET void decodeQ2_KAvx2(const std::byte* src, std::size_t blocks, float* out) {
+    const __m256i pair = _mm256_set1_epi32(3);
+    for (std::size_t b = 0; b < blocks; ++b, src += 84) {
+        const std::uint8_t* scales = bytes(src);
+        const std::uint8_t* q = bytes(src + 16);
+        const float d = halfAt(src + 80);
+        const float dmin = halfAt(src + 82);
+        for (int half = 0; half < 2; ++half, q += 32) {
+            for (int shift = 0; shift < 8; shift += 2) {
+                const __m128i by = _mm_cvtsi32_si128(shift);
+                for (int part = 0; part < 2; ++part, out += 16) {
+                    const std::uint8_t sc = *scales++;
+                    const __m256 dl = _mm256_set1_ps(d * (sc & 0xF));
+                    const __m256 ml = _mm256_set1_ps(dmin * (sc >> 4));
+                    for (int l = 0; l < 16; l += 8) {
+                        const __m256i level =
+                            _mm256_and_si256(_mm256_srl_epi32(eightBytes(q + 16 * part + l), by), pair);
+                        _mm256_storeu_ps(out + l, _mm256_sub_ps(_mm256_mul_ps(dl, toFloats(level)), ml));
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Q3_K: per 16 elements, dl · (((q >> shift) & 3) − 4 where the element's hmask bit is clear).
+ORGAN_TARGET void decodeQ3_KAvx2(const std::byte* src, std::size_t blocks, float* out) {
+    const __m256i pair = _mm256_set1_epi32(3);
+    const __m256i four = _mm256_set1_epi32(4);
+    for (std::size_t b = 0; b < blocks; ++b, src += 110) {
+        const std::uint8_t* hmask = bytes(src);
+        const std::uint8_t* q = bytes(src + 32);
+        const float d = halfAt(src + 108);
+        int scales[16];
+        q3KScales(bytes(src + 96), scales);
+        const int* scale = scales;
+        int m = 1;
+        for (int half = 0; half < 2; ++half, q += 32) {
+            for (int shift = 0; shift < 8; shift += 2, m <<= 1) {
+                const __m128i by = _mm_cvtsi32_si128(shift);
+                const __m256i bit = _mm256_set1_epi32(m);
+                for (int part = 0; part < 2; ++part, out += 16) {
+                    const __m256 dl = _mm256_set1_ps(d * *scale++);
+                    for (int l = 0; l < 16; l += 8) {
+                        const int k = l + 16 * part;
+                        const __m256i level = _mm256_and_si256(_mm256_srl_epi32(eightBytes(q + k), by), pair);
+                        const __m256i clear = _mm256_cmpeq_epi32(_mm256_and_si256(eightBytes(hmask + k), bit),
+                                                                 _mm256_setzero_si256());
+                        const __m256i value = _mm256_sub_epi32(level, _mm256_and_si256(clear, four));
+                        _mm256_storeu_ps(out + l, _mm256_mul_ps(dl, toFloats(value)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+// TQ1_0: digit n of byte q is ((q · 3^n mod 256) · 3 >> 8) − 1, sixteen bytes at a time in 16-bit
+// lanes: d times the digits of `q` (bytes widened to 16 bits) into sixteen floats.
+ORGAN_TARGET inline void ternaryDigits(__m256i q, std::int16_t power, __m256 d, float* out) {
+    const __m256i shifted =
+        _mm256_and_si256(_mm256_mullo_epi16(q, _mm256_set1_epi16(power)), _mm256_set1_epi16(0xFF));
+    const __m256i digit = _mm256_sub_epi16(
+        _mm256_srli_epi16(_mm256_mullo_epi16(shifted, _mm256_set1_epi16(3)), 8), _mm256_set1_epi16(1));
+    _mm256_storeu_ps(out, _mm256_mul_ps(d, toFloats(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(digit)))));
+    _mm256_storeu_ps(out + 8,
+                     _mm256_mul_ps(d, toFloats(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(digit, 1)))));
+}
+
+ORGAN_TARGET inline __m256i sixteenBytes(const std::uint8_t* p) {
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// The last four bytes' sixteen digits as the portable decoder takes them.
+ORGAN_TARGET void decodeTQ1_0Avx2(const std::byte* src, std::size_t blocks, float* out) {
+    static constexpr std::int16_t kPow3[5] = {1, 3, 9, 27, 81};
+    for (std::size_t b = 0; b < blocks; ++b, src += 54) {
+        const std::uint8_t* qs = bytes(src);
+        const std::uint8_t* qh = bytes(src + 48);
+        const float scale = halfAt(src + 52);
+        const __m256 d = _mm256_set1_ps(scale);
+        const __m256i first = sixteenBytes(qs);
+        const __m256i second = sixteenBytes(qs + 16);
+        const __m256i third = sixteenBytes(qs + 32);
+        for (int n = 0; n < 5; ++n, out += 32) {
+            ternaryDigits(first, kPow3[n], d, out);
+            ternaryDigits(second, kPow3[n], d, out + 16);
+        }
+        for (int n = 0; n < 5; ++n, out += 16) {
+            ternaryDigits(third, kPow3[n], d, out);
+        }
+        for (int n = 0; n < 4; ++n) {
+            for (int m = 0; m < 4; ++m) {
+                const auto shifted = static_cast<std::uint8_t>(qh[m] * kPow3[n]);
+                *out++ = scale * static_cast<float>(((static_cast<int>(shifted) * 3) >> 8) - 1);
+            }
+        }
+    }
+}
+
+// NVFP4: per 16 elements a UE4M3 scale (from its table) times the doubled e2m1 levels, looked up
+// sixteen at a time with a byte shuffle.
+ORGAN_TARGET void decodeNVFP4Avx2(const std::byte* src, std::size_t blocks, float* out) {
+    const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kFp4Doubled));
+    const __m128i nibble = _mm_set1_epi8(0x0F);
+    for (std::size_t b = 0; b < blocks; ++b, src += 36) {
+        const std::uint8_t* scales = bytes(src);
+        const std::uint8_t* q = bytes(src + 4);
+        for (int s = 0; s < 4; ++s, out += 16) {
+            const __m256 d = _mm256_set1_ps(ue4m3Half(scales[s]));
+            const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * s));
+            const __m128i lowLevels = _mm_shuffle_epi8(levels, _mm_and_si128(v, nibble));
+            const __m128i highLevels = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(v, 4), nibble));
+            _mm256_storeu_ps(out, _mm256_mul_ps(d, toFloats(_mm256_cvtepi8_epi32(lowLevels))));
+            _mm256_storeu_ps(out + 8, _mm256_mul_ps(d, toFloats(_mm256_cvtepi8_epi32(highLevels))));
+        }
+    }
+}
+
 // Q4_K and Q5_K: per 64 elements, d1 · level − m1 for the low nibbles, d2 · level − m2 for the
 // high ones (plus 16 where the fifth bit is set).
 template <bool kFifthBit>
@@ -221,9 +342,44 @@ ORGAN_TARGET void decodeQ6_K(const std::byte* src, std::size_t blocks, float* ou
     }
 }
 
+// IQ2 and IQ3: each group's eight values (scale · byte) · (±1 by sign bit).
+template <std::size_t kBytes, void (*kRead)(const std::byte*, SignedGroups&)>
+ORGAN_TARGET void decodeSignedAvx2(const std::byte* src, std::size_t blocks, float* out) {
+    const __m256i bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256 plus = _mm256_set1_ps(1.0f);
+    const __m256 minus = _mm256_set1_ps(-1.0f);
+    SignedGroups g;
+    for (std::size_t b = 0; b < blocks; ++b, src += kBytes) {
+        kRead(src, g);
+        for (int i = 0; i < 32; ++i, out += 8) {
+            const __m256i set = _mm256_cmpeq_epi32(
+                _mm256_and_si256(_mm256_set1_epi32(static_cast<int>(g.signs[i])), bits), bits);
+            const __m256 sign = _mm256_blendv_ps(plus, minus, _mm256_castsi256_ps(set));
+            const __m256 values =
+                toFloats(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(g.entry[i]))));
+            _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(g.scale[i]), values), sign));
+        }
+    }
+}
+
+// IQ1: each group's eight values scale · (signed byte + shift).
+template <std::size_t kBytes, void (*kRead)(const std::byte*, ShiftedGroups&)>
+ORGAN_TARGET void decodeShiftedAvx2(const std::byte* src, std::size_t blocks, float* out) {
+    ShiftedGroups g;
+    for (std::size_t b = 0; b < blocks; ++b, src += kBytes) {
+        kRead(src, g);
+        for (int i = 0; i < 32; ++i, out += 8) {
+            const __m256 values =
+                toFloats(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(static_cast<long long>(g.entry[i]))));
+            _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_set1_ps(g.scale[i]),
+                                                _mm256_add_ps(values, _mm256_set1_ps(g.shift[i]))));
+        }
+    }
+}
+
 #undef ORGAN_TARGET
 
-// 512-bit registers: sixteen bfloat16 become sixteen floats in one step.
+// BF16 in 512-bit registers: sixteen bfloat16 become sixteen floats in one step.
 __attribute__((target("avx2,avx512f,avx512bw"))) void decodeBF16Avx512(const std::byte* src, std::size_t n,
                                                                        float* out) {
     std::size_t i = 0;
@@ -233,6 +389,18 @@ __attribute__((target("avx2,avx512f,avx512bw"))) void decodeBF16Avx512(const std
         _mm512_storeu_si512(out + i, _mm512_slli_epi32(v, 16));
     }
     decodeBF16(src + 2 * i, n - i, out + i);
+}
+
+// Q8_0 in 512-bit registers: a block's 32 values in two steps.
+__attribute__((target("avx2,f16c,avx512f,avx512bw"))) void decodeQ8_0Avx512(const std::byte* src,
+                                                                            std::size_t blocks, float* out) {
+    for (std::size_t b = 0; b < blocks; ++b, src += 34, out += 32) {
+        const __m512 d = _mm512_set1_ps(_cvtsh_ss(load16(src)));
+        const __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2));
+        const __m128i high = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 18));
+        _mm512_storeu_ps(out, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(low))));
+        _mm512_storeu_ps(out + 16, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(high))));
+    }
 }
 
 constexpr TypeEntry<DecodeFn> kDecoders[] = {
@@ -247,13 +415,29 @@ constexpr TypeEntry<DecodeFn> kDecoders[] = {
     {TensorType::Q5_0, decodeQ5<false>},
     {TensorType::Q5_1, decodeQ5<true>},
     {TensorType::TQ2_0, decodeTQ2_0},
+    {TensorType::Q2_K, decodeQ2_KAvx2},
+    {TensorType::Q3_K, decodeQ3_KAvx2},
+    {TensorType::TQ1_0, decodeTQ1_0Avx2},
+    {TensorType::NVFP4, decodeNVFP4Avx2},
+    {TensorType::IQ2_XXS, decodeSignedAvx2<66, readIQ2_XXS>},
+    {TensorType::IQ2_XS, decodeSignedAvx2<74, readIQ2_XS>},
+    {TensorType::IQ2_S, decodeSignedAvx2<82, readIQ2_S>},
+    {TensorType::IQ3_XXS, decodeSignedAvx2<98, readIQ3_XXS>},
+    {TensorType::IQ3_S, decodeSignedAvx2<110, readIQ3_S>},
+    {TensorType::IQ1_S, decodeShiftedAvx2<50, readIQ1_S>},
+    {TensorType::IQ1_M, decodeShiftedAvx2<56, readIQ1_M>},
 };
 
 } // namespace
 
 DecodeFn x86Decoder(TensorType type, InstructionSet set) {
-    if (type == TensorType::BF16 && (set == InstructionSet::Avx512 || set == InstructionSet::Avx512Vnni)) {
-        return decodeBF16Avx512;
+    if (set == InstructionSet::Avx512 || set == InstructionSet::Avx512Vnni) {
+        if (type == TensorType::BF16) {
+            return decodeBF16Avx512;
+        }
+        if (type == TensorType::Q8_0) {
+            return decodeQ8_0Avx512;
+        }
     }
     return entryOf(kDecoders, type);
 }
