@@ -33,6 +33,14 @@ float chooseBits(bool c, float a, float b) {
                                 (std::bit_cast<std::uint32_t>(b) & ~mask));
 }
 
+// The loops over values, compiled also for wider vectors (the loader picks the clone the CPU runs):
+// elementwise float operations give the same bits at any width.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ORGAN_VECTOR_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#else
+#define ORGAN_VECTOR_CLONES
+#endif
+
 bool isTaskArithmetic(MergeMethod method) {
     return method == MergeMethod::TaskArithmetic || method == MergeMethod::DareLinear ||
            method == MergeMethod::Breadcrumbs;
@@ -328,14 +336,83 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
     if (pending.empty()) {
         return true;
     }
-    // Histograms of the high 16 bits of |δ|, per thread and model, summed once all are in.
+    // Pass 1: histograms of the high 16 bits of |δ|, per thread and model, summed once all are in.
+    // From the first batch's histogram each cut's bucket is foreseen, and from then on the keys in
+    // a window of buckets around it are kept: when the cut falls in its window (nearly always: the
+    // values' spread is much the same from batch to batch), its low 16 bits are counted from the
+    // kept keys, without a second pass over the inputs.
     std::vector<std::vector<Histogram>> high(threads, std::vector<Histogram>(m_models.size()));
     for (const Pending& p : pending) {
         for (std::vector<Histogram>& perModel : high) {
             perModel[p.model].assign(kBins, 0);
         }
     }
-    const bool counted = scan(stop, true, [&](unsigned thread, const Piece& piece) {
+    auto summed = [&](std::size_t model) {
+        Histogram sum(kBins, 0);
+        for (unsigned t = 0; t < threads; ++t) {
+            const Histogram& counters = high[t][model];
+            for (std::size_t b = 0; b < counters.size(); ++b) {
+                sum[b] += counters[b];
+            }
+        }
+        return sum;
+    };
+    // The bucket holding the element of the given rank (descending), and the elements above it.
+    auto bucketOf = [](const Histogram& sum, std::uint64_t rank, std::uint64_t& above) {
+        above = 0;
+        for (std::size_t b = kBins; b-- > 0;) {
+            if (above + sum[b] > rank) {
+                return static_cast<std::uint32_t>(b);
+            }
+            above += sum[b];
+        }
+        return std::uint32_t{0};
+    };
+    struct Window {
+        std::uint32_t low = 1; // empty until the first batch is counted
+        std::uint32_t high = 0;
+        bool overflowed = false;
+        std::vector<std::vector<std::uint32_t>> keys; // per thread
+    };
+    std::vector<Window> windows(pending.size());
+    for (Window& w : windows) {
+        w.keys.resize(threads);
+    }
+    std::vector<std::vector<std::uint32_t>> scratch(threads, std::vector<std::uint32_t>(kPiece));
+    auto keep = [&](unsigned thread, const Piece& piece) {
+        std::uint32_t* kept = scratch[thread].data();
+        for (std::size_t k = 0; k < pending.size(); ++k) {
+            Window& w = windows[k];
+            if (w.overflowed || w.low > w.high) {
+                continue;
+            }
+            const float* d = m_batch.values[pending[k].model].data() + piece.offset;
+            const std::uint32_t width = w.high - w.low;
+            auto inWindow = [&](std::uint32_t key) { return (key >> 16) - w.low <= width ? 1u : 0u; };
+            std::size_t m = 0;
+            auto gather = [&](std::size_t from, std::size_t to) {
+                for (std::size_t j = from; j < to; ++j) {
+                    const std::uint32_t key = magnitudeKey(d[j]);
+                    kept[m] = key;
+                    m += inWindow(key);
+                }
+            };
+            // Most runs of 16 hold no key in the window: those are passed over after one vector test.
+            std::size_t j = 0;
+            for (; j + 16 <= piece.count; j += 16) {
+                unsigned any = 0;
+                for (std::size_t k = j; k < j + 16; ++k) {
+                    any |= inWindow(magnitudeKey(d[k]));
+                }
+                if (any != 0) {
+                    gather(j, j + 16);
+                }
+            }
+            gather(j, piece.count);
+            w.keys[thread].insert(w.keys[thread].end(), kept, kept + m);
+        }
+    };
+    auto count = [&](unsigned thread, const Piece& piece) {
         for (std::size_t i = 0; i < m_models.size(); ++i) {
             Histogram& histogram = high[thread][i];
             if (!histogram.empty()) {
@@ -345,70 +422,112 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
                 }
             }
         }
-    });
-    if (!counted) {
-        return false;
+    };
+    // Kept keys at most per cut (4 bytes each); past it the cut takes the second pass.
+    constexpr std::size_t kMaxKept = std::size_t{1} << 23;
+    for (std::uint64_t first = 0; first < n; first += kBatch) {
+        if (stop != nullptr && stop->stopRequested()) {
+            return false;
+        }
+        const auto c = static_cast<std::size_t>(std::min<std::uint64_t>(kBatch, n - first));
+        if (first == 0) {
+            readBatch(first, c, true, count);
+            for (std::size_t k = 0; k < pending.size(); ++k) {
+                const Histogram sum = summed(pending[k].model);
+                // The rank foreseen in this batch, and a margin of 1/256 of the batch and four
+                // standard deviations of a sampled rank either side (none when the batch is the tensor).
+                const double share = static_cast<double>(c) / static_cast<double>(n);
+                const double rank = static_cast<double>(pending[k].rank) * share;
+                const double margin =
+                    c == n ? 0.0 : static_cast<double>(c) / 256 + 4 * std::sqrt(rank * (1 - share) + 1);
+                std::uint64_t above = 0;
+                windows[k].high =
+                    bucketOf(sum, static_cast<std::uint64_t>(std::max(0.0, rank - margin)), above);
+                windows[k].low = bucketOf(sum, static_cast<std::uint64_t>(rank + margin), above);
+            }
+            forPieces(first, c, keep);
+        } else {
+            readBatch(first, c, true, [&](unsigned thread, const Piece& piece) {
+                count(thread, piece);
+                keep(thread, piece);
+            });
+        }
+        for (Window& w : windows) {
+            std::size_t kept = 0;
+            for (const std::vector<std::uint32_t>& keys : w.keys) {
+                kept += keys.size();
+            }
+            if (kept > kMaxKept) {
+                w.overflowed = true;
+                w.keys.assign(threads, {});
+            }
+        }
+        if (m_inputs.done) {
+            m_inputs.done(first, c);
+        }
     }
-    for (Pending& p : pending) {
-        Histogram sum(kBins, 0);
-        for (unsigned t = 0; t < threads; ++t) {
-            const Histogram& counters = high[t][p.model];
-            for (std::size_t b = 0; b < counters.size(); ++b) {
-                sum[b] += counters[b];
+    std::vector<Pending*> unresolved;
+    for (std::size_t k = 0; k < pending.size(); ++k) {
+        Pending& p = pending[k];
+        p.bucket = bucketOf(summed(p.model), p.rank, p.above);
+        Window& w = windows[k];
+        if (!w.overflowed && p.bucket >= w.low && p.bucket <= w.high) {
+            p.low.assign(1, Histogram(kBins, 0));
+            for (const std::vector<std::uint32_t>& keys : w.keys) {
+                for (const std::uint32_t key : keys) {
+                    p.low[0][key & 0xFFFF] += (key >> 16) == p.bucket ? 1 : 0;
+                }
             }
+        } else {
+            p.low.assign(threads, Histogram(kBins, 0));
+            unresolved.push_back(&p);
         }
-        std::uint64_t above = 0;
-        for (std::size_t b = kBins; b-- > 0;) {
-            if (above + sum[b] > p.rank) {
-                p.bucket = static_cast<std::uint32_t>(b);
-                p.above = above;
-                break;
-            }
-            above += sum[b];
-        }
-        p.low.assign(threads, Histogram(kBins, 0));
+        w.keys.clear();
     }
-    // The low 16 bits of the keys in the cut's bucket: gathered first without a branch (a bucket
-    // holds an unpredictable few percent of a piece), then counted.
-    std::vector<std::vector<std::uint16_t>> gathered(threads, std::vector<std::uint16_t>(kPiece));
-    const bool refined = scan(stop, true, [&](unsigned thread, const Piece& piece) {
-        std::uint16_t* lows = gathered[thread].data();
-        for (Pending& p : pending) {
-            const float* d = m_batch.values[p.model].data() + piece.offset;
-            std::size_t n = 0;
-            for (std::size_t j = 0; j < piece.count; ++j) {
-                const std::uint32_t key = magnitudeKey(d[j]);
-                lows[n] = static_cast<std::uint16_t>(key);
-                n += (key >> 16) == p.bucket ? 1 : 0;
+    // Pass 2, for the cuts outside their windows: the low 16 bits of the keys in the cut's bucket,
+    // gathered first without a branch (a bucket holds an unpredictable few percent of a piece), then
+    // counted.
+    if (!unresolved.empty()) {
+        std::vector<std::vector<std::uint16_t>> gathered(threads, std::vector<std::uint16_t>(kPiece));
+        const bool refined = scan(stop, true, [&](unsigned thread, const Piece& piece) {
+            std::uint16_t* lows = gathered[thread].data();
+            for (Pending* p : unresolved) {
+                const float* d = m_batch.values[p->model].data() + piece.offset;
+                std::size_t m = 0;
+                for (std::size_t j = 0; j < piece.count; ++j) {
+                    const std::uint32_t key = magnitudeKey(d[j]);
+                    lows[m] = static_cast<std::uint16_t>(key);
+                    m += (key >> 16) == p->bucket ? 1 : 0;
+                }
+                Histogram& low = p->low[thread];
+                for (std::size_t k = 0; k < m; ++k) {
+                    ++low[lows[k]];
+                }
             }
-            Histogram& low = p.low[thread];
-            for (std::size_t k = 0; k < n; ++k) {
-                ++low[lows[k]];
-            }
+        });
+        if (!refined) {
+            return false;
         }
-    });
-    if (!refined) {
-        return false;
     }
     for (Pending& p : pending) {
         std::uint64_t above = p.above;
         for (std::size_t b = kBins; b-- > 0;) {
-            std::uint64_t count = 0;
+            std::uint64_t inBucket = 0;
             for (const Histogram& low : p.low) {
-                count += low[b];
+                inBucket += low[b];
             }
-            if (above + count > p.rank) {
+            if (above + inBucket > p.rank) {
                 p.cut->key = (p.bucket << 16) | static_cast<std::uint32_t>(b);
                 p.cut->tiesBefore = p.rank - above;
                 break;
             }
-            above += count;
+            above += inBucket;
         }
     }
     return true;
 }
 
-void TensorMerger::sparsify(std::size_t model, const Piece& piece, const Ties& ties) {
+ORGAN_VECTOR_CLONES void TensorMerger::sparsify(std::size_t model, const Piece& piece, const Ties& ties) {
     float* d = m_batch.values[model].data() + piece.offset;
     const ModelState& state = m_models[model];
     switch (sparsifyOf(m_params.method)) {
@@ -475,7 +594,7 @@ void TensorMerger::sparsify(std::size_t model, const Piece& piece, const Ties& t
     }
 }
 
-void TensorMerger::combine(const Piece& piece, float* out) {
+ORGAN_VECTOR_CLONES void TensorMerger::combine(const Piece& piece, float* out) {
     const MergeMethod method = m_params.method;
     const std::size_t models = m_models.size();
     const bool consensus = usesSignConsensus(method);

@@ -3,6 +3,7 @@
 #include "quant/dequant.h"
 #include "quant/quantize_detail.h"
 #include "quant/scale_fit.h"
+#include "support/instruction_set.h"
 
 #include <algorithm>
 #include <bit>
@@ -105,6 +106,19 @@ void quantizeQ5_1(const float* x, std::byte* out) {
     packQ5(q, out + 4, out + 8);
 }
 
+// std::round (halves away from zero) without a call into the maths library: the truncated
+// magnitude, one more where the dropped fraction (exact below 2^23) is at least a half. NaN and
+// magnitudes from 2^23 on are whole already and come back as they are, as from std::round.
+inline float roundHalfAway(float v) {
+    const float magnitude = std::fabs(v);
+    if (!(magnitude < 8388608.0f)) {
+        return v;
+    }
+    float whole = static_cast<float>(static_cast<std::int32_t>(magnitude));
+    whole += magnitude - whole >= 0.5f ? 1.0f : 0.0f;
+    return std::copysign(whole, v);
+}
+
 // Q8_0: d = absmax / 127, q = round(x / d), ties away from zero.
 void quantizeQ8_0(const float* x, std::byte* out) {
     float amax = 0.0f;
@@ -115,7 +129,7 @@ void quantizeQ8_0(const float* x, std::byte* out) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     putHalf(out, d);
     for (int j = 0; j < 32; ++j) {
-        out[2 + j] = std::byte(static_cast<std::uint8_t>(static_cast<std::int8_t>(std::round(x[j] * id))));
+        out[2 + j] = std::byte(static_cast<std::uint8_t>(static_cast<std::int8_t>(roundHalfAway(x[j] * id))));
     }
 }
 
@@ -231,6 +245,12 @@ void quantizeBlocks(TensorType type, const float* in, std::size_t blocks, std::b
         }
         return;
     }
+#if defined(__x86_64__) || defined(__i386__)
+    if (type == TensorType::Q8_0 && activeInstructionSet() != InstructionSet::Portable) {
+        detail::quantizeQ8_0Avx2(in, blocks, out);
+        return;
+    }
+#endif
     for (std::size_t b = 0; b < blocks; ++b) {
         const float* x = in + b * traits.blockSize;
         std::byte* dst = out + b * traits.bytesPerBlock;

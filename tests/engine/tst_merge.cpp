@@ -452,6 +452,49 @@ private slots:
         }
     }
 
+    // The magnitude cuts are found in one pass over the inputs when the first batch foretells
+    // where they fall (values spread alike throughout), and in a second one when it does not (a
+    // first batch of far smaller task vectors): the same values either way, as the reference has
+    // them. Counted by the batches the inputs report done: the merge's own pass is one more.
+    void cutsInOneOrTwoPasses_data() {
+        QTest::addColumn<float>("firstBatchScale");
+        QTest::addColumn<int>("passes");
+        QTest::newRow("foretold") << 1.0f << 2;
+        QTest::newRow("misled") << 1.0f / 1024 << 3;
+    }
+    void cutsInOneOrTwoPasses() {
+        QFETCH(float, firstBatchScale);
+        QFETCH(int, passes);
+        const std::size_t n = 3 * (1u << 20) + 4099;
+        std::mt19937 rng(17);
+        Values base(n);
+        std::vector<Values> models(2, Values(n));
+        for (std::size_t i = 0; i < n; ++i) {
+            // Binary fractions, so that each task vector is the same in F32 and in the reference's double.
+            base[i] = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1024;
+            const float scale = i < (1u << 20) ? firstBatchScale : 1.0f;
+            for (Values& m : models) {
+                m[i] = base[i] + scale * static_cast<float>(static_cast<int>(rng() % 20001) - 10000) / 16384;
+            }
+        }
+        const std::vector<double> w{1.0, 0.6};
+        auto p = paramsOf(MergeMethod::Ties, w, 0.3);
+        TensorMergeInputs in = inputsOf(&base, models);
+        std::uint64_t done = 0;
+        in.done = [&done](std::uint64_t, std::uint64_t count) { done += count; };
+        TensorMerger merger(p, std::move(in));
+        merger.setThreads(2);
+        QVERIFY(merger.prepare());
+        Values got(n);
+        merger.next(n, got.data());
+        QCOMPARE(done, static_cast<std::uint64_t>(passes) * n);
+        std::vector<std::vector<double>> d;
+        for (const Values& m : models) {
+            d.push_back(magnitudeSparse(deltaOf(m, base), 0.3));
+        }
+        compare(got, refSignConsensus(base, d, w, p.normalize));
+    }
+
     void dare_data() {
         QTest::addColumn<bool>("consensus");
         QTest::addColumn<bool>("rescale");

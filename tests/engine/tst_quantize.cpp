@@ -4,10 +4,13 @@
 #include "quant/dequant.h"
 #include "quant/quantize.h"
 #include "shared_models.h"
+#include "support/instruction_set.h"
 
 #include <QTest>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
 
 using namespace organ;
 using namespace organ::testing;
@@ -91,6 +94,95 @@ private slots:
                          qPrintable(QStringLiteral("%1: %2 -> %3").arg(i).arg(values[i]).arg(back[i])));
             }
         }
+    }
+
+    // Q8_0's q = round(x / d) rounds halves away from zero, as std::round: exact halves, the floats
+    // either side of them, and random blocks of every scale, against the formula in std::round.
+    void q8_0RoundsAsStdRound() {
+        std::vector<float> values = {127.0f,
+                                     0.5f,
+                                     1.5f,
+                                     2.5f,
+                                     -0.5f,
+                                     -1.5f,
+                                     -2.5f,
+                                     126.5f,
+                                     -126.5f,
+                                     std::nextafter(0.5f, 0.0f),
+                                     std::nextafter(0.5f, 1.0f),
+                                     std::nextafter(-2.5f, 0.0f),
+                                     std::nextafter(-2.5f, -3.0f),
+                                     -0.0f,
+                                     0.0f};
+        values.resize(32, 63.5f);
+        std::mt19937 rng(8);
+        std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+        for (int block = 0; block < 4000; ++block) {
+            const float scale = std::ldexp(1.0f, block % 40 - 20);
+            for (int j = 0; j < 32; ++j) {
+                values.push_back(uniform(rng) * scale);
+            }
+        }
+        const std::size_t blocks = values.size() / 32;
+        std::vector<std::byte> bytes(blocks * 34);
+        quantizeBlocks(TensorType::Q8_0, values.data(), blocks, bytes.data());
+        for (std::size_t b = 0; b < blocks; ++b) {
+            const float* x = values.data() + 32 * b;
+            float amax = 0.0f;
+            for (int j = 0; j < 32; ++j) {
+                amax = std::max(amax, std::fabs(x[j]));
+            }
+            const float d = amax / 127.0f;
+            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            for (int j = 0; j < 32; ++j) {
+                const auto want = static_cast<std::int8_t>(std::round(x[j] * id));
+                QCOMPARE(static_cast<std::int8_t>(bytes[34 * b + 2 + static_cast<std::size_t>(j)]), want);
+            }
+        }
+    }
+
+    // Every instruction set writes Q8_0 as the portable encoder does, bit for bit: random blocks,
+    // exact halves, and blocks holding NaN, infinities, zeros only and subnormal numbers.
+    void q8_0AlikeOnEveryInstructionSet() {
+        std::mt19937 rng(3);
+        std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+        std::vector<float> values;
+        for (int block = 0; block < 2000; ++block) {
+            const float scale = std::ldexp(1.0f, block % 60 - 30);
+            for (int j = 0; j < 32; ++j) {
+                values.push_back(uniform(rng) * scale);
+            }
+        }
+        const float special[] = {std::nanf(""),
+                                 -std::numeric_limits<float>::infinity(),
+                                 std::numeric_limits<float>::infinity(),
+                                 0.0f,
+                                 -0.0f,
+                                 std::numeric_limits<float>::denorm_min(),
+                                 127.0f,
+                                 2.5f};
+        for (const float s : special) {
+            for (int j = 0; j < 32; ++j) {
+                values.push_back(j % 3 == 0 ? s : (s == 0.0f ? 0.0f : uniform(rng)));
+            }
+        }
+        // A NaN as each value of a block in turn, among ordinary values.
+        for (int at = 0; at < 32; ++at) {
+            for (int j = 0; j < 32; ++j) {
+                values.push_back(j == at ? std::nanf("") : uniform(rng));
+            }
+        }
+        const std::size_t blocks = values.size() / 32;
+        std::vector<std::byte> portable(blocks * 34);
+        useInstructionSet("portable");
+        quantizeBlocks(TensorType::Q8_0, values.data(), blocks, portable.data());
+        for (const InstructionSet set : supportedInstructionSets()) {
+            useInstructionSet(instructionSetName(set));
+            std::vector<std::byte> out(portable.size(), std::byte{0x5A});
+            quantizeBlocks(TensorType::Q8_0, values.data(), blocks, out.data());
+            QVERIFY2(out == portable, instructionSetName(set).data());
+        }
+        useInstructionSet(instructionSetName(supportedInstructionSets().front()));
     }
 
     void bfloat16Rounding() {
