@@ -36,6 +36,7 @@ class SystemThetaCharts;
 class TensorInspector;
 class ThetaHeatmap;
 class LayerImportanceChart;
+class TokenizerPage;
 class VitalsPage;
 class QuantLabPage;
 
@@ -53,6 +54,13 @@ public:
     std::shared_ptr<const ModelSnapshot> snapshotPointer() const { return m_snapshot; }
     QTreeView* anatomyView() const { return m_tree; }
     QTableView* metadataView() const { return m_metadata; }
+    model::MetadataTableModel* metadataModel() const { return m_metadataModel; }
+    // What the last metadata edit said: why it was refused, or empty.
+    QLabel* metadataNote() const { return m_metadataNote; }
+    // Opens the value of the metadata table's row (of its source model) in the multi-line
+    // editor: a long string (a chat template) or an array as JSON.
+    void editMetadataText(int row);
+    TokenizerPage* tokenizerPage() const { return m_tokenizer; }
     model::AnatomyTreeModel* anatomyModel() const { return m_treeModel; }
     model::AnatomyFilterProxy* anatomyProxy() const { return m_proxy; }
     QLineEdit* filterEdit() const { return m_filter; }
@@ -99,7 +107,7 @@ signals:
     void mergeRequested(std::vector<int> tensors);
 
 public:
-    enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Vitals, Quantization };
+    enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Tokenizer, Vitals, Quantization };
     QTabWidget* tabs() const { return m_tabs; }
     void showPage(Page page); // nothing when the page is disabled (Δθ without a comparison)
     // Shows the anatomy tab and puts the keyboard focus in its filter box.
@@ -122,6 +130,8 @@ public:
 private:
     QWidget* buildAnatomyTab();
     QWidget* buildMetadataTab();
+    void metadataMenu(const QPoint& at);
+    void showMetadataEdits();
     QWidget* buildHeatmapTab();
     QWidget* buildComparisonTab();
     void setGrouping(TreeGrouping grouping);
@@ -143,6 +153,8 @@ private:
     QWidget* m_heatmapTab = nullptr;
     QTreeView* m_tree = nullptr;
     QTableView* m_metadata = nullptr;
+    QLabel* m_metadataNote = nullptr;
+    TokenizerPage* m_tokenizer = nullptr;
     QLineEdit* m_filter = nullptr;
     ThetaHeatmap* m_heatmap = nullptr;
     SystemThetaCharts* m_systemCharts = nullptr;

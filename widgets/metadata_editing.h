@@ -1,0 +1,54 @@
+#pragma once
+
+#include <QDialog>
+#include <QStyledItemDelegate>
+
+class QLabel;
+class QPlainTextEdit;
+
+namespace organ::model {
+class MetadataTableModel;
+}
+
+namespace organ::widgets {
+
+// The metadata table's cells: the plan's edits in bold, removed keys struck out; a value edited in
+// place by an editor of its type (integers within the range of their GGUF type, floats, strings on
+// one line; bools are check boxes). Long strings — a chat template — and arrays have no editor in
+// the cell: isMultiLine() says so, and MetadataTextDialog edits them.
+class MetadataDelegate : public QStyledItemDelegate {
+    Q_OBJECT
+public:
+    using QStyledItemDelegate::QStyledItemDelegate;
+
+    // A value edited in the multi-line editor rather than in its cell.
+    static bool isMultiLine(const model::MetadataTableModel& model, int row);
+
+    QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option,
+                          const QModelIndex& index) const override;
+
+protected:
+    void initStyleOption(QStyleOptionViewItem* option, const QModelIndex& index) const override;
+};
+
+// A metadata value in a multi-line editor: a string as it is (a chat template), any other value
+// as JSON (an array as a JSON array). OK sets it through the table's model — the plan's operation —
+// and stays open with the reason when the text is not a value of the key's type or the plan
+// refuses it.
+class MetadataTextDialog : public QDialog {
+    Q_OBJECT
+public:
+    MetadataTextDialog(model::MetadataTableModel* model, int row, QWidget* parent);
+    QPlainTextEdit* editor() const { return m_text; }
+    QLabel* problem() const { return m_problem; }
+
+    void accept() override;
+
+private:
+    model::MetadataTableModel* m_model;
+    int m_row;
+    QPlainTextEdit* m_text = nullptr;
+    QLabel* m_problem = nullptr;
+};
+
+} // namespace organ::widgets
