@@ -67,8 +67,11 @@ QVariant TokenTableModel::data(const QModelIndex& index, int role) const {
             return typeText(row);
         case Vocabulary:
             return displayText(row.vocabulary);
-        case Text:
-            return tokenText(row);
+        case Text: {
+            // Quoted, so that a leading space shows (as organ tokenize prints it); a byte as <0xNN>.
+            const QString text = tokenText(row);
+            return row.type == 6 || text.isEmpty() ? text : QString(u'"' + text + u'"');
+        }
         case Score: {
             const auto score = m_scores[static_cast<std::size_t>(index.row())];
             return score ? QVariant(double(*score)) : QVariant();
