@@ -2,8 +2,8 @@
 // type (a u32, a float, a bool's check box, the chat template in the multi-line editor) become the
 // plan's set_metadata operations with the right types, Ctrl+Z takes them back, edits that would
 // stop llama.cpp loading the model are refused with the reason, and assembly writes them. The
-// Tokenizer tab gives llama.cpp's token ids (the kept tests/data/tokenizer ids), byte-fallback
-// tokens as <0xNN>, BOS marked, and finds tokens by id, string and part of one.
+// Tokenizer tab gives llama.cpp's token ids on every shared vocabulary (the kept tests/data/tokenizer
+// ids), byte-fallback tokens as <0xNN>, BOS marked, and finds tokens by id, string and part of one.
 #include "assembly_controller.h"
 #include "exact_text.h"
 #include "fixtures.h"
@@ -12,6 +12,7 @@
 #include "main_window.h"
 #include "metadata_editing.h"
 #include "metadata_table_model.h"
+#include "model_pane.h"
 #include "model_roles.h"
 #include "model_view.h"
 #include "shared_models.h"
@@ -274,20 +275,35 @@ private slots:
 
     // The Tokenizer tab: llama.cpp's ids for every kept text that is text (one holds invalid UTF-8,
     // which a text field cannot hold), the first typed as a user types it.
-    void tokenizerMatchesLlamaCpp() {
+    void tokenizerMatchesLlamaCpp_data() {
+        QTest::addColumn<int>("index");
         const nlohmann::json expected = llamaCppTokenIds();
         QVERIFY(!expected.empty());
-        const nlohmann::json* stories = nullptr;
-        for (const auto& v : expected["vocabularies"]) {
-            if (v["file"] == "stories260K-f32.gguf" && v["pre"].is_null()) {
-                stories = &v;
+        for (std::size_t i = 0; i < expected["vocabularies"].size(); ++i) {
+            const auto& v = expected["vocabularies"][i];
+            if (v["pre"].is_null()) { // the files as they are
+                QTest::newRow(v["file"].get<std::string>().c_str()) << int(i);
             }
         }
-        QVERIFY(stories != nullptr);
-        m_view->showPage(widgets::ModelView::Page::Tokenizer);
-        widgets::TokenizerPage* page = m_view->tokenizerPage();
+    }
+
+    void tokenizerMatchesLlamaCpp() {
+        QFETCH(int, index);
+        const nlohmann::json expected = llamaCppTokenIds();
+        const nlohmann::json* vocabulary = &expected["vocabularies"][std::size_t(index)];
+        const QString file = sharedModel(QString::fromStdString((*vocabulary)["file"].get<std::string>()));
+        ORGAN_REQUIRE_SHARED(file);
+        // A vocabulary (without tensors) opens as a donor beside the recipient.
+        widgets::ModelView* view = m_view;
+        if (QFileInfo(file).fileName() != QStringLiteral("stories260K-f32.gguf")) {
+            QCOMPARE(m_window->openFiles({file}, app::MainWindow::Side::Donor), 1);
+            view = m_window->pane(app::MainWindow::Side::Donor)->currentView();
+        }
+        view->showPage(widgets::ModelView::Page::Tokenizer);
+        widgets::TokenizerPage* page = view->tokenizerPage();
         QVERIFY(page->isVisible() && page->textEdit()->isEnabled());
-        QVERIFY(page->addBosBox()->isChecked());
+        const Tokenizer tokenizer = Tokenizer::fromModel(*view->snapshot().model);
+        QCOMPARE(page->addBosBox()->isChecked(), tokenizer.addsBos());
         int compared = 0;
         bool typed = false;
         for (std::size_t t = 0; t < expected["texts_hex"].size(); ++t) {
@@ -313,7 +329,7 @@ private slots:
             for (const TokenRow& row : page->tokensModel()->rows()) {
                 ids.push_back(row.id);
             }
-            QVERIFY2(ids == (*stories)["tokens"][t].get<std::vector<std::int32_t>>(),
+            QVERIFY2(ids == (*vocabulary)["tokens"][t].get<std::vector<std::int32_t>>(),
                      qPrintable(QStringLiteral("text %1").arg(t)));
             ++compared;
         }
