@@ -3,16 +3,21 @@
 #include "display_names.h"
 #include "exact_text.h"
 #include "graft/graft_plan.h"
+#include "graft_document.h"
 #include "metadata_table_model.h"
 #include "model_roles.h"
+#include "wrapped_label.h"
 
 #include <QDialogButtonBox>
 #include <QDoubleValidator>
 #include <QFontDatabase>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPlainTextEdit>
 #include <QSortFilterProxyModel>
+#include <QTableView>
 #include <QVBoxLayout>
 #include <limits>
 #include <optional>
@@ -189,6 +194,108 @@ void MetadataTextDialog::accept() {
         return;
     }
     QDialog::accept();
+}
+
+MetadataPage::MetadataPage(std::shared_ptr<const GgufModel> model, QWidget* parent)
+    : QWidget(parent), m_gguf(std::move(model)) {
+    setObjectName(QStringLiteral("metadataPage"));
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_note = wrappedLabel(this, QStringLiteral("metadataNote"), Qt::PlainText, false);
+    layout->addWidget(m_note);
+    m_model = new model::MetadataTableModel(this);
+    m_model->setModel(m_gguf);
+    auto* proxy = new QSortFilterProxyModel(this);
+    proxy->setSourceModel(m_model);
+    proxy->setSortRole(model::SortRole);
+    m_table = new QTableView(this);
+    m_table->setObjectName(QStringLiteral("metadataTable"));
+    m_table->setModel(proxy);
+    m_table->setItemDelegate(new MetadataDelegate(m_table));
+    m_table->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
+                             QAbstractItemView::AnyKeyPressed);
+    m_table->setSortingEnabled(true);
+    m_table->sortByColumn(-1, Qt::AscendingOrder);
+    m_table->setWordWrap(false);
+    m_table->setAlternatingRowColors(true);
+    m_table->verticalHeader()->hide();
+    m_table->horizontalHeader()->setSectionResizeMode(model::MetadataTableModel::Key,
+                                                      QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setSectionResizeMode(model::MetadataTableModel::Type,
+                                                      QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setContextMenuPolicy(Qt::CustomContextMenu);
+    layout->addWidget(m_table, 1);
+    // Long strings and arrays have no editor in their cell: a double click opens the multi-line one.
+    connect(m_table, &QTableView::doubleClicked, this, [this, proxy](const QModelIndex& index) {
+        const int row = proxy->mapToSource(index).row();
+        if (m_model->isEditable() && MetadataDelegate::isMultiLine(*m_model, row)) {
+            editText(row);
+        }
+    });
+    connect(m_table, &QTableView::customContextMenuRequested, this, &MetadataPage::showMenu);
+    connect(m_model, &model::MetadataTableModel::editRefused, this,
+            [this](const QString& reason) { m_note->setText(tr("Not changed: %1").arg(reason)); });
+    connect(m_model, &QAbstractItemModel::dataChanged, this, &MetadataPage::showEdits);
+    connect(m_model, &QAbstractItemModel::modelReset, this, &MetadataPage::showEdits);
+    showEdits();
+}
+
+// After an edit, undo or redo: how many edits the plan holds.
+void MetadataPage::showEdits() {
+    if (m_document == nullptr) {
+        m_note->setText(tr("Read only until this model is the recipient of a graft plan."));
+        return;
+    }
+    if (!m_recipient) {
+        m_note->setText(tr("Read only: the metadata of the plan's recipient can be edited."));
+        return;
+    }
+    const auto edits = m_document->metadataEdits(QString::fromStdString(m_gguf->path()));
+    m_note->setText(
+        edits.empty()
+            ? tr("Double-click a value to edit it: each edit is an operation of the graft plan "
+                 "(Ctrl+Z undoes it), written when the plan is assembled.")
+            : tr("%1 in the graft plan, in bold (Ctrl+Z undoes the last); written when the plan "
+                 "is assembled.")
+                  .arg(model::countOf(qint64(edits.size()), tr("metadata edit"), tr("metadata edits"))));
+}
+
+void MetadataPage::editText(int row) {
+    if (row < 0 || row >= m_model->rowCount() || m_model->value(row) == nullptr) {
+        return;
+    }
+    auto* dialog = new MetadataTextDialog(m_model, row, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->open();
+}
+
+void MetadataPage::showMenu(const QPoint& at) {
+    const auto* proxy = static_cast<const QSortFilterProxyModel*>(m_table->model());
+    const QModelIndex index = proxy->mapToSource(m_table->indexAt(at));
+    if (!index.isValid() || !m_model->isEditable()) {
+        return;
+    }
+    const int row = index.row();
+    const auto state = m_model->editState(row);
+    using EditState = model::MetadataTableModel::EditState;
+    QMenu menu(this);
+    QAction* edit = menu.addAction(tr("Edit in a text editor…"), this, [this, row] { editText(row); });
+    edit->setEnabled(state != EditState::Removed);
+    QAction* remove = menu.addAction(tr("Remove the key"), this, [this, row] { m_model->remove(row); });
+    remove->setEnabled(state != EditState::Removed);
+    QAction* revert =
+        menu.addAction(state == EditState::Added ? tr("Drop the added key") : tr("Back to the model's value"),
+                       this, [this, row] { m_model->revert(row); });
+    revert->setEnabled(state != EditState::Unchanged);
+    menu.exec(m_table->viewport()->mapToGlobal(at));
+}
+
+void MetadataPage::setDocument(model::GraftDocument* document, bool recipient) {
+    m_document = document;
+    m_recipient = recipient;
+    m_model->setDocument(recipient ? document : nullptr, QString::fromStdString(m_gguf->path()));
+    showEdits();
 }
 
 } // namespace organ::widgets

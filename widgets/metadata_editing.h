@@ -3,12 +3,20 @@
 #include <QDialog>
 #include <QStyledItemDelegate>
 
+#include <memory>
+
 class QLabel;
 class QPlainTextEdit;
+class QTableView;
+
+namespace organ {
+class GgufModel;
+}
 
 namespace organ::model {
+class GraftDocument;
 class MetadataTableModel;
-}
+} // namespace organ::model
 
 namespace organ::widgets {
 
@@ -49,6 +57,35 @@ private:
     int m_row;
     QPlainTextEdit* m_text = nullptr;
     QLabel* m_problem = nullptr;
+};
+
+// A model's Metadata tab: its keys in a sortable table and a note above it. On the recipient of a
+// graft plan the values are edited (MetadataDelegate in the cell, MetadataTextDialog for long
+// ones; the context menu removes a key or goes back to the model's value) and the note counts the
+// plan's edits or says why the last was refused.
+class MetadataPage : public QWidget {
+    Q_OBJECT
+public:
+    MetadataPage(std::shared_ptr<const GgufModel> model, QWidget* parent = nullptr);
+
+    QTableView* table() const { return m_table; }
+    model::MetadataTableModel* tableModel() const { return m_model; }
+    QLabel* note() const { return m_note; }
+    // Edits go to `document` when the model is its recipient; read only otherwise.
+    void setDocument(model::GraftDocument* document, bool recipient);
+    // Opens the value of the table model's `row` in the multi-line editor.
+    void editText(int row);
+
+private:
+    void showMenu(const QPoint& at);
+    void showEdits();
+
+    std::shared_ptr<const GgufModel> m_gguf;
+    model::GraftDocument* m_document = nullptr;
+    bool m_recipient = false;
+    model::MetadataTableModel* m_model = nullptr;
+    QTableView* m_table = nullptr;
+    QLabel* m_note = nullptr;
 };
 
 } // namespace organ::widgets

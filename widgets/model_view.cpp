@@ -66,7 +66,8 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, const model:
     m_tabs->addTab(buildComparisonTab(), tr("Δθ"));
     m_inspector = new TensorInspector(model::modelDisplayName(*m_snapshot->model), this);
     m_tabs->addTab(m_inspector, tr("&Inspector"));
-    m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
+    m_metadataPage = new MetadataPage(m_snapshot->model, this);
+    m_tabs->addTab(m_metadataPage, tr("&Metadata"));
     m_tokenizer = new TokenizerPage(m_snapshot->model, this);
     m_tabs->addTab(m_tokenizer, tr("&Tokenizer"));
     m_vitals = new VitalsPage(model::modelDisplayName(*m_snapshot->model), this);
@@ -372,9 +373,7 @@ void ModelView::setSurgery(model::GraftDocument* document, bool recipient) {
     m_tree->setDefaultDropAction(Qt::CopyAction);
     m_treeModel->setDragSource(!recipient);
     m_treeModel->setDropHandler(recipient ? document : nullptr);
-    m_metadataModel->setDocument(recipient ? document : nullptr,
-                                 QString::fromStdString(m_snapshot->model->path()));
-    showMetadataEdits();
+    m_metadataPage->setDocument(document, recipient);
     m_heatmap->setDragSource(!recipient);
     m_heatmap->setDropHandler(recipient ? document : nullptr);
     if (recipient && document != nullptr) {
@@ -563,9 +562,8 @@ void ModelView::selectTensor(int tensor) {
 }
 
 void ModelView::showPage(Page page) {
-    QWidget* const pages[] = {
-        m_anatomyTab, m_heatmapTab, m_comparisonTab, m_inspector, m_metadata->parentWidget(),
-        m_tokenizer,  m_vitals,     m_quantLab};
+    QWidget* const pages[] = {m_anatomyTab,   m_heatmapTab, m_comparisonTab, m_inspector,
+                              m_metadataPage, m_tokenizer,  m_vitals,        m_quantLab};
     QWidget* const widget = pages[static_cast<int>(page)];
     if (m_tabs->isTabEnabled(m_tabs->indexOf(widget))) {
         m_tabs->setCurrentWidget(widget);
@@ -583,100 +581,20 @@ void ModelView::setGrouping(TreeGrouping grouping) {
     m_tree->expandToDepth(0);
 }
 
-QWidget* ModelView::buildMetadataTab() {
-    auto* tab = new QWidget(this);
-    auto* layout = new QVBoxLayout(tab);
-    m_metadataNote = wrappedLabel(tab, QStringLiteral("metadataNote"), Qt::PlainText, false);
-    layout->addWidget(m_metadataNote);
-    m_metadataModel = new model::MetadataTableModel(this);
-    m_metadataModel->setModel(m_snapshot->model);
-    auto* proxy = new QSortFilterProxyModel(this);
-    proxy->setSourceModel(m_metadataModel);
-    proxy->setSortRole(model::SortRole);
-    m_metadata = new QTableView(tab);
-    m_metadata->setObjectName(QStringLiteral("metadataTable"));
-    m_metadata->setModel(proxy);
-    m_metadata->setItemDelegate(new MetadataDelegate(m_metadata));
-    m_metadata->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
-                                QAbstractItemView::AnyKeyPressed);
-    m_metadata->setSortingEnabled(true);
-    m_metadata->sortByColumn(-1, Qt::AscendingOrder);
-    m_metadata->setWordWrap(false);
-    m_metadata->setAlternatingRowColors(true);
-    m_metadata->verticalHeader()->hide();
-    m_metadata->horizontalHeader()->setSectionResizeMode(model::MetadataTableModel::Key,
-                                                         QHeaderView::ResizeToContents);
-    m_metadata->horizontalHeader()->setSectionResizeMode(model::MetadataTableModel::Type,
-                                                         QHeaderView::ResizeToContents);
-    m_metadata->horizontalHeader()->setStretchLastSection(true);
-    m_metadata->setContextMenuPolicy(Qt::CustomContextMenu);
-    layout->addWidget(m_metadata, 1);
-    // Long strings and arrays have no editor in their cell: a double click opens the multi-line one.
-    connect(m_metadata, &QTableView::doubleClicked, this, [this, proxy](const QModelIndex& index) {
-        const int row = proxy->mapToSource(index).row();
-        if (m_metadataModel->isEditable() && MetadataDelegate::isMultiLine(*m_metadataModel, row)) {
-            editMetadataText(row);
-        }
-    });
-    connect(m_metadata, &QTableView::customContextMenuRequested, this, &ModelView::metadataMenu);
-    connect(m_metadataModel, &model::MetadataTableModel::editRefused, this,
-            [this](const QString& reason) { m_metadataNote->setText(tr("Not changed: %1").arg(reason)); });
-    connect(m_metadataModel, &QAbstractItemModel::dataChanged, this, &ModelView::showMetadataEdits);
-    connect(m_metadataModel, &QAbstractItemModel::modelReset, this, &ModelView::showMetadataEdits);
-    showMetadataEdits();
-    return tab;
+QTableView* ModelView::metadataView() const {
+    return m_metadataPage->table();
 }
 
-// After an edit, undo or redo: how many edits the plan holds.
-void ModelView::showMetadataEdits() {
-    if (m_document == nullptr) {
-        m_metadataNote->setText(tr("Read only until this model is the recipient of a graft plan."));
-        return;
-    }
-    if (!m_isRecipient) {
-        m_metadataNote->setText(tr("Read only: the metadata of the plan's recipient can be edited."));
-        return;
-    }
-    const auto edits = m_document->metadataEdits(QString::fromStdString(m_snapshot->model->path()));
-    m_metadataNote->setText(
-        edits.empty()
-            ? tr("Double-click a value to edit it: each edit is an operation of the graft plan "
-                 "(Ctrl+Z undoes it), written when the plan is assembled.")
-            : tr("%1 in the graft plan, in bold (Ctrl+Z undoes the last); written when the plan "
-                 "is assembled.")
-                  .arg(model::countOf(qint64(edits.size()), tr("metadata edit"), tr("metadata edits"))));
+model::MetadataTableModel* ModelView::metadataModel() const {
+    return m_metadataPage->tableModel();
+}
+
+QLabel* ModelView::metadataNote() const {
+    return m_metadataPage->note();
 }
 
 void ModelView::editMetadataText(int row) {
-    if (row < 0 || row >= m_metadataModel->rowCount() || m_metadataModel->value(row) == nullptr) {
-        return;
-    }
-    auto* dialog = new MetadataTextDialog(m_metadataModel, row, this);
-    dialog->setAttribute(Qt::WA_DeleteOnClose);
-    dialog->open();
-}
-
-void ModelView::metadataMenu(const QPoint& at) {
-    const auto* proxy = static_cast<const QSortFilterProxyModel*>(m_metadata->model());
-    const QModelIndex index = proxy->mapToSource(m_metadata->indexAt(at));
-    if (!index.isValid() || !m_metadataModel->isEditable()) {
-        return;
-    }
-    const int row = index.row();
-    const auto state = m_metadataModel->editState(row);
-    using EditState = model::MetadataTableModel::EditState;
-    QMenu menu(this);
-    QAction* edit =
-        menu.addAction(tr("Edit in a text editor…"), this, [this, row] { editMetadataText(row); });
-    edit->setEnabled(state != EditState::Removed);
-    QAction* remove =
-        menu.addAction(tr("Remove the key"), this, [this, row] { m_metadataModel->remove(row); });
-    remove->setEnabled(state != EditState::Removed);
-    QAction* revert =
-        menu.addAction(state == EditState::Added ? tr("Drop the added key") : tr("Back to the model's value"),
-                       this, [this, row] { m_metadataModel->revert(row); });
-    revert->setEnabled(state != EditState::Unchanged);
-    menu.exec(m_metadata->viewport()->mapToGlobal(at));
+    m_metadataPage->editText(row);
 }
 
 } // namespace organ::widgets

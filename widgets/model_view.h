@@ -36,6 +36,7 @@ class SystemThetaCharts;
 class TensorInspector;
 class ThetaHeatmap;
 class LayerImportanceChart;
+class MetadataPage;
 class TokenizerPage;
 class VitalsPage;
 class QuantLabPage;
@@ -53,10 +54,11 @@ public:
     const ModelSnapshot& snapshot() const { return *m_snapshot; }
     std::shared_ptr<const ModelSnapshot> snapshotPointer() const { return m_snapshot; }
     QTreeView* anatomyView() const { return m_tree; }
-    QTableView* metadataView() const { return m_metadata; }
-    model::MetadataTableModel* metadataModel() const { return m_metadataModel; }
+    QTableView* metadataView() const;
+    model::MetadataTableModel* metadataModel() const;
+    MetadataPage* metadataPage() const { return m_metadataPage; }
     // What the last metadata edit said: why it was refused, or empty.
-    QLabel* metadataNote() const { return m_metadataNote; }
+    QLabel* metadataNote() const;
     // Opens the value of the metadata table's row (of its source model) in the multi-line
     // editor: a long string (a chat template) or an array as JSON.
     void editMetadataText(int row);
@@ -129,9 +131,6 @@ public:
 
 private:
     QWidget* buildAnatomyTab();
-    QWidget* buildMetadataTab();
-    void metadataMenu(const QPoint& at);
-    void showMetadataEdits();
     QWidget* buildHeatmapTab();
     QWidget* buildComparisonTab();
     void setGrouping(TreeGrouping grouping);
@@ -152,8 +151,7 @@ private:
     QWidget* m_anatomyTab = nullptr;
     QWidget* m_heatmapTab = nullptr;
     QTreeView* m_tree = nullptr;
-    QTableView* m_metadata = nullptr;
-    QLabel* m_metadataNote = nullptr;
+    MetadataPage* m_metadataPage = nullptr;
     TokenizerPage* m_tokenizer = nullptr;
     QLineEdit* m_filter = nullptr;
     ThetaHeatmap* m_heatmap = nullptr;
@@ -170,7 +168,6 @@ private:
     QLabel* m_comparisonLabel = nullptr;
     model::AnatomyTreeModel* m_treeModel = nullptr;
     model::AnatomyFilterProxy* m_proxy = nullptr;
-    model::MetadataTableModel* m_metadataModel = nullptr;
 };
 
 } // namespace organ::widgets
