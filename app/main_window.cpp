@@ -148,7 +148,8 @@ void MainWindow::buildMenus() {
                                               {tr("&Inspector"), Page::Inspector},
                                               {tr("&Metadata"), Page::Metadata},
                                               {tr("&Vital signs"), Page::Vitals},
-                                              {tr("&Quantization"), Page::Quantization}};
+                                              {tr("&Quantization"), Page::Quantization},
+                                              {tr("&Tokenizer"), Page::Tokenizer}};
     for (int k = 0; k < int(std::size(pages)); ++k) {
         const Page page = pages[k].second;
         view->addAction(pages[k].first, this,

@@ -682,6 +682,101 @@ void GraftDocument::setChimeraName(const QString& name) {
     push(name.isEmpty() ? tr("Unname the chimera") : tr("Name the chimera %1").arg(name), std::move(after));
 }
 
+QString GraftDocument::metadataEdit(const QString& recipient, const std::string& key,
+                                    std::optional<GraftOperation> op, const QString& text) {
+    QString error;
+    GraftPlan after = withBase(recipient, &error);
+    if (!error.isEmpty()) {
+        return error;
+    }
+    const auto ofKey = [&](const GraftOperation& o) {
+        return (o.kind == GraftOperation::Kind::SetMetadata ||
+                o.kind == GraftOperation::Kind::RemoveMetadata) &&
+               o.key == key;
+    };
+    const auto at = std::find_if(after.operations.begin(), after.operations.end(), ofKey);
+    if (at == after.operations.end() && !op) {
+        return {};
+    }
+    // In the place of the key's earlier edit, so that the plan reads in the order it was made.
+    const auto place = at - after.operations.begin();
+    std::erase_if(after.operations, ofKey);
+    if (op) {
+        after.operations.insert(after.operations.begin() +
+                                    std::min<std::ptrdiff_t>(place, std::ssize(after.operations)),
+                                std::move(*op));
+    }
+    if (!after.operations.empty()) {
+        std::string missing;
+        const auto models = openModels(after, &missing);
+        if (!models) {
+            return tr("%1 is not open").arg(fileOf(missing));
+        }
+        std::set<std::string> known;
+        for (const Finding& f : m_report.findings) {
+            known.insert(f.message);
+        }
+        QStringList reasons;
+        for (const Finding& f : checkGraft(after, GraftModels::fromModels(*models)).findings) {
+            if (f.severity == Finding::Severity::Error && !known.contains(f.message)) {
+                reasons << q(f.message);
+            }
+        }
+        if (!reasons.isEmpty()) {
+            return reasons.join(u'\n');
+        }
+    }
+    push(text, std::move(after));
+    return {};
+}
+
+QString GraftDocument::setMetadata(const QString& recipient, const std::string& key, const MetaValue& value) {
+    const auto snapshot = model(recipient);
+    if (snapshot == nullptr) {
+        return tr("That model is no longer open");
+    }
+    const MetaValue* original = snapshot->model->find(key);
+    if (original != nullptr && *original == value) {
+        return metadataEdit(recipient, key, std::nullopt, tr("Restore %1").arg(q(key)));
+    }
+    GraftOperation op;
+    op.kind = GraftOperation::Kind::SetMetadata;
+    op.key = key;
+    op.value = value;
+    return metadataEdit(recipient, key, std::move(op), tr("Set %1").arg(q(key)));
+}
+
+QString GraftDocument::removeMetadata(const QString& recipient, const std::string& key) {
+    const auto snapshot = model(recipient);
+    if (snapshot == nullptr) {
+        return tr("That model is no longer open");
+    }
+    if (snapshot->model->find(key) == nullptr) {
+        // A key only the plan adds: removing it is dropping the edit.
+        return metadataEdit(recipient, key, std::nullopt, tr("Remove %1").arg(q(key)));
+    }
+    GraftOperation op;
+    op.kind = GraftOperation::Kind::RemoveMetadata;
+    op.key = key;
+    return metadataEdit(recipient, key, std::move(op), tr("Remove %1").arg(q(key)));
+}
+
+std::vector<std::pair<std::string, std::optional<MetaValue>>>
+GraftDocument::metadataEdits(const QString& path) const {
+    std::vector<std::pair<std::string, std::optional<MetaValue>>> edits;
+    if (m_plan.base.empty() || q(m_plan.base) != path) {
+        return edits;
+    }
+    for (const GraftOperation& o : m_plan.operations) {
+        if (o.kind == GraftOperation::Kind::SetMetadata) {
+            edits.emplace_back(o.key, o.value);
+        } else if (o.kind == GraftOperation::Kind::RemoveMetadata) {
+            edits.emplace_back(o.key, std::nullopt);
+        }
+    }
+    return edits;
+}
+
 // The file name is the plan's before it is clean: whoever shows "saved as …" on the clean state
 // sees the new name. Saved under the name it had, the stack may be clean already: changed() says so.
 void GraftDocument::save(const QString& path) {

@@ -114,6 +114,17 @@ public:
     defaultChimeraName() const;    // "<recipient> + <donor> chimera"; the recipient's own when only quantized
     QString recipientName() const; // the recipient's general.name, empty when it has none
 
+    // The recipient's metadata, edited through set_metadata and remove_metadata operations, one per
+    // key: an edit replaces the plan's earlier one of its key, and setting the value the model has
+    // drops it. Each is one undoable step. Returns why it is refused, or empty: the plan grafts
+    // into another model, or the edited plan's check finds an error the plan did not have (what
+    // organ meta refuses: a key llama.cpp needs removed, a count the tensors disagree with…).
+    QString setMetadata(const QString& recipient, const std::string& key, const MetaValue& value);
+    QString removeMetadata(const QString& recipient, const std::string& key);
+    // The plan's metadata edits of the model at `path`, key → value (nullopt: removed), in plan
+    // order; none unless the plan grafts into it.
+    std::vector<std::pair<std::string, std::optional<MetaValue>>> metadataEdits(const QString& path) const;
+
     // Plans on disk, the JSON of `organ assemble --plan`. Throw FormatError/IoError.
     void save(const QString& path);
     void load(const QString& path); // models it names must be opened by the caller
@@ -211,6 +222,10 @@ private:
     GraftPlan withBase(const QString& recipient, QString* error) const;
     // Adds `op` at the end of the plan of `recipient` (a quantize operation replaces the plan's).
     void layerOperation(const QString& recipient, GraftOperation op, const QString& text);
+    // The plan with `key`'s edit replaced by `op` (none: dropped), checked: the refusal, or empty
+    // once pushed as `text`.
+    QString metadataEdit(const QString& recipient, const std::string& key, std::optional<GraftOperation> op,
+                         const QString& text);
 
     GraftPlan m_plan;
     CompatibilityReport m_report;

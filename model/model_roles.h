@@ -15,6 +15,7 @@ enum ItemRole {
     ThetaRole,                   // θ in degrees (a tensor's, or a group's mean); invalid when none
     PlanDonorRole,               // the plan's donor (its position) replacing the tensor; -1 none
     TensorCountRole,             // tensors under a node (1 for a tensor)
+    EditStateRole,               // MetadataTableModel::EditState as int: a pending edit of the plan
 };
 
 } // namespace organ::model

@@ -10,6 +10,7 @@
 #include "display_names.h"
 #include "graft_document.h"
 #include "layer_importance_chart.h"
+#include "metadata_editing.h"
 #include "metadata_table_model.h"
 #include "model_roles.h"
 #include "report_export.h"
@@ -18,6 +19,7 @@
 #include "tensor_inspector.h"
 #include "theta_delegate.h"
 #include "theta_heatmap.h"
+#include "tokenizer_page.h"
 #include "vertical_scroll.h"
 
 #include <QButtonGroup>
@@ -64,7 +66,10 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, const model:
     m_tabs->addTab(buildComparisonTab(), tr("Δθ"));
     m_inspector = new TensorInspector(model::modelDisplayName(*m_snapshot->model), this);
     m_tabs->addTab(m_inspector, tr("&Inspector"));
-    m_tabs->addTab(buildMetadataTab(), tr("&Metadata"));
+    m_metadataPage = new MetadataPage(m_snapshot->model, this);
+    m_tabs->addTab(m_metadataPage, tr("&Metadata"));
+    m_tokenizer = new TokenizerPage(m_snapshot->model, this);
+    m_tabs->addTab(m_tokenizer, tr("&Tokenizer"));
     m_vitals = new VitalsPage(model::modelDisplayName(*m_snapshot->model), this);
     m_tabs->addTab(m_vitals, tr("Vital &signs")); // Alt+S: Alt+V opens the View menu
     m_quantLab = new QuantLabPage(model::modelDisplayName(*m_snapshot->model),
@@ -368,6 +373,7 @@ void ModelView::setSurgery(model::GraftDocument* document, bool recipient) {
     m_tree->setDefaultDropAction(Qt::CopyAction);
     m_treeModel->setDragSource(!recipient);
     m_treeModel->setDropHandler(recipient ? document : nullptr);
+    m_metadataPage->setDocument(document, recipient);
     m_heatmap->setDragSource(!recipient);
     m_heatmap->setDropHandler(recipient ? document : nullptr);
     if (recipient && document != nullptr) {
@@ -556,8 +562,8 @@ void ModelView::selectTensor(int tensor) {
 }
 
 void ModelView::showPage(Page page) {
-    QWidget* const pages[] = {m_anatomyTab, m_heatmapTab, m_comparisonTab, m_inspector,
-                              m_metadata,   m_vitals,     m_quantLab};
+    QWidget* const pages[] = {m_anatomyTab,   m_heatmapTab, m_comparisonTab, m_inspector,
+                              m_metadataPage, m_tokenizer,  m_vitals,        m_quantLab};
     QWidget* const widget = pages[static_cast<int>(page)];
     if (m_tabs->isTabEnabled(m_tabs->indexOf(widget))) {
         m_tabs->setCurrentWidget(widget);
@@ -575,25 +581,20 @@ void ModelView::setGrouping(TreeGrouping grouping) {
     m_tree->expandToDepth(0);
 }
 
-QWidget* ModelView::buildMetadataTab() {
-    m_metadataModel = new model::MetadataTableModel(this);
-    m_metadataModel->setModel(m_snapshot->model);
-    auto* proxy = new QSortFilterProxyModel(this);
-    proxy->setSourceModel(m_metadataModel);
-    proxy->setSortRole(model::SortRole);
-    m_metadata = new QTableView(this);
-    m_metadata->setModel(proxy);
-    m_metadata->setSortingEnabled(true);
-    m_metadata->sortByColumn(-1, Qt::AscendingOrder);
-    m_metadata->setWordWrap(false);
-    m_metadata->setAlternatingRowColors(true);
-    m_metadata->verticalHeader()->hide();
-    m_metadata->horizontalHeader()->setSectionResizeMode(model::MetadataTableModel::Key,
-                                                         QHeaderView::ResizeToContents);
-    m_metadata->horizontalHeader()->setSectionResizeMode(model::MetadataTableModel::Type,
-                                                         QHeaderView::ResizeToContents);
-    m_metadata->horizontalHeader()->setStretchLastSection(true);
-    return m_metadata;
+QTableView* ModelView::metadataView() const {
+    return m_metadataPage->table();
+}
+
+model::MetadataTableModel* ModelView::metadataModel() const {
+    return m_metadataPage->tableModel();
+}
+
+QLabel* ModelView::metadataNote() const {
+    return m_metadataPage->note();
+}
+
+void ModelView::editMetadataText(int row) {
+    m_metadataPage->editText(row);
 }
 
 } // namespace organ::widgets

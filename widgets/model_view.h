@@ -36,6 +36,8 @@ class SystemThetaCharts;
 class TensorInspector;
 class ThetaHeatmap;
 class LayerImportanceChart;
+class MetadataPage;
+class TokenizerPage;
 class VitalsPage;
 class QuantLabPage;
 
@@ -52,7 +54,15 @@ public:
     const ModelSnapshot& snapshot() const { return *m_snapshot; }
     std::shared_ptr<const ModelSnapshot> snapshotPointer() const { return m_snapshot; }
     QTreeView* anatomyView() const { return m_tree; }
-    QTableView* metadataView() const { return m_metadata; }
+    QTableView* metadataView() const;
+    model::MetadataTableModel* metadataModel() const;
+    MetadataPage* metadataPage() const { return m_metadataPage; }
+    // What the last metadata edit said: why it was refused, or empty.
+    QLabel* metadataNote() const;
+    // Opens the value of the metadata table's row (of its source model) in the multi-line
+    // editor: a long string (a chat template) or an array as JSON.
+    void editMetadataText(int row);
+    TokenizerPage* tokenizerPage() const { return m_tokenizer; }
     model::AnatomyTreeModel* anatomyModel() const { return m_treeModel; }
     model::AnatomyFilterProxy* anatomyProxy() const { return m_proxy; }
     QLineEdit* filterEdit() const { return m_filter; }
@@ -99,7 +109,7 @@ signals:
     void mergeRequested(std::vector<int> tensors);
 
 public:
-    enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Vitals, Quantization };
+    enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Tokenizer, Vitals, Quantization };
     QTabWidget* tabs() const { return m_tabs; }
     void showPage(Page page); // nothing when the page is disabled (Δθ without a comparison)
     // Shows the anatomy tab and puts the keyboard focus in its filter box.
@@ -121,7 +131,6 @@ public:
 
 private:
     QWidget* buildAnatomyTab();
-    QWidget* buildMetadataTab();
     QWidget* buildHeatmapTab();
     QWidget* buildComparisonTab();
     void setGrouping(TreeGrouping grouping);
@@ -142,7 +151,8 @@ private:
     QWidget* m_anatomyTab = nullptr;
     QWidget* m_heatmapTab = nullptr;
     QTreeView* m_tree = nullptr;
-    QTableView* m_metadata = nullptr;
+    MetadataPage* m_metadataPage = nullptr;
+    TokenizerPage* m_tokenizer = nullptr;
     QLineEdit* m_filter = nullptr;
     ThetaHeatmap* m_heatmap = nullptr;
     SystemThetaCharts* m_systemCharts = nullptr;
@@ -158,7 +168,6 @@ private:
     QLabel* m_comparisonLabel = nullptr;
     model::AnatomyTreeModel* m_treeModel = nullptr;
     model::AnatomyFilterProxy* m_proxy = nullptr;
-    model::MetadataTableModel* m_metadataModel = nullptr;
 };
 
 } // namespace organ::widgets

@@ -3,6 +3,7 @@
 #include "support/align.h"
 #include "support/digest.h"
 #include "support/errors.h"
+#include "support/file_copy.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
 
@@ -37,6 +38,9 @@ struct PlannedTensor {
     std::uint64_t bytes;
     std::uint64_t offset;
     std::uint64_t digest = 0;
+    // Copied file to file (appendFileRange), never seen here: checked against its source instead
+    // of a digest.
+    bool copied = false;
 };
 
 std::uint32_t alignmentOf(const GgufWriteSpec& spec, const std::string& label) {
@@ -140,6 +144,11 @@ std::vector<std::string> sourcePaths(const GgufWriteSpec& spec) {
     return paths;
 }
 
+// Where a mapped source's bytes start in its file.
+std::uint64_t sourceOffset(const TensorSource& source) {
+    return static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
+}
+
 // Re-opens the written file and checks it against the plan and the digests.
 // Returns false when stopped.
 bool verify(const RootedPath& path, const std::string& label, const GgufWriteSpec& spec,
@@ -151,6 +160,7 @@ bool verify(const RootedPath& path, const std::string& label, const GgufWriteSpe
     }
     std::uint64_t done = 0;
     std::vector<std::byte> buffer;
+    std::vector<std::byte> original;
     for (std::size_t i = 0; i < planned.size(); ++i) {
         const TensorInfo& info = written->tensors()[i];
         const TensorToWrite& tensor = *planned[i].tensor;
@@ -160,17 +170,25 @@ bool verify(const RootedPath& path, const std::string& label, const GgufWriteSpe
                               "' differs from the plan");
         }
         Digest digest;
-        for (std::uint64_t at = 0; at < info.bytes; at += kChunk) {
+        bool same = true;
+        for (std::uint64_t at = 0; at < info.bytes && same; at += kChunk) {
             if (stop != nullptr && stop->stopRequested()) {
                 return false;
             }
             buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, info.bytes - at)));
             written->mapping()->read(info.fileOffset + at, buffer);
-            digest.update(buffer);
+            if (planned[i].copied) {
+                const TensorSource& source = tensor.source;
+                original.resize(buffer.size());
+                source.mapping->read(sourceOffset(source) + at, original);
+                same = original == buffer;
+            } else {
+                digest.update(buffer);
+            }
             done += buffer.size();
             throttle.report(done, total, "verifying");
         }
-        if (digest.value() != planned[i].digest) {
+        if (!same || (!planned[i].copied && digest.value() != planned[i].digest)) {
             throw FormatError(label + ": verification failed: the bytes of tensor '" + tensor.name +
                               "' read back differ from those written");
         }
@@ -252,11 +270,10 @@ std::string sha256Of(const TensorSource& source) {
         sha.update(data);
         return sha.finishHex();
     }
-    const auto base = static_cast<std::uint64_t>(data.data() - source.mapping->bytes().data());
     std::vector<std::byte> buffer;
     for (std::uint64_t at = 0; at < data.size(); at += kChunk) {
         buffer.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, data.size() - at)));
-        source.mapping->read(base + at, buffer);
+        source.mapping->read(sourceOffset(source) + at, buffer);
         sha.update(buffer);
     }
     return sha.finishHex();
@@ -287,8 +304,32 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
         JobResult result = JobResult::ok();
         result.warnings = out.warnings();
         out.write(header);
+        // The tensors go through a descriptor of their own on the partial, after its header, since
+        // the kernel copies into a descriptor (copy_file_range). One file: finish()'s fsync covers
+        // what this one wrote, once its close is checked.
+        UniqueFd data = out.partial().open(O_WRONLY);
+        if (::lseek(data.get(), 0, SEEK_END) != static_cast<off_t>(header.size())) {
+            throw IoError(label + ": cannot go to the end of the partial file: " + std::strerror(errno));
+        }
+        const auto put = [&](std::span<const std::byte> bytes) {
+            writeAll(data.get(), bytes.data(), bytes.size(), label);
+        };
         for (auto& plan : planned) {
             const TensorSource& source = plan.tensor->source;
+            // A file's bytes that need no hash on the way are copied by the kernel.
+            if (source.mapping && !source.generate && !source.promised && !source.mapping->isBuffer()) {
+                const std::uint64_t before = done;
+                if (!appendFileRange(
+                        *source.mapping, sourceOffset(source), plan.bytes, data.get(), label, buffer,
+                        [&](std::uint64_t n) { throttle.report(before + n, total, "writing"); }, stop)) {
+                    return JobResult::cancelled();
+                }
+                done += plan.bytes;
+                plan.copied = true;
+                put(std::span(zeros).first(
+                    static_cast<std::size_t>(alignUp(plan.bytes, alignment) - plan.bytes)));
+                continue;
+            }
             Digest digest;
             std::optional<Sha256> promised;
             if (source.promised && !source.generate) {
@@ -307,14 +348,12 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 } else if (source.mapping) {
                     // Read, not touch the mapping: no page fault per 4 KiB, nothing left resident.
                     buffer.resize(n);
-                    const auto base =
-                        static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
-                    source.mapping->read(base + at, buffer);
+                    source.mapping->read(sourceOffset(source) + at, buffer);
                     chunk = buffer;
                 } else {
                     chunk = source.bytes.subspan(static_cast<std::size_t>(at), n);
                 }
-                out.write(chunk);
+                put(chunk);
                 digest.update(chunk);
                 if (promised) {
                     promised->update(chunk);
@@ -326,8 +365,11 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 source.promised->check(promised->finishHex());
             }
             plan.digest = digest.value();
-            out.write(std::span(zeros).first(
+            put(std::span(zeros).first(
                 static_cast<std::size_t>(alignUp(plan.bytes, alignment) - plan.bytes)));
+        }
+        if (::close(data.release()) != 0) {
+            throw IoError(label + ": close failed: " + std::strerror(errno));
         }
         out.finish();
         // Checked before it replaces anything: a file already at the target stays as it was

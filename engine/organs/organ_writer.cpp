@@ -4,6 +4,7 @@
 
 #include "support/bounded_json.h"
 #include "support/errors.h"
+#include "support/file_copy.h"
 #include "support/safe_files.h"
 #include "support/sha256.h"
 #include "support/text_format.h"
@@ -20,21 +21,6 @@
 namespace organ {
 
 namespace {
-
-void writeAll(int fd, const void* data, std::size_t size, const std::string& what) {
-    const auto* p = static_cast<const char*>(data);
-    while (size > 0) {
-        const ssize_t n = ::write(fd, p, size);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            throw IoError(what + ": cannot write: " + std::strerror(errno));
-        }
-        p += n;
-        size -= static_cast<std::size_t>(n);
-    }
-}
 
 void syncFd(int fd, const std::string& what) {
     if (::fsync(fd) != 0) {
@@ -63,42 +49,16 @@ bool sameTensorFile(const TensorSource& source, const std::string& header) {
            std::equal(header.begin(), header.end(), reinterpret_cast<const char*>(all.data()));
 }
 
-// Copies `size` bytes of `source` to the end of `out`: in the kernel when it can, through a
-// buffer otherwise (never by touching the mapping, so nothing stays resident).
+// Copies a tensor's bytes to the end of `out`: in the kernel when it can (appendFileRange).
 void copyData(const TensorSource& source, int out, std::vector<std::byte>& buffer, const std::string& what,
               const StopToken* stop) {
     const auto data = source.bytes;
-    const UniqueFd in = source.mapping ? source.mapping->openDescriptor() : UniqueFd();
-    const std::uint64_t base =
-        source.mapping ? static_cast<std::uint64_t>(data.data() - source.mapping->bytes().data()) : 0;
-    bool kernel = in.valid();
-    for (std::uint64_t done = 0; done < data.size();) {
-        if (stop != nullptr && stop->stopRequested()) {
-            return;
-        }
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kOrganChunk, data.size() - done));
-        if (kernel) {
-            loff_t from = static_cast<loff_t>(base + done);
-            const ssize_t copied = ::copy_file_range(in.get(), &from, out, nullptr, n, 0);
-            if (copied > 0) {
-                done += static_cast<std::uint64_t>(copied);
-                continue;
-            }
-            if (copied < 0 && errno == EINTR) {
-                continue;
-            }
-            kernel = false; // EXDEV, ENOSYS, EINVAL…: the plain way from here on
-            continue;
-        }
-        if (source.mapping) {
-            buffer.resize(n);
-            source.mapping->read(base + done, buffer);
-            writeAll(out, buffer.data(), n, what);
-        } else {
-            writeAll(out, data.data() + done, n, what);
-        }
-        done += n;
+    if (!source.mapping) {
+        writeAll(out, data.data(), data.size(), what);
+        return;
     }
+    const auto base = static_cast<std::uint64_t>(data.data() - source.mapping->bytes().data());
+    appendFileRange(*source.mapping, base, data.size(), out, what, buffer, {}, stop);
 }
 
 // The SHA-256 of `length` bytes from `offset` of the file `fd` is open on: what a written tensor

@@ -36,6 +36,32 @@ TokenRow tokenRow(const Tokenizer& tokenizer, std::int32_t id) {
     return {tokenizer.vocabularyText(id), tokenizer.piece(id), id, tokenizer.tokenType(id)};
 }
 
+std::vector<std::int32_t> tokenizeText(const Tokenizer& tokenizer, std::string_view text, bool addBos) {
+    std::vector<std::int32_t> tokens = tokenizer.encode(text);
+    const bool hasBos = tokenizer.addsBos() && !tokens.empty() && tokens.front() == tokenizer.bos();
+    if (hasBos && !addBos) {
+        tokens.erase(tokens.begin());
+    } else if (!hasBos && addBos && tokenizer.bos() >= 0 &&
+               static_cast<std::size_t>(tokenizer.bos()) < tokenizer.size()) {
+        tokens.insert(tokens.begin(), tokenizer.bos());
+    }
+    return tokens;
+}
+
+std::vector<float> vocabularyScores(const GgufModel& model) {
+    std::vector<float> scores;
+    const MetaValue* found = model.find("tokenizer.ggml.scores");
+    if (found == nullptr || !found->isArray()) {
+        return scores;
+    }
+    scores.reserve(static_cast<std::size_t>(found->arraySize()));
+    found->forEachElement([&](const MetaValue& e) {
+        scores.push_back(static_cast<float>(e.asFloat().value_or(0.0)));
+        return true;
+    });
+    return scores;
+}
+
 std::vector<std::int32_t> searchVocabulary(const Tokenizer& tokenizer, std::string_view needle,
                                            std::size_t limit) {
     std::vector<std::int32_t> out;

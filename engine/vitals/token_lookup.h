@@ -22,6 +22,13 @@ std::string tokenTypeName(std::int32_t type);
 // Throws FormatError for an id outside the vocabulary.
 TokenRow tokenRow(const Tokenizer& tokenizer, std::int32_t id);
 
+// The tokens of `text`, BOS first when `addBos` whatever the vocabulary asks for (there is no BOS to
+// put when it has none), never otherwise.
+std::vector<std::int32_t> tokenizeText(const Tokenizer& tokenizer, std::string_view text, bool addBos);
+
+// tokenizer.ggml.scores, a float per token; empty when the model gives none (BPE vocabularies).
+std::vector<float> vocabularyScores(const GgufModel& model);
+
 // The tokens whose vocabulary string or text contains `needle` (bytes, case as given), in id
 // order, at most `limit`.
 std::vector<std::int32_t> searchVocabulary(const Tokenizer& tokenizer, std::string_view needle,

@@ -47,7 +47,7 @@ class TestWindowLayout : public QObject {
             for (widgets::ModelView* view : pane->views()) {
                 pane->tabs()->setCurrentWidget(view);
                 for (const Page page : {Page::Anatomy, Page::Heatmap, Page::Delta, Page::Inspector,
-                                        Page::Metadata, Page::Vitals, Page::Quantization}) {
+                                        Page::Metadata, Page::Tokenizer, Page::Vitals, Page::Quantization}) {
                     view->showPage(page);
                     settleAsShown();
                     const QString where =

@@ -14,6 +14,7 @@
 #include "layout_audit.h"
 #include "main_window.h"
 #include "measure_controller.h"
+#include "metadata_editing.h"
 #include "model_pane.h"
 #include "model_roles.h"
 #include "model_view.h"
@@ -192,7 +193,7 @@ private slots:
         QCOMPARE(QApplication::focusWidget(), recipient->filterEdit());
         donor->anatomyView()->setFocus();
         QTest::keyClick(&window, Qt::Key_5, Qt::ControlModifier);
-        QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->metadataView()));
+        QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->metadataPage()));
         QCOMPARE(recipient->tabs()->currentIndex(), 0);
         QTest::keyClick(&window, Qt::Key_6, Qt::ControlModifier);
         QCOMPARE(donor->tabs()->currentWidget(), static_cast<QWidget*>(donor->vitalsPage()));

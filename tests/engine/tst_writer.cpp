@@ -58,6 +58,45 @@ private slots:
         }
     }
 
+    // Tensors of a file are copied file to file by the kernel (copy_file_range), or through a buffer
+    // where it refuses (a source on another file system: /dev/shm's tmpfs when there is one): either
+    // way the output is the one the bytes written from memory give, byte for byte.
+    void copiesFileToFileAsFromMemory_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::newRow("same file system") << m_dir.path();
+        const QString shm = QStringLiteral("/dev/shm");
+        QTest::newRow("other file system") << (QFileInfo(shm).isWritable() ? shm : m_dir.path());
+    }
+
+    void copiesFileToFileAsFromMemory() {
+        QFETCH(QString, folder);
+        QTemporaryDir sourceDir(folder + QStringLiteral("/organ-writer-XXXXXX"));
+        QVERIFY(sourceDir.isValid());
+        const QString source = sourceDir.filePath(QStringLiteral("source.gguf"));
+        QVERIFY(writeFixture(source, perLayerLlama(5)));
+        const auto file = GgufFile::open(source.toStdString());
+        GgufWriteSpec copied = specFromFile(*file);
+        // A header of another length: the tensors land at other offsets than in the source.
+        copied.set("general.name", MetaValue::fromString("renamed by three bytes"));
+        GgufWriteSpec fromMemory = copied;
+        for (TensorToWrite& tensor : fromMemory.tensors) {
+            auto bytes = std::make_shared<std::vector<std::byte>>(tensor.source.bytes.begin(),
+                                                                  tensor.source.bytes.end());
+            tensor.source = {};
+            tensor.source.bytes = *bytes;
+            tensor.source.owner = bytes;
+        }
+        const QString a = path(QStringLiteral("copied.gguf"));
+        const QString b = path(QStringLiteral("from-memory.gguf"));
+        const JobResult first = writeGguf(a.toStdString(), copied);
+        QVERIFY2(first.isOk(), first.message.c_str());
+        const JobResult second = writeGguf(b.toStdString(), fromMemory);
+        QVERIFY2(second.isOk(), second.message.c_str());
+        QVERIFY2(readAll(a) == readAll(b), "the kernel's copy differs from the bytes written from memory");
+        QCOMPARE(GgufFile::open(a.toStdString())->find("general.name")->asString().value_or(""),
+                 std::string_view("renamed by three bytes"));
+    }
+
     void rewritesVersionOneAsThree() {
         const QString source = sharedModel(QStringLiteral("stories260K-f32-ggufv1.gguf"));
         ORGAN_REQUIRE_SHARED(source);

@@ -6,12 +6,15 @@
 #include "fixtures.h"
 #include "graft_document.h"
 #include "graft_plan_model.h"
+#include "metadata_table_model.h"
+#include "model_roles.h"
 #include "organs/organ_directory.h"
 #include "shared_models.h"
 #include "tensor_drag.h"
 
 #include <QAbstractItemModelTester>
 #include <QMimeData>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
@@ -95,6 +98,57 @@ private slots:
         ORGAN_REQUIRE_SHARED(m_damaged);
         m_donor = ModelSnapshot::of(openModel(QFileInfo(m_healthy).absoluteFilePath().toStdString()));
         m_recipient = ModelSnapshot::of(openModel(QFileInfo(m_damaged).absoluteFilePath().toStdString()));
+    }
+
+    // Metadata edits: one operation per key, the model's value again drops it, a key the plan adds
+    // gets a row, removals and refusals; the table follows every change (and undo) as the tester
+    // checks it.
+    void metadataEdits() {
+        auto t = trees();
+        GraftDocument& d = t->document;
+        const QString recipient = QString::fromStdString(m_recipient->model->path());
+        MetadataTableModel table;
+        QAbstractItemModelTester tester(&table, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        table.setModel(m_recipient->model);
+        table.setDocument(&d, recipient);
+        const int rows = table.rowCount();
+        QCOMPARE(rows, int(m_recipient->model->metadata().size()));
+        QVERIFY(d.setMetadata(recipient, "llama.context_length", MetaValue::fromU32(512)).isEmpty());
+        QVERIFY(d.setMetadata(recipient, "llama.context_length", MetaValue::fromU32(1024)).isEmpty());
+        QCOMPARE(d.plan().operations.size(), std::size_t(1));
+        QCOMPARE(*d.plan().operations[0].value.asUInt(), std::uint64_t(1024));
+        QVERIFY(d.setMetadata(recipient, "my.ratio", MetaValue::fromF64(0.5)).isEmpty());
+        QCOMPARE(table.rowCount(), rows + 1);
+        QCOMPARE(table.key(rows), std::string("my.ratio"));
+        QCOMPARE(table.editState(rows), MetadataTableModel::EditState::Added);
+        QVERIFY(d.removeMetadata(recipient, "general.name").isEmpty());
+        QCOMPARE(d.plan().operations.size(), std::size_t(3));
+        // The model's own value again: the key's edit goes.
+        const MetaValue original = *m_recipient->model->find("llama.context_length");
+        QVERIFY(d.setMetadata(recipient, "llama.context_length", original).isEmpty());
+        QCOMPARE(d.plan().operations.size(), std::size_t(2));
+        // What would stop llama.cpp loading the model is refused, with the reason, and not added.
+        const QString refusal = d.setMetadata(recipient, "llama.block_count", MetaValue::fromU32(9));
+        QVERIFY2(refusal.contains(QStringLiteral("block")), qPrintable(refusal));
+        QVERIFY(!d.removeMetadata(recipient, "general.architecture").isEmpty());
+        QCOMPARE(d.plan().operations.size(), std::size_t(2));
+        // Typed text through the table: a u32 out of range is not one.
+        int row = 0;
+        while (table.key(row) != "llama.embedding_length") {
+            ++row;
+        }
+        QSignalSpy refused(&table, &MetadataTableModel::editRefused);
+        QVERIFY(!table.setData(table.index(row, MetadataTableModel::Value), QStringLiteral("4294967296")));
+        QCOMPARE(refused.count(), 1);
+        QCOMPARE(d.plan().operations.size(), std::size_t(2));
+        // Undo, all the way: the table shows the model as it is.
+        while (d.undoStack()->canUndo()) {
+            d.undoStack()->undo();
+        }
+        QCOMPARE(table.rowCount(), rows);
+        for (int r = 0; r < rows; ++r) {
+            QCOMPARE(table.editState(r), MetadataTableModel::EditState::Unchanged);
+        }
     }
 
     // Operations are labelled with what was dragged, in the words of the anatomy.
