@@ -49,13 +49,29 @@ QCPGraph* pointsGraph(QCustomPlot* plot, const QString& name, QCPScatterStyle st
     return graph;
 }
 
-// The objective's range with a margin; a single value gets one of its own.
-QCPRange paddedRange(double low, double high) {
+// The objective's axis: linear with a margin; logarithmic when the values span more than a factor
+// of 8 (a pruning whose first block's removal costs ten times the rest would squeeze them flat).
+void fitObjectiveAxis(QCPAxis* axis, double low, double high) {
     if (!(low <= high)) {
-        return QCPRange(0, 1);
+        axis->setRange(0, 1);
+        return;
     }
+    const bool wide = low > 0 && high / low > 8;
+    axis->setScaleType(wide ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    if (wide) {
+        QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
+        ticker->setLogBase(high / low > 100 ? 10 : 2);
+        axis->setTicker(ticker);
+        axis->setNumberFormat(QStringLiteral("g"));
+        axis->setNumberPrecision(3);
+        axis->setRange(low / 1.3, high * 1.3);
+        return;
+    }
+    axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    axis->setNumberFormat(QStringLiteral("g"));
+    axis->setNumberPrecision(6);
     const double pad = high > low ? (high - low) * 0.08 : std::max(std::abs(low) * 0.05, 0.01);
-    return QCPRange(low - pad, high + pad);
+    axis->setRange(low - pad, high + pad);
 }
 
 } // namespace
@@ -196,7 +212,7 @@ void SurgeonObjectiveChart::fitRanges() {
         right = std::max(right, d.x);
     }
     xAxis->setRange(0, right * 1.05);
-    yAxis->setRange(paddedRange(low, high));
+    fitObjectiveAxis(yAxis, low, high);
 }
 
 SurgeonParetoChart::SurgeonParetoChart(const QString& model, QWidget* parent)
@@ -272,7 +288,7 @@ void SurgeonParetoChart::setCandidates(const std::vector<SurgeonCandidate>& cand
     }
     const double xPad = right > left ? (right - left) * 0.08 : std::max(std::abs(left) * 0.05, 0.5);
     xAxis->setRange(left <= right ? QCPRange(left - xPad, right + xPad) : QCPRange(0, 1));
-    yAxis->setRange(paddedRange(low, high));
+    fitObjectiveAxis(yAxis, low, high);
     replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -280,7 +296,7 @@ SurgeonChangesChart::SurgeonChangesChart(const QString& model, QWidget* parent)
     : QCustomPlot(parent), m_model(model) {
     setObjectName(QStringLiteral("surgeonChangesChart"));
     m_title = addChartTitle(this, QString());
-    setWrappedText(m_title, tr("The chosen plan's changes"));
+    setWrappedText(m_title, tr("The chosen plan's changes per block and system"));
     yAxis->setLabel(tr("block"));
     yAxis->setRangeReversed(true);
     yAxis->setTicker(integerTicker());
@@ -297,7 +313,7 @@ SurgeonChangesChart::SurgeonChangesChart(const QString& model, QWidget* parent)
     m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
     installExportMenu(this, this, [this] {
         return ChartLabel{m_model + QStringLiteral("-surgeon-plan"),
-                          tr("%1 — the auto-surgeon's chosen plan, per block and system").arg(m_model)};
+                          tr("%1 — the auto-surgeon's chosen plan: %2").arg(m_model, m_summary)};
     });
     followPalette(this);
     fitToWidth(this);
@@ -305,8 +321,8 @@ SurgeonChangesChart::SurgeonChangesChart(const QString& model, QWidget* parent)
 
 void SurgeonChangesChart::setChanges(const PlanChanges& changes, const QString& summary) {
     m_changes = changes;
-    setWrappedText(m_title, summary.isEmpty() ? tr("The chosen plan's changes")
-                                              : tr("The chosen plan's changes: %1").arg(summary));
+    setWrappedText(m_title, tr("The chosen plan's changes per block and system"));
+    m_summary = summary;
     clearItems();
     const int columns = int(changes.columns.size());
     const int rows = int(changes.cells.size());
@@ -319,16 +335,13 @@ void SurgeonChangesChart::setChanges(const PlanChanges& changes, const QString& 
     m_map->data()->setRange(QCPRange(0, std::max(columns - 1, 0)), QCPRange(0, std::max(rows - 1, 0)));
     QCPColorGradient gradient;
     if (changes.kind == PlanChanges::Kind::Models) {
-        // Removed grey, the recipient's own pale, each donor its own colour.
-        const QColor donors[] = {QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e),
-                                 QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
-                                 QColor(0xe3, 0x77, 0xc2), QColor(0x17, 0xbe, 0xcf)};
+        // Removed grey, the recipient's own pale, each donor the colour the plan gives it everywhere.
         const int levels = int(changes.models.size()) + 1; // removed, recipient, donors
         QMap<double, QColor> stops;
         stops.insert(0.0, QColor(0x70, 0x70, 0x70));
         stops.insert(1.0 / std::max(levels - 1, 1), QColor(0xec, 0xf2, 0xf8));
         for (int d = 2; d < levels; ++d) {
-            stops.insert(double(d) / (levels - 1), donors[(d - 2) % std::size(donors)]);
+            stops.insert(double(d) / (levels - 1), model::donorColor(d - 2));
         }
         gradient.setColorStops(stops);
         gradient.setLevelCount(std::max(levels, 2));

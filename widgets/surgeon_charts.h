@@ -76,12 +76,14 @@ class SurgeonChangesChart : public QCustomPlot {
     Q_OBJECT
 public:
     SurgeonChangesChart(const QString& model, QWidget* parent = nullptr);
+    // `summary`: what the plan does in a line, the title of the exported chart.
     void setChanges(const PlanChanges& changes, const QString& summary);
     const PlanChanges& changes() const { return m_changes; }
 
 private:
     QString m_model;
     PlanChanges m_changes;
+    QString m_summary; // the plan's, in the exported chart's title
     QCPTextElement* m_title = nullptr;
     QCPColorMap* m_map = nullptr;
     QCPColorScale* m_scale = nullptr;

@@ -48,8 +48,7 @@ SurgeonDialog::SurgeonDialog(const Setup& setup, QWidget* parent) : QDialog(pare
     m_goal->addItem(tr("Best organs from donors"), int(SurgeonGoal::Organs));
     form->addRow(tr("Goal"), m_goal);
     m_prune = spinBox(this, 1, int(std::max<std::uint32_t>(setup.blocks, 2) - 1), 1);
-    m_prune->setSuffix(tr(" blocks"));
-    form->addRow(tr("Remove"), m_prune);
+    form->addRow(tr("Blocks to remove"), m_prune);
     m_beam = spinBox(this, 1, int(kMaxSurgeonBeam), 1);
     m_beam->setToolTip(tr("1: the greedy search (SLEB); more keeps that many best sets at each step"));
     form->addRow(tr("Beam"), m_beam);
@@ -108,7 +107,7 @@ SurgeonDialog::SurgeonDialog(const Setup& setup, QWidget* parent) : QDialog(pare
     m_maxMegabytes->setRange(0, 1e7);
     m_maxMegabytes->setSpecialValueText(tr("any"));
     m_maxMegabytes->setSuffix(tr(" MB"));
-    form->addRow(tr("At most"), m_maxMegabytes);
+    form->addRow(tr("At most size"), m_maxMegabytes);
     layout->addLayout(form);
     m_problem = new QLabel(this);
     m_problem->setWordWrap(true);
@@ -121,6 +120,8 @@ SurgeonDialog::SurgeonDialog(const Setup& setup, QWidget* parent) : QDialog(pare
     layout->addWidget(buttons);
     connect(m_goal, &QComboBox::currentIndexChanged, this, &SurgeonDialog::update);
     connect(m_donors, &QListWidget::itemChanged, this, &SurgeonDialog::update);
+    connect(m_text, &QLineEdit::textChanged, this, &SurgeonDialog::update);
+    setMinimumWidth(fontMetrics().averageCharWidth() * 70);
     update();
 }
 
@@ -135,6 +136,7 @@ void SurgeonDialog::update() {
     }
     m_method->setEnabled(g == SurgeonGoal::Merge);
     m_donors->setEnabled(g != SurgeonGoal::Prune);
+    m_holdout->setEnabled(!textPath().isEmpty()); // the built-in text is searched whole
     const QString why = problem();
     m_problem->setText(why);
     m_ok->setEnabled(why.isEmpty());
