@@ -86,7 +86,7 @@ PlanChanges planChanges(const GraftPlan& plan, std::uint32_t blocks) {
         const MergeSpec& spec = merge->merge;
         for (const std::size_t m : spec.mergedModels()) {
             for (const SystemColumn& c : kColumns) {
-                out.columns << q(spec.models[m].model) + QStringLiteral(" · ") + columnName(c);
+                out.columns << q(spec.models[m].model) + u'\n' + columnName(c);
             }
         }
         out.cells.assign(blocks, std::vector<PlanChanges::Cell>(std::size_t(out.columns.size())));
@@ -348,7 +348,10 @@ void SurgeonChangesChart::setChanges(const PlanChanges& changes, const QString& 
         m_map->setDataRange(QCPRange(-1, std::max(levels - 2, 0)));
         m_scale->setVisible(false);
     } else {
-        gradient = QCPColorGradient(QCPColorGradient::gpThermal);
+        // Viridis: never white, so that a cell at the top of the scale stands out from the page.
+        gradient.setColorStops({{0.0, QColor(0x44, 0x01, 0x54)},
+                                {0.5, QColor(0x21, 0x91, 0x8c)},
+                                {1.0, QColor(0xfd, 0xe7, 0x25)}});
         gradient.setNanHandling(QCPColorGradient::nhTransparent);
         double high = 0;
         for (const auto& row : changes.cells) {

@@ -15,7 +15,7 @@ namespace organ::widgets {
 struct PlanChanges {
     enum class Kind { Models, Weights };
     Kind kind = Kind::Models;
-    QStringList columns; // "attention", "feed-forward"; for a merge "farm · attention", …
+    QStringList columns; // "attention", "feed-forward"; for a merge "farm\nattention", …
     QStringList models;  // Models: the names the values index (0: the recipient's own)
     struct Cell {
         double value = 0; // Models: −1 removed, 0 the recipient's, d + 1 donor d; Weights: the weight

@@ -330,6 +330,8 @@ private slots:
                 QCOMPARE(cell.value, uniform);
             }
         }
+        settle(window);
+        saveScreenshot(window, QStringLiteral("surgeon-merge.png"));
     }
 };
 
