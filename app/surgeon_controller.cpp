@@ -172,6 +172,8 @@ void SurgeonController::search(const Search& s) {
     request.output = recipientFile.absoluteDir()
                          .filePath(recipientFile.completeBaseName() + QStringLiteral("-surgeon.gguf"))
                          .toStdString();
+    // The vital signs of the last search's plan are no longer wanted.
+    m_host.jobs->cancel(m_vitals);
     const quint64 searchNumber = ++m_searches;
     auto record = std::make_shared<std::shared_ptr<const SurgeonRecord>>();
     const QPointer<widgets::SurgeonWindow> shown = window;
@@ -256,9 +258,10 @@ void SurgeonController::startVitals(const std::shared_ptr<const SurgeonRecord>& 
     JobTracker::Job job;
     job.kind = "surgeon-vitals";
     job.title = tr("Vital signs of the auto-surgeon's plan");
-    job.ended = [this, shown, report, on](const JobSnapshot& ended) {
+    const quint64 searchNumber = m_searches;
+    job.ended = [this, shown, report, on, searchNumber](const JobSnapshot& ended) {
         m_vitals = 0;
-        if (!shown) {
+        if (!shown || searchNumber != m_searches) { // a newer search shows in the window
             return;
         }
         if (*report) {
