@@ -16,9 +16,11 @@
 #include "support/errors.h"
 #include "support/text_format.h"
 
+#include <QAction>
 #include <QDir>
 #include <QFileInfo>
 #include <QMenu>
+#include <algorithm>
 
 namespace organ::app {
 namespace {
@@ -63,7 +65,13 @@ SurgeonController::SurgeonController(SurgeryController* surgery, widgets::ModelP
       m_host(std::move(host)) {}
 
 void SurgeonController::populateMenu(QMenu* graft) {
-    QAction* action = graft->addAction(tr("A&uto-surgeon…"), this, &SurgeonController::askAndSearch);
+    // With the plan's other actions, above the separator before the plan dock's toggle.
+    auto* action = new QAction(tr("A&uto-surgeon…"), graft);
+    connect(action, &QAction::triggered, this, &SurgeonController::askAndSearch);
+    const QList<QAction*> actions = graft->actions();
+    const auto separator =
+        std::find_if(actions.rbegin(), actions.rend(), [](const QAction* a) { return a->isSeparator(); });
+    graft->insertAction(separator != actions.rend() ? *separator : nullptr, action);
     action->setObjectName(QStringLiteral("autoSurgeonAction"));
     action->setToolTip(
         tr("Searches graft plans of the focused model (prune blocks, merge weights with donors, "
