@@ -15,6 +15,7 @@
 #include "quant_lab_controller.h"
 #include "recent_files.h"
 #include "report_export.h"
+#include "surgeon_controller.h"
 #include "surgery_controller.h"
 #include "theta_comparison.h"
 #include "vitals_controller.h"
@@ -84,6 +85,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_quantLab = new QuantLabController(m_recipient, m_donor, m_surgery, host);
     m_organs = new OrgansController(host);
     m_fleet = new FleetController(host);
+    m_surgeon = new SurgeonController(m_surgery, m_recipient, m_donor, host);
     buildMenus();
     connectJobStatus();
     statusBar()->showMessage(tr("Ready"));
@@ -132,6 +134,7 @@ void MainWindow::buildMenus() {
     QMenu* edit = menuBar()->addMenu(tr("&Edit"));
     QMenu* graft = menuBar()->addMenu(tr("&Graft"));
     m_surgery->populateMenus(edit, graft);
+    m_surgeon->populateMenu(graft);
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(tr("&Find tensor"), this,
                     [this] {

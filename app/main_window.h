@@ -23,6 +23,7 @@ class JobTracker;
 class MeasureController;
 class RecentFiles;
 class SurgeryController;
+class SurgeonController;
 class VitalsController;
 class QuantLabController;
 class OrgansController;
@@ -62,6 +63,7 @@ public:
     QuantLabController* quantLab() const { return m_quantLab; }
     OrgansController* organs() const { return m_organs; }
     FleetController* fleet() const { return m_fleet; }
+    SurgeonController* surgeon() const { return m_surgeon; }
 
 public slots:
     void openDialog(Side side = Side::Recipient);
@@ -105,6 +107,7 @@ private:
     QuantLabController* m_quantLab = nullptr;
     OrgansController* m_organs = nullptr;
     FleetController* m_fleet = nullptr;
+    SurgeonController* m_surgeon = nullptr;
 };
 
 } // namespace organ::app

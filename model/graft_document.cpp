@@ -616,6 +616,10 @@ void GraftDocument::removeOperationsUsing(const QString& path) {
     push(tr("Remove the grafts from %1").arg(QFileInfo(path).fileName()), std::move(after));
 }
 
+void GraftDocument::adopt(const GraftPlan& plan, const QString& text) {
+    push(text, plan, {}, true);
+}
+
 void GraftDocument::clear() {
     if (!isEmpty()) {
         push(tr("Clear the plan"), GraftPlan{}, {}, true);

@@ -105,6 +105,9 @@ public:
     void quantize(const QString& recipient, const QuantizeRecipe& recipe);
     // Removes every operation that reads `path` (all of them when it is the base).
     void removeOperationsUsing(const QString& path);
+    // Makes `plan` (models by path) the document's plan, in place of what it held, as one undoable
+    // step named `text` (the auto-surgeon's chosen plan); the plan is saved nowhere yet.
+    void adopt(const GraftPlan& plan, const QString& text);
     void clear();
     // The chimera's general.name: a `set general.name` operation of the plan (added, changed,
     // or removed when empty), so that a saved plan names its chimera the same way.

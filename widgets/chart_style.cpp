@@ -286,4 +286,21 @@ QSharedPointer<QCPAxisTicker> integerTicker() {
     return ticker;
 }
 
+QCPTextElement* addChartTitle(QCustomPlot* plot, const QString& text) {
+    plot->plotLayout()->insertRow(0);
+    auto* title = new QCPTextElement(plot, text, QFont(plot->font().family(), 10, QFont::Bold));
+    plot->plotLayout()->addElement(0, 0, title);
+    return title;
+}
+
+void legendBelow(QCustomPlot* plot) {
+    plot->legend->setVisible(true);
+    plot->legend->setFont(QFont(plot->font().family(), 8));
+    plot->legend->setBorderPen(Qt::NoPen);
+    plot->axisRect()->insetLayout()->take(plot->legend);
+    plot->plotLayout()->addElement(2, 0, plot->legend);
+    plot->plotLayout()->setRowStretchFactor(2, 0.001);
+    plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+}
+
 } // namespace organ::widgets

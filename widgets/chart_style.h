@@ -29,6 +29,12 @@ QString wrappedSource(const QCPTextElement* element);
 // Back to a text that is not wrapped.
 void setUnwrappedText(QCPTextElement* element, const QString& text);
 
+// A bold title above the chart, in a row of its own (the layout's first).
+QCPTextElement* addChartTitle(QCustomPlot* plot, const QString& text);
+// The legend under the chart (the layout's third row, after the title's and the axes'): it never
+// hides a point.
+void legendBelow(QCustomPlot* plot);
+
 // Marks an item (a selection outline, a hover mark) as the screen's only: exports leave it out.
 void setScreenOnly(QCPAbstractItem* item);
 bool isScreenOnly(const QCPAbstractItem* item);

@@ -18,24 +18,6 @@ QString typeName(TensorType type) {
     return QString::fromUtf8(tensorTypeName(type));
 }
 
-QCPTextElement* addTitle(QCustomPlot* plot, const QString& text) {
-    plot->plotLayout()->insertRow(0);
-    auto* title = new QCPTextElement(plot, text, QFont(plot->font().family(), 10, QFont::Bold));
-    plot->plotLayout()->addElement(0, 0, title);
-    return title;
-}
-
-// The legend under the chart: it never hides a point.
-void legendBelow(QCustomPlot* plot) {
-    plot->legend->setVisible(true);
-    plot->legend->setFont(QFont(plot->font().family(), 8));
-    plot->legend->setBorderPen(Qt::NoPen);
-    plot->axisRect()->insetLayout()->take(plot->legend);
-    plot->plotLayout()->addElement(2, 0, plot->legend);
-    plot->plotLayout()->setRowStretchFactor(2, 0.001);
-    plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-}
-
 void logarithmic(QCPAxis* axis) {
     axis->setScaleType(QCPAxis::stLogarithmic);
     QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
@@ -87,7 +69,7 @@ QString quantMetricName(QuantMetric metric) {
 QuantErrorHeatmap::QuantErrorHeatmap(const QString& model, QWidget* parent)
     : QCustomPlot(parent), m_model(model) {
     setObjectName(QStringLiteral("quantErrorHeatmap"));
-    m_title = addTitle(this, tr("Quantization error"));
+    m_title = addChartTitle(this, tr("Quantization error"));
     xAxis->setLabel(tr("layer"));
     yAxis->setRangeReversed(true);
     xAxis->grid()->setVisible(false);
@@ -244,7 +226,7 @@ void QuantErrorHeatmap::mouseMoveEvent(QMouseEvent* event) {
 QuantSystemChart::QuantSystemChart(const QString& model, QWidget* parent)
     : QCustomPlot(parent), m_model(model) {
     setObjectName(QStringLiteral("quantSystemChart"));
-    setWrappedText(addTitle(this, QString()),
+    setWrappedText(addChartTitle(this, QString()),
                    tr("Bits per weight against the error, per system (the mean over its tensors' elements)"));
     xAxis->setLabel(tr("bits per weight"));
     logarithmic(yAxis);

@@ -61,8 +61,9 @@ std::pair<std::string, std::string> splitHoldout(std::string_view text, double f
 }
 
 SurgeonRecord runSurgeon(const SurgeonModels& models, const SurgeonRequest& request,
-                         const ProgressFn& progress, const StopToken* stop) {
-    SurgeonSession session(models, request, progress, stop);
+                         const ProgressFn& progress, const StopToken* stop,
+                         const SurgeonCandidateFn& scored) {
+    SurgeonSession session(models, request, progress, stop, scored);
     if (session.running()) {
         switch (request.goal) {
         case SurgeonGoal::Prune:

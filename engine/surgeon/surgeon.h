@@ -7,6 +7,7 @@
 #include "surgeon/candidate_evaluator.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -111,12 +112,17 @@ struct SurgeonRecord {
     double evaluationsPerSecond() const { return seconds > 0 ? double(runs) / seconds : 0; }
 };
 
+// Each candidate as it is scored (on the search's thread), with its index in the record: what a
+// window draws while the search runs.
+using SurgeonCandidateFn = std::function<void(const SurgeonCandidate& candidate, std::size_t index)>;
+
 // Searches as the request's goal says, scoring each candidate by the forward pass on its planned
 // chimera. The budget spent or the job stopped, the search ends with the best found so far (`end`
 // says why; with no feasible candidate yet, `best` is empty). Throws FormatError (a model, a text,
 // a request out of range, naming the file or the option) and VitalsUnavailable.
 SurgeonRecord runSurgeon(const SurgeonModels& models, const SurgeonRequest& request,
-                         const ProgressFn& progress = {}, const StopToken* stop = nullptr);
+                         const ProgressFn& progress = {}, const StopToken* stop = nullptr,
+                         const SurgeonCandidateFn& scored = {});
 
 // A text cut in two at a line break near `fraction` of its length from the end: the search's
 // part, then the held-out part (empty when `fraction` is 0). Throws FormatError when either

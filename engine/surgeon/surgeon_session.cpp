@@ -33,8 +33,8 @@ Eigen::MatrixXf referenceLogits(const ModelWeights& reference, const ScoringText
 } // namespace
 
 SurgeonSession::SurgeonSession(const SurgeonModels& models, const SurgeonRequest& request,
-                               const ProgressFn& progress, const StopToken* stop)
-    : m_models(models), m_request(request), m_stop(stop), m_progress(progress),
+                               const ProgressFn& progress, const StopToken* stop, SurgeonCandidateFn scored)
+    : m_models(models), m_request(request), m_stop(stop), m_progress(progress), m_scored(std::move(scored)),
       m_start(std::chrono::steady_clock::now()) {
     if (m_request.threads == 0) {
         m_request.threads = defaultThreadCount();
@@ -177,6 +177,9 @@ std::optional<double> SurgeonSession::tryPlan(const GraftPlan& plan, std::string
     m_indexOf.emplace(key, m_record.candidates.size());
     m_record.candidates.push_back(std::move(candidate));
     noteStage(stage, m_record.candidates.size() - 1);
+    if (m_scored) {
+        m_scored(m_record.candidates.back(), m_record.candidates.size() - 1);
+    }
     return score->objective;
 }
 

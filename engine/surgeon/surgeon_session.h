@@ -19,7 +19,7 @@ public:
     // Tokenizes the texts (checked as vital signs check them), takes the recipient's vital signs
     // (its layer importance) and the reference's logits. Throws as runSurgeon.
     SurgeonSession(const SurgeonModels& models, const SurgeonRequest& request, const ProgressFn& progress,
-                   const StopToken* stop);
+                   const StopToken* stop, SurgeonCandidateFn scored = {});
 
     const SurgeonRequest& request() const { return m_request; }
     const SurgeonModels& models() const { return m_models; }
@@ -55,6 +55,7 @@ private:
     SurgeonRequest m_request;
     const StopToken* m_stop;
     ProgressThrottle m_progress;
+    SurgeonCandidateFn m_scored;
     std::chrono::steady_clock::time_point m_start;
     GraftPlan m_empty;
     std::vector<std::string> m_donorIds;

@@ -116,8 +116,17 @@ private slots:
     // candidate ran from the block it removes, on the recipient's states, and scores as a run
     // from the tokens does.
     void greedyPruneOfOneIsExhaustive() {
-        const SurgeonRecord record = runSurgeon(models(m_base), request(SurgeonGoal::Prune));
+        std::vector<std::pair<std::size_t, std::string>> told; // what the window would have drawn
+        const SurgeonRecord record = runSurgeon(
+            models(m_base), request(SurgeonGoal::Prune), {}, nullptr,
+            [&](const SurgeonCandidate& c, std::size_t index) { told.emplace_back(index, c.summary); });
         QCOMPARE(int(record.end), int(SurgeonRecord::End::Done));
+        // Each candidate told once, in the record's order, as it was scored.
+        QCOMPARE(told.size(), record.candidates.size());
+        for (std::size_t i = 0; i < told.size(); ++i) {
+            QCOMPARE(told[i].first, i);
+            QCOMPARE(told[i].second, record.candidates[i].summary);
+        }
         QVERIFY(record.best);
         const auto [objective, plan] = exhaustivePrune(1);
         QCOMPARE(canonical(record.candidates[*record.best].plan), plan);
