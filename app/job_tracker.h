@@ -8,6 +8,7 @@
 #include <QString>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace organ::app {
 
@@ -89,5 +90,23 @@ private:
     std::unique_ptr<JobQueue> m_interactive;
     std::unique_ptr<JobQueue> m_work;
 };
+
+// The end of a job that computes one value for one object: cancelled without a value (the stop
+// token ended it); else the value, shared, is handed to `apply(target, value)` on the GUI thread
+// if the target still exists.
+template <typename T, typename Target, typename Apply>
+JobResult deliverTo(const JobTracker::Post& post, std::optional<T> value, QPointer<Target> target,
+                    Apply apply) {
+    if (!value) {
+        return JobResult::cancelled();
+    }
+    auto shared = std::make_shared<const T>(std::move(*value));
+    post([target, shared, apply] {
+        if (target) {
+            apply(*target, shared);
+        }
+    });
+    return JobResult::ok();
+}
 
 } // namespace organ::app
