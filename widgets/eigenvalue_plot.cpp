@@ -21,11 +21,23 @@ void setLogAxis(QCPAxis* axis, const QString& label) {
 
 } // namespace
 
+void setUpEigenvaluePlot(QCustomPlot* plot) {
+    QCPLegend* legend = plot->legend;
+    legend->setFont(QFont(plot->font().family(), 8));
+    legend->setIconSize(14, 8);
+    legend->setBorderPen(Qt::NoPen);
+    plot->axisRect()->insetLayout()->take(legend);
+    plot->plotLayout()->addElement(2, 0, legend);
+    plot->plotLayout()->setRowStretchFactor(2, 0.001);
+    legend->setWrap(1);
+    legend->setFillOrder(QCPLegend::foRowsFirst);
+}
+
 void drawEigenvalueSpectrum(QCustomPlot* plot, const std::vector<double>& lambda, const SpectralFit& fit) {
     plot->clearGraphs();
     plot->clearItems();
     setLogAxis(plot->xAxis, tr("eigenvalue λ = σ²"));
-    setLogAxis(plot->yAxis, tr("share of eigenvalues ≥ λ"));
+    setLogAxis(plot->yAxis, tr("share ≥ λ"));
     plot->legend->setVisible(!lambda.empty());
     if (lambda.empty()) {
         plot->replot();
@@ -51,7 +63,7 @@ void drawEigenvalueSpectrum(QCustomPlot* plot, const std::vector<double>& lambda
         const double top = double(fit.tail) / m;
         auto line = [&](double l) { return top * std::pow(l / fit.xmin, 1.0 - alpha); };
         QCPGraph* tail = plot->addGraph();
-        tail->setName(tr("power-law tail: α %1, D %2, %3 of %4 eigenvalues")
+        tail->setName(tr("tail: α %1, D %2, %3 of %4")
                           .arg(alpha, 0, 'f', 2)
                           .arg(fit.ksDistance, 0, 'f', 3)
                           .arg(fit.tail)

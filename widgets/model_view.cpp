@@ -466,6 +466,8 @@ QWidget* ModelView::buildComparisonTab() {
     splitter->addWidget(buildDiffTable(splitter));
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
+    splitter->setSizes({300, 200});
+    m_comparison->setMinimumHeight(160);
     layout->addWidget(splitter, 1);
     return m_comparisonTab;
 }
@@ -486,7 +488,7 @@ void ModelView::setComparison(const QString& donor, const std::vector<std::optio
 
 void ModelView::clearComparison(const QString& reason) {
     m_deltas.clear();
-    clearDiff(reason);
+    clearDiff(QString()); // the page's title says why
     showComparisonMetric();
     const int tab = m_tabs->indexOf(m_comparisonTab);
     if (m_tabs->currentIndex() == tab) {

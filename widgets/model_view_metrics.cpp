@@ -168,6 +168,9 @@ void ModelView::setSpectraNote(const QString& note) {
 
 QWidget* ModelView::buildDiffTable(QWidget* parent) {
     auto* box = new QWidget(parent);
+    // The heatmap above keeps its share: the table scrolls in what it is given.
+    box->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Ignored);
+    box->setMinimumHeight(120);
     auto* layout = new QVBoxLayout(box);
     layout->setContentsMargins(0, 0, 0, 0);
     auto* bar = new QHBoxLayout;

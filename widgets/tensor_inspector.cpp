@@ -60,6 +60,7 @@ TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidge
     m_title->setTextFormat(Qt::RichText);
     m_indicators = new QLabel(charts);
     m_indicators->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_indicators->setWordWrap(true);
     m_logScale = new QCheckBox(tr("log scale"), charts);
     connect(m_logScale, &QCheckBox::toggled, this, &TensorInspector::drawHistogram);
     grid->addWidget(m_title, 0, 0, 1, 2);
@@ -72,6 +73,7 @@ TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidge
     m_matrix = std::make_unique<MatrixPlot>(m_image);
     m_matrixCaption = new QLabel(charts);
     m_matrixCaption->setObjectName(QStringLiteral("matrixCaption"));
+    m_matrixCaption->setWordWrap(true); // else its line (and the indicators') sets the column's width
     m_image->setMouseTracking(true);
     connect(m_image, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
         const QString text = m_matrix->readout(event->pos());
@@ -82,17 +84,18 @@ TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidge
         }
     });
     m_eigen = makePlot(tr("Eigenvalue spectrum"), QStringLiteral("eigenvalues"));
+    setUpEigenvaluePlot(m_eigen);
     m_eigenCaption = new QLabel(charts);
     m_eigenCaption->setObjectName(QStringLiteral("eigenvalueCaption"));
     m_eigenCaption->setWordWrap(true);
-    grid->addWidget(m_histogram, 2, 0);
-    grid->addWidget(m_spectrum, 2, 1);
-    grid->addWidget(m_image, 3, 0);
-    grid->addWidget(m_eigen, 3, 1);
-    grid->addWidget(m_matrixCaption, 4, 0);
-    grid->addWidget(m_eigenCaption, 4, 1);
-    grid->setRowStretch(2, 2);
-    grid->setRowStretch(3, 3);
+    // Two columns of equal width whatever the charts would like (a partner beside leaves little).
+    for (QCustomPlot* plot : {m_histogram, m_spectrum, m_image, m_eigen}) {
+        plot->setSizePolicy(QSizePolicy::Ignored, plot->sizePolicy().verticalPolicy());
+    }
+    grid->setColumnStretch(0, 1);
+    grid->setColumnStretch(1, 1);
+    m_grid = grid;
+    arrangeCharts(false);
     m_pages->addWidget(verticalScroll(charts, m_pages, QStringLiteral("inspectorScroll")));
 }
 
@@ -144,8 +147,35 @@ void TensorInspector::showPartner(bool show) {
         return;
     }
     partner()->setVisible(show);
-    setNamed(show);
-    m_partner->setNamed(show);
+    // Two inspectors share the pane: one chart a row each, so that every chart keeps its width.
+    for (TensorInspector* inspector : {this, m_partner}) {
+        inspector->setNamed(show);
+        inspector->arrangeCharts(show);
+    }
+}
+
+void TensorInspector::arrangeCharts(bool oneColumn) {
+    for (int row = 2; row < 8; ++row) {
+        m_grid->setRowStretch(row, 0);
+    }
+    if (oneColumn) {
+        int row = 2;
+        for (QWidget* w : std::initializer_list<QWidget*>{m_histogram, m_spectrum, m_image, m_matrixCaption,
+                                                          m_eigen, m_eigenCaption}) {
+            m_grid->addWidget(w, row, 0, 1, 2);
+            m_grid->setRowStretch(row, qobject_cast<QCustomPlot*>(w) != nullptr ? 1 : 0);
+            ++row;
+        }
+        return;
+    }
+    m_grid->addWidget(m_histogram, 2, 0);
+    m_grid->addWidget(m_spectrum, 2, 1);
+    m_grid->addWidget(m_image, 3, 0);
+    m_grid->addWidget(m_eigen, 3, 1);
+    m_grid->addWidget(m_matrixCaption, 4, 0);
+    m_grid->addWidget(m_eigenCaption, 4, 1);
+    m_grid->setRowStretch(2, 2);
+    m_grid->setRowStretch(3, 3);
 }
 
 bool TensorInspector::hasPartnerShown() const {

@@ -11,6 +11,7 @@
 #include <optional>
 
 class QCheckBox;
+class QGridLayout;
 class QCustomPlot;
 class QLabel;
 class QStackedWidget;
@@ -72,6 +73,8 @@ private:
     void drawImage();
     void drawEigenvalues();
     void setNamed(bool named);
+    // The charts two a row (alone) or one a row (with a partner beside).
+    void arrangeCharts(bool oneColumn);
     const std::optional<ZResult>& result() const;
     void resultChanged();
 
@@ -90,6 +93,7 @@ private:
     QCustomPlot* m_image = nullptr;
     std::unique_ptr<MatrixPlot> m_matrix;
     QLabel* m_matrixCaption = nullptr;
+    QGridLayout* m_grid = nullptr;
     QCustomPlot* m_eigen = nullptr;
     QLabel* m_eigenCaption = nullptr;
     std::shared_ptr<const std::vector<double>> m_lambda;
