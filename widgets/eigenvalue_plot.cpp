@@ -7,8 +7,8 @@
 namespace organ::widgets {
 namespace {
 
-QString tr(const char* text, int n = -1) {
-    return QCoreApplication::translate("organ::widgets::EigenvaluePlot", text, nullptr, n);
+QString tr(const char* text) {
+    return QCoreApplication::translate("organ::widgets::EigenvaluePlot", text);
 }
 
 void setLogAxis(QCPAxis* axis, const QString& label) {
@@ -53,7 +53,7 @@ void drawEigenvalueSpectrum(QCustomPlot* plot, const std::vector<double>& lambda
         }
     }
     QCPGraph* points = plot->addGraph();
-    points->setName(tr("%n eigenvalues", int(lambda.size())));
+    points->setName(tr("eigenvalues"));
     points->setData(x, y, true);
     points->setLineStyle(QCPGraph::lsNone);
     points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(0x31, 0x68, 0x8e), 4));
@@ -63,11 +63,7 @@ void drawEigenvalueSpectrum(QCustomPlot* plot, const std::vector<double>& lambda
         const double top = double(fit.tail) / m;
         auto line = [&](double l) { return top * std::pow(l / fit.xmin, 1.0 - alpha); };
         QCPGraph* tail = plot->addGraph();
-        tail->setName(tr("tail: α %1, D %2, %3 of %4")
-                          .arg(alpha, 0, 'f', 2)
-                          .arg(fit.ksDistance, 0, 'f', 3)
-                          .arg(fit.tail)
-                          .arg(lambda.size()));
+        tail->setName(tr("fit α %1, D %2").arg(alpha, 0, 'f', 2).arg(fit.ksDistance, 0, 'f', 3));
         tail->setPen(QPen(QColor(0xd6, 0x27, 0x28), 2));
         tail->setData({fit.xmin, fit.lambdaMax}, {line(fit.xmin), line(fit.lambdaMax)}, true);
         auto* xmin = new QCPItemStraightLine(plot);

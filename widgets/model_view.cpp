@@ -461,13 +461,10 @@ QWidget* ModelView::buildComparisonTab() {
     m_comparisonLabel = wrappedLabel(m_comparisonTab, QStringLiteral("comparisonTitle"));
     layout->addWidget(m_comparisonLabel);
     auto* splitter = new QSplitter(Qt::Vertical, m_comparisonTab);
+    splitter->setChildrenCollapsible(false);
     m_comparison = new ThetaHeatmap(m_snapshot, splitter, ThetaHeatmap::Mode::Delta);
     splitter->addWidget(m_comparison);
-    splitter->addWidget(buildDiffTable(splitter));
-    splitter->setStretchFactor(0, 3);
-    splitter->setStretchFactor(1, 2);
-    splitter->setSizes({300, 200});
-    m_comparison->setMinimumHeight(160);
+    buildDiffTable(layout, splitter);
     layout->addWidget(splitter, 1);
     return m_comparisonTab;
 }

@@ -11,6 +11,8 @@
 
 class QAction;
 class QComboBox;
+class QSplitter;
+class QVBoxLayout;
 class QStackedWidget;
 class QLabel;
 class QMenu;
@@ -158,7 +160,8 @@ private:
     QWidget* buildHeatmapTab();
     QWidget* buildComparisonTab();
     QWidget* buildHeatmapMetricBar(QWidget* parent);
-    QWidget* buildDiffTable(QWidget* parent);
+    // The metric's bar into the Δθ page's layout, the table under the heatmap in `splitter`.
+    void buildDiffTable(QVBoxLayout* tabLayout, QSplitter* splitter);
     void showComparisonMetric();
     void showHeatmapMetric();
     void setGrouping(TreeGrouping grouping);
@@ -199,6 +202,7 @@ private:
     std::shared_ptr<const ModelDiff> m_diff;
     std::vector<int> m_diffRowOf; // per tensor: its row in m_diff->tensors, -1 none
     QTableView* m_diffTable = nullptr;
+    QSplitter* m_diffSplitter = nullptr;
     model::DiffTableModel* m_diffModel = nullptr;
     QLabel* m_diffNote = nullptr;
     QComboBox* m_heatmapMetric = nullptr;

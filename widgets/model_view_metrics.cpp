@@ -17,6 +17,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QSortFilterProxyModel>
+#include <QSplitter>
 #include <QStackedWidget>
 #include <QTabWidget>
 #include <QTableView>
@@ -166,16 +167,10 @@ void ModelView::setSpectraNote(const QString& note) {
     m_spectraNote->setText(note);
 }
 
-QWidget* ModelView::buildDiffTable(QWidget* parent) {
-    auto* box = new QWidget(parent);
-    // The heatmap above keeps its share: the table scrolls in what it is given.
-    box->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Ignored);
-    box->setMinimumHeight(120);
-    auto* layout = new QVBoxLayout(box);
-    layout->setContentsMargins(0, 0, 0, 0);
+void ModelView::buildDiffTable(QVBoxLayout* tabLayout, QSplitter* splitter) {
     auto* bar = new QHBoxLayout;
-    auto* caption = new QLabel(tr("Met&ric:"), box);
-    m_comparisonMetric = new QComboBox(box);
+    auto* caption = new QLabel(tr("Met&ric:"), m_comparisonTab);
+    m_comparisonMetric = new QComboBox(m_comparisonTab);
     m_comparisonMetric->setObjectName(QStringLiteral("comparisonMetric"));
     m_comparisonMetric->addItem(tr("Δθ"));
     m_comparisonMetric->addItem(tr("relative error"));
@@ -183,16 +178,17 @@ QWidget* ModelView::buildDiffTable(QWidget* parent) {
     m_comparisonMetric->setToolTip(tr("Relative error and cosine compare the two models' values tensor by "
                                       "tensor (organ diff), on the engine thread when first chosen"));
     caption->setBuddy(m_comparisonMetric);
-    m_diffNote = wrappedLabel(box, QStringLiteral("diffNote"));
+    m_diffNote = wrappedLabel(m_comparisonTab, QStringLiteral("diffNote"));
     bar->addWidget(caption);
     bar->addWidget(m_comparisonMetric);
     bar->addWidget(m_diffNote, 1);
-    layout->addLayout(bar);
+    tabLayout->addLayout(bar);
+    m_diffSplitter = splitter;
     m_diffModel = new model::DiffTableModel(this);
     auto* proxy = new QSortFilterProxyModel(this);
     proxy->setSourceModel(m_diffModel);
     proxy->setSortRole(model::SortRole);
-    m_diffTable = new QTableView(box);
+    m_diffTable = new QTableView(splitter);
     m_diffTable->setObjectName(QStringLiteral("diffTable"));
     m_diffTable->setModel(proxy);
     m_diffTable->setSortingEnabled(true);
@@ -203,7 +199,11 @@ QWidget* ModelView::buildDiffTable(QWidget* parent) {
     m_diffTable->verticalHeader()->hide();
     m_diffTable->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_diffTable->setToolTip(tr("Double-click or Enter: both tensors side by side in the inspector"));
-    layout->addWidget(m_diffTable, 1);
+    // Shown with a diff; the heatmap keeps the page's height until then.
+    m_diffTable->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Ignored);
+    m_diffTable->setMinimumHeight(100);
+    m_diffTable->hide();
+    splitter->addWidget(m_diffTable);
     connect(m_diffTable, &QTableView::activated, this, [this](const QModelIndex& index) {
         const int tensor = index.data(model::TensorIndexRole).toInt();
         if (tensor >= 0) {
@@ -212,7 +212,6 @@ QWidget* ModelView::buildDiffTable(QWidget* parent) {
     });
     connect(m_comparisonMetric, &QComboBox::currentIndexChanged, this, &ModelView::showComparisonMetric);
     clearDiff(QString());
-    return box;
 }
 
 void ModelView::showComparisonMetric() {
@@ -260,6 +259,11 @@ void ModelView::setDiff(const QString& donor, std::shared_ptr<const ModelDiff> d
         }
     }
     m_diffModel->setDiff(m_diff, std::move(tensorOfRow));
+    if (m_diffTable->isHidden()) {
+        m_diffTable->show();
+        const int height = m_diffSplitter->height();
+        m_diffSplitter->setSizes({height - height / 3, height / 3});
+    }
     const auto identical = std::count_if(m_diff->tensors.begin(), m_diff->tensors.end(),
                                          [](const TensorDiff& t) { return t.identical; });
     QString note = tr("%1 against %2: %n tensors compared", nullptr, int(m_diff->tensors.size()))
@@ -277,6 +281,7 @@ void ModelView::clearDiff(const QString& note) {
     m_diff.reset();
     m_diffRowOf.clear();
     m_diffModel->setDiff(nullptr, {});
+    m_diffTable->hide();
     m_diffNote->setText(note.isEmpty() ? tr("Choose relative error or cosine to compare the values with the "
                                             "donor's, tensor by tensor")
                                        : note);

@@ -194,12 +194,15 @@ void TensorInspector::setEigenvalues(int tensor, std::shared_ptr<const std::vect
     if (!fit.alpha) {
         m_eigenCaption->setText(matrix + tr("fewer than 10 positive eigenvalues: no tail to fit"));
     } else {
-        m_eigenCaption->setText(matrix + tr("α %1 (%2)%3 · stable rank %4 · λmax %5")
-                                             .arg(*fit.alpha, 0, 'f', 2)
-                                             .arg(QString::fromStdString(spectralLabel(fit)))
-                                             .arg(isUnreliable(fit) ? tr(", unreliable (α > 8)") : QString())
-                                             .arg(fit.stableRank, 0, 'f', 2)
-                                             .arg(fit.lambdaMax, 0, 'g', 4));
+        m_eigenCaption->setText(matrix +
+                                tr("α %1 (%2)%3 · tail %4 of %5 eigenvalues · stable rank %6 · λmax %7")
+                                    .arg(*fit.alpha, 0, 'f', 2)
+                                    .arg(QString::fromStdString(spectralLabel(fit)))
+                                    .arg(isUnreliable(fit) ? tr(", unreliable (α > 8)") : QString())
+                                    .arg(fit.tail)
+                                    .arg(m_lambda->size())
+                                    .arg(fit.stableRank, 0, 'f', 2)
+                                    .arg(fit.lambdaMax, 0, 'g', 4));
     }
     drawEigenvalues();
 }
