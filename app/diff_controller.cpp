@@ -22,12 +22,8 @@ void DiffController::attach(widgets::ModelView* view) {
     connect(view, &widgets::ModelView::diffRequested, this, [this, view] { diff(view); });
     connect(view, &widgets::ModelView::diffRowActivated, this,
             [this, view](int tensor) { showPair(view, tensor); });
+    dropWhenDestroyed(m_jobs, this, m_diffs, view);
     connect(view, &QObject::destroyed, this, [this, view] {
-        if (const auto it = m_diffs.find(view); it != m_diffs.end()) {
-            m_jobs->cancel(*it);
-            m_jobs->forget(*it);
-            m_diffs.erase(it);
-        }
         m_donorOf.remove(view);
         m_diffedWith.remove(view);
     });

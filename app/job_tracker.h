@@ -91,6 +91,31 @@ private:
     std::unique_ptr<JobQueue> m_work;
 };
 
+// Jobs that objects wait for, one each (a view's diff, an inspector's portrait): once `key` is
+// destroyed, its job is cancelled and forgotten and its entry dropped.
+template <typename Key>
+void dropWhenDestroyed(JobTracker* jobs, QObject* owner, QHash<Key*, quint64>& waiting, Key* key) {
+    QObject::connect(key, &QObject::destroyed, owner, [jobs, &waiting, key] {
+        if (const auto it = waiting.find(key); it != waiting.end()) {
+            jobs->cancel(*it);
+            jobs->forget(*it);
+            waiting.erase(it);
+        }
+    });
+}
+
+// Before a new job for `key`: its older job is cancelled and forgotten (the first time, its entry
+// is set to go with it).
+template <typename Key>
+void replaceWaiting(JobTracker* jobs, QObject* owner, QHash<Key*, quint64>& waiting, Key* key) {
+    if (const auto it = waiting.find(key); it != waiting.end()) {
+        jobs->cancel(*it);
+        jobs->forget(*it);
+    } else {
+        dropWhenDestroyed(jobs, owner, waiting, key);
+    }
+}
+
 // The end of a job that computes one value for one object: cancelled without a value (the stop
 // token ended it); else the value, shared, is handed to `apply(target, value)` on the GUI thread
 // if the target still exists.

@@ -96,17 +96,7 @@ void MeasureController::attach(widgets::ModelView* view) {
 
 void MeasureController::portrait(widgets::TensorInspector* inspector,
                                  std::shared_ptr<const ModelSnapshot> snapshot, int tensor) {
-    if (const auto it = m_portraits.find(inspector); it != m_portraits.end()) {
-        m_jobs->cancel(*it); // the older selection's portrait is not wanted any more
-        m_jobs->forget(*it);
-    } else {
-        connect(inspector, &QObject::destroyed, this, [this, inspector] {
-            if (const auto it = m_portraits.find(inspector); it != m_portraits.end()) {
-                m_jobs->forget(*it);
-                m_portraits.erase(it);
-            }
-        });
-    }
+    replaceWaiting(m_jobs, this, m_portraits, inspector); // the older selection's is not wanted any more
     const QPointer<widgets::TensorInspector> target = inspector;
     JobTracker::Job job;
     job.kind = "portrait";

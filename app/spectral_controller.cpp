@@ -10,26 +10,11 @@
 #include <QPointer>
 
 namespace organ::app {
-namespace {
-
-// Forgets a job an object waited for, once the object is gone.
-template <typename Key>
-void forgetWith(QObject* owner, Key* key, JobTracker* jobs, QHash<Key*, quint64>& waiting) {
-    QObject::connect(key, &QObject::destroyed, owner, [key, jobs, &waiting] {
-        if (const auto it = waiting.find(key); it != waiting.end()) {
-            jobs->cancel(*it);
-            jobs->forget(*it);
-            waiting.erase(it);
-        }
-    });
-}
-
-} // namespace
 
 SpectralController::SpectralController(JobTracker* jobs, QObject* parent) : QObject(parent), m_jobs(jobs) {}
 
 void SpectralController::attach(widgets::ModelView* view) {
-    forgetWith(this, view, m_jobs, m_spectra);
+    dropWhenDestroyed(m_jobs, this, m_spectra, view); // a closed view's α is not wanted any more
     connect(view, &widgets::ModelView::spectraRequested, this, [this, view] { spectra(view); });
     connect(view, &widgets::ModelView::tensorSelected, this,
             [this, view](int tensor) { eigenvalues(view->inspector(), view->snapshotPointer(), tensor); });
@@ -73,12 +58,7 @@ void SpectralController::spectra(widgets::ModelView* view) {
 
 void SpectralController::eigenvalues(widgets::TensorInspector* inspector,
                                      std::shared_ptr<const ModelSnapshot> snapshot, int tensor) {
-    if (const auto it = m_eigenvalues.find(inspector); it != m_eigenvalues.end()) {
-        m_jobs->cancel(*it); // the older tensor's spectrum is not wanted any more
-        m_jobs->forget(*it);
-    } else {
-        forgetWith(this, inspector, m_jobs, m_eigenvalues);
-    }
+    replaceWaiting(m_jobs, this, m_eigenvalues, inspector); // the older tensor's is not wanted any more
     const TensorInfo& t = snapshot->model->tensors().at(std::size_t(tensor));
     if (!hasSpectrum(t)) {
         inspector->setEigenvalueNote(tensor, t.nDims < 2 ? tr("A vector: no eigenvalue spectrum")
