@@ -473,8 +473,9 @@ void ModelView::setComparison(const QString& donor, const std::vector<std::optio
     const QString name = model::modelDisplayName(*m_snapshot->model);
     m_donorName = donor;
     m_comparisonLabel->setText(
-        tr("Δθ against the donor <b>%1</b>: red where the donor is more structured, blue where it is "
-           "noisier; unchanged tensors in the background colour.")
+        tr("Against the donor <b>%1</b>. Δθ: red where the donor is more structured, blue where it is "
+           "noisier; relative error and cosine compare the values; unchanged tensors in the background "
+           "colour.")
             .arg(donor.toHtmlEscaped()));
     m_deltas = deltas;
     showComparisonMetric();
