@@ -8,6 +8,7 @@
 #include <QString>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace organ::app {
 
@@ -89,5 +90,48 @@ private:
     std::unique_ptr<JobQueue> m_interactive;
     std::unique_ptr<JobQueue> m_work;
 };
+
+// Jobs that objects wait for, one each (a view's diff, an inspector's portrait): once `key` is
+// destroyed, its job is cancelled and forgotten and its entry dropped.
+template <typename Key>
+void dropWhenDestroyed(JobTracker* jobs, QObject* owner, QHash<Key*, quint64>& waiting, Key* key) {
+    QObject::connect(key, &QObject::destroyed, owner, [jobs, &waiting, key] {
+        if (const auto it = waiting.find(key); it != waiting.end()) {
+            jobs->cancel(*it);
+            jobs->forget(*it);
+            waiting.erase(it);
+        }
+    });
+}
+
+// Before a new job for `key`: its older job is cancelled and forgotten (the first time, its entry
+// is set to go with it).
+template <typename Key>
+void replaceWaiting(JobTracker* jobs, QObject* owner, QHash<Key*, quint64>& waiting, Key* key) {
+    if (const auto it = waiting.find(key); it != waiting.end()) {
+        jobs->cancel(*it);
+        jobs->forget(*it);
+    } else {
+        dropWhenDestroyed(jobs, owner, waiting, key);
+    }
+}
+
+// The end of a job that computes one value for one object: cancelled without a value (the stop
+// token ended it); else the value, shared, is handed to `apply(target, value)` on the GUI thread
+// if the target still exists.
+template <typename T, typename Target, typename Apply>
+JobResult deliverTo(const JobTracker::Post& post, std::optional<T> value, QPointer<Target> target,
+                    Apply apply) {
+    if (!value) {
+        return JobResult::cancelled();
+    }
+    auto shared = std::make_shared<const T>(std::move(*value));
+    post([target, shared, apply] {
+        if (target) {
+            apply(*target, shared);
+        }
+    });
+    return JobResult::ok();
+}
 
 } // namespace organ::app

@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include "anatomy/anatomy_tree.h"
+#include "diff_controller.h"
 #include "display_names.h"
 #include "fleet_controller.h"
 #include "graft_document.h"
@@ -15,6 +16,7 @@
 #include "quant_lab_controller.h"
 #include "recent_files.h"
 #include "report_export.h"
+#include "spectral_controller.h"
 #include "surgeon_controller.h"
 #include "surgery_controller.h"
 #include "theta_comparison.h"
@@ -69,6 +71,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                           [this](const QString& title, const QString& message) { showError(title, message); },
                           [this] { return focusedPane()->currentView(); }};
     m_measure = new MeasureController(m_jobs, m_models, this);
+    m_spectral = new SpectralController(m_jobs, this);
+    m_diff = new DiffController(m_jobs, m_models, m_measure, m_spectral, this);
     connect(m_measure, &MeasureController::measured, this, [this](const QString&, const QString& message) {
         statusBar()->showMessage(message, 8000);
         updateComparison();
@@ -184,6 +188,8 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
             // Tabs carry the file's name: two specimens share their general.name.
             target->addView(view, QFileInfo(path).completeBaseName(), path);
             m_measure->attach(view);
+            m_spectral->attach(view);
+            m_diff->attach(view);
             m_vitals->attach(view);
             m_quantLab->attach(view);
             connect(view, &widgets::ModelView::dropRefused, this, [this](const QString& reason) {
@@ -247,6 +253,7 @@ void MainWindow::connectJobStatus() {
 void MainWindow::updateComparison() {
     widgets::ModelView* recipient = m_recipient->currentView();
     widgets::ModelView* donor = m_donor->currentView();
+    m_diff->setPair(recipient, donor);
     for (widgets::ModelView* view : m_donor->views()) {
         view->clearComparison(tr("Δθ shows on the recipient (left), against the current donor"));
     }

@@ -21,6 +21,8 @@ namespace organ::app {
 
 class JobTracker;
 class MeasureController;
+class DiffController;
+class SpectralController;
 class RecentFiles;
 class SurgeryController;
 class SurgeonController;
@@ -52,6 +54,8 @@ public:
     JobTracker* jobs() const { return m_jobs; }
     widgets::JobStatus* jobStatus() const { return m_jobStatus; }
     MeasureController* measurements() const { return m_measure; }
+    DiffController* diffs() const { return m_diff; }
+    SpectralController* spectral() const { return m_spectral; }
 
     // Writes the current model's measurement as JSON, CSV or Markdown (by extension), as
     // `organ measure` does. Returns false with `error` set when there is nothing to export.
@@ -101,6 +105,8 @@ private:
     JobTracker* m_jobs = nullptr;
     model::OpenModels* m_models = nullptr;
     MeasureController* m_measure = nullptr;
+    SpectralController* m_spectral = nullptr;
+    DiffController* m_diff = nullptr;
     widgets::JobStatus* m_jobStatus = nullptr;
     SurgeryController* m_surgery = nullptr;
     VitalsController* m_vitals = nullptr;

@@ -6,6 +6,7 @@
 #include "measure/tensor_portrait.h"
 #include "model_view.h"
 #include "open_models.h"
+#include "tensor_inspector.h"
 
 #include <QPointer>
 
@@ -89,45 +90,30 @@ void MeasureController::attach(widgets::ModelView* view) {
     ensureMeasured(path);
     connect(view, &widgets::ModelView::closing, m_models,
             [models = m_models, path] { models->giveBack(path); });
-    connect(view, &QObject::destroyed, this, [this, view] {
-        if (const auto it = m_portraits.find(view); it != m_portraits.end()) {
-            m_jobs->forget(*it);
-            m_portraits.erase(it);
-        }
-    });
     connect(view, &widgets::ModelView::tensorSelected, this,
-            [this, view](int tensor) { portrait(view, tensor); });
+            [this, view](int tensor) { portrait(view->inspector(), view->snapshotPointer(), tensor); });
 }
 
-void MeasureController::portrait(widgets::ModelView* view, int tensor) {
-    if (const auto it = m_portraits.find(view); it != m_portraits.end()) {
-        m_jobs->cancel(*it); // the older selection's portrait is not wanted any more
-        m_jobs->forget(*it);
-    }
-    const auto snapshot = view->snapshotPointer();
-    const QPointer<widgets::ModelView> target = view;
+void MeasureController::portrait(widgets::TensorInspector* inspector,
+                                 std::shared_ptr<const ModelSnapshot> snapshot, int tensor) {
+    replaceWaiting(m_jobs, this, m_portraits, inspector); // the older selection's is not wanted any more
+    const QPointer<widgets::TensorInspector> target = inspector;
     JobTracker::Job job;
     job.kind = "portrait";
     job.title =
         tr("Drawing %1").arg(model::displayText(snapshot->model->tensors().at(std::size_t(tensor)).name));
     job.lane = JobTracker::Lane::Interactive;
-    m_portraits[view] = m_jobs->start(
+    m_portraits[inspector] = m_jobs->start(
         std::move(job),
         [snapshot, target, tensor](const ProgressFn&, const StopToken& stop, const JobTracker::Post& post) {
             const TensorInfo& t = snapshot->model->tensors().at(std::size_t(tensor));
             const std::uint64_t columns = t.nDims == 0 ? 1 : t.ne[0];
-            auto drawn = portraitOf(t.type, snapshot->model->tensorData(t), columns,
-                                    t.elements / std::max<std::uint64_t>(1, columns), 256, 128, &stop);
-            if (!drawn) {
-                return JobResult::cancelled();
-            }
-            auto portrait = std::make_shared<const TensorPortrait>(std::move(*drawn));
-            post([target, tensor, portrait] {
-                if (target) {
-                    target->setPortrait(tensor, portrait);
-                }
-            });
-            return JobResult::ok();
+            return deliverTo(post,
+                             portraitOf(t.type, snapshot->model->tensorData(t), columns,
+                                        t.elements / std::max<std::uint64_t>(1, columns), 256, 128, &stop),
+                             target, [tensor](widgets::TensorInspector& inspector, auto portrait) {
+                                 inspector.setPortrait(tensor, std::move(portrait));
+                             });
         },
         this);
 }

@@ -8,7 +8,8 @@
 
 namespace organ::widgets {
 class ModelView;
-}
+class TensorInspector;
+} // namespace organ::widgets
 
 namespace organ::app {
 
@@ -28,6 +29,10 @@ public:
     // model opened again after its measurement was cancelled is measured again), follows the
     // view's selection for portraits, and gives the model back when the view closes.
     void attach(widgets::ModelView* view);
+    // The portrait of `snapshot`'s tensor for `inspector` (a view's, or its partner beside it),
+    // replacing the one it waited for.
+    void portrait(widgets::TensorInspector* inspector, std::shared_ptr<const ModelSnapshot> snapshot,
+                  int tensor);
 
 signals:
     // A model's measurement is complete (`message`: what the status bar says of it).
@@ -39,12 +44,11 @@ signals:
 private:
     void ensureMeasured(const QString& path);
     void measure(const QString& path);
-    void portrait(widgets::ModelView* view, int tensor);
 
     JobTracker* m_jobs;
     model::OpenModels* m_models;
-    QHash<QString, quint64> m_measurements;          // the measurement of each open model
-    QHash<widgets::ModelView*, quint64> m_portraits; // the portrait each view waits for
+    QHash<QString, quint64> m_measurements;                // the measurement of each open model
+    QHash<widgets::TensorInspector*, quint64> m_portraits; // the portrait each inspector waits for
 };
 
 } // namespace organ::app

@@ -109,8 +109,15 @@ void MatrixPlot::fitAxes() {
     }
     const double cx = (double(m_columns) - 1) / 2;
     const double cy = (double(m_rows) - 1) / 2;
-    m_plot->xAxis->setRange(cx - width / 2, cx + width / 2);
-    m_plot->yAxis->setRange(cy - height / 2, cy + height / 2);
+    const QCPRange x(cx - width / 2, cx + width / 2);
+    const QCPRange y(cy - height / 2, cy + height / 2);
+    // The ticks of this draw were laid out for the old ranges (a chart drawn before its first
+    // layout, as a partner inspector's is): draw once more when they change.
+    if (x != m_plot->xAxis->range() || y != m_plot->yAxis->range()) {
+        m_plot->xAxis->setRange(x);
+        m_plot->yAxis->setRange(y);
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    }
 }
 
 std::optional<std::pair<std::uint64_t, std::uint64_t>> MatrixPlot::cellAt(const QPoint& pixel) const {

@@ -36,6 +36,7 @@
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTreeView>
@@ -77,14 +78,16 @@ ModelView::ModelView(std::shared_ptr<const ModelSnapshot> snapshot, const model:
     m_tabs->addTab(m_quantLab, tr("&Quantization"));
     // A cell clicked opens its tensor in the inspector (even one the tree's filter hides) and
     // selects its row; a double click (on a cell or a tensor's row) shows the inspector.
-    connect(m_heatmap, &ThetaHeatmap::tensorClicked, this, [this](int tensor) {
-        selectTensor(tensor);
-        inspectTensor(tensor);
-    });
-    connect(m_heatmap, &ThetaHeatmap::tensorActivated, this, [this](int tensor) {
-        inspectTensor(tensor);
-        showPage(Page::Inspector);
-    });
+    for (ThetaHeatmap* map : {m_heatmap, m_alphaMap, m_comparison}) {
+        connect(map, &ThetaHeatmap::tensorClicked, this, [this](int tensor) {
+            selectTensor(tensor);
+            inspectTensor(tensor);
+        });
+        connect(map, &ThetaHeatmap::tensorActivated, this, [this](int tensor) {
+            inspectTensor(tensor);
+            showPage(Page::Inspector);
+        });
+    }
     connect(m_tree, &QTreeView::doubleClicked, this, [this](const QModelIndex& index) {
         if (index.data(model::TensorIndexRole).toInt() >= 0) {
             showPage(Page::Inspector);
@@ -450,9 +453,10 @@ void ModelView::showCurrentTensor(const QModelIndex& current) {
 
 void ModelView::inspectTensor(int tensor) {
     m_heatmap->highlightTensor(tensor);
-    if (tensor < 0 || tensor == m_inspector->tensor()) {
+    if (tensor < 0 || (tensor == m_inspector->tensor() && !m_inspector->hasPartnerShown())) {
         return;
     }
+    m_inspector->showPartner(false);
     m_inspector->showTensor(tensor, m_snapshot->model->tensors()[static_cast<std::size_t>(tensor)]);
     emit tensorSelected(tensor);
 }
@@ -462,30 +466,34 @@ QWidget* ModelView::buildComparisonTab() {
     auto* layout = new QVBoxLayout(m_comparisonTab);
     m_comparisonLabel = wrappedLabel(m_comparisonTab, QStringLiteral("comparisonTitle"));
     layout->addWidget(m_comparisonLabel);
-    m_comparison = new ThetaHeatmap(m_snapshot, m_comparisonTab, ThetaHeatmap::Mode::Delta);
-    layout->addWidget(m_comparison, 1);
+    auto* splitter = new QSplitter(Qt::Vertical, m_comparisonTab);
+    splitter->setChildrenCollapsible(false);
+    m_comparison = new ThetaHeatmap(m_snapshot, splitter, ThetaHeatmap::Mode::Delta);
+    splitter->addWidget(m_comparison);
+    buildDiffTable(layout, splitter);
+    layout->addWidget(splitter, 1);
     return m_comparisonTab;
 }
 
 void ModelView::setComparison(const QString& donor, const std::vector<std::optional<double>>& deltas) {
     const QString name = model::modelDisplayName(*m_snapshot->model);
-    m_comparison->setComparisonTitle(tr("Δθ %1 − %2").arg(donor, name));
+    m_donorName = donor;
     m_comparisonLabel->setText(
-        tr("Δθ against the donor <b>%1</b>: red where the donor is more structured, blue where it is "
-           "noisier; unchanged tensors in the background colour.")
+        tr("Against the donor <b>%1</b>. Δθ: red where the donor is more structured, blue where it is "
+           "noisier; relative error and cosine compare the values; unchanged tensors in the background "
+           "colour.")
             .arg(donor.toHtmlEscaped()));
-    for (std::size_t i = 0; i < deltas.size(); ++i) {
-        m_comparison->setDelta(static_cast<int>(i), deltas[i]);
-    }
+    m_deltas = deltas;
+    showComparisonMetric();
     const int tab = m_tabs->indexOf(m_comparisonTab);
     m_tabs->setTabEnabled(tab, true);
     m_tabs->setTabToolTip(tab, tr("θ(%1) − θ(%2) per tensor").arg(donor, name));
 }
 
 void ModelView::clearComparison(const QString& reason) {
-    for (std::size_t i = 0; i < m_snapshot->model->tensors().size(); ++i) {
-        m_comparison->setDelta(static_cast<int>(i), std::nullopt);
-    }
+    m_deltas.clear();
+    clearDiff(QString()); // the page's title says why
+    showComparisonMetric();
     const int tab = m_tabs->indexOf(m_comparisonTab);
     if (m_tabs->currentIndex() == tab) {
         showPage(Page::Heatmap);
@@ -503,10 +511,6 @@ QString ModelView::comparisonReason() const {
     return m_tabs->tabToolTip(m_tabs->indexOf(m_comparisonTab));
 }
 
-void ModelView::setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait) {
-    m_inspector->setPortrait(tensor, std::move(portrait));
-}
-
 QWidget* ModelView::buildHeatmapTab() {
     auto* tab = new QWidget(this);
     auto* layout = new QVBoxLayout(tab);
@@ -516,7 +520,16 @@ QWidget* ModelView::buildHeatmapTab() {
     layout->addWidget(m_previewLabel);
     auto* splitter = new QSplitter(Qt::Horizontal, tab);
     layout->addWidget(splitter, 1);
-    m_heatmap = new ThetaHeatmap(m_snapshot, splitter);
+    layout->insertWidget(0, buildHeatmapMetricBar(tab));
+    m_heatmapStack = new QStackedWidget(splitter);
+    m_heatmap = new ThetaHeatmap(m_snapshot, m_heatmapStack);
+    m_alphaMap = new ThetaHeatmap(m_snapshot, m_heatmapStack, ThetaHeatmap::Mode::Delta);
+    m_alphaMap->setObjectName(QStringLiteral("alphaMap"));
+    m_alphaMap->setMetric(HeatmapMetric::Alpha);
+    m_alphaMap->setComparisonTitle(
+        tr("%1 — spectral α per layer and role").arg(model::modelDisplayName(*m_snapshot->model)));
+    m_heatmapStack->addWidget(m_heatmap);
+    m_heatmapStack->addWidget(m_alphaMap);
     // Beside the heatmap: θ per layer and system, and, once vital signs are taken, how much
     // each layer changes the hidden state. They scroll when the pane is too short for them all
     // rather than squeezing their legends or growing the window.
@@ -530,7 +543,7 @@ QWidget* ModelView::buildHeatmapTab() {
     m_importance->yAxis->setLabel(QString()); // narrow: the title says what it is
     m_importance->hide();
     sideLayout->addWidget(m_importance, 2);
-    splitter->addWidget(m_heatmap);
+    splitter->addWidget(m_heatmapStack);
     splitter->addWidget(verticalScroll(side, splitter, QStringLiteral("heatmapSideCharts")));
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);

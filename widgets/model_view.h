@@ -10,6 +10,10 @@
 #include <memory>
 
 class QAction;
+class QComboBox;
+class QSplitter;
+class QVBoxLayout;
+class QStackedWidget;
 class QLabel;
 class QMenu;
 class QLineEdit;
@@ -20,13 +24,16 @@ class QToolButton;
 
 namespace organ {
 struct VitalsReport;
-}
+struct ModelDiff;
+struct SpectralReport;
+} // namespace organ
 
 namespace organ::model {
 class GraftDocument;
 class AnatomyFilterProxy;
 class AnatomyTreeModel;
 class MetadataTableModel;
+class DiffTableModel;
 class TensorResults;
 } // namespace organ::model
 
@@ -75,7 +82,6 @@ public:
     // chart) and on it (a row).
     void setVitalsReport(std::shared_ptr<const VitalsReport> report);
     LayerImportanceChart* importanceChart() const { return m_importance; }
-    void setPortrait(int tensor, std::shared_ptr<const TensorPortrait> portrait);
     // Δθ against a donor: per tensor of this model, θ(donor) − θ(this), nullopt without a
     // measured counterpart. Shown in the "Δθ" tab, which is enabled only while there is a
     // comparison; clearComparison() disables it and says why (its tooltip).
@@ -84,6 +90,32 @@ public:
     bool hasComparison() const;
     QString comparisonReason() const;
     ThetaHeatmap* comparison() const { return m_comparison; }
+
+    // The Δθ page's metric (Δθ, relative error, cosine): relative error and cosine come from a
+    // diff of this model's values against the donor's (`organ diff`), asked for by
+    // diffRequested() when first chosen; the table beneath lists the diff per tensor, and a row
+    // activated asks for both tensors side by side in the inspector (diffRowActivated).
+    QComboBox* comparisonMetricBox() const { return m_comparisonMetric; }
+    QTableView* diffTable() const { return m_diffTable; }
+    model::DiffTableModel* diffModel() const { return m_diffModel; }
+    QLabel* diffNote() const { return m_diffNote; }
+    // The diff against `donor` (the donor's display name; this model is its first model).
+    void setDiff(const QString& donor, std::shared_ptr<const ModelDiff> diff);
+    // No diff (any more), and why; the metric goes back to Δθ.
+    void clearDiff(const QString& note);
+    const ModelDiff* diff() const { return m_diff.get(); }
+    // This model's tensor in the inspector with `partner`'s tensor beside it (names of both shown).
+    void inspectPair(int tensor, const QString& partner, int partnerTensor, const TensorInfo& partnerInfo,
+                     const model::TensorResults* partnerResults);
+
+    // The Heatmap page's metric: θ, or spectral α per weight matrix (`organ spectral`), asked for
+    // by spectraRequested() when first chosen and shown on a heatmap of its own.
+    QComboBox* heatmapMetricBox() const { return m_heatmapMetric; }
+    ThetaHeatmap* alphaMap() const { return m_alphaMap; }
+    QLabel* spectraNote() const { return m_spectraNote; }
+    void setSpectra(std::shared_ptr<const SpectralReport> report);
+    void setSpectraNote(const QString& note); // computing, cancelled, failed
+    const SpectralReport* spectra() const { return m_spectra.get(); }
 
     // Surgery: the recipient's tree and heatmap take drops (checked and planned by
     // `document`) and offer layer operations; a donor's are drag sources.
@@ -107,6 +139,9 @@ signals:
     // A donor's "Merge into the recipient…" (tree or heatmap context menu) on these tensors
     // (none: the whole model).
     void mergeRequested(std::vector<int> tensors);
+    void diffRequested();
+    void diffRowActivated(int tensor);
+    void spectraRequested();
 
 public:
     enum class Page { Anatomy, Heatmap, Delta, Inspector, Metadata, Tokenizer, Vitals, Quantization };
@@ -133,6 +168,11 @@ private:
     QWidget* buildAnatomyTab();
     QWidget* buildHeatmapTab();
     QWidget* buildComparisonTab();
+    QWidget* buildHeatmapMetricBar(QWidget* parent);
+    // The metric's bar into the Δθ page's layout, the table under the heatmap in `splitter`.
+    void buildDiffTable(QVBoxLayout* tabLayout, QSplitter* splitter);
+    void showComparisonMetric();
+    void showHeatmapMetric();
     void setGrouping(TreeGrouping grouping);
     void showCurrentTensor(const QModelIndex& current);
     std::vector<std::uint32_t> layersAt(const QModelIndex& index) const;
@@ -166,6 +206,20 @@ private:
     bool m_isRecipient = false;
     QWidget* m_comparisonTab = nullptr;
     QLabel* m_comparisonLabel = nullptr;
+    QComboBox* m_comparisonMetric = nullptr;
+    QString m_donorName;                         // of the comparison
+    std::vector<std::optional<double>> m_deltas; // Δθ per tensor, while there is a comparison
+    std::shared_ptr<const ModelDiff> m_diff;
+    std::vector<int> m_diffRowOf; // per tensor: its row in m_diff->tensors, -1 none
+    QTableView* m_diffTable = nullptr;
+    QSplitter* m_diffSplitter = nullptr;
+    model::DiffTableModel* m_diffModel = nullptr;
+    QLabel* m_diffNote = nullptr;
+    QComboBox* m_heatmapMetric = nullptr;
+    QStackedWidget* m_heatmapStack = nullptr;
+    ThetaHeatmap* m_alphaMap = nullptr;
+    QLabel* m_spectraNote = nullptr;
+    std::shared_ptr<const SpectralReport> m_spectra;
     model::AnatomyTreeModel* m_treeModel = nullptr;
     model::AnatomyFilterProxy* m_proxy = nullptr;
 };

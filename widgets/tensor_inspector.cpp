@@ -3,12 +3,14 @@
 
 #include "chart_export.h"
 #include "chart_style.h"
+#include "eigenvalue_plot.h"
 #include "matrix_plot.h"
 #include "theta_scale.h"
 #include "vertical_scroll.h"
 
 #include <QCheckBox>
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QStackedWidget>
 #include <QToolTip>
@@ -34,7 +36,8 @@ QCustomPlot* TensorInspector::makePlot(const QString& title, const QString& file
 }
 
 TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidget(parent), m_model(model) {
-    auto* layout = new QVBoxLayout(this);
+    // A partner, when shown, goes on the right.
+    auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_pages = new QStackedWidget(this);
     layout->addWidget(m_pages);
@@ -42,7 +45,8 @@ TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidge
     m_empty =
         new QLabel(tr("<h3>No tensor selected</h3><p>Click a cell of the <b>Heatmap</b> or a tensor in the "
                       "<b>Anatomy</b> tree to see it here: its indicators, the histogram of its values, its "
-                      "cross-scale spectrum and the matrix itself.</p><p>Double-click a cell or a row to "
+                      "cross-scale spectrum, the matrix itself and its eigenvalue "
+                      "spectrum.</p><p>Double-click a cell or a row to "
                       "come straight here.</p>"),
                    m_pages);
     m_empty->setObjectName(QStringLiteral("inspectorEmpty"));
@@ -56,6 +60,7 @@ TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidge
     m_title->setTextFormat(Qt::RichText);
     m_indicators = new QLabel(charts);
     m_indicators->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_indicators->setWordWrap(true);
     m_logScale = new QCheckBox(tr("log scale"), charts);
     connect(m_logScale, &QCheckBox::toggled, this, &TensorInspector::drawHistogram);
     grid->addWidget(m_title, 0, 0, 1, 2);
@@ -68,6 +73,7 @@ TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidge
     m_matrix = std::make_unique<MatrixPlot>(m_image);
     m_matrixCaption = new QLabel(charts);
     m_matrixCaption->setObjectName(QStringLiteral("matrixCaption"));
+    m_matrixCaption->setWordWrap(true); // else its line (and the indicators') sets the column's width
     m_image->setMouseTracking(true);
     connect(m_image, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
         const QString text = m_matrix->readout(event->pos());
@@ -77,12 +83,19 @@ TensorInspector::TensorInspector(const QString& model, QWidget* parent) : QWidge
             QToolTip::showText(event->globalPosition().toPoint(), text, m_image);
         }
     });
-    grid->addWidget(m_histogram, 2, 0);
-    grid->addWidget(m_spectrum, 2, 1);
-    grid->addWidget(m_image, 3, 0, 1, 2);
-    grid->addWidget(m_matrixCaption, 4, 0, 1, 2);
-    grid->setRowStretch(2, 2);
-    grid->setRowStretch(3, 3);
+    m_eigen = makePlot(tr("Eigenvalue spectrum"), QStringLiteral("eigenvalues"));
+    setUpEigenvaluePlot(m_eigen);
+    m_eigenCaption = new QLabel(charts);
+    m_eigenCaption->setObjectName(QStringLiteral("eigenvalueCaption"));
+    m_eigenCaption->setWordWrap(true);
+    // Two columns of equal width whatever the charts would like (a partner beside leaves little).
+    for (QCustomPlot* plot : {m_histogram, m_spectrum, m_image, m_eigen}) {
+        plot->setSizePolicy(QSizePolicy::Ignored, plot->sizePolicy().verticalPolicy());
+    }
+    grid->setColumnStretch(0, 1);
+    grid->setColumnStretch(1, 1);
+    m_grid = grid;
+    arrangeCharts(false);
     m_pages->addWidget(verticalScroll(charts, m_pages, QStringLiteral("inspectorScroll")));
 }
 
@@ -94,15 +107,121 @@ void TensorInspector::showTensor(int tensor, const TensorInfo& info) {
     m_columns = info.ne[0];
     m_rows = info.ne[0] == 0 ? 0 : info.elements / info.ne[0];
     m_portrait.reset();
+    m_lambda.reset();
+    m_eigenCaption->clear();
     const auto type = tensorTypeName(info.type);
-    m_title->setText(QStringLiteral("<b>") + m_name.toHtmlEscaped() + QStringLiteral("</b> &nbsp; ") +
-                     QString::fromUtf8(type.data(), qsizetype(type.size())).toHtmlEscaped() +
-                     QStringLiteral(", ") + QString::fromStdString(info.shapeText()).toHtmlEscaped());
+    m_typeShape = QString::fromUtf8(type.data(), qsizetype(type.size())) + QStringLiteral(", ") +
+                  QString::fromStdString(info.shapeText());
+    m_title->setText(titleText());
     m_pages->setCurrentIndex(1);
     drawHistogram();
     drawSpectrum();
     drawImage();
+    drawEigenvalues();
     m_indicators->setText(indicatorsText());
+}
+
+QString TensorInspector::titleText() const {
+    const QString model = m_named ? m_model.toHtmlEscaped() + QStringLiteral(": ") : QString();
+    return model + QStringLiteral("<b>") + m_name.toHtmlEscaped() + QStringLiteral("</b> &nbsp; ") +
+           m_typeShape.toHtmlEscaped();
+}
+
+void TensorInspector::setNamed(bool named) {
+    m_named = named;
+    m_title->setText(titleText());
+}
+
+TensorInspector* TensorInspector::partner() {
+    if (m_partner == nullptr) {
+        m_partner = new TensorInspector(QString(), this);
+        m_partner->setObjectName(QStringLiteral("partnerInspector"));
+        layout()->addWidget(m_partner);
+        m_partner->hide();
+    }
+    return m_partner;
+}
+
+void TensorInspector::showPartner(bool show) {
+    if (m_partner == nullptr && !show) {
+        return;
+    }
+    partner()->setVisible(show);
+    // Two inspectors share the pane: one chart a row each, so that every chart keeps its width.
+    for (TensorInspector* inspector : {this, m_partner}) {
+        inspector->setNamed(show);
+        inspector->arrangeCharts(show);
+    }
+}
+
+void TensorInspector::arrangeCharts(bool oneColumn) {
+    for (int row = 2; row < 8; ++row) {
+        m_grid->setRowStretch(row, 0);
+    }
+    if (oneColumn) {
+        int row = 2;
+        for (QWidget* w : std::initializer_list<QWidget*>{m_histogram, m_spectrum, m_image, m_matrixCaption,
+                                                          m_eigen, m_eigenCaption}) {
+            m_grid->addWidget(w, row, 0, 1, 2);
+            m_grid->setRowStretch(row, qobject_cast<QCustomPlot*>(w) != nullptr ? 1 : 0);
+            ++row;
+        }
+        return;
+    }
+    m_grid->addWidget(m_histogram, 2, 0);
+    m_grid->addWidget(m_spectrum, 2, 1);
+    m_grid->addWidget(m_image, 3, 0);
+    m_grid->addWidget(m_eigen, 3, 1);
+    m_grid->addWidget(m_matrixCaption, 4, 0);
+    m_grid->addWidget(m_eigenCaption, 4, 1);
+    m_grid->setRowStretch(2, 2);
+    m_grid->setRowStretch(3, 3);
+}
+
+bool TensorInspector::hasPartnerShown() const {
+    return m_partner != nullptr && !m_partner->isHidden();
+}
+
+void TensorInspector::setEigenvalues(int tensor, std::shared_ptr<const std::vector<double>> lambda,
+                                     const SpectralFit& fit, const QString& what) {
+    if (tensor != m_tensor) {
+        return;
+    }
+    m_lambda = std::move(lambda);
+    m_fit = fit;
+    m_matrixWhat = what;
+    const QString matrix = what.isEmpty() ? QString() : what + QStringLiteral(": ");
+    if (!fit.alpha) {
+        m_eigenCaption->setText(matrix + tr("fewer than 10 positive eigenvalues: no tail to fit"));
+    } else {
+        m_eigenCaption->setText(matrix +
+                                tr("α %1 (%2)%3 · tail %4 of %5 eigenvalues · stable rank %6 · λmax %7")
+                                    .arg(*fit.alpha, 0, 'f', 2)
+                                    .arg(QString::fromStdString(spectralLabel(fit)))
+                                    .arg(isUnreliable(fit) ? tr(", unreliable (α > 8)") : QString())
+                                    .arg(fit.tail)
+                                    .arg(m_lambda->size())
+                                    .arg(fit.stableRank, 0, 'f', 2)
+                                    .arg(fit.lambdaMax, 0, 'g', 4));
+    }
+    drawEigenvalues();
+}
+
+void TensorInspector::setEigenvalueNote(int tensor, const QString& note) {
+    if (tensor != m_tensor) {
+        return;
+    }
+    m_lambda.reset();
+    m_eigenCaption->setText(note);
+    drawEigenvalues();
+}
+
+QString TensorInspector::eigenvalueCaption() const {
+    return m_eigenCaption->text();
+}
+
+void TensorInspector::drawEigenvalues() {
+    drawEigenvalueSpectrum(m_eigen, m_lambda ? *m_lambda : std::vector<double>(), m_fit);
 }
 
 QString TensorInspector::matrixCaption() const {

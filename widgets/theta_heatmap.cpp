@@ -3,6 +3,7 @@
 #include "chart_export.h"
 #include "chart_style.h"
 #include "display_names.h"
+#include "heatmap_metric.h"
 #include "theta_scale.h"
 #include "vertical_scroll.h"
 
@@ -30,7 +31,8 @@ constexpr double kConstant = 2.0;
 ThetaHeatmap::ThetaHeatmap(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent, Mode mode)
     : QWidget(parent), m_snapshot(std::move(snapshot)), m_mode(mode) {
     buildGrid();
-    m_delta.assign(m_snapshot->anatomy.tensors.size(), std::nullopt);
+    m_values.assign(m_snapshot->anatomy.tensors.size(), std::nullopt);
+    m_details.assign(m_values.size(), QString());
     buildPlot();
 }
 
@@ -76,13 +78,11 @@ void ThetaHeatmap::buildPlot() {
     // The colour scale: fixed (θ 0–90°, comparable across models; Δθ ±45°) or fitted to the
     // values present (a model of random weights is otherwise one colour; a small Δθ invisible).
     m_fixedScale =
-        new QCheckBox(m_mode == Mode::Theta ? tr("Fixed scale 0–90°") : tr("Fixed scale ±45°"), this);
-    m_fixedScale->setToolTip(
-        m_mode == Mode::Theta
-            ? tr("The same colours for every model; uncheck to fit the colours to this "
-                 "model's θ range")
-            : tr("The same colours for every comparison; uncheck to fit them to the largest "
-                 "|Δθ|"));
+        new QCheckBox(m_mode == Mode::Theta ? tr("Fixed scale 0–90°") : fixedScaleText(m_metric), this);
+    m_fixedScale->setToolTip(m_mode == Mode::Theta
+                                 ? tr("The same colours for every model; uncheck to fit the "
+                                      "colours to this model's θ range")
+                                 : fixedScaleTip(m_metric));
     m_fixedScale->setObjectName(QStringLiteral("fixedScale"));
     m_fixedScale->setChecked(m_mode == Mode::Theta);
     connect(m_fixedScale, &QCheckBox::toggled, this, [this] {
@@ -128,8 +128,9 @@ void ThetaHeatmap::buildPlot() {
     m_presence->setDataRange(QCPRange(kAbsent, kConstant));
     // Δθ: blue where the donor is noisier, red where it is more structured, and Δθ = 0 the
     // chart's background: unchanged tensors recede, what changed stands out.
-    const QCPColorGradient gradient =
-        m_mode == Mode::Theta ? thetaGradient() : divergingGradient(m_plot->palette().color(QPalette::Base));
+    const QCPColorGradient gradient = m_mode == Mode::Theta
+                                          ? thetaGradient()
+                                          : metricGradient(m_metric, m_plot->palette().color(QPalette::Base));
     m_theta->setGradient(gradient);
     for (int c = 0; c < m_columns; ++c) {
         for (int r = 0; r < rows; ++r) {
@@ -150,12 +151,13 @@ void ThetaHeatmap::buildPlot() {
     m_scale->setGradient(gradient);
     m_theta->setColorScale(m_scale);
     if (m_mode == Mode::Delta) {
-        // Zero follows the background when the palette changes (dark mode).
+        // "No difference" follows the background when the palette changes (dark mode).
         connect(m_plot, &QCustomPlot::beforeReplot, this, [this] {
-            const QColor background = m_plot->palette().color(QPalette::Base);
-            if (m_scale->gradient().color(0.0, QCPRange(-1, 1)) != background.rgb()) {
-                m_theta->setGradient(divergingGradient(background));
-                m_scale->setGradient(divergingGradient(background));
+            const QCPColorGradient gradient =
+                metricGradient(m_metric, m_plot->palette().color(QPalette::Base));
+            if (m_scale->gradient() != gradient) {
+                m_theta->setGradient(gradient);
+                m_scale->setGradient(gradient);
             }
         });
     }
@@ -188,12 +190,10 @@ void ThetaHeatmap::buildPlot() {
 
     m_plot->plotLayout()->insertRow(1);
     m_key = new QCPTextElement(m_plot);
-    setWrappedText(m_key,
-                   m_mode == Mode::Theta
-                       ? tr("θ: 0° noise … 90° structure · blank: no such tensor · grey: not measured "
-                            "yet · salmon: constant (no θ)")
-                       : tr("Δθ = the donor's θ − the recipient's · background colour: Δθ = 0, unchanged "
-                            "(or no such tensor) · dark grey: no measured counterpart in the donor"));
+    setWrappedText(m_key, m_mode == Mode::Theta
+                              ? tr("θ: 0° noise … 90° structure · blank: no such tensor · grey: not measured "
+                                   "yet · salmon: constant (no θ)")
+                              : metricKey(m_metric));
     m_plot->plotLayout()->addElement(1, 0, m_key);
 
     m_dropMark = new QCPItemRect(m_plot);
@@ -215,7 +215,7 @@ void ThetaHeatmap::buildPlot() {
             return m_mode == Mode::Theta
                        ? ChartLabel{name + QStringLiteral("-theta-heatmap"),
                                     tr("%1 — θ per layer and role").arg(name)}
-                       : ChartLabel{name + QStringLiteral("-delta-theta-heatmap"), m_comparisonTitle};
+                       : ChartLabel{name + u'-' + metricSuffix(m_metric), m_comparisonTitle};
         },
         [this](QMenu& menu, const QPoint& at) {
             if (m_contextActions) {
@@ -352,14 +352,34 @@ void ThetaHeatmap::highlightTensor(int tensor) {
     m_plot->replot(); // a user's selection: shown at once
 }
 
-void ThetaHeatmap::setDelta(int tensor, std::optional<double> delta) {
-    if (tensor < 0 || static_cast<std::size_t>(tensor) >= m_delta.size() || m_theta == nullptr) {
+void ThetaHeatmap::setMetric(HeatmapMetric metric) {
+    m_metric = metric;
+    for (std::size_t t = 0; t < m_values.size(); ++t) {
+        setValue(static_cast<int>(t), std::nullopt);
+    }
+    if (m_theta == nullptr) {
         return;
     }
-    m_delta[static_cast<std::size_t>(tensor)] = delta;
+    const QSignalBlocker quiet(m_fixedScale);
+    m_fixedScale->setText(fixedScaleText(metric));
+    m_fixedScale->setToolTip(fixedScaleTip(metric));
+    m_fixedScale->setChecked(fixedScaleByDefault(metric));
+    setWrappedText(m_key, metricKey(metric));
+    const QCPColorGradient gradient = metricGradient(metric, m_plot->palette().color(QPalette::Base));
+    m_theta->setGradient(gradient);
+    m_scale->setGradient(gradient);
+    scheduleReplot();
+}
+
+void ThetaHeatmap::setValue(int tensor, std::optional<double> value, const QString& detail) {
+    if (tensor < 0 || static_cast<std::size_t>(tensor) >= m_values.size() || m_theta == nullptr) {
+        return;
+    }
+    m_values[static_cast<std::size_t>(tensor)] = value;
+    m_details[static_cast<std::size_t>(tensor)] = detail;
     const auto [column, row] = cellOf(tensor);
-    m_theta->data()->setCell(column, row, delta.value_or(0.0));
-    m_theta->data()->setAlpha(column, row, delta ? 255 : 0);
+    m_theta->data()->setCell(column, row, value.value_or(0.0));
+    m_theta->data()->setAlpha(column, row, value ? 255 : 0);
     scheduleReplot();
 }
 
@@ -391,14 +411,16 @@ void ThetaHeatmap::updateRange() {
             label = tr("θ (°), fitted");
         }
     } else {
-        double largest = 0;
-        for (const auto& delta : m_delta) {
-            largest = std::max(largest, delta ? std::abs(*delta) : 0.0);
+        double low = std::numeric_limits<double>::infinity();
+        double high = -low;
+        for (const auto& value : m_values) {
+            if (value) {
+                low = std::min(low, *value);
+                high = std::max(high, *value);
+            }
         }
-        // All equal (a model against itself): a small symmetric range, so that zero is mid-scale.
-        const double limit = m_fixedScale->isChecked() ? kDeltaRange : (largest > 0 ? largest : 1.0);
-        range = QCPRange(-limit, limit);
-        label = m_fixedScale->isChecked() ? tr("Δθ (°)") : tr("Δθ (°), fitted ±%1").arg(limit, 0, 'f', 2);
+        range = metricRange(m_metric, m_fixedScale->isChecked(), low, high);
+        label = scaleLabel(m_metric, m_fixedScale->isChecked(), range);
     }
     m_theta->setDataRange(range);
     m_scale->setDataRange(range);
@@ -409,9 +431,9 @@ QCPRange ThetaHeatmap::colorRange() const {
     return m_theta != nullptr ? m_theta->dataRange() : QCPRange();
 }
 
-std::optional<double> ThetaHeatmap::deltaAt(int column, int row) const {
+std::optional<double> ThetaHeatmap::valueAt(int column, int row) const {
     const int tensor = tensorAt(column, row);
-    return tensor < 0 ? std::nullopt : m_delta[static_cast<std::size_t>(tensor)];
+    return tensor < 0 ? std::nullopt : m_values[static_cast<std::size_t>(tensor)];
 }
 
 void ThetaHeatmap::setLayerImportance(const std::vector<double>& angular,
@@ -494,13 +516,19 @@ void ThetaHeatmap::showTooltip(QMouseEvent* event) {
         QToolTip::hideText();
         return;
     }
+    QToolTip::showText(event->globalPosition().toPoint(), tooltipText(tensor), m_plot);
+}
+
+QString ThetaHeatmap::tooltipText(int tensor) const {
     const auto& name = m_snapshot->model->tensors()[static_cast<std::size_t>(tensor)].name;
     const auto& r = result(tensor);
     QString text = model::displayText(name);
     if (m_mode == Mode::Delta) {
-        const auto& delta = m_delta[static_cast<std::size_t>(tensor)];
-        text += delta ? tr("\nΔθ %1° (donor − recipient)").arg(*delta, 0, 'f', 2)
-                      : tr("\nno measured counterpart");
+        const auto& value = m_values[static_cast<std::size_t>(tensor)];
+        const QString& detail = m_details[static_cast<std::size_t>(tensor)];
+        text += u'\n' + (!detail.isEmpty() ? detail
+                         : value           ? metricValueText(m_metric, *value)
+                                           : tr("no measured counterpart"));
     } else if (!r) {
         text += tr("\nnot measured yet");
     } else if (r->constant) {
@@ -533,7 +561,7 @@ void ThetaHeatmap::showTooltip(QMouseEvent* event) {
             text += tr(": θ being computed");
         }
     }
-    QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
+    return text;
 }
 
 void ThetaHeatmap::setPreview(const std::vector<PreviewCell>& cells) {

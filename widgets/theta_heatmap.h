@@ -1,6 +1,7 @@
 #pragma once
 
 #include "anatomy/anatomy_tree.h"
+#include "heatmap_metric.h"
 #include "measure/zmeasure.h"
 #include "open_models.h"
 #include "tensor_drag.h"
@@ -33,16 +34,21 @@ namespace organ::widgets {
 class ThetaHeatmap : public QWidget {
     Q_OBJECT
 public:
-    // Theta: θ on 0°-90°. Delta: Δθ (donor − recipient) on a diverging ±45° scale.
+    // Theta: θ on 0°-90°. Delta: one value per tensor of a metric (Δθ, donor − recipient, on a
+    // diverging ±45° scale unless setMetric() says otherwise).
     enum class Mode { Theta, Delta };
-    static constexpr double kDeltaRange = 45.0;
 
     explicit ThetaHeatmap(std::shared_ptr<const ModelSnapshot> snapshot, QWidget* parent = nullptr,
                           Mode mode = Mode::Theta);
 
-    // Delta mode: a tensor's Δθ, or nullopt when it has no measured counterpart.
-    void setDelta(int tensor, std::optional<double> delta);
-    std::optional<double> deltaAt(int column, int row) const;
+    // Delta mode: what the values are (and their colours, scale and key); clears them.
+    void setMetric(HeatmapMetric metric);
+    HeatmapMetric metric() const { return m_metric; }
+    // Delta mode: a tensor's value, or nullopt when it has none; `detail` (when given) is its
+    // tooltip's text instead of the value alone.
+    void setValue(int tensor, std::optional<double> value, const QString& detail = {});
+    std::optional<double> valueAt(int column, int row) const;
+    QString tooltipText(int tensor) const;
     // Delta mode: what is compared ("Δθ donor − recipient"), the title of exported charts.
     void setComparisonTitle(const QString& title) { m_comparisonTitle = title; }
 
@@ -145,7 +151,9 @@ private:
 
     std::shared_ptr<const ModelSnapshot> m_snapshot;
     Mode m_mode = Mode::Theta;
-    std::vector<std::optional<double>> m_delta; // per tensor, Delta mode
+    HeatmapMetric m_metric = HeatmapMetric::DeltaTheta;
+    std::vector<std::optional<double>> m_values; // per tensor, Delta mode
+    std::vector<QString> m_details;              // per tensor, Delta mode: the tooltip's text
     QString m_comparisonTitle;
     std::vector<std::string> m_roles; // rows, in anatomical order
     bool m_hasGlobal = true;

@@ -89,6 +89,26 @@ std::vector<double> eigenvaluesOf(const Eigen::MatrixXd& matrix) {
     return lambda;
 }
 
+bool hasSpectrum(const TensorInfo& tensor) {
+    return tensor.nDims >= 2 && tensor.ne[0] >= kMinSide && tensor.ne[1] >= kMinSide;
+}
+
+std::vector<double> matrixEigenvalues(const GgufModel& model, const TensorInfo& tensor,
+                                      std::uint64_t expert) {
+    const std::uint64_t rows = tensor.ne[1];
+    const std::uint64_t columns = tensor.ne[0];
+    const std::uint64_t count = rows * columns;
+    std::vector<float> values(static_cast<std::size_t>(count));
+    dequantizeRange(tensor.type, model.tensorData(tensor), expert * count, values.size(), values.data());
+    // Stored row after row: row r is values[r·columns …].
+    const Eigen::MatrixXd w =
+        Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+            values.data(), Eigen::Index(rows), Eigen::Index(columns))
+            .cast<double>();
+    values = {};
+    return eigenvaluesOf(w);
+}
+
 std::string spectralLabel(const SpectralFit& fit) {
     if (!fit.alpha) {
         return "none";
@@ -131,18 +151,8 @@ std::optional<SpectralReport> measureSpectra(const GgufModel& model, const Tenso
         const Job& job = jobs[i];
         MatrixSpectrum& m = report.matrices[i];
         const auto start = std::chrono::steady_clock::now();
-        if (m.rows >= kMinSide && m.columns >= kMinSide) {
-            const std::uint64_t count = m.rows * m.columns;
-            std::vector<float> values(static_cast<std::size_t>(count));
-            dequantizeRange(job.tensor->type, model.tensorData(*job.tensor), job.expert * count,
-                            values.size(), values.data());
-            // Stored row after row: row r is values[r·columns …].
-            const Eigen::MatrixXd w =
-                Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-                    values.data(), Eigen::Index(m.rows), Eigen::Index(m.columns))
-                    .cast<double>();
-            values = {};
-            m.fit = fitSpectrum(eigenvaluesOf(w));
+        if (hasSpectrum(*job.tensor)) {
+            m.fit = fitSpectrum(matrixEigenvalues(model, *job.tensor, job.expert));
         }
         m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::lock_guard lock(progressMutex);

@@ -34,6 +34,13 @@ std::string spectralLabel(const SpectralFit& fit);
 // α > 8: the fit is spurious there.
 bool isUnreliable(const SpectralFit& fit);
 
+// A tensor of two or more dimensions whose matrices have at least 16 rows and 16 columns: it has a
+// spectrum (each expert of a 3-D tensor its own).
+bool hasSpectrum(const TensorInfo& tensor);
+// λ = σ² of matrix `expert` of `tensor` (0 for a 2-D tensor), dequantized to F32, ascending; the
+// tensor must have a spectrum.
+std::vector<double> matrixEigenvalues(const GgufModel& model, const TensorInfo& tensor, std::uint64_t expert);
+
 struct MatrixSpectrum {
     std::string name;               // the tensor's, "name[e]" for expert e of a 3-D tensor
     std::uint64_t rows = 0;         // ne[1]

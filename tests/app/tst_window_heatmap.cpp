@@ -418,7 +418,7 @@ private slots:
         QPoint zeroCell;
         for (int column = 0; column < delta->columnCount(); ++column) {
             for (int row = 0; row < delta->rowCount(); ++row) {
-                if (const auto d = delta->deltaAt(column, row)) {
+                if (const auto d = delta->valueAt(column, row)) {
                     negative += *d < 0;
                     zero += *d == 0.0;
                     largest = std::max(largest, std::abs(*d));
@@ -430,7 +430,7 @@ private slots:
         }
         QCOMPARE(negative, 9);
         QCOMPARE(zero, 48 - 9);
-        QVERIFY(*delta->deltaAt(2, 8) < 0.0); // layer 1, ffn_up
+        QVERIFY(*delta->valueAt(2, 8) < 0.0); // layer 1, ffn_up
         QCOMPARE(healthy->tabs()->tabText(2), QStringLiteral("Δθ"));
         QVERIFY(healthy->tabs()->isTabEnabled(2));
         healthy->showPage(widgets::ModelView::Page::Delta);
@@ -463,9 +463,9 @@ private slots:
         window.swapPanes();
         widgets::ModelView* damaged = window.currentView();
         QVERIFY(!healthy->hasComparison());
-        QVERIFY(!healthy->comparison()->deltaAt(2, 8));
+        QVERIFY(!healthy->comparison()->valueAt(2, 8));
         QTRY_VERIFY(damaged->hasComparison());
-        QVERIFY(*damaged->comparison()->deltaAt(2, 8) > 0.0);
+        QVERIFY(*damaged->comparison()->valueAt(2, 8) > 0.0);
         window.pane(Side::Donor)->closeView(0);
         QVERIFY(!damaged->hasComparison());
         QVERIFY(damaged->comparisonReason().startsWith(QStringLiteral("Open a donor")));

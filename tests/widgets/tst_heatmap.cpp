@@ -88,10 +88,10 @@ private slots:
         const int k1 = indexOf("blk.1.attn_k.weight");
         const auto& roles = heatmap.roles();
         const int row = int(std::find(roles.begin(), roles.end(), "attn_k") - roles.begin());
-        heatmap.setDelta(k1, -7.25);
-        QCOMPARE(heatmap.deltaAt(heatmap.columnOfLayer(1), row), std::optional<double>(-7.25));
-        heatmap.setDelta(k1, std::nullopt);
-        QVERIFY(!heatmap.deltaAt(heatmap.columnOfLayer(1), row));
+        heatmap.setValue(k1, -7.25);
+        QCOMPARE(heatmap.valueAt(heatmap.columnOfLayer(1), row), std::optional<double>(-7.25));
+        heatmap.setValue(k1, std::nullopt);
+        QVERIFY(!heatmap.valueAt(heatmap.columnOfLayer(1), row));
     }
 
     void dragsFromCellsRowsAndColumns() {
