@@ -1,5 +1,7 @@
 #include "eigenvalue_plot.h"
 
+#include "chart_style.h"
+
 #include <QCoreApplication>
 #include <cmath>
 #include <qcustomplot.h>
@@ -22,15 +24,10 @@ void setLogAxis(QCPAxis* axis, const QString& label) {
 } // namespace
 
 void setUpEigenvaluePlot(QCustomPlot* plot) {
-    QCPLegend* legend = plot->legend;
-    legend->setFont(QFont(plot->font().family(), 8));
-    legend->setIconSize(14, 8);
-    legend->setBorderPen(Qt::NoPen);
-    plot->axisRect()->insetLayout()->take(legend);
-    plot->plotLayout()->addElement(2, 0, legend);
-    plot->plotLayout()->setRowStretchFactor(2, 0.001);
-    legend->setWrap(1);
-    legend->setFillOrder(QCPLegend::foRowsFirst);
+    // Below the axes, an entry a row: the tail's entry is long (α, D, the tail's size).
+    legendBelow(plot);
+    plot->legend->setIconSize(14, 8);
+    plot->legend->setWrap(1);
 }
 
 void drawEigenvalueSpectrum(QCustomPlot* plot, const std::vector<double>& lambda, const SpectralFit& fit) {

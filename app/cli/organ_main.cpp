@@ -173,7 +173,7 @@ usage:
   organ surgeon BASE --merge DONOR... [--method task_arithmetic|ties] --text F [options] -o PLAN.json
   organ surgeon RECIPIENT --organs DONOR... --text F [options] -o PLAN.json
       Searches plans against a text, scoring each by the forward pass on the chimera it
-      would write (never written), and writes the best as a graft plan (docs/surgeon.md):
+      would write (never written), and writes the best as a graft plan (docs/auto-surgeon.md):
       --prune N: the N blocks whose removal hurts least (angular distance and block
       influence one-shot, then a greedy search, a beam of W); --merge: per-layer and
       per-system weights (and ties' densities) by a seeded evolution strategy from the
@@ -187,7 +187,7 @@ usage:
       --max-bytes B, --max-bpw X, --max-layers N   constraints on the chosen plan
       --points K, --offspring L, --generations G, --seed S   the evolution (3, 6, 20, 0)
       --sweeps S        coordinate descent sweeps at most (3)
-      --json F          every candidate scored, with its plan (docs/surgeon.md)
+      --json F          every candidate scored, with its plan (docs/auto-surgeon.md)
   organ imatrix MODEL --text FILE [--chunk N] -o OUT.gguf [--json F]
       The importance matrix llama-imatrix computes (-f FILE -c N): the text cut into
       chunks of N tokens (default 512), each run through the model, and every layer

@@ -1,4 +1,4 @@
-// organ surgeon: searches prune, merge and organ plans against the user's text (docs/surgeon.md)
+// organ surgeon: searches prune, merge and organ plans against the user's text (docs/auto-surgeon.md)
 // and writes the best as a graft plan.
 #include "cli.h"
 #include "merge/merge_method.h"

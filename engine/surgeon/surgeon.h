@@ -18,7 +18,7 @@
 
 namespace organ {
 
-// What the surgeon searches for (docs/surgeon.md).
+// What the surgeon searches for (docs/auto-surgeon.md).
 enum class SurgeonGoal {
     Prune,  // the `prune` blocks of the recipient whose removal hurts least
     Merge,  // per-layer and per-system weights (and densities) of a merge of the donors into it
@@ -129,7 +129,7 @@ SurgeonRecord runSurgeon(const SurgeonModels& models, const SurgeonRequest& requ
 // part would be empty.
 std::pair<std::string, std::string> splitHoldout(std::string_view text, double fraction);
 
-// `organ surgeon --json` (docs/surgeon.md).
+// `organ surgeon --json` (docs/auto-surgeon.md).
 nlohmann::json surgeonToJson(const SurgeonRecord& record);
 // The terminal's summary: the finalists and the chosen plan.
 std::string surgeonText(const SurgeonRecord& record);
