@@ -1,21 +1,12 @@
 #pragma once
 
+#include "window_classes.h"
+
 #include <QHash>
 #include <QObject>
 #include <QString>
 
-namespace organ::widgets {
-class ModelView;
-}
-namespace organ::model {
-class OpenModels;
-}
-
 namespace organ::app {
-
-class JobTracker;
-class MeasureController;
-class SpectralController;
 
 // The recipient's diff against the current donor in the window (measure/model_diff, as `organ
 // diff` compares): run on the engine's worker with progress and cancel when the Δθ page's metric

@@ -1,19 +1,13 @@
 #pragma once
 
 #include "open_models.h"
+#include "window_classes.h"
 
 #include <QHash>
 #include <QObject>
 #include <QString>
 
-namespace organ::widgets {
-class ModelView;
-class TensorInspector;
-} // namespace organ::widgets
-
 namespace organ::app {
-
-class JobTracker;
 
 // Measurement in the window: each model opened is measured once on the engine's worker (from
 // the measurement cache when the file is unchanged), θ stored in its OpenModels entry as each

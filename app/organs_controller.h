@@ -7,10 +7,6 @@
 
 class QMenu;
 
-namespace organ::widgets {
-class ModelView;
-}
-
 namespace organ::app {
 
 // Organ directories in the window: File → Open organ directory… (as recipient or donor) and

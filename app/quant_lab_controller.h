@@ -8,13 +8,7 @@
 #include <QObject>
 #include <memory>
 
-namespace organ::widgets {
-class ModelView;
-}
-
 namespace organ::app {
-
-class SurgeryController;
 
 // The Quantization page of each model: the error report and the Pareto sweep as jobs on the
 // engine's worker (progress in the page and the status bar, the page's buttons cancel), and a

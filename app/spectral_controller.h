@@ -1,19 +1,13 @@
 #pragma once
 
 #include "anatomy/anatomy_tree.h"
+#include "window_classes.h"
 
 #include <QHash>
 #include <QObject>
 #include <memory>
 
-namespace organ::widgets {
-class ModelView;
-class TensorInspector;
-} // namespace organ::widgets
-
 namespace organ::app {
-
-class JobTracker;
 
 // Spectral health in the window (measure/spectral, spectral v1): a view's α heatmap, every weight
 // matrix fitted on the engine's worker when the metric is first chosen; and the inspector's

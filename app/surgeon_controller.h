@@ -12,13 +12,7 @@
 class QAction;
 class QMenu;
 
-namespace organ::widgets {
-class ModelView;
-}
-
 namespace organ::app {
-
-class SurgeryController;
 
 // Graft → Auto-surgeon…: the search of organ surgeon on the focused model (the recipient, or the
 // base of a merge) and the donors chosen from the open models, run on the engine thread while its

@@ -13,14 +13,8 @@ struct VitalsReport;
 struct VitalsRequest;
 class ModelWeights;
 } // namespace organ
-namespace organ::widgets {
-class ModelPane;
-class ModelView;
-} // namespace organ::widgets
 
 namespace organ::app {
-
-class SurgeryController;
 
 // Vital signs in the window: a model's Vital signs page (its parents: the other open models
 // with its vocabulary), "Check chimera" in the graft plan dock (the planned chimera, never

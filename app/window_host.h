@@ -1,22 +1,14 @@
 #pragma once
 
 #include "model_pane.h"
+#include "window_classes.h"
 
 #include <QMainWindow>
 #include <QString>
 #include <QStringList>
 #include <functional>
 
-namespace organ::widgets {
-class ModelView;
-}
-namespace organ::model {
-class OpenModels;
-}
-
 namespace organ::app {
-
-class JobTracker;
 
 // What a controller asks of the window it serves: one struct for all of them.
 struct WindowHost {

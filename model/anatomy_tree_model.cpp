@@ -3,6 +3,7 @@
 #include <QMimeData>
 #include <algorithm>
 
+#include "column_titles.h"
 #include "display_names.h"
 #include "model_roles.h"
 #include "support/text_format.h"
@@ -518,27 +519,10 @@ QVariant AnatomyTreeModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant AnatomyTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) {
-        return {};
-    }
-    switch (section) {
-    case Name:
-        return tr("Name");
-    case Role:
-        return tr("Role");
-    case DType:
-        return tr("Type");
-    case Shape:
-        return tr("Shape");
-    case Parameters:
-        return tr("Parameters");
-    case Bytes:
-        return tr("Bytes");
-    case Theta:
-        return tr("θ");
-    default:
-        return {};
-    }
+    static constexpr const char* titles[] = {
+        QT_TR_NOOP("Name"),       QT_TR_NOOP("Role"),  QT_TR_NOOP("Type"), QT_TR_NOOP("Shape"),
+        QT_TR_NOOP("Parameters"), QT_TR_NOOP("Bytes"), QT_TR_NOOP("θ")};
+    return columnTitle<ColumnCount>(staticMetaObject, titles, section, orientation, role);
 }
 
 } // namespace organ::model

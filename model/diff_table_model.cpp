@@ -1,5 +1,6 @@
 #include "diff_table_model.h"
 
+#include "column_titles.h"
 #include "display_names.h"
 #include "model_roles.h"
 
@@ -90,29 +91,11 @@ QVariant DiffTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant DiffTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) {
-        return {};
-    }
-    switch (section) {
-    case Tensor:
-        return tr("Tensor");
-    case Types:
-        return tr("Types");
-    case RelativeError:
-        return tr("Relative error");
-    case Cosine:
-        return tr("Cosine");
-    case Sqnr:
-        return tr("SQNR (dB)");
-    case MaxAbs:
-        return tr("Max |Δ|");
-    case Changed:
-        return tr("Changed");
-    case Identical:
-        return tr("Identical");
-    default:
-        return {};
-    }
+    static constexpr const char* titles[] = {QT_TR_NOOP("Tensor"),         QT_TR_NOOP("Types"),
+                                             QT_TR_NOOP("Relative error"), QT_TR_NOOP("Cosine"),
+                                             QT_TR_NOOP("SQNR (dB)"),      QT_TR_NOOP("Max |Δ|"),
+                                             QT_TR_NOOP("Changed"),        QT_TR_NOOP("Identical")};
+    return columnTitle<ColumnCount>(staticMetaObject, titles, section, orientation, role);
 }
 
 } // namespace organ::model

@@ -1,5 +1,6 @@
 #include "fleet_table_model.h"
 
+#include "column_titles.h"
 #include "display_names.h"
 #include "support/text_format.h"
 
@@ -115,43 +116,17 @@ QVariant FleetTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant FleetTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    static constexpr const char* titles[] = {
+        QT_TR_NOOP("#"), QT_TR_NOOP("Model"), QT_TR_NOOP("File"), QT_TR_NOOP("Architecture"),
+        QT_TR_NOOP("Parameters"), QT_TR_NOOP("Size"), QT_TR_NOOP("Bits/weight"), QT_TR_NOOP("θ mean"),
+        QT_TR_NOOP("Signal"),
+        // each system's θ
+        QT_TR_NOOP("Embed θ"), QT_TR_NOOP("Skeleton θ"), QT_TR_NOOP("Organ θ"), QT_TR_NOOP("Norm θ"),
+        QT_TR_NOOP("Dtypes"), QT_TR_NOOP("Error")};
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) {
         return QAbstractTableModel::headerData(section, orientation, role);
     }
-    switch (section) {
-    case Rank:
-        return tr("#");
-    case Name:
-        return tr("Model");
-    case File:
-        return tr("File");
-    case Architecture:
-        return tr("Architecture");
-    case Parameters:
-        return tr("Parameters");
-    case Size:
-        return tr("Size");
-    case BitsPerWeight:
-        return tr("Bits/weight");
-    case Theta:
-        return tr("θ mean");
-    case Signal:
-        return tr("Signal");
-    case EmbedTheta:
-        return tr("Embed θ");
-    case SkeletonTheta:
-        return tr("Skeleton θ");
-    case OrganTheta:
-        return tr("Organ θ");
-    case NormTheta:
-        return tr("Norm θ");
-    case Dtypes:
-        return tr("Dtypes");
-    case Error:
-        return tr("Error");
-    default:
-        return {};
-    }
+    return columnTitle<ColumnCount>(staticMetaObject, titles, section, orientation, role);
 }
 
 } // namespace organ::model

@@ -116,6 +116,15 @@ QString selectionText(const std::vector<std::string>& names) {
     return listText(parts);
 }
 
+// A drop's or a merge's evaluation told: its message into `message` (unless null); whether it may
+// be done.
+template <typename Evaluation> bool allows(const Evaluation& evaluation, QString* message) {
+    if (message != nullptr) {
+        *message = evaluation.message;
+    }
+    return evaluation.ok;
+}
+
 } // namespace
 
 GraftDocument::GraftDocument(const OpenModels* models, QObject* parent)
@@ -289,17 +298,12 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
 
 bool GraftDocument::canDropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target,
                                    QString* message) {
-    const DropResult result = evaluateDrop(drag, recipient, target);
-    if (message != nullptr) {
-        *message = result.message;
-    }
-    return result.ok;
+    return allows(evaluateDrop(drag, recipient, target), message);
 }
 
 bool GraftDocument::dropTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) {
     DropResult result = evaluateDrop(drag, recipient, target);
-    m_lastDropMessage = result.message;
-    if (!result.ok) {
+    if (!allows(result, &m_lastDropMessage)) {
         return false;
     }
     push(tr("graft: %1").arg(describe(result.operation)), std::move(result.plan), result.message);
@@ -388,17 +392,12 @@ GraftDocument::MergeRequest GraftDocument::evaluateMerge(const TensorDrag& drag,
 
 bool GraftDocument::canMergeTensors(const TensorDrag& drag, const QString& recipient,
                                     const DropTarget& target, QString* message) {
-    const MergeRequest result = evaluateMerge(drag, recipient, target);
-    if (message != nullptr) {
-        *message = result.message;
-    }
-    return result.ok;
+    return allows(evaluateMerge(drag, recipient, target), message);
 }
 
 bool GraftDocument::mergeTensors(const TensorDrag& drag, const QString& recipient, const DropTarget& target) {
     MergeRequest request = evaluateMerge(drag, recipient, target);
-    m_lastDropMessage = request.message;
-    if (!request.ok) {
+    if (!allows(request, &m_lastDropMessage)) {
         return false;
     }
     QMetaObject::invokeMethod(

@@ -1,5 +1,6 @@
 #include "graft_plan_model.h"
 
+#include "column_titles.h"
 #include "graft_document.h"
 #include "support/text_format.h"
 
@@ -85,24 +86,10 @@ QVariant GraftPlanModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant GraftPlanModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) {
-        return {};
-    }
-    switch (section) {
-    case Number:
-        return tr("#");
-    case Operation:
-        return tr("operation");
-    case Donor:
-        return tr("from");
-    case Tensors:
-        return tr("tensors");
-    case Bytes:
-        return tr("bytes");
-    case Status:
-        return tr("status");
-    }
-    return {};
+    static constexpr const char* titles[] = {QT_TR_NOOP("#"),     QT_TR_NOOP("operation"),
+                                             QT_TR_NOOP("from"),  QT_TR_NOOP("tensors"),
+                                             QT_TR_NOOP("bytes"), QT_TR_NOOP("status")};
+    return columnTitle<ColumnCount>(staticMetaObject, titles, section, orientation, role);
 }
 
 } // namespace organ::model

@@ -1,4 +1,5 @@
 #include "metadata_table_model.h"
+#include "column_titles.h"
 #include "display_names.h"
 
 #include "graft_document.h"
@@ -263,19 +264,8 @@ std::optional<MetaValue> MetadataTableModel::parseText(const MetaValue& like, co
 }
 
 QVariant MetadataTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) {
-        return {};
-    }
-    switch (section) {
-    case Key:
-        return tr("Key");
-    case Type:
-        return tr("Type");
-    case Value:
-        return tr("Value");
-    default:
-        return {};
-    }
+    static constexpr const char* titles[] = {QT_TR_NOOP("Key"), QT_TR_NOOP("Type"), QT_TR_NOOP("Value")};
+    return columnTitle<ColumnCount>(staticMetaObject, titles, section, orientation, role);
 }
 
 } // namespace organ::model

@@ -1,5 +1,6 @@
 #include "token_table_model.h"
 
+#include "column_titles.h"
 #include "display_names.h"
 #include "model_roles.h"
 
@@ -91,25 +92,10 @@ QVariant TokenTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant TokenTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) {
-        return {};
-    }
-    switch (section) {
-    case Place:
-        return tr("#");
-    case Id:
-        return tr("Id");
-    case Type:
-        return tr("Type");
-    case Vocabulary:
-        return tr("Vocabulary");
-    case Text:
-        return tr("Text");
-    case Score:
-        return tr("Score");
-    default:
-        return {};
-    }
+    static constexpr const char* titles[] = {QT_TR_NOOP("#"),    QT_TR_NOOP("Id"),
+                                             QT_TR_NOOP("Type"), QT_TR_NOOP("Vocabulary"),
+                                             QT_TR_NOOP("Text"), QT_TR_NOOP("Score")};
+    return columnTitle<ColumnCount>(staticMetaObject, titles, section, orientation, role);
 }
 
 } // namespace organ::model

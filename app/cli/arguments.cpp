@@ -105,6 +105,26 @@ std::shared_ptr<const GgufModel> openOrSay(const char* command, const std::strin
     }
 }
 
+int forEachModel(const char* command, const std::vector<std::string>& paths,
+                 const std::function<int(const std::string& path, const GgufModel& model,
+                                         nlohmann::json& documents)>& each) {
+    nlohmann::json documents = nlohmann::json::array();
+    int status = kExitOk;
+    for (const auto& path : paths) {
+        try {
+            const auto model = openModel(path);
+            status = std::max(status, each(path, *model, documents));
+        } catch (const std::exception& error) {
+            std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
+            status = kExitInvalid;
+        }
+    }
+    if (!documents.empty()) {
+        std::cout << dumpJson(documents.size() == 1 ? documents.front() : documents, 2) << "\n";
+    }
+    return status;
+}
+
 bool reportJobEnd(const char* command, const JobResult& done) {
     if (!done.isOk()) {
         std::cerr << "organ " << command << ": " << escapeText(done.message) << "\n";

@@ -4,6 +4,7 @@
 #include "support/text_safety.h"
 
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -117,6 +118,14 @@ auto readEach(const char* command, const std::vector<std::string>& paths, Read r
 // The model at `path` (a GGUF file or an organ directory), or null after saying why on stderr,
 // after "organ COMMAND: ".
 std::shared_ptr<const GgufModel> openOrSay(const char* command, const std::string& path);
+
+// The models of a command that reads several (inspect, validate), each opened in turn and given to
+// `each`, which adds its JSON document to `documents` or prints its text, and returns its exit
+// status; a model that cannot be opened or examined is said on stderr after "organ COMMAND: " and
+// is kExitInvalid. The documents are printed last, one alone, several as an array. The worst status.
+int forEachModel(const char* command, const std::vector<std::string>& paths,
+                 const std::function<int(const std::string& path, const GgufModel& model,
+                                         nlohmann::json& documents)>& each);
 
 // A job's end said on stderr after "organ COMMAND: ": its error, or its warnings. True when it
 // succeeded.

@@ -301,27 +301,15 @@ int runValidate(const std::vector<std::string>& args) {
         throw UsageError{"validate needs at least one GGUF file or organ directory"};
     }
     const bool json = parsed.flag("--json");
-    nlohmann::json documents = nlohmann::json::array();
-    int status = kExitOk;
-    for (const auto& path : parsed.positional()) {
-        try {
-            const auto model = openModel(path);
-            const std::vector<Finding> findings = validateModel(*model);
-            if (json) {
-                documents.push_back(validationToJson(path, findings));
-                status = std::max(status, countFindings(findings).ok() ? kExitOk : kExitInvalid);
-            } else {
-                status = std::max(status, printFindings(findings, fileLabel(path)));
-            }
-        } catch (const std::exception& error) {
-            std::cerr << "organ validate: " << escapeText(error.what()) << "\n";
-            status = kExitInvalid;
-        }
-    }
-    if (json && !documents.empty()) {
-        std::cout << dumpJson(documents.size() == 1 ? documents.front() : documents, 2) << "\n";
-    }
-    return status;
+    return forEachModel("validate", parsed.positional(),
+                        [&](const std::string& path, const GgufModel& model, nlohmann::json& documents) {
+                            const std::vector<Finding> findings = validateModel(model);
+                            if (!json) {
+                                return printFindings(findings, fileLabel(path));
+                            }
+                            documents.push_back(validationToJson(path, findings));
+                            return countFindings(findings).ok() ? kExitOk : kExitInvalid;
+                        });
 }
 
 } // namespace organ::cli

@@ -20,34 +20,24 @@ int runInspect(const std::vector<std::string>& args) {
     const bool json = parsed.flag("--json");
     const std::uint64_t maxArray =
         parsed.unsignedOption("--max-array", json ? std::numeric_limits<std::uint64_t>::max() : 8);
-    nlohmann::json documents = nlohmann::json::array();
-    int status = kExitOk;
     bool first = true;
-    for (const auto& path : parsed.positional()) {
-        try {
-            const auto model = openModel(path);
-            const ModelAnatomy anatomy = analyzeAnatomy(*model);
-            if (json) {
-                documents.push_back(modelToJson(*model, anatomy, maxArray));
-                continue;
-            }
-            std::cout << (first ? "" : "\n") << summaryText(*model, anatomy);
-            if (parsed.flag("--tensors")) {
-                std::cout << "\n" << tensorTableText(*model, anatomy);
-            }
-            if (parsed.flag("--metadata")) {
-                std::cout << "\n" << metadataText(*model, static_cast<std::size_t>(maxArray));
-            }
-            first = false;
-        } catch (const std::exception& error) {
-            std::cerr << "organ inspect: " << escapeText(error.what()) << "\n";
-            status = kExitInvalid;
-        }
-    }
-    if (json && !documents.empty()) {
-        std::cout << dumpJson(documents.size() == 1 ? documents.front() : documents, 2) << "\n";
-    }
-    return status;
+    return forEachModel("inspect", parsed.positional(),
+                        [&](const std::string&, const GgufModel& model, nlohmann::json& documents) {
+                            const ModelAnatomy anatomy = analyzeAnatomy(model);
+                            if (json) {
+                                documents.push_back(modelToJson(model, anatomy, maxArray));
+                                return kExitOk;
+                            }
+                            std::cout << (first ? "" : "\n") << summaryText(model, anatomy);
+                            if (parsed.flag("--tensors")) {
+                                std::cout << "\n" << tensorTableText(model, anatomy);
+                            }
+                            if (parsed.flag("--metadata")) {
+                                std::cout << "\n" << metadataText(model, static_cast<std::size_t>(maxArray));
+                            }
+                            first = false;
+                            return kExitOk;
+                        });
 }
 
 } // namespace organ::cli

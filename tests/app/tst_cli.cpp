@@ -133,6 +133,30 @@ private slots:
         QVERIFY(missing.err.contains(QStringLiteral("nope.gguf: cannot open")));
     }
 
+    // Several files: one that cannot be read is said and makes the exit 1, the others are still read
+    // in order; with --json their documents form one array.
+    void severalFiles() {
+        const QString path = sharedModel(QStringLiteral("stories260K-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const QString missing = m_dir.filePath(QStringLiteral("nope.gguf"));
+        const Run text = runOrgan({QStringLiteral("inspect"), missing, path});
+        QCOMPARE(text.exitCode, 1);
+        QVERIFY2(text.err.startsWith(QStringLiteral("organ inspect: ")), qPrintable(text.err));
+        QVERIFY(text.err.contains(QStringLiteral("nope.gguf: cannot open")));
+        QVERIFY(text.out.startsWith(QStringLiteral("llama  (stories260K-f32.gguf)")));
+        const Run json =
+            runOrgan({QStringLiteral("validate"), QStringLiteral("--json"), path, missing, path});
+        QCOMPARE(json.exitCode, 1);
+        QVERIFY2(json.err.startsWith(QStringLiteral("organ validate: ")), qPrintable(json.err));
+        QJsonParseError error;
+        const QJsonDocument documents = QJsonDocument::fromJson(json.out.toUtf8(), &error);
+        QCOMPARE(error.error, QJsonParseError::NoError);
+        QCOMPARE(documents.array().size(), 2);
+        const Run valid = runOrgan({QStringLiteral("validate"), path, path});
+        QCOMPARE(valid.exitCode, 0);
+        QCOMPARE(valid.out.count(QStringLiteral("0 error(s), 0 warning(s)")), 2);
+    }
+
     void measureReports() {
         const QString healthy = sharedModel(QStringLiteral("stories260K-f32.gguf"));
         const QString damaged = sharedModel(QStringLiteral("stories260K-damaged-f32.gguf"));

@@ -425,6 +425,9 @@ private slots:
         auto t = trees();
         GraftPlanModel table(&t->document);
         QAbstractItemModelTester tester(&table);
+        QCOMPARE(table.headerData(GraftPlanModel::Donor, Qt::Horizontal).toString(), QStringLiteral("from"));
+        QCOMPARE(table.headerData(GraftPlanModel::Status, Qt::Horizontal).toString(),
+                 QStringLiteral("status"));
         QUndoStack* undo = t->document.undoStack();
         std::vector<std::string> states{planJson(t->document)};
         auto step = [&] { states.push_back(planJson(t->document)); };

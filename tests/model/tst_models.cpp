@@ -1,12 +1,15 @@
 // Item models under QAbstractItemModelTester, attached before any data is loaded.
 #include "anatomy_filter_proxy.h"
 #include "anatomy_tree_model.h"
+#include "diff_table_model.h"
 #include "display_names.h"
+#include "fleet_table_model.h"
 #include "gguf/specimen.h"
 #include "metadata_table_model.h"
 #include "model_roles.h"
 #include "organs/organ_directory.h"
 #include "shared_models.h"
+#include "token_table_model.h"
 
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
@@ -262,6 +265,39 @@ private slots:
         QCOMPARE(closed.count(), 1);
         QVERIFY_THROWS_EXCEPTION(std::exception, models.take(dir.filePath(QStringLiteral("missing.gguf"))));
         QVERIFY(models.paths().empty());
+    }
+
+    // Column titles: the horizontal header's display role only, one per column in the Column enum's
+    // order; the fleet table's rows keep their numbers in the vertical header.
+    void columnTitles() {
+        const auto titles = [](const QAbstractItemModel& m, int count) {
+            QStringList list;
+            for (int c = 0; c < count; ++c) {
+                list << m.headerData(c, Qt::Horizontal).toString();
+            }
+            return list.join(u'|');
+        };
+        AnatomyTreeModel anatomy;
+        QCOMPARE(titles(anatomy, AnatomyTreeModel::ColumnCount),
+                 QStringLiteral("Name|Role|Type|Shape|Parameters|Bytes|θ"));
+        QVERIFY(!anatomy.headerData(AnatomyTreeModel::ColumnCount, Qt::Horizontal).isValid());
+        QVERIFY(!anatomy.headerData(-1, Qt::Horizontal).isValid());
+        QVERIFY(!anatomy.headerData(0, Qt::Vertical).isValid());
+        QVERIFY(!anatomy.headerData(0, Qt::Horizontal, Qt::ToolTipRole).isValid());
+        DiffTableModel diff;
+        QCOMPARE(titles(diff, DiffTableModel::ColumnCount),
+                 QStringLiteral("Tensor|Types|Relative error|Cosine|SQNR (dB)|Max |Δ||Changed|Identical"));
+        MetadataTableModel metadata;
+        QCOMPARE(titles(metadata, MetadataTableModel::ColumnCount), QStringLiteral("Key|Type|Value"));
+        TokenTableModel tokens;
+        QCOMPARE(titles(tokens, TokenTableModel::ColumnCount),
+                 QStringLiteral("#|Id|Type|Vocabulary|Text|Score"));
+        FleetTableModel fleet;
+        QCOMPARE(titles(fleet, FleetTableModel::ColumnCount),
+                 QStringLiteral("#|Model|File|Architecture|Parameters|Size|Bits/weight|θ mean|Signal|Embed θ|"
+                                "Skeleton θ|Organ θ|Norm θ|Dtypes|Error"));
+        QCOMPARE(fleet.headerData(2, Qt::Vertical).toInt(), 3);
+        QVERIFY(!fleet.headerData(FleetTableModel::ColumnCount, Qt::Horizontal).isValid());
     }
 
     void resetBetweenModels() {
