@@ -68,16 +68,16 @@ SurgeonWindow::SurgeonWindow(const QString& model, QWidget* parent)
     });
 
     auto* grid = new QGridLayout;
-    m_objective = new SurgeonObjectiveChart(model, this);
-    m_pareto = new SurgeonParetoChart(model, this);
-    m_changes = new SurgeonChangesChart(model, this);
-    for (QWidget* chart : {static_cast<QWidget*>(m_objective), static_cast<QWidget*>(m_pareto),
-                           static_cast<QWidget*>(m_changes)}) {
+    m_charts.objective = new SurgeonObjectiveChart(model, this);
+    m_charts.pareto = new SurgeonParetoChart(model, this);
+    m_charts.changes = new SurgeonChangesChart(model, this);
+    for (QWidget* chart : {static_cast<QWidget*>(m_charts.objective), static_cast<QWidget*>(m_charts.pareto),
+                           static_cast<QWidget*>(m_charts.changes)}) {
         chart->setMinimumSize(320, 260);
     }
-    grid->addWidget(m_objective, 0, 0);
-    grid->addWidget(m_pareto, 0, 1);
-    grid->addWidget(m_changes, 1, 0);
+    grid->addWidget(m_charts.objective, 0, 0);
+    grid->addWidget(m_charts.pareto, 0, 1);
+    grid->addWidget(m_charts.changes, 1, 0);
     auto* vitals = new QVBoxLayout;
     auto* caption =
         new QLabel(tr("<b>The chosen plan's vital signs</b> against the recipient and the donors"), this);
@@ -119,10 +119,10 @@ void SurgeonWindow::start(SurgeonGoal goal, const QString& headline, const QStri
     m_status->setText(tr("Reading the text and taking the recipient's vital signs…"));
     m_cancel->setEnabled(true);
     m_load->setEnabled(false);
-    m_objective->setObjectiveName(objective);
-    m_objective->clear();
-    m_pareto->setCandidates({}, goal, std::nullopt, objective);
-    m_changes->setChanges(PlanChanges{}, QString());
+    m_charts.objective->setObjectiveName(objective);
+    m_charts.objective->clear();
+    m_charts.pareto->setCandidates({}, goal, std::nullopt, objective);
+    m_charts.changes->setChanges(PlanChanges{}, QString());
     m_table->setRowCount(0);
     m_vitalsStatus->setText(tr("Taken once the search has chosen a plan."));
 }
@@ -132,7 +132,7 @@ void SurgeonWindow::addCandidate(const SurgeonCandidate& candidate, std::size_t 
         return; // not this search's (a late delivery of an earlier one)
     }
     m_candidates.push_back(candidate);
-    m_objective->add(candidate, index);
+    m_charts.objective->add(candidate, index);
     std::optional<std::size_t> best;
     for (std::size_t i = 0; i < m_candidates.size(); ++i) {
         if (m_candidates[i].feasible &&
@@ -140,17 +140,17 @@ void SurgeonWindow::addCandidate(const SurgeonCandidate& candidate, std::size_t 
             best = i;
         }
     }
-    m_pareto->setCandidates(m_candidates, m_goal, best, m_objectiveName);
+    m_charts.pareto->setCandidates(m_candidates, m_goal, best, m_objectiveName);
     showChosen(best);
 }
 
 void SurgeonWindow::showChosen(std::optional<std::size_t> chosen) {
     if (!chosen) {
-        m_changes->setChanges(PlanChanges{}, QString());
+        m_charts.changes->setChanges(PlanChanges{}, QString());
         return;
     }
     const SurgeonCandidate& c = m_candidates[*chosen];
-    m_changes->setChanges(planChanges(c.plan, m_blocks), QString::fromStdString(c.summary));
+    m_charts.changes->setChanges(planChanges(c.plan, m_blocks), QString::fromStdString(c.summary));
 }
 
 void SurgeonWindow::setProgress(const QString& text) {
@@ -162,11 +162,11 @@ void SurgeonWindow::setRecord(std::shared_ptr<const SurgeonRecord> record) {
     m_record = std::move(record);
     m_cancel->setEnabled(false);
     m_candidates = m_record->candidates;
-    m_objective->clear();
+    m_charts.objective->clear();
     for (std::size_t i = 0; i < m_candidates.size(); ++i) {
-        m_objective->add(m_candidates[i], i);
+        m_charts.objective->add(m_candidates[i], i);
     }
-    m_pareto->setCandidates(m_candidates, m_goal, m_record->best, m_objectiveName);
+    m_charts.pareto->setCandidates(m_candidates, m_goal, m_record->best, m_objectiveName);
     showChosen(m_record->best);
     const QString counts = tr("%1 run, %2 from the cache, %3 s (%4 a second)")
                                .arg(model::countOf(qint64(m_record->runs), tr("candidate"), tr("candidates")))

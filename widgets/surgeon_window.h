@@ -46,9 +46,13 @@ public:
     const SurgeonRecord* record() const { return m_record.get(); }
     const std::vector<SurgeonCandidate>& candidates() const { return m_candidates; }
     const VitalsReport* vitals() const { return m_vitals.get(); }
-    SurgeonObjectiveChart* objectiveChart() const { return m_objective; }
-    SurgeonParetoChart* paretoChart() const { return m_pareto; }
-    SurgeonChangesChart* changesChart() const { return m_changes; }
+    // The three charts, as the window's grid shows them.
+    struct Charts {
+        SurgeonObjectiveChart* objective = nullptr;
+        SurgeonParetoChart* pareto = nullptr;
+        SurgeonChangesChart* changes = nullptr;
+    };
+    const Charts& charts() const { return m_charts; }
     QTableWidget* vitalsTable() const { return m_table; }
     QPushButton* cancelButton() const { return m_cancel; }
     QPushButton* loadButton() const { return m_load; }
@@ -76,9 +80,7 @@ private:
     QLabel* m_status = nullptr;
     QPushButton* m_cancel = nullptr;
     QPushButton* m_load = nullptr;
-    SurgeonObjectiveChart* m_objective = nullptr;
-    SurgeonParetoChart* m_pareto = nullptr;
-    SurgeonChangesChart* m_changes = nullptr;
+    Charts m_charts;
     QLabel* m_vitalsStatus = nullptr;
     QTableWidget* m_table = nullptr;
 };

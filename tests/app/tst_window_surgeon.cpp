@@ -105,7 +105,7 @@ class TestWindowSurgeon : public QObject {
     // engine put it, the best-so-far line the running minimum of the choosable ones.
     static void checkObjectiveChart(widgets::SurgeonWindow* window) {
         const SurgeonRecord& r = *window->record();
-        const auto& drawn = window->objectiveChart()->drawn();
+        const auto& drawn = window->charts().objective->drawn();
         QCOMPARE(drawn.size(), r.candidates.size());
         std::vector<double> best;
         for (std::size_t i = 0; i < r.candidates.size(); ++i) {
@@ -117,7 +117,7 @@ class TestWindowSurgeon : public QObject {
                 best.push_back(best.empty() ? c.score.objective : std::min(best.back(), c.score.objective));
             }
         }
-        QCOMPARE(window->objectiveChart()->bestSoFar(), best);
+        QCOMPARE(window->charts().objective->bestSoFar(), best);
         QVERIFY(r.best);
         QCOMPARE(best.back(), r.candidates[*r.best].score.objective);
     }
@@ -191,7 +191,7 @@ private slots:
                 front.push_back(i);
             }
         }
-        QCOMPARE(window->paretoChart()->front(), front);
+        QCOMPARE(window->charts().pareto->front(), front);
         QVERIFY(std::find(front.begin(), front.end(), *r.best) != front.end());
         QVERIFY(std::find(front.begin(), front.end(), std::size_t(0)) == front.end());
 
@@ -199,7 +199,7 @@ private slots:
         const GraftPlan& chosen = r.candidates[*r.best].plan;
         QCOMPARE(chosen.operations.size(), std::size_t(1));
         const std::uint32_t removed = chosen.operations.front().toLayer;
-        const widgets::PlanChanges& changes = window->changesChart()->changes();
+        const widgets::PlanChanges& changes = window->charts().changes->changes();
         QCOMPARE(changes.cells.size(), std::size_t(6));
         for (std::uint32_t b = 0; b < 6; ++b) {
             for (const auto& cell : changes.cells[b]) {
@@ -223,9 +223,9 @@ private slots:
 
         settle(window);
         saveScreenshot(window, QStringLiteral("surgeon-prune.png"));
-        for (QCustomPlot* chart : {static_cast<QCustomPlot*>(window->objectiveChart()),
-                                   static_cast<QCustomPlot*>(window->paretoChart()),
-                                   static_cast<QCustomPlot*>(window->changesChart())}) {
+        for (QCustomPlot* chart : {static_cast<QCustomPlot*>(window->charts().objective),
+                                   static_cast<QCustomPlot*>(window->charts().pareto),
+                                   static_cast<QCustomPlot*>(window->charts().changes)}) {
             const QString exported = m_dir.filePath(chart->objectName() + QStringLiteral(".png"));
             saveChartThroughMenu(chart, exported, QSize(800, 500));
             QCOMPARE(QImage(exported).size(), QSize(800, 500));
@@ -263,7 +263,7 @@ private slots:
         // The recipient, then three organ candidates: drawn while the search runs.
         QVERIFY(QTest::qWaitFor([&] { return window->candidates().size() >= 4; }, 240000));
         QVERIFY(window->isRunning());
-        QVERIFY(window->objectiveChart()->drawn().size() >= 4);
+        QVERIFY(window->charts().objective->drawn().size() >= 4);
         settle(window);
         saveScreenshot(window, QStringLiteral("surgeon-organs-running.png"));
         window->cancelButton()->click();
@@ -278,7 +278,7 @@ private slots:
         QVERIFY(window->status()->text().contains(QStringLiteral("Cancelled")));
         QVERIFY(window->loadButton()->isEnabled());
         // The changes: the organs the best plan takes from farm, named in their cells.
-        const widgets::PlanChanges& changes = window->changesChart()->changes();
+        const widgets::PlanChanges& changes = window->charts().changes->changes();
         int fromFarm = 0;
         for (const auto& row : changes.cells) {
             for (const auto& cell : row) {
@@ -317,7 +317,7 @@ private slots:
         QCOMPARE(r.reference, fileLabel(familyModel("family-farm-f16.gguf").toStdString()));
         QCOMPARE(r.runs, std::uint64_t(3));
         checkObjectiveChart(window);
-        const widgets::PlanChanges& changes = window->changesChart()->changes();
+        const widgets::PlanChanges& changes = window->charts().changes->changes();
         QCOMPARE(int(changes.kind), int(widgets::PlanChanges::Kind::Weights));
         QCOMPARE(changes.columns.size(), 2);
         // The best is a uniform weight (the first stage): every cell holds it.
