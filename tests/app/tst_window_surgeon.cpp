@@ -24,6 +24,7 @@
 #include <QDoubleSpinBox>
 #include <QImage>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
 #include <QTableWidget>
@@ -77,9 +78,10 @@ class TestWindowSurgeon : public QObject {
             if (dialog == nullptr) {
                 return false;
             }
-            dialog->goalBox()->setCurrentIndex(dialog->goalBox()->findData(int(goal)));
-            dialog->textEdit()->setText(m_text);
-            dialog->holdoutBox()->setValue(0.25);
+            auto* goalBox = dialog->findChild<QComboBox*>(QStringLiteral("surgeonGoal"));
+            goalBox->setCurrentIndex(goalBox->findData(int(goal)));
+            dialog->findChild<QLineEdit*>(QStringLiteral("surgeonText"))->setText(m_text);
+            dialog->findChild<QDoubleSpinBox*>(QStringLiteral("surgeonHoldout"))->setValue(0.25);
             more(dialog);
             QMetaObject::invokeMethod(dialog, "accept", Qt::QueuedConnection);
             return true;
@@ -144,8 +146,9 @@ private slots:
         JobEnds searched(m_window->jobs(), "surgeon");
         JobEnds vitals(m_window->jobs(), "surgeon-vitals");
         searchThroughMenu(SurgeonGoal::Prune, [](widgets::SurgeonDialog* dialog) {
-            QVERIFY(!dialog->donorList()->isEnabled()); // pruning takes no donor
-            dialog->pruneBox()->setValue(1);
+            QVERIFY(!dialog->findChild<QListWidget*>(QStringLiteral("surgeonDonors"))
+                         ->isEnabled()); // pruning takes no donor
+            dialog->findChild<QSpinBox*>(QStringLiteral("surgeonPrune"))->setValue(1);
         });
         widgets::SurgeonWindow* window = m_window->surgeon()->window();
         QVERIFY(window != nullptr && window->isVisible());
@@ -255,9 +258,10 @@ private slots:
         JobEnds searched(m_window->jobs(), "surgeon");
         JobEnds vitals(m_window->jobs(), "surgeon-vitals");
         searchThroughMenu(SurgeonGoal::Organs, [](widgets::SurgeonDialog* dialog) {
-            QVERIFY(dialog->donorList()->isEnabled());
-            QCOMPARE(dialog->donorList()->count(), 1);
-            QCOMPARE(dialog->donorList()->item(0)->checkState(), Qt::Checked); // the donor pane's
+            QVERIFY(dialog->findChild<QListWidget*>(QStringLiteral("surgeonDonors"))->isEnabled());
+            QCOMPARE(dialog->findChild<QListWidget*>(QStringLiteral("surgeonDonors"))->count(), 1);
+            QCOMPARE(dialog->findChild<QListWidget*>(QStringLiteral("surgeonDonors"))->item(0)->checkState(),
+                     Qt::Checked); // the donor pane's
         });
         widgets::SurgeonWindow* window = m_window->surgeon()->window();
         // The recipient, then three organ candidates: drawn while the search runs.
@@ -304,9 +308,10 @@ private slots:
         openFamily();
         JobEnds searched(m_window->jobs(), "surgeon");
         searchThroughMenu(SurgeonGoal::Merge, [](widgets::SurgeonDialog* dialog) {
-            dialog->evaluationsBox()->setValue(3);
-            QCOMPARE(dialog->objectiveBox()->count(), 2); // the NLL, KL to farm
-            dialog->objectiveBox()->setCurrentIndex(1);
+            dialog->findChild<QSpinBox*>(QStringLiteral("surgeonEvaluations"))->setValue(3);
+            QCOMPARE(dialog->findChild<QComboBox*>(QStringLiteral("surgeonObjective"))->count(),
+                     2); // the NLL, KL to farm
+            dialog->findChild<QComboBox*>(QStringLiteral("surgeonObjective"))->setCurrentIndex(1);
         });
         widgets::SurgeonWindow* window = m_window->surgeon()->window();
         QVERIFY(waitForJobs(searched, 1, 240000));
