@@ -45,7 +45,7 @@ public:
     bool isRunning() const { return m_running; }
     const SurgeonRecord* record() const { return m_record.get(); }
     const std::vector<SurgeonCandidate>& candidates() const { return m_candidates; }
-    const VitalsReport* vitals() const { return m_vitals.get(); }
+    const VitalsReport* vitals() const { return m_vitals.report.get(); }
     // The three charts, as the window's grid shows them.
     struct Charts {
         SurgeonObjectiveChart* objective = nullptr;
@@ -53,7 +53,7 @@ public:
         SurgeonChangesChart* changes = nullptr;
     };
     const Charts& charts() const { return m_charts; }
-    QTableWidget* vitalsTable() const { return m_table; }
+    QTableWidget* vitalsTable() const { return m_vitals.table; }
     QPushButton* cancelButton() const { return m_cancel; }
     QPushButton* loadButton() const { return m_load; }
     QLabel* status() const { return m_status; }
@@ -75,14 +75,18 @@ private:
     bool m_running = false;
     std::vector<SurgeonCandidate> m_candidates;
     std::shared_ptr<const SurgeonRecord> m_record;
-    std::shared_ptr<const VitalsReport> m_vitals;
     QLabel* m_headline = nullptr;
     QLabel* m_status = nullptr;
     QPushButton* m_cancel = nullptr;
     QPushButton* m_load = nullptr;
     Charts m_charts;
-    QLabel* m_vitalsStatus = nullptr;
-    QTableWidget* m_table = nullptr;
+    // The chosen plan's vital signs: the report once taken, what is known of them, and the table.
+    struct ChosenVitals {
+        std::shared_ptr<const VitalsReport> report;
+        QLabel* status = nullptr;
+        QTableWidget* table = nullptr;
+    };
+    ChosenVitals m_vitals;
 };
 
 } // namespace organ::widgets
