@@ -210,4 +210,10 @@ void installExportMenu(QCustomPlot* plot, QWidget* owner, ChartLabelFn label, Me
                      });
 }
 
+void finishChart(QCustomPlot* plot, ChartLabelFn label) {
+    installExportMenu(plot, plot, std::move(label));
+    followPalette(plot);
+    fitToWidth(plot);
+}
+
 } // namespace organ::widgets

@@ -39,4 +39,8 @@ void exportChartInteractively(QCustomPlot* plot, QWidget* parent, const ChartLab
 using MenuExtrasFn = std::function<void(QMenu& menu, const QPoint& at)>;
 void installExportMenu(QCustomPlot* plot, QWidget* owner, ChartLabelFn label, MenuExtrasFn extras = {});
 
+// A chart's last steps of set-up, as most charts take them: the export menu above (the chart its
+// own owner), then followPalette() and fitToWidth().
+void finishChart(QCustomPlot* plot, ChartLabelFn label);
+
 } // namespace organ::widgets

@@ -3,6 +3,7 @@
 #include <QEvent>
 #include <QFontMetrics>
 #include <QObject>
+#include <QTimer>
 #include <algorithm>
 #include <cmath>
 #include <qcustomplot.h>
@@ -301,6 +302,17 @@ void legendBelow(QCustomPlot* plot) {
     plot->plotLayout()->addElement(2, 0, plot->legend);
     plot->plotLayout()->setRowStretchFactor(2, 0.001);
     plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+}
+
+void redrawSoon(QObject* context, bool& pending, int delayMs, std::function<void()> redraw) {
+    if (pending) {
+        return;
+    }
+    pending = true;
+    QTimer::singleShot(delayMs, context, [&pending, redraw = std::move(redraw)] {
+        pending = false;
+        redraw();
+    });
 }
 
 } // namespace organ::widgets

@@ -2,10 +2,13 @@
 
 #include <QSharedPointer>
 
+#include <functional>
+
 class QCPAxisTicker;
 class QCPAbstractItem;
 class QCPTextElement;
 class QCustomPlot;
+class QObject;
 class QString;
 
 namespace organ::widgets {
@@ -42,5 +45,9 @@ bool isScreenOnly(const QCPAbstractItem* item);
 // Ticks for whole-number axes (layers, Haar levels): multiples of 1, or of 2, 5, 10… when
 // there are many, never 2.5.
 QSharedPointer<QCPAxisTicker> integerTicker();
+
+// For results that arrive one tensor at a time: calls `redraw` `delayMs` after the first of any
+// number of calls made while it waits (`pending` is true meanwhile), unless `context` is gone.
+void redrawSoon(QObject* context, bool& pending, int delayMs, std::function<void()> redraw);
 
 } // namespace organ::widgets

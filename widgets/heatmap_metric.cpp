@@ -4,6 +4,7 @@
 
 #include <QCoreApplication>
 #include <algorithm>
+#include <iterator>
 #include <qcustomplot.h>
 
 namespace organ::widgets {
@@ -23,67 +24,60 @@ double alphaPosition(double alpha) {
     return (alpha - kAlphaLow) / (kAlphaHigh - kAlphaLow);
 }
 
+// Each metric's texts, in the order of HeatmapMetric (TR marks the ones tr() translates).
+struct MetricTexts {
+    const char* name;
+    const char* key; // the line under the chart
+    const char* suffix;
+    const char* fixedScale;
+    const char* value; // a cell's value in its tooltip: "%1" and its format
+    char valueFormat;
+    int valuePrecision;
+};
+
+#define TR(text) QT_TRANSLATE_NOOP("organ::widgets::HeatmapMetric", text)
+constexpr MetricTexts kMetricTexts[] = {
+    {TR("Δθ"),
+     TR("Δθ = the donor's θ − the recipient's · background colour: Δθ = 0, unchanged (or no such "
+        "tensor) · dark grey: no measured counterpart in the donor"),
+     "delta-theta-heatmap", TR("Fixed scale ±45°"), TR("Δθ %1° (donor − recipient)"), 'f', 2},
+    {TR("relative error"),
+     TR("relative error ‖donor − recipient‖ / ‖recipient‖ · background colour: identical values · "
+        "dark grey: not in both models with one shape"),
+     "relative-error-heatmap", TR("Fixed scale 0–1"), TR("relative error %1"), 'g', 4},
+    {TR("cosine"),
+     TR("cosine of the donor's and the recipient's values · background colour: 1, the same "
+        "direction · dark grey: not in both models with one shape"),
+     "cosine-heatmap", TR("Fixed scale 0–1"), TR("cosine %1"), 'f', 6},
+    {TR("spectral α"),
+     TR("α of the eigenvalue spectrum's power-law tail (spectral v1) · red: over-trained (α < 2) · "
+        "green: well-trained · blue: under-trained (α > 6) · dark grey: no α (1-D, or under 16 "
+        "rows or columns)"),
+     "alpha-heatmap", TR("Fixed scale α 1–9"), TR("α %1"), 'f', 2},
+};
+#undef TR
+static_assert(std::size(kMetricTexts) == std::size_t(HeatmapMetric::Alpha) + 1);
+
+const MetricTexts& texts(HeatmapMetric metric) {
+    return kMetricTexts[static_cast<std::size_t>(metric)];
+}
+
 } // namespace
 
 QString metricName(HeatmapMetric metric) {
-    switch (metric) {
-    case HeatmapMetric::DeltaTheta:
-        return tr("Δθ");
-    case HeatmapMetric::RelativeError:
-        return tr("relative error");
-    case HeatmapMetric::Cosine:
-        return tr("cosine");
-    case HeatmapMetric::Alpha:
-        return tr("spectral α");
-    }
-    return {};
+    return tr(texts(metric).name);
 }
 
 QString metricKey(HeatmapMetric metric) {
-    switch (metric) {
-    case HeatmapMetric::DeltaTheta:
-        return tr("Δθ = the donor's θ − the recipient's · background colour: Δθ = 0, unchanged (or no such "
-                  "tensor) · dark grey: no measured counterpart in the donor");
-    case HeatmapMetric::RelativeError:
-        return tr("relative error ‖donor − recipient‖ / ‖recipient‖ · background colour: identical values · "
-                  "dark grey: not in both models with one shape");
-    case HeatmapMetric::Cosine:
-        return tr("cosine of the donor's and the recipient's values · background colour: 1, the same "
-                  "direction · dark grey: not in both models with one shape");
-    case HeatmapMetric::Alpha:
-        return tr("α of the eigenvalue spectrum's power-law tail (spectral v1) · red: over-trained (α < 2) · "
-                  "green: well-trained · blue: under-trained (α > 6) · dark grey: no α (1-D, or under 16 "
-                  "rows or columns)");
-    }
-    return {};
+    return tr(texts(metric).key);
 }
 
 QString metricSuffix(HeatmapMetric metric) {
-    switch (metric) {
-    case HeatmapMetric::DeltaTheta:
-        return QStringLiteral("delta-theta-heatmap");
-    case HeatmapMetric::RelativeError:
-        return QStringLiteral("relative-error-heatmap");
-    case HeatmapMetric::Cosine:
-        return QStringLiteral("cosine-heatmap");
-    case HeatmapMetric::Alpha:
-        return QStringLiteral("alpha-heatmap");
-    }
-    return {};
+    return QString::fromLatin1(texts(metric).suffix);
 }
 
 QString fixedScaleText(HeatmapMetric metric) {
-    switch (metric) {
-    case HeatmapMetric::DeltaTheta:
-        return tr("Fixed scale ±45°");
-    case HeatmapMetric::RelativeError:
-        return tr("Fixed scale 0–1");
-    case HeatmapMetric::Cosine:
-        return tr("Fixed scale 0–1");
-    case HeatmapMetric::Alpha:
-        return tr("Fixed scale α 1–9");
-    }
-    return {};
+    return tr(texts(metric).fixedScale);
 }
 
 QString fixedScaleTip(HeatmapMetric metric) {
@@ -152,17 +146,8 @@ QCPColorGradient metricGradient(HeatmapMetric metric, const QColor& background) 
 }
 
 QString metricValueText(HeatmapMetric metric, double value) {
-    switch (metric) {
-    case HeatmapMetric::DeltaTheta:
-        return tr("Δθ %1° (donor − recipient)").arg(value, 0, 'f', 2);
-    case HeatmapMetric::RelativeError:
-        return tr("relative error %1").arg(value, 0, 'g', 4);
-    case HeatmapMetric::Cosine:
-        return tr("cosine %1").arg(value, 0, 'f', 6);
-    case HeatmapMetric::Alpha:
-        return tr("α %1").arg(value, 0, 'f', 2);
-    }
-    return {};
+    const MetricTexts& t = texts(metric);
+    return tr(t.value).arg(value, 0, t.valueFormat, t.valuePrecision);
 }
 
 } // namespace organ::widgets

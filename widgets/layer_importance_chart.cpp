@@ -37,12 +37,10 @@ LayerImportanceChart::LayerImportanceChart(const QString& model, QWidget* parent
     QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
     ticker->setTickStep(1.0);
     xAxis->setTicker(ticker);
-    installExportMenu(this, this, [this] {
+    finishChart(this, [this] {
         return ChartLabel{m_model + QStringLiteral("-layer-importance"),
                           tr("%1 — layer importance (angular distance, block influence)").arg(m_model)};
     });
-    followPalette(this);
-    fitToWidth(this);
 }
 
 void LayerImportanceChart::setImportance(const LayerImportance& importance) {

@@ -6,6 +6,7 @@
 #include "graft_document.h"
 #include "metadata_table_model.h"
 #include "model_roles.h"
+#include "row_table.h"
 #include "wrapped_label.h"
 
 #include <QDialogButtonBox>
@@ -205,20 +206,11 @@ MetadataPage::MetadataPage(std::shared_ptr<const GgufModel> model, QWidget* pare
     layout->addWidget(m_note);
     m_model = new model::MetadataTableModel(this);
     m_model->setModel(m_gguf);
-    auto* proxy = new QSortFilterProxyModel(this);
-    proxy->setSourceModel(m_model);
-    proxy->setSortRole(model::SortRole);
-    m_table = new QTableView(this);
-    m_table->setObjectName(QStringLiteral("metadataTable"));
-    m_table->setModel(proxy);
+    m_table = sortableRowTable(m_model, QStringLiteral("metadataTable"), this, this);
+    auto* proxy = static_cast<QSortFilterProxyModel*>(m_table->model());
     m_table->setItemDelegate(new MetadataDelegate(m_table));
     m_table->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
                              QAbstractItemView::AnyKeyPressed);
-    m_table->setSortingEnabled(true);
-    m_table->sortByColumn(-1, Qt::AscendingOrder);
-    m_table->setWordWrap(false);
-    m_table->setAlternatingRowColors(true);
-    m_table->verticalHeader()->hide();
     m_table->horizontalHeader()->setSectionResizeMode(model::MetadataTableModel::Key,
                                                       QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setSectionResizeMode(model::MetadataTableModel::Type,

@@ -7,6 +7,7 @@
 #include "measure/model_diff.h"
 #include "measure/spectral.h"
 #include "model_roles.h"
+#include "row_table.h"
 #include "tensor_inspector.h"
 #include "theta_heatmap.h"
 #include "wrapped_label.h"
@@ -16,7 +17,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTabWidget>
@@ -112,24 +112,32 @@ QString diffDetail(const TensorDiff& t) {
     return text;
 }
 
+// A "Metric:" choice on `bar`: its caption, then the box (returned) with `metrics`.
+QComboBox* addMetricBox(QHBoxLayout* bar, QWidget* parent, const QString& objectName,
+                        const QStringList& metrics, const QString& toolTip) {
+    auto* caption = new QLabel(QCoreApplication::translate("organ::widgets::ModelView", "Met&ric:"), parent);
+    auto* box = new QComboBox(parent);
+    box->setObjectName(objectName);
+    box->addItems(metrics);
+    box->setToolTip(toolTip);
+    caption->setBuddy(box);
+    bar->addWidget(caption);
+    bar->addWidget(box);
+    return box;
+}
+
 } // namespace
 
 QWidget* ModelView::buildHeatmapMetricBar(QWidget* parent) {
     auto* bar = new QWidget(parent);
     auto* layout = new QHBoxLayout(bar);
     layout->setContentsMargins(4, 0, 4, 0);
-    auto* caption = new QLabel(tr("Met&ric:"), bar);
-    m_heatmapMetric = new QComboBox(bar);
-    m_heatmapMetric->setObjectName(QStringLiteral("heatmapMetric"));
-    m_heatmapMetric->addItem(tr("θ (Z-measure)"));
-    m_heatmapMetric->addItem(tr("α (spectral: heavy-tail exponent)"));
-    m_heatmapMetric->setToolTip(tr("α of each weight matrix's eigenvalue spectrum (organ spectral): "
-                                   "computed on the engine thread when first chosen"));
-    caption->setBuddy(m_heatmapMetric);
+    m_heatmapMetric = addMetricBox(layout, bar, QStringLiteral("heatmapMetric"),
+                                   {tr("θ (Z-measure)"), tr("α (spectral: heavy-tail exponent)")},
+                                   tr("α of each weight matrix's eigenvalue spectrum (organ spectral): "
+                                      "computed on the engine thread when first chosen"));
     m_spectraNote = new QLabel(bar);
     m_spectraNote->setObjectName(QStringLiteral("spectraNote"));
-    layout->addWidget(caption);
-    layout->addWidget(m_heatmapMetric);
     layout->addWidget(m_spectraNote, 1);
     connect(m_heatmapMetric, &QComboBox::currentIndexChanged, this, &ModelView::showHeatmapMetric);
     return bar;
@@ -169,34 +177,17 @@ void ModelView::setSpectraNote(const QString& note) {
 
 void ModelView::buildDiffTable(QVBoxLayout* tabLayout, QSplitter* splitter) {
     auto* bar = new QHBoxLayout;
-    auto* caption = new QLabel(tr("Met&ric:"), m_comparisonTab);
-    m_comparisonMetric = new QComboBox(m_comparisonTab);
-    m_comparisonMetric->setObjectName(QStringLiteral("comparisonMetric"));
-    m_comparisonMetric->addItem(tr("Δθ"));
-    m_comparisonMetric->addItem(tr("relative error"));
-    m_comparisonMetric->addItem(tr("cosine"));
-    m_comparisonMetric->setToolTip(tr("Relative error and cosine compare the two models' values tensor by "
-                                      "tensor (organ diff), on the engine thread when first chosen"));
-    caption->setBuddy(m_comparisonMetric);
+    m_comparisonMetric = addMetricBox(bar, m_comparisonTab, QStringLiteral("comparisonMetric"),
+                                      {tr("Δθ"), tr("relative error"), tr("cosine")},
+                                      tr("Relative error and cosine compare the two models' values tensor by "
+                                         "tensor (organ diff), on the engine thread when first chosen"));
     m_diffNote = wrappedLabel(m_comparisonTab, QStringLiteral("diffNote"));
-    bar->addWidget(caption);
-    bar->addWidget(m_comparisonMetric);
     bar->addWidget(m_diffNote, 1);
     tabLayout->addLayout(bar);
     m_diffSplitter = splitter;
     m_diffModel = new model::DiffTableModel(this);
-    auto* proxy = new QSortFilterProxyModel(this);
-    proxy->setSourceModel(m_diffModel);
-    proxy->setSortRole(model::SortRole);
-    m_diffTable = new QTableView(splitter);
-    m_diffTable->setObjectName(QStringLiteral("diffTable"));
-    m_diffTable->setModel(proxy);
-    m_diffTable->setSortingEnabled(true);
-    m_diffTable->sortByColumn(-1, Qt::AscendingOrder);
+    m_diffTable = sortableRowTable(m_diffModel, QStringLiteral("diffTable"), splitter, this);
     m_diffTable->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_diffTable->setWordWrap(false);
-    m_diffTable->setAlternatingRowColors(true);
-    m_diffTable->verticalHeader()->hide();
     m_diffTable->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_diffTable->setToolTip(tr("Double-click or Enter: both tensors side by side in the inspector"));
     // Shown with a diff; the heatmap keeps the page's height until then.

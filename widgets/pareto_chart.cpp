@@ -48,14 +48,12 @@ ParetoChart::ParetoChart(const QString& model, QWidget* parent) : QCustomPlot(pa
     plotLayout()->setRowStretchFactor(2, 0.001);
     legend->setFillOrder(QCPLegend::foRowsFirst);
     setMouseTracking(true);
-    installExportMenu(this, this, [this] {
+    finishChart(this, [this] {
         return ChartLabel{
             m_model + QStringLiteral("-pareto"),
             tr("%1 — bits per weight against KL divergence: llama-quantize's mixes and budget mixes")
                 .arg(m_model)};
     });
-    followPalette(this);
-    fitToWidth(this);
 }
 
 void ParetoChart::setReport(std::shared_ptr<const ParetoReport> report) {

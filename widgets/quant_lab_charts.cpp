@@ -93,13 +93,11 @@ QuantErrorHeatmap::QuantErrorHeatmap(const QString& model, QWidget* parent)
     axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
     m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
     setMouseTracking(true);
-    installExportMenu(this, this, [this] {
+    finishChart(this, [this] {
         return ChartLabel{
             m_model + QStringLiteral("-quant-error-") + typeName(m_type).toLower(),
             tr("%1 — %2 in %3 per layer and role").arg(m_model, quantMetricName(m_metric), typeName(m_type))};
     });
-    followPalette(this);
-    fitToWidth(this);
 }
 
 void QuantErrorHeatmap::setReport(std::shared_ptr<const QuantErrorReport> report) {
@@ -231,12 +229,10 @@ QuantSystemChart::QuantSystemChart(const QString& model, QWidget* parent)
     xAxis->setLabel(tr("bits per weight"));
     logarithmic(yAxis);
     legendBelow(this);
-    installExportMenu(this, this, [this] {
+    finishChart(this, [this] {
         return ChartLabel{m_model + QStringLiteral("-quant-error-by-system"),
                           tr("%1 — bits per weight against the error, per system").arg(m_model)};
     });
-    followPalette(this);
-    fitToWidth(this);
 }
 
 void QuantSystemChart::setReport(std::shared_ptr<const QuantErrorReport> report, QuantMetric metric) {

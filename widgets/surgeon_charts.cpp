@@ -156,12 +156,10 @@ SurgeonObjectiveChart::SurgeonObjectiveChart(const QString& model, QWidget* pare
     best->setPen(QPen(chosenColor(), 2));
     legendBelow(this);
     setObjectiveName(tr("objective"));
-    installExportMenu(this, this, [this] {
+    finishChart(this, [this] {
         return ChartLabel{m_model + QStringLiteral("-surgeon-objective"),
                           tr("%1 — the auto-surgeon's candidates over time").arg(m_model)};
     });
-    followPalette(this);
-    fitToWidth(this);
 }
 
 void SurgeonObjectiveChart::setObjectiveName(const QString& name) {
@@ -227,12 +225,10 @@ SurgeonParetoChart::SurgeonParetoChart(const QString& model, QWidget* parent)
     front->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, candidateColor(), 8));
     pointsGraph(this, tr("the chosen plan"), QCPScatterStyle(QCPScatterStyle::ssStar, chosenColor(), 14));
     legendBelow(this);
-    installExportMenu(this, this, [this] {
+    finishChart(this, [this] {
         return ChartLabel{m_model + QStringLiteral("-surgeon-pareto"),
                           tr("%1 — the auto-surgeon's candidates: size against the objective").arg(m_model)};
     });
-    followPalette(this);
-    fitToWidth(this);
 }
 
 double SurgeonParetoChart::sizeOf(const SurgeonCandidate& candidate) const {
@@ -311,12 +307,10 @@ SurgeonChangesChart::SurgeonChangesChart(const QString& model, QWidget* parent)
     auto* group = new QCPMarginGroup(this);
     axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
     m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-    installExportMenu(this, this, [this] {
+    finishChart(this, [this] {
         return ChartLabel{m_model + QStringLiteral("-surgeon-plan"),
                           tr("%1 — the auto-surgeon's chosen plan: %2").arg(m_model, m_summary)};
     });
-    followPalette(this);
-    fitToWidth(this);
 }
 
 void SurgeonChangesChart::setChanges(const PlanChanges& changes, const QString& summary) {

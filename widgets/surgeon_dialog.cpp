@@ -43,11 +43,13 @@ SurgeonDialog::SurgeonDialog(const Setup& setup, QWidget* parent) : QDialog(pare
     layout->addWidget(intro);
     auto* form = new QFormLayout;
     m_goal = new QComboBox(this);
+    m_goal->setObjectName(QStringLiteral("surgeonGoal"));
     m_goal->addItem(tr("Prune blocks"), int(SurgeonGoal::Prune));
     m_goal->addItem(tr("Merge weights with donors"), int(SurgeonGoal::Merge));
     m_goal->addItem(tr("Best organs from donors"), int(SurgeonGoal::Organs));
     form->addRow(tr("Goal"), m_goal);
     m_prune = spinBox(this, 1, int(std::max<std::uint32_t>(setup.blocks, 2) - 1), 1);
+    m_prune->setObjectName(QStringLiteral("surgeonPrune"));
     form->addRow(tr("Blocks to remove"), m_prune);
     m_beam = spinBox(this, 1, int(kMaxSurgeonBeam), 1);
     m_beam->setToolTip(tr("1: the greedy search (SLEB); more keeps that many best sets at each step"));
@@ -77,6 +79,7 @@ SurgeonDialog::SurgeonDialog(const Setup& setup, QWidget* parent) : QDialog(pare
                                                          tr("Text (*.txt);;All files (*)"));
                  }));
     m_holdout = new QDoubleSpinBox(this);
+    m_holdout->setObjectName(QStringLiteral("surgeonHoldout"));
     m_holdout->setRange(0, 0.9);
     m_holdout->setSingleStep(0.05);
     m_holdout->setValue(0.25);
@@ -88,12 +91,14 @@ SurgeonDialog::SurgeonDialog(const Setup& setup, QWidget* parent) : QDialog(pare
     m_chunk->setSuffix(tr(" tokens"));
     form->addRow(tr("In chunks of"), m_chunk);
     m_objective = new QComboBox(this);
+    m_objective->setObjectName(QStringLiteral("surgeonObjective"));
     m_objective->addItem(tr("NLL of the text"), QString());
     for (const QString& path : setup.models) {
         m_objective->addItem(tr("KL to %1").arg(QFileInfo(path).fileName()), path);
     }
     form->addRow(tr("Objective"), m_objective);
     m_evaluations = spinBox(this, 0, 1000000, 0, tr("no limit"));
+    m_evaluations->setObjectName(QStringLiteral("surgeonEvaluations"));
     m_evaluations->setSuffix(tr(" candidates"));
     form->addRow(tr("Budget"), m_evaluations);
     m_seconds = spinBox(this, 0, 7 * 24 * 3600, 0, tr("no limit"));

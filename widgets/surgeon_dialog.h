@@ -39,14 +39,6 @@ public:
     // Why the fields make no search, empty when they do.
     QString problem() const;
 
-    QComboBox* goalBox() const { return m_goal; }
-    QListWidget* donorList() const { return m_donors; }
-    QLineEdit* textEdit() const { return m_text; }
-    QDoubleSpinBox* holdoutBox() const { return m_holdout; }
-    QSpinBox* pruneBox() const { return m_prune; }
-    QComboBox* objectiveBox() const { return m_objective; }
-    QSpinBox* evaluationsBox() const { return m_evaluations; }
-
 private:
     SurgeonGoal goal() const;
     void update();

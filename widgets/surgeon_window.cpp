@@ -68,35 +68,35 @@ SurgeonWindow::SurgeonWindow(const QString& model, QWidget* parent)
     });
 
     auto* grid = new QGridLayout;
-    m_objective = new SurgeonObjectiveChart(model, this);
-    m_pareto = new SurgeonParetoChart(model, this);
-    m_changes = new SurgeonChangesChart(model, this);
-    for (QWidget* chart : {static_cast<QWidget*>(m_objective), static_cast<QWidget*>(m_pareto),
-                           static_cast<QWidget*>(m_changes)}) {
+    m_charts.objective = new SurgeonObjectiveChart(model, this);
+    m_charts.pareto = new SurgeonParetoChart(model, this);
+    m_charts.changes = new SurgeonChangesChart(model, this);
+    for (QWidget* chart : {static_cast<QWidget*>(m_charts.objective), static_cast<QWidget*>(m_charts.pareto),
+                           static_cast<QWidget*>(m_charts.changes)}) {
         chart->setMinimumSize(320, 260);
     }
-    grid->addWidget(m_objective, 0, 0);
-    grid->addWidget(m_pareto, 0, 1);
-    grid->addWidget(m_changes, 1, 0);
+    grid->addWidget(m_charts.objective, 0, 0);
+    grid->addWidget(m_charts.pareto, 0, 1);
+    grid->addWidget(m_charts.changes, 1, 0);
     auto* vitals = new QVBoxLayout;
     auto* caption =
         new QLabel(tr("<b>The chosen plan's vital signs</b> against the recipient and the donors"), this);
     caption->setWordWrap(true);
     vitals->addWidget(caption);
-    m_vitalsStatus = new QLabel(this);
-    m_vitalsStatus->setWordWrap(true);
-    vitals->addWidget(m_vitalsStatus);
-    m_table = new QTableWidget(0, 5, this);
-    m_table->setObjectName(QStringLiteral("surgeonVitals"));
-    m_table->setHorizontalHeaderLabels(
+    m_vitals.status = new QLabel(this);
+    m_vitals.status->setWordWrap(true);
+    vitals->addWidget(m_vitals.status);
+    m_vitals.table = new QTableWidget(0, 5, this);
+    m_vitals.table->setObjectName(QStringLiteral("surgeonVitals"));
+    m_vitals.table->setHorizontalHeaderLabels(
         {tr("model"), tr("mean NLL"), tr("perplexity"), tr("KL(model ‖ plan)"), tr("top-1 agrees")});
-    m_table->verticalHeader()->setVisible(false);
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
-    for (int c = 1; c < m_table->columnCount(); ++c) {
-        m_table->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+    m_vitals.table->verticalHeader()->setVisible(false);
+    m_vitals.table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_vitals.table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    for (int c = 1; c < m_vitals.table->columnCount(); ++c) {
+        m_vitals.table->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
     }
-    vitals->addWidget(m_table, 1);
+    vitals->addWidget(m_vitals.table, 1);
     grid->addLayout(vitals, 1, 1);
     grid->setRowStretch(0, 1);
     grid->setRowStretch(1, 1);
@@ -114,17 +114,17 @@ void SurgeonWindow::start(SurgeonGoal goal, const QString& headline, const QStri
     m_running = true;
     m_candidates.clear();
     m_record.reset();
-    m_vitals.reset();
+    m_vitals.report.reset();
     m_headline->setText(headline);
     m_status->setText(tr("Reading the text and taking the recipient's vital signs…"));
     m_cancel->setEnabled(true);
     m_load->setEnabled(false);
-    m_objective->setObjectiveName(objective);
-    m_objective->clear();
-    m_pareto->setCandidates({}, goal, std::nullopt, objective);
-    m_changes->setChanges(PlanChanges{}, QString());
-    m_table->setRowCount(0);
-    m_vitalsStatus->setText(tr("Taken once the search has chosen a plan."));
+    m_charts.objective->setObjectiveName(objective);
+    m_charts.objective->clear();
+    m_charts.pareto->setCandidates({}, goal, std::nullopt, objective);
+    m_charts.changes->setChanges(PlanChanges{}, QString());
+    m_vitals.table->setRowCount(0);
+    m_vitals.status->setText(tr("Taken once the search has chosen a plan."));
 }
 
 void SurgeonWindow::addCandidate(const SurgeonCandidate& candidate, std::size_t index) {
@@ -132,7 +132,7 @@ void SurgeonWindow::addCandidate(const SurgeonCandidate& candidate, std::size_t 
         return; // not this search's (a late delivery of an earlier one)
     }
     m_candidates.push_back(candidate);
-    m_objective->add(candidate, index);
+    m_charts.objective->add(candidate, index);
     std::optional<std::size_t> best;
     for (std::size_t i = 0; i < m_candidates.size(); ++i) {
         if (m_candidates[i].feasible &&
@@ -140,17 +140,17 @@ void SurgeonWindow::addCandidate(const SurgeonCandidate& candidate, std::size_t 
             best = i;
         }
     }
-    m_pareto->setCandidates(m_candidates, m_goal, best, m_objectiveName);
+    m_charts.pareto->setCandidates(m_candidates, m_goal, best, m_objectiveName);
     showChosen(best);
 }
 
 void SurgeonWindow::showChosen(std::optional<std::size_t> chosen) {
     if (!chosen) {
-        m_changes->setChanges(PlanChanges{}, QString());
+        m_charts.changes->setChanges(PlanChanges{}, QString());
         return;
     }
     const SurgeonCandidate& c = m_candidates[*chosen];
-    m_changes->setChanges(planChanges(c.plan, m_blocks), QString::fromStdString(c.summary));
+    m_charts.changes->setChanges(planChanges(c.plan, m_blocks), QString::fromStdString(c.summary));
 }
 
 void SurgeonWindow::setProgress(const QString& text) {
@@ -162,11 +162,11 @@ void SurgeonWindow::setRecord(std::shared_ptr<const SurgeonRecord> record) {
     m_record = std::move(record);
     m_cancel->setEnabled(false);
     m_candidates = m_record->candidates;
-    m_objective->clear();
+    m_charts.objective->clear();
     for (std::size_t i = 0; i < m_candidates.size(); ++i) {
-        m_objective->add(m_candidates[i], i);
+        m_charts.objective->add(m_candidates[i], i);
     }
-    m_pareto->setCandidates(m_candidates, m_goal, m_record->best, m_objectiveName);
+    m_charts.pareto->setCandidates(m_candidates, m_goal, m_record->best, m_objectiveName);
     showChosen(m_record->best);
     const QString counts = tr("%1 run, %2 from the cache, %3 s (%4 a second)")
                                .arg(model::countOf(qint64(m_record->runs), tr("candidate"), tr("candidates")))
@@ -198,33 +198,33 @@ void SurgeonWindow::setFailed(const QString& message) {
     m_cancel->setEnabled(false);
     m_load->setEnabled(false);
     m_status->setText(message);
-    m_vitalsStatus->clear();
+    m_vitals.status->clear();
 }
 
 void SurgeonWindow::setVitalsStatus(const QString& text) {
-    m_vitalsStatus->setText(text);
+    m_vitals.status->setText(text);
 }
 
 void SurgeonWindow::setVitals(std::shared_ptr<const VitalsReport> report, const QString& text) {
-    m_vitals = std::move(report);
-    m_vitalsStatus->setText(text);
-    const VitalsReport& r = *m_vitals;
-    m_table->setRowCount(int(r.parents.size()) + 1);
-    m_table->setItem(0, 0, new QTableWidgetItem(tr("the chosen plan")));
-    m_table->setItem(0, 1, numberItem(r.perplexity.meanNll, 4));
-    m_table->setItem(0, 2, numberItem(r.perplexity.perplexity, 3));
-    m_table->setItem(0, 3, new QTableWidgetItem(QStringLiteral("—")));
-    m_table->setItem(0, 4, new QTableWidgetItem(QStringLiteral("—")));
+    m_vitals.report = std::move(report);
+    m_vitals.status->setText(text);
+    const VitalsReport& r = *m_vitals.report;
+    m_vitals.table->setRowCount(int(r.parents.size()) + 1);
+    m_vitals.table->setItem(0, 0, new QTableWidgetItem(tr("the chosen plan")));
+    m_vitals.table->setItem(0, 1, numberItem(r.perplexity.meanNll, 4));
+    m_vitals.table->setItem(0, 2, numberItem(r.perplexity.perplexity, 3));
+    m_vitals.table->setItem(0, 3, new QTableWidgetItem(QStringLiteral("—")));
+    m_vitals.table->setItem(0, 4, new QTableWidgetItem(QStringLiteral("—")));
     for (std::size_t p = 0; p < r.parents.size(); ++p) {
         const VitalsReport::Parent& parent = r.parents[p];
         const int row = int(p) + 1;
-        m_table->setItem(row, 0, new QTableWidgetItem(model::displayText(parent.label)));
-        m_table->setItem(row, 1, numberItem(parent.perplexity.meanNll, 4));
-        m_table->setItem(row, 2, numberItem(parent.perplexity.perplexity, 3));
-        m_table->setItem(row, 3, numberItem(parent.divergence.meanKl, 4));
+        m_vitals.table->setItem(row, 0, new QTableWidgetItem(model::displayText(parent.label)));
+        m_vitals.table->setItem(row, 1, numberItem(parent.perplexity.meanNll, 4));
+        m_vitals.table->setItem(row, 2, numberItem(parent.perplexity.perplexity, 3));
+        m_vitals.table->setItem(row, 3, numberItem(parent.divergence.meanKl, 4));
         auto* agrees = numberItem(100 * parent.divergence.topAgreement, 1);
         agrees->setText(agrees->text() + QStringLiteral(" %"));
-        m_table->setItem(row, 4, agrees);
+        m_vitals.table->setItem(row, 4, agrees);
     }
 }
 

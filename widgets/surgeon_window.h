@@ -45,11 +45,15 @@ public:
     bool isRunning() const { return m_running; }
     const SurgeonRecord* record() const { return m_record.get(); }
     const std::vector<SurgeonCandidate>& candidates() const { return m_candidates; }
-    const VitalsReport* vitals() const { return m_vitals.get(); }
-    SurgeonObjectiveChart* objectiveChart() const { return m_objective; }
-    SurgeonParetoChart* paretoChart() const { return m_pareto; }
-    SurgeonChangesChart* changesChart() const { return m_changes; }
-    QTableWidget* vitalsTable() const { return m_table; }
+    const VitalsReport* vitals() const { return m_vitals.report.get(); }
+    // The three charts, as the window's grid shows them.
+    struct Charts {
+        SurgeonObjectiveChart* objective = nullptr;
+        SurgeonParetoChart* pareto = nullptr;
+        SurgeonChangesChart* changes = nullptr;
+    };
+    const Charts& charts() const { return m_charts; }
+    QTableWidget* vitalsTable() const { return m_vitals.table; }
     QPushButton* cancelButton() const { return m_cancel; }
     QPushButton* loadButton() const { return m_load; }
     QLabel* status() const { return m_status; }
@@ -71,16 +75,18 @@ private:
     bool m_running = false;
     std::vector<SurgeonCandidate> m_candidates;
     std::shared_ptr<const SurgeonRecord> m_record;
-    std::shared_ptr<const VitalsReport> m_vitals;
     QLabel* m_headline = nullptr;
     QLabel* m_status = nullptr;
     QPushButton* m_cancel = nullptr;
     QPushButton* m_load = nullptr;
-    SurgeonObjectiveChart* m_objective = nullptr;
-    SurgeonParetoChart* m_pareto = nullptr;
-    SurgeonChangesChart* m_changes = nullptr;
-    QLabel* m_vitalsStatus = nullptr;
-    QTableWidget* m_table = nullptr;
+    Charts m_charts;
+    // The chosen plan's vital signs: the report once taken, what is known of them, and the table.
+    struct ChosenVitals {
+        std::shared_ptr<const VitalsReport> report;
+        QLabel* status = nullptr;
+        QTableWidget* table = nullptr;
+    };
+    ChosenVitals m_vitals;
 };
 
 } // namespace organ::widgets

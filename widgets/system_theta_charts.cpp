@@ -5,28 +5,17 @@
 #include "display_names.h"
 #include "theta_scale.h"
 
-#include <QTimer>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
 namespace organ::widgets {
 
 QColor systemColor(System system) {
-    switch (system) {
-    case System::Embed:
-        return QColor(0x1f, 0x77, 0xb4);
-    case System::Skeleton:
-        return QColor(0xd6, 0x27, 0x28);
-    case System::Organ:
-        return QColor(0x2c, 0xa0, 0x2c);
-    case System::Norm:
-        return QColor(0x94, 0x67, 0xbd);
-    case System::Adapter:
-        return QColor(0xff, 0x7f, 0x0e);
-    case System::Other:
-        return QColor(0x7f, 0x7f, 0x7f);
-    }
-    return Qt::black;
+    // In the order of System: blue, red, green, purple, orange, grey.
+    static constexpr QRgb kColors[kSystemCount] = {0x1f77b4, 0xd62728, 0x2ca02c,
+                                                   0x9467bd, 0xff7f0e, 0x7f7f7f};
+    const auto index = static_cast<std::size_t>(system);
+    return index < kSystemCount ? QColor(kColors[index]) : QColor(Qt::black);
 }
 
 namespace {
@@ -173,14 +162,7 @@ std::optional<double> SystemThetaCharts::meanTheta(System system, std::optional<
 
 // Results arrive per tensor: redraw at most every 100 ms.
 void SystemThetaCharts::scheduleRefresh() {
-    if (m_refreshPending) {
-        return;
-    }
-    m_refreshPending = true;
-    QTimer::singleShot(100, this, [this] {
-        m_refreshPending = false;
-        refresh();
-    });
+    redrawSoon(this, m_refreshPending, 100, [this] { refresh(); });
 }
 
 void SystemThetaCharts::refresh() {

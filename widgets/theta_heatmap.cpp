@@ -9,7 +9,6 @@
 
 #include <QApplication>
 #include <QCheckBox>
-#include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <cmath>
@@ -328,12 +327,7 @@ void ThetaHeatmap::refreshCell(int tensor) {
 
 // Results arrive per tensor: redraw at most every 50 ms.
 void ThetaHeatmap::scheduleReplot() {
-    if (m_replotPending) {
-        return;
-    }
-    m_replotPending = true;
-    QTimer::singleShot(50, this, [this] {
-        m_replotPending = false;
+    redrawSoon(this, m_replotPending, 50, [this] {
         updateRange();
         m_plot->replot(QCustomPlot::rpQueuedReplot);
     });

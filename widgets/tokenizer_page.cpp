@@ -2,6 +2,7 @@
 
 #include "display_names.h"
 #include "exact_text.h"
+#include "row_table.h"
 #include "token_table_model.h"
 #include "wrapped_label.h"
 
@@ -24,14 +25,17 @@ namespace {
 // Vocabulary matches listed at most: a search for "e" in 150 000 tokens is a list to narrow.
 constexpr std::size_t kFoundLimit = 1000;
 
+// A column of the splitter: a widget whose layout (returned) has no margins.
+QVBoxLayout* splitterColumn(QSplitter* splitter) {
+    auto* column = new QWidget(splitter);
+    auto* layout = new QVBoxLayout(column);
+    layout->setContentsMargins(0, 0, 0, 0);
+    return layout;
+}
+
 QTableView* tokenTable(model::TokenTableModel* model, const QString& name, QWidget* parent) {
-    auto* view = new QTableView(parent);
-    view->setObjectName(name);
-    view->setModel(model);
-    view->setWordWrap(false);
-    view->setAlternatingRowColors(true);
+    QTableView* view = rowTable(model, name, parent);
     view->setSelectionBehavior(QAbstractItemView::SelectRows);
-    view->verticalHeader()->hide();
     view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     view->horizontalHeader()->setStretchLastSection(true);
     return view;
@@ -49,9 +53,8 @@ TokenizerPage::TokenizerPage(std::shared_ptr<const GgufModel> model, QWidget* pa
     layout->addWidget(m_about);
     auto* splitter = new QSplitter(Qt::Horizontal, this);
 
-    auto* textSide = new QWidget(splitter);
-    auto* textLayout = new QVBoxLayout(textSide);
-    textLayout->setContentsMargins(0, 0, 0, 0);
+    QVBoxLayout* textLayout = splitterColumn(splitter);
+    QWidget* textSide = textLayout->parentWidget();
     m_text = new QPlainTextEdit(textSide);
     m_text->setObjectName(QStringLiteral("tokenizerText"));
     m_text->setPlaceholderText(tr("Type a text to see its tokens"));
@@ -69,9 +72,8 @@ TokenizerPage::TokenizerPage(std::shared_ptr<const GgufModel> model, QWidget* pa
     m_tokens->hideColumn(model::TokenTableModel::Score);
     textLayout->addWidget(m_tokens, 1);
 
-    auto* findSide = new QWidget(splitter);
-    auto* findLayout = new QVBoxLayout(findSide);
-    findLayout->setContentsMargins(0, 0, 0, 0);
+    QVBoxLayout* findLayout = splitterColumn(splitter);
+    QWidget* findSide = findLayout->parentWidget();
     m_find = new QLineEdit(findSide);
     m_find->setObjectName(QStringLiteral("tokenizerFind"));
     m_find->setPlaceholderText(tr("Find in the vocabulary: an id, a token or part of one"));

@@ -32,9 +32,7 @@ public:
 
     QPlainTextEdit* textEdit() const { return m_text; }
     QCheckBox* addBosBox() const { return m_addBos; }
-    QTableView* tokensView() const { return m_tokens; }
     QLineEdit* findEdit() const { return m_find; }
-    QTableView* vocabularyView() const { return m_vocabulary; }
     QLabel* summary() const { return m_summary; }
     QLabel* found() const { return m_found; }
     model::TokenTableModel* tokensModel() const { return m_tokensModel; }

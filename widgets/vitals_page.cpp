@@ -60,22 +60,23 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     layout->addWidget(verticalScroll(body, this, QStringLiteral("vitalsScroll")), 1);
 
     auto* suggest = new QHBoxLayout;
-    m_blockSize = new QSpinBox(this);
-    m_blockSize->setObjectName(QStringLiteral("removalBlockSize"));
-    m_blockSize->setRange(1, 1);
-    m_blockSize->setSuffix(tr(" layer(s)"));
-    m_suggest = new QPushButton(tr("Suggest layers to remove"), this);
-    m_suggest->setObjectName(QStringLiteral("suggestRemoval"));
-    m_suggest->setToolTip(tr("Plans the removal of the consecutive layers whose input and output are closest "
-                             "(Gromov et al.); Check chimera then shows what it costs"));
-    m_suggestion = wrappedLabel(this, QStringLiteral("removalSuggestion"));
-    suggest->addWidget(m_blockSize);
-    suggest->addWidget(m_suggest);
-    suggest->addWidget(m_suggestion, 1);
+    m_removal.blockSize = new QSpinBox(this);
+    m_removal.blockSize->setObjectName(QStringLiteral("removalBlockSize"));
+    m_removal.blockSize->setRange(1, 1);
+    m_removal.blockSize->setSuffix(tr(" layer(s)"));
+    m_removal.suggest = new QPushButton(tr("Suggest layers to remove"), this);
+    m_removal.suggest->setObjectName(QStringLiteral("suggestRemoval"));
+    m_removal.suggest->setToolTip(
+        tr("Plans the removal of the consecutive layers whose input and output are closest "
+           "(Gromov et al.); Check chimera then shows what it costs"));
+    m_removal.suggestion = wrappedLabel(this, QStringLiteral("removalSuggestion"));
+    suggest->addWidget(m_removal.blockSize);
+    suggest->addWidget(m_removal.suggest);
+    suggest->addWidget(m_removal.suggestion, 1);
     layout->addLayout(suggest);
-    connect(m_blockSize, &QSpinBox::valueChanged, this, &VitalsPage::updateSuggestion);
-    connect(m_suggest, &QPushButton::clicked, this, [this] {
-        const std::size_t n = std::size_t(m_blockSize->value());
+    connect(m_removal.blockSize, &QSpinBox::valueChanged, this, &VitalsPage::updateSuggestion);
+    connect(m_removal.suggest, &QPushButton::clicked, this, [this] {
+        const std::size_t n = std::size_t(m_removal.blockSize->value());
         const VitalsReport* source = suggestionSource();
         if (source != nullptr && n >= 1 && n <= source->importance.cheapest.size()) {
             emit removeLayersRequested(source->importance.cheapest[n - 1].first, std::uint32_t(n));
@@ -171,23 +172,24 @@ void VitalsPage::updateSuggestion() {
     const bool chimera = m_planned && m_canPlanRemoval;
     const int blocks = source != nullptr ? int(source->importance.cheapest.size()) : 0;
     {
-        const QSignalBlocker quiet(m_blockSize); // the range may clamp the value: no second update
-        m_blockSize->setRange(1, std::max(1, blocks));
+        const QSignalBlocker quiet(m_removal.blockSize); // the range may clamp the value: no second update
+        m_removal.blockSize->setRange(1, std::max(1, blocks));
     }
-    const std::size_t n = std::size_t(m_blockSize->value());
+    const std::size_t n = std::size_t(m_removal.blockSize->value());
     const bool known = source != nullptr && n >= 1 && n <= std::size_t(blocks);
-    m_suggest->setEnabled(known && m_canPlanRemoval);
-    m_blockSize->setEnabled(known);
+    m_removal.suggest->setEnabled(known && m_canPlanRemoval);
+    m_removal.blockSize->setEnabled(known);
     if (!known) {
-        m_suggestion->setText(source != nullptr ? tr("The model has too few layers to remove any.")
-                              : chimera ? tr("The plan changes this model: Check chimera, and layers are "
-                                             "suggested from the planned chimera.")
-                                        : tr("Take the vital signs first."));
+        m_removal.suggestion->setText(source != nullptr ? tr("The model has too few layers to remove any.")
+                                      : chimera
+                                          ? tr("The plan changes this model: Check chimera, and layers are "
+                                               "suggested from the planned chimera.")
+                                          : tr("Take the vital signs first."));
         return;
     }
     const auto& b = source->importance.cheapest[n - 1];
     const QString where = chimera ? tr("least needed in the planned chimera") : tr("least needed");
-    m_suggestion->setText(
+    m_removal.suggestion->setText(
         n == 1 ? tr("%1: layer %2 (distance %3)").arg(where).arg(b.first).arg(b.distance, 0, 'f', 3)
                : tr("%1: layers %2–%3 (distance %4)")
                      .arg(where)
@@ -195,7 +197,8 @@ void VitalsPage::updateSuggestion() {
                      .arg(b.first + n - 1)
                      .arg(b.distance, 0, 'f', 3));
     if (!m_canPlanRemoval) {
-        m_suggestion->setText(m_suggestion->text() + tr(" — plans are made on the recipient"));
+        m_removal.suggestion->setText(m_removal.suggestion->text() +
+                                      tr(" — plans are made on the recipient"));
     }
 }
 

@@ -37,8 +37,8 @@ public:
     void setPlannedChimera(bool planned, std::shared_ptr<const VitalsReport> chimera);
 
     QPushButton* takeButton() const { return m_take; }
-    QPushButton* suggestButton() const { return m_suggest; }
-    QSpinBox* blockSize() const { return m_blockSize; }
+    QPushButton* suggestButton() const { return m_removal.suggest; }
+    QSpinBox* blockSize() const { return m_removal.blockSize; }
     LayerImportanceChart* chart() const { return m_chart; }
     QString summaryText() const;
 
@@ -49,6 +49,13 @@ signals:
     void removeLayersRequested(std::uint32_t first, std::uint32_t count);
 
 private:
+    // "Suggest layers to remove": how many, the button, and what it suggests.
+    struct RemovalControls {
+        QSpinBox* blockSize = nullptr;
+        QPushButton* suggest = nullptr;
+        QLabel* suggestion = nullptr;
+    };
+
     void setIdle();
     void updateSuggestion();
     const VitalsReport* suggestionSource() const;
@@ -59,9 +66,7 @@ private:
     QLabel* m_status = nullptr;
     QLabel* m_summary = nullptr;
     LayerImportanceChart* m_chart = nullptr;
-    QSpinBox* m_blockSize = nullptr;
-    QPushButton* m_suggest = nullptr;
-    QLabel* m_suggestion = nullptr;
+    RemovalControls m_removal;
     QLabel* m_empty = nullptr;
     bool m_canPlanRemoval = false;
     bool m_running = false;

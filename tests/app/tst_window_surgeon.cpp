@@ -24,6 +24,7 @@
 #include <QDoubleSpinBox>
 #include <QImage>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
 #include <QTableWidget>
@@ -77,9 +78,10 @@ class TestWindowSurgeon : public QObject {
             if (dialog == nullptr) {
                 return false;
             }
-            dialog->goalBox()->setCurrentIndex(dialog->goalBox()->findData(int(goal)));
-            dialog->textEdit()->setText(m_text);
-            dialog->holdoutBox()->setValue(0.25);
+            auto* goalBox = dialog->findChild<QComboBox*>(QStringLiteral("surgeonGoal"));
+            goalBox->setCurrentIndex(goalBox->findData(int(goal)));
+            dialog->findChild<QLineEdit*>(QStringLiteral("surgeonText"))->setText(m_text);
+            dialog->findChild<QDoubleSpinBox*>(QStringLiteral("surgeonHoldout"))->setValue(0.25);
             more(dialog);
             QMetaObject::invokeMethod(dialog, "accept", Qt::QueuedConnection);
             return true;
@@ -105,7 +107,7 @@ class TestWindowSurgeon : public QObject {
     // engine put it, the best-so-far line the running minimum of the choosable ones.
     static void checkObjectiveChart(widgets::SurgeonWindow* window) {
         const SurgeonRecord& r = *window->record();
-        const auto& drawn = window->objectiveChart()->drawn();
+        const auto& drawn = window->charts().objective->drawn();
         QCOMPARE(drawn.size(), r.candidates.size());
         std::vector<double> best;
         for (std::size_t i = 0; i < r.candidates.size(); ++i) {
@@ -117,7 +119,7 @@ class TestWindowSurgeon : public QObject {
                 best.push_back(best.empty() ? c.score.objective : std::min(best.back(), c.score.objective));
             }
         }
-        QCOMPARE(window->objectiveChart()->bestSoFar(), best);
+        QCOMPARE(window->charts().objective->bestSoFar(), best);
         QVERIFY(r.best);
         QCOMPARE(best.back(), r.candidates[*r.best].score.objective);
     }
@@ -144,8 +146,9 @@ private slots:
         JobEnds searched(m_window->jobs(), "surgeon");
         JobEnds vitals(m_window->jobs(), "surgeon-vitals");
         searchThroughMenu(SurgeonGoal::Prune, [](widgets::SurgeonDialog* dialog) {
-            QVERIFY(!dialog->donorList()->isEnabled()); // pruning takes no donor
-            dialog->pruneBox()->setValue(1);
+            QVERIFY(!dialog->findChild<QListWidget*>(QStringLiteral("surgeonDonors"))
+                         ->isEnabled()); // pruning takes no donor
+            dialog->findChild<QSpinBox*>(QStringLiteral("surgeonPrune"))->setValue(1);
         });
         widgets::SurgeonWindow* window = m_window->surgeon()->window();
         QVERIFY(window != nullptr && window->isVisible());
@@ -191,7 +194,7 @@ private slots:
                 front.push_back(i);
             }
         }
-        QCOMPARE(window->paretoChart()->front(), front);
+        QCOMPARE(window->charts().pareto->front(), front);
         QVERIFY(std::find(front.begin(), front.end(), *r.best) != front.end());
         QVERIFY(std::find(front.begin(), front.end(), std::size_t(0)) == front.end());
 
@@ -199,7 +202,7 @@ private slots:
         const GraftPlan& chosen = r.candidates[*r.best].plan;
         QCOMPARE(chosen.operations.size(), std::size_t(1));
         const std::uint32_t removed = chosen.operations.front().toLayer;
-        const widgets::PlanChanges& changes = window->changesChart()->changes();
+        const widgets::PlanChanges& changes = window->charts().changes->changes();
         QCOMPARE(changes.cells.size(), std::size_t(6));
         for (std::uint32_t b = 0; b < 6; ++b) {
             for (const auto& cell : changes.cells[b]) {
@@ -223,9 +226,9 @@ private slots:
 
         settle(window);
         saveScreenshot(window, QStringLiteral("surgeon-prune.png"));
-        for (QCustomPlot* chart : {static_cast<QCustomPlot*>(window->objectiveChart()),
-                                   static_cast<QCustomPlot*>(window->paretoChart()),
-                                   static_cast<QCustomPlot*>(window->changesChart())}) {
+        for (QCustomPlot* chart : {static_cast<QCustomPlot*>(window->charts().objective),
+                                   static_cast<QCustomPlot*>(window->charts().pareto),
+                                   static_cast<QCustomPlot*>(window->charts().changes)}) {
             const QString exported = m_dir.filePath(chart->objectName() + QStringLiteral(".png"));
             saveChartThroughMenu(chart, exported, QSize(800, 500));
             QCOMPARE(QImage(exported).size(), QSize(800, 500));
@@ -255,15 +258,16 @@ private slots:
         JobEnds searched(m_window->jobs(), "surgeon");
         JobEnds vitals(m_window->jobs(), "surgeon-vitals");
         searchThroughMenu(SurgeonGoal::Organs, [](widgets::SurgeonDialog* dialog) {
-            QVERIFY(dialog->donorList()->isEnabled());
-            QCOMPARE(dialog->donorList()->count(), 1);
-            QCOMPARE(dialog->donorList()->item(0)->checkState(), Qt::Checked); // the donor pane's
+            QVERIFY(dialog->findChild<QListWidget*>(QStringLiteral("surgeonDonors"))->isEnabled());
+            QCOMPARE(dialog->findChild<QListWidget*>(QStringLiteral("surgeonDonors"))->count(), 1);
+            QCOMPARE(dialog->findChild<QListWidget*>(QStringLiteral("surgeonDonors"))->item(0)->checkState(),
+                     Qt::Checked); // the donor pane's
         });
         widgets::SurgeonWindow* window = m_window->surgeon()->window();
         // The recipient, then three organ candidates: drawn while the search runs.
         QVERIFY(QTest::qWaitFor([&] { return window->candidates().size() >= 4; }, 240000));
         QVERIFY(window->isRunning());
-        QVERIFY(window->objectiveChart()->drawn().size() >= 4);
+        QVERIFY(window->charts().objective->drawn().size() >= 4);
         settle(window);
         saveScreenshot(window, QStringLiteral("surgeon-organs-running.png"));
         window->cancelButton()->click();
@@ -278,7 +282,7 @@ private slots:
         QVERIFY(window->status()->text().contains(QStringLiteral("Cancelled")));
         QVERIFY(window->loadButton()->isEnabled());
         // The changes: the organs the best plan takes from farm, named in their cells.
-        const widgets::PlanChanges& changes = window->changesChart()->changes();
+        const widgets::PlanChanges& changes = window->charts().changes->changes();
         int fromFarm = 0;
         for (const auto& row : changes.cells) {
             for (const auto& cell : row) {
@@ -304,9 +308,10 @@ private slots:
         openFamily();
         JobEnds searched(m_window->jobs(), "surgeon");
         searchThroughMenu(SurgeonGoal::Merge, [](widgets::SurgeonDialog* dialog) {
-            dialog->evaluationsBox()->setValue(3);
-            QCOMPARE(dialog->objectiveBox()->count(), 2); // the NLL, KL to farm
-            dialog->objectiveBox()->setCurrentIndex(1);
+            dialog->findChild<QSpinBox*>(QStringLiteral("surgeonEvaluations"))->setValue(3);
+            QCOMPARE(dialog->findChild<QComboBox*>(QStringLiteral("surgeonObjective"))->count(),
+                     2); // the NLL, KL to farm
+            dialog->findChild<QComboBox*>(QStringLiteral("surgeonObjective"))->setCurrentIndex(1);
         });
         widgets::SurgeonWindow* window = m_window->surgeon()->window();
         QVERIFY(waitForJobs(searched, 1, 240000));
@@ -317,7 +322,7 @@ private slots:
         QCOMPARE(r.reference, fileLabel(familyModel("family-farm-f16.gguf").toStdString()));
         QCOMPARE(r.runs, std::uint64_t(3));
         checkObjectiveChart(window);
-        const widgets::PlanChanges& changes = window->changesChart()->changes();
+        const widgets::PlanChanges& changes = window->charts().changes->changes();
         QCOMPARE(int(changes.kind), int(widgets::PlanChanges::Kind::Weights));
         QCOMPARE(changes.columns.size(), 2);
         // The best is a uniform weight (the first stage): every cell holds it.
