@@ -3,6 +3,7 @@
 #include <QByteArray>
 #include <QDir>
 #include <QDirIterator>
+#include <QFile>
 #include <QFileInfo>
 #include <QString>
 #include <QTest>
@@ -26,6 +27,12 @@ inline QString sharedReference(const QString& relative) {
 // A model of the trained family (models/family/), and the base's importance matrix.
 inline QString familyModel(const char* name) {
     return sharedModel(QStringLiteral("family/") + QLatin1String(name));
+}
+// The first `bytes` bytes of one of the family's texts (models/family/texts/NAME); empty when it
+// cannot be read.
+inline QByteArray familyTextHead(const char* name, qint64 bytes) {
+    QFile text(sharedModel(QStringLiteral("family/texts/") + QLatin1String(name)));
+    return text.open(QIODevice::ReadOnly) ? text.read(bytes) : QByteArray();
 }
 inline QString familyImatrix() {
     return sharedReference(QStringLiteral("family/family-base-imatrix.gguf"));
