@@ -36,7 +36,7 @@ SurgeonDialog::SurgeonDialog(const Setup& setup, QWidget* parent) : QDialog(pare
     auto* layout = new QVBoxLayout(this);
     auto* intro =
         new QLabel(tr("Tries many graft plans of <b>%1</b>, scores each on a text without writing it, "
-                      "and keeps the best (docs/surgeon.md).")
+                      "and keeps the best (docs/auto-surgeon.md).")
                        .arg(QFileInfo(setup.recipient).fileName().toHtmlEscaped()),
                    this);
     intro->setWordWrap(true);
