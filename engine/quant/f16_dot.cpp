@@ -17,15 +17,25 @@ float valueOf(float value) {
     return value;
 }
 
+// Value l of block b of a column: F32 columns hold their blocks one after another, F16 ones
+// (HalfActivations) every 16 halves.
+float columnValue(const float* column, std::size_t b, int l) {
+    return column[8 * b + static_cast<std::size_t>(l)];
+}
+
+float columnValue(const std::uint16_t* column, std::size_t b, int l) {
+    return halfToFloat(column[16 * b + static_cast<std::size_t>(l)]);
+}
+
 // One row × one column in the SIMD kernels' order: lane l adds values l, l + 8, … by fused
 // multiply-adds; the lanes are added as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
-template <class Row>
-void denseTilePortable(const Row* const* rows, const float* const* columns, std::size_t blocks, float* out) {
+template <class Row, class Column>
+void denseTilePortable(const Row* const* rows, const Column* const* columns, std::size_t blocks, float* out) {
     float lanes[8] = {};
     for (std::size_t b = 0; b < blocks; ++b) {
         for (int lane = 0; lane < 8; ++lane) {
-            const std::size_t i = 8 * b + static_cast<std::size_t>(lane);
-            lanes[lane] = std::fma(valueOf(rows[0][i]), columns[0][i], lanes[lane]);
+            lanes[lane] = std::fma(valueOf(rows[0][8 * b + static_cast<std::size_t>(lane)]),
+                                   columnValue(columns[0], b, lane), lanes[lane]);
         }
     }
     const float a = lanes[0] + lanes[4];
@@ -35,22 +45,22 @@ void denseTilePortable(const Row* const* rows, const float* const* columns, std:
     *out = (a + c) + (b + d);
 }
 
-template <class Row>
-void denseProduct(const detail::TileKernels<Row, float>& kernels, const Row* weights, std::size_t rowStride,
-                  std::size_t rows, std::size_t columns, const float* x, std::size_t xStride,
-                  std::size_t count, float* out, std::size_t outStride) {
-    auto rowAt = [&](std::size_t r) { return weights + r * rowStride; };
-    auto columnAt = [&](std::size_t c) { return x + c * xStride; };
+// rows × count products of rows of `columns` values: the columns a multiple of the wide tile's
+// columns by it (their pointers from wideAt), the rest by the narrow one (from narrowAt).
+template <class Row, class Column, class RowAt, class WideAt, class NarrowAt>
+void runProduct(const detail::TileKernels<Row, Column>& kernels, std::size_t rows, std::size_t columns,
+                std::size_t count, RowAt rowAt, WideAt wideAt, NarrowAt narrowAt, float* out,
+                std::size_t outStride) {
     const auto wide = static_cast<std::size_t>(kernels.wide.columns);
     const std::size_t tiled = count / wide * wide;
-    detail::runTiles(kernels.wide, rows, 0, tiled, columns / 8, rowAt, columnAt, out, outStride);
-    detail::runTiles(kernels.narrow, rows, tiled, count - tiled, columns / 8, rowAt, columnAt, out,
+    detail::runTiles(kernels.wide, rows, 0, tiled, columns / 8, rowAt, wideAt, out, outStride);
+    detail::runTiles(kernels.narrow, rows, tiled, count - tiled, columns / 8, rowAt, narrowAt, out,
                      outStride);
 }
 
 } // namespace
 
-void detail::f16TilePortable(const std::uint16_t* const* rows, const float* const* columns,
+void detail::f16TilePortable(const std::uint16_t* const* rows, const std::uint16_t* const* columns,
                              std::size_t blocks, float* out) {
     denseTilePortable(rows, columns, blocks, out);
 }
@@ -60,30 +70,46 @@ void detail::f32TilePortable(const float* const* rows, const float* const* colum
     denseTilePortable(rows, columns, blocks, out);
 }
 
-void detail::roundToHalfPortable(const float* x, std::size_t count, float* out) {
-    for (std::size_t i = 0; i < count; ++i) {
-        out[i] = halfToFloat(floatToHalf(x[i]));
+void detail::halvesPortable(const float* x, std::size_t size, std::size_t count, std::uint16_t* out) {
+    for (std::size_t c = 0; c < count; ++c) {
+        std::uint16_t* column = out + 2 * size * (c / 2) + 8 * (c % 2);
+        for (std::size_t i = 0; i < size; ++i) {
+            column[16 * (i / 8) + i % 8] = floatToHalf(x[c * size + i]);
+        }
     }
 }
 
 void roundToHalf(const float* x, std::size_t count, float* out) {
-    detail::activationQuantizersOf(activeInstructionSet()).half(x, count, out);
+    for (std::size_t i = 0; i < count; ++i) {
+        out[i] = halfToFloat(floatToHalf(x[i]));
+    }
 }
 
 bool hasF16Product(std::size_t columns) {
     return columns % 8 == 0;
 }
 
-void f16Product(const std::uint16_t* weights, std::size_t rows, std::size_t columns, const float* x,
-                std::size_t count, float* out, std::size_t outStride) {
-    denseProduct(detail::kernelsOf(activeInstructionSet()).f16, weights, columns, rows, columns, x, columns,
-                 count, out, outStride);
+HalfActivations::HalfActivations(const float* x, std::size_t size, std::size_t count)
+    : m_size(size), m_count(count), m_halves(2 * size * ((count + 1) / 2)) {
+    detail::activationQuantizersOf(activeInstructionSet()).halves(x, size, count, m_halves.data());
+}
+
+void f16Product(const std::uint16_t* weights, std::size_t rows, const HalfActivations& x, float* out,
+                std::size_t outStride) {
+    const auto& kernels = detail::kernelsOf(activeInstructionSet()).f16;
+    const std::size_t columns = x.size();
+    runProduct(
+        kernels, rows, columns, x.count(), [&](std::size_t r) { return weights + r * columns; },
+        [&](std::size_t c) { return kernels.wide.pairedColumns ? x.pair(c / 2) : x.column(c); },
+        [&](std::size_t c) { return x.column(c); }, out, outStride);
 }
 
 void f32Product(const float* weights, std::size_t rowStride, std::size_t rows, std::size_t columns,
                 const float* x, std::size_t xStride, std::size_t count, float* out, std::size_t outStride) {
-    denseProduct(detail::kernelsOf(activeInstructionSet()).f32, weights, rowStride, rows, columns, x, xStride,
-                 count, out, outStride);
+    auto columnAt = [&](std::size_t c) { return x + c * xStride; };
+    runProduct(
+        detail::kernelsOf(activeInstructionSet()).f32, rows, columns, count,
+        [&](std::size_t r) { return weights + r * rowStride; }, columnAt, columnAt, out, outStride);
 }
 
 } // namespace organ

@@ -157,7 +157,7 @@ void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, con
     const std::size_t blocks = x.columns() / 256;
     const std::size_t blockBytes = traitsOf(type).bytesPerBlock;
     const detail::PackedRowDotFn packedDot =
-        set != InstructionSet::Portable && x.count() == 1 ? detail::packedRowDotX86(type) : nullptr;
+        set != InstructionSet::Portable && x.count() == 1 ? detail::packedRowDotX86(type, set) : nullptr;
     if (packedDot != nullptr) {
         for (std::size_t r = 0; r < rows; ++r) {
             out[r] = packedDot(weights + r * blocks * blockBytes, x.column(0), blocks);

@@ -52,7 +52,8 @@ UnpackFn superBlockUnpackerX86(TensorType type);
 // unpacking a row cost more than its product.
 using PackedRowDotFn = float (*)(const std::byte* row, const Q8KBlock* x, std::size_t blocks);
 
-// The AVX2 ones of Q4_K and Q6_K (kquant_unpack_x86.cpp); nullptr for other types and elsewhere.
-PackedRowDotFn packedRowDotX86(TensorType type);
+// Those of Q4_K (AVX2, or AVX-512 where `set` has it) and Q6_K (AVX2) for a SIMD `set`
+// (kquant_unpack_x86.cpp); nullptr for other types and elsewhere.
+PackedRowDotFn packedRowDotX86(TensorType type, InstructionSet set);
 
 } // namespace organ::detail

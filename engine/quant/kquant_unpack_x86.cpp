@@ -5,9 +5,10 @@
 #include "quant/kquant_unpack.h"
 
 #include <cmath>
+#include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
+#include "quant/x86_intrinsics.h"
 
 namespace organ::detail {
 namespace {
@@ -61,52 +62,114 @@ ORGAN_TARGET void unpackQ6KAvx2(const std::byte* src, Unpacked& u) {
     }
 }
 
-ORGAN_TARGET inline std::int32_t total(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
+// The 12 bytes of a Q4_K super-block's scales (scaleMin) as 16: the eight 6-bit scales in bytes 0-7,
+// the eight mins in bytes 8-15.
+inline __m128i q4KScalesMins(const std::byte* packed) {
+    std::uint32_t w[3];
+    std::memcpy(w, packed, sizeof w);
+    const std::uint32_t low6 = 0x3F3F3F3Fu;
+    const std::uint32_t low4 = 0x0F0F0F0Fu;
+    const std::uint32_t low2 = 0x03030303u;
+    const std::uint32_t scalesHigh = (w[2] & low4) | (((w[0] >> 6) & low2) << 4);
+    const std::uint32_t minsHigh = ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4);
+    return _mm_set_epi32(static_cast<int>(minsHigh), static_cast<int>(w[1] & low6),
+                         static_cast<int>(scalesHigh), static_cast<int>(w[0] & low6));
 }
 
-// Σ over 32 levels q (bytes, q ≤ 63) · x, times the scale of each 16 (low, high): int32 lanes.
-ORGAN_TARGET inline __m256i scaledSum(__m256i q, const std::int8_t* x, int low, int high) {
-    const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(static_cast<std::int16_t>(high)),
-                                            _mm_set1_epi16(static_cast<std::int16_t>(low)));
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(reinterpret_cast<const std::byte*>(x))), scales);
+// The exact totals of two vectors of int32 lanes, in lanes 0 and 1.
+ORGAN_TARGET inline __m128i pairTotals(__m256i first, __m256i second) {
+    const __m256i pairs = _mm256_hadd_epi32(first, second);
+    const __m128i quarters = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+    return _mm_hadd_epi32(quarters, quarters);
+}
+
+// A super-block's scaled sums and its mins' sums totalled, as floats in lanes 0 and 1.
+ORGAN_TARGET inline __m128 superBlockTotals(__m256i sums, __m256i minSums) {
+    return _mm_cvtepi32_ps(pairTotals(sums, minSums));
+}
+
+// int16 element `low` of `v`'s low 128 bits in every int16 of the low half, element `high` of its high
+// 128 bits in the high half.
+ORGAN_TARGET inline __m256i pickInt16(__m256i v, int low, int high) {
+    return _mm256_shuffle_epi8(
+        v, _mm256_set_m128i(_mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * high)),
+                            _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * low))));
+}
+
+// acc + d · x.d · sums − dmin · x.d · mins, the two fused multiply-adds of kQuantTilePortable;
+// `totals` from superBlockTotals.
+ORGAN_TARGET inline float addSuperBlock(float acc, const std::byte* halves, float xd, __m128 totals) {
+    std::uint32_t both;
+    std::memcpy(&both, halves, sizeof both);
+    const __m128 scales =
+        _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(both))), _mm_set1_ps(xd));
+    acc = std::fma(_mm_cvtss_f32(scales), _mm_cvtss_f32(totals), acc);
+    return std::fma(-_mm_cvtss_f32(_mm_movehdup_ps(scales)), _mm_cvtss_f32(_mm_movehdup_ps(totals)), acc);
+}
+
+// Σ over a super-block's 16 sums of 16 activations of the min of each pair of them: `mins` bytes
+// 8-15 as q4KScalesMins gives them.
+ORGAN_TARGET inline __m256i minSums(__m128i scalesMins, const Q8KBlock& x) {
+    const __m256i pairs = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scalesMins, scalesMins));
+    return _mm256_madd_epi16(load256(reinterpret_cast<const std::byte*>(x.sums)), pairs);
+}
+
+// acc + d · x.d · (Σ levels · scales · x − 32 Σ scales · sums of 16 x), a Q6_K super-block's fused
+// multiply-add in kQuantTilePortable: `sums` the int32 lanes of the first total, `scales16` the
+// sixteen scales.
+ORGAN_TARGET inline float addQ6KSuperBlock(float acc, const std::byte* src, const Q8KBlock& x, __m256i sums,
+                                           __m256i scales16) {
+    const __m256i biasSums = _mm256_madd_epi16(load256(reinterpret_cast<const std::byte*>(x.sums)), scales16);
+    const __m128i totals = pairTotals(sums, biasSums);
+    const std::int32_t total = _mm_cvtsi128_si32(totals) - 32 * _mm_extract_epi32(totals, 1);
+    return std::fma(halfScale(src + 208) * x.d, static_cast<float>(total), acc);
 }
 
 // A Q4_K row · a q8_K column as kQuantTilePortable computes it from the unpacked row: per
-// super-block the same exact integer sums, then the same two fused multiply-adds.
-ORGAN_TARGET float dotQ4KAvx2(const std::byte* row, const Q8KBlock* x, std::size_t blocks) {
-    const __m256i nibble = _mm256_set1_epi8(0x0F);
+// super-block the same exact integer sums (`sums`: the int32 lanes of Σ level · scale · x from the
+// 128 bytes of levels, the scales and mins, and the activations), then the same two fused
+// multiply-adds. Inlined into each instruction set's function.
+template <class Sums>
+[[gnu::always_inline]] ORGAN_TARGET inline float q4KDot(const std::byte* row, const Q8KBlock* x,
+                                                        std::size_t blocks, Sums sums) {
     float acc = 0;
     for (std::size_t b = 0; b < blocks; ++b) {
         const std::byte* src = row + b * 144;
-        int scales[8];
-        int mins[8];
-        for (int sub = 0; sub < 8; ++sub) {
-            scaleMin(sub, bytes(src + 4), scales[sub], mins[sub]);
-        }
-        __m256i sum = _mm256_setzero_si256();
-        for (int k = 0; k < 4; ++k) {
-            const __m256i v = load256(src + 16 + 32 * k);
-            const std::int8_t* xs = x[b].values + 64 * k;
-            sum = _mm256_add_epi32(sum,
-                                   scaledSum(_mm256_and_si256(v, nibble), xs, scales[2 * k], scales[2 * k]));
-            sum = _mm256_add_epi32(sum, scaledSum(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), xs + 32,
-                                                  scales[2 * k + 1], scales[2 * k + 1]));
-        }
-        // Each minimum meets the sums of its two 16s.
-        alignas(32) std::int16_t pairs[16];
-        for (int j = 0; j < 16; ++j) {
-            pairs[j] = static_cast<std::int16_t>(mins[j / 2]);
-        }
-        const __m256i minSums = _mm256_madd_epi16(load256(reinterpret_cast<const std::byte*>(x[b].sums)),
-                                                  _mm256_load_si256(reinterpret_cast<const __m256i*>(pairs)));
-        acc = std::fma(halfScale(src) * x[b].d, static_cast<float>(total(sum)), acc);
-        acc = std::fma(-(halfScale(src + 2) * x[b].d), static_cast<float>(total(minSums)), acc);
+        const __m128i scalesMins = q4KScalesMins(src + 4);
+        acc = addSuperBlock(
+            acc, src, x[b].d,
+            superBlockTotals(sums(src + 16, scalesMins, x[b].values), minSums(scalesMins, x[b])));
     }
     return acc;
+}
+
+// 32 bytes of levels at a time: their low nibbles (one sub-block) and their high ones (the next).
+struct Q4KSumsAvx2 {
+    ORGAN_TARGET __m256i operator()(const std::byte* levels, __m128i scalesMins, const std::int8_t* x) const {
+        const __m256i nibble = _mm256_set1_epi8(0x0F);
+        // Scale j as sixteen int16 in both halves: bytes 2j, 2j + 1 of the widened scales.
+        const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scalesMins));
+        __m256i sum = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            const __m256i v = load256(levels + 32 * k);
+            const std::int8_t* xs = x + 64 * k;
+            sum = _mm256_add_epi32(
+                sum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, nibble),
+                                                            load256(reinterpret_cast<const std::byte*>(xs))),
+                                       pickInt16(scales, 2 * k, 2 * k)));
+            sum = _mm256_add_epi32(
+                sum,
+                _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble),
+                                                       load256(reinterpret_cast<const std::byte*>(xs + 32))),
+                                  pickInt16(scales, 2 * k + 1, 2 * k + 1)));
+        }
+        return sum;
+    }
+};
+
+ORGAN_TARGET float dotQ4KAvx2(const std::byte* row, const Q8KBlock* x, std::size_t blocks) {
+    return q4KDot(row, x, blocks, Q4KSumsAvx2{});
 }
 
 // A Q6_K row · a q8_K column, the same way: levels q = level + 32 as unpackQ6KAvx2 makes them, less
@@ -117,8 +180,10 @@ ORGAN_TARGET float dotQ6KAvx2(const std::byte* row, const Q8KBlock* x, std::size
     float acc = 0;
     for (std::size_t b = 0; b < blocks; ++b) {
         const std::byte* src = row + b * 210;
-        const auto* scales = reinterpret_cast<const std::int8_t*>(src + 192);
+        const __m256i scales16 =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 192)));
         __m256i sum = _mm256_setzero_si256();
+#pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
             const __m256i a = load256(src + 64 * half);
             const __m256i c = load256(src + 64 * half + 32);
@@ -129,18 +194,100 @@ ORGAN_TARGET float dotQ6KAvx2(const std::byte* row, const Q8KBlock* x, std::size
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nibble), _mm256_and_si256(h, high)),
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), nibble),
                                 _mm256_and_si256(_mm256_srli_epi16(h, 2), high))};
+            // This half's eight scales in both 128-bit halves.
+            const __m256i scales = half == 0 ? _mm256_permute4x64_epi64(scales16, 0x44)
+                                             : _mm256_permute4x64_epi64(scales16, 0xEE);
+#pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) {
-                const int chunk = 4 * half + k;
-                sum = _mm256_add_epi32(
-                    sum, scaledSum(q[k], x[b].values + 32 * chunk, scales[2 * chunk], scales[2 * chunk + 1]));
+                const __m256i products = _mm256_maddubs_epi16(
+                    q[k], load256(reinterpret_cast<const std::byte*>(x[b].values + 32 * (4 * half + k))));
+                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(products, pickInt16(scales, 2 * k, 2 * k + 1)));
             }
         }
+        acc = addQ6KSuperBlock(acc, src, x[b], sum, scales16);
+    }
+    return acc;
+}
+
+#undef ORGAN_TARGET
+#define ORGAN_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+
+// The same with 512-bit registers: a register holds a 32-byte run's low nibbles (levels of one
+// sub-block) in its low half and its high nibbles (the next sub-block) in its high half, against
+// 64 contiguous activations.
+struct Q4KSumsAvx512 {
+    ORGAN_TARGET __m256i operator()(const std::byte* levels, __m128i scalesMins, const std::int8_t* x) const {
+        const __m512i nibble = _mm512_set1_epi8(0x0F);
+        const __m512i shifts = _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0);
+        const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scalesMins));
+        __m512i sum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            const __m512i v = _mm512_broadcast_i64x4(load256(levels + 32 * k));
+            const __m512i products =
+                _mm512_maddubs_epi16(_mm512_and_si512(_mm512_srlv_epi64(v, shifts), nibble),
+                                     _mm512_loadu_si512(reinterpret_cast<const void*>(x + 64 * k)));
+            // Scale 2k in the low half, 2k + 1 in the high one.
+            const __m512i pick = _mm512_inserti64x4(
+                _mm512_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (2 * k))),
+                _mm256_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (2 * k + 1))), 1);
+            sum = _mm512_add_epi32(sum, _mm512_madd_epi16(products, _mm512_shuffle_epi8(scales, pick)));
+        }
+        return _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+    }
+};
+
+ORGAN_TARGET float dotQ4KAvx512(const std::byte* row, const Q8KBlock* x, std::size_t blocks) {
+    return q4KDot(row, x, blocks, Q4KSumsAvx512{});
+}
+
+// A Q6_K row · a q8_K column with 512-bit registers: a register holds the levels of 64
+// consecutive values (two runs of 32: low nibbles of 64 bytes of ql, or their high nibbles, with
+// their bits of qh), each 128-bit lane meeting the scale of its 16.
+ORGAN_TARGET float dotQ6KAvx512(const std::byte* row, const Q8KBlock* x, std::size_t blocks) {
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const __m512i twoBits = _mm512_set1_epi8(0x03);
+    const __m512i lowShifts = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
+    const __m512i highShifts = _mm512_set_epi64(6, 6, 6, 6, 4, 4, 4, 4);
+    float acc = 0;
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::byte* src = row + b * 210;
         const __m256i scales16 =
-            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
-        const __m256i biasSums =
-            _mm256_madd_epi16(load256(reinterpret_cast<const std::byte*>(x[b].sums)), scales16);
-        acc = std::fma(halfScale(src + 208) * x[b].d, static_cast<float>(total(sum) - 32 * total(biasSums)),
-                       acc);
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 192)));
+        __m512i sum = _mm512_setzero_si512();
+#pragma GCC unroll 2
+        for (int half = 0; half < 2; ++half) {
+            const __m512i ql = _mm512_loadu_si512(reinterpret_cast<const void*>(src + 64 * half));
+            const __m512i qh = _mm512_broadcast_i64x4(load256(src + 128 + 32 * half));
+            const __m512i levels[2] = {
+                _mm512_or_si512(
+                    _mm512_and_si512(ql, nibble),
+                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi64(qh, lowShifts), twoBits), 4)),
+                _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi16(ql, 4), nibble),
+                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi64(qh, highShifts), twoBits), 4))};
+            // This half's eight scales in every 128-bit lane.
+            const __m512i scales = _mm512_broadcast_i32x4(half == 0 ? _mm256_castsi256_si128(scales16)
+                                                                    : _mm256_extracti128_si256(scales16, 1));
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; ++k) {
+                const __m512i products = _mm512_maddubs_epi16(
+                    levels[k],
+                    _mm512_loadu_si512(reinterpret_cast<const void*>(x[b].values + 128 * half + 64 * k)));
+                const __m512i pick = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(_mm256_set_m128i(
+                        _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (4 * k + 1))),
+                        _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (4 * k))))),
+                    _mm256_set_m128i(
+                        _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (4 * k + 3))),
+                        _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (4 * k + 2)))),
+                    1);
+                sum = _mm512_add_epi32(sum, _mm512_madd_epi16(products, _mm512_shuffle_epi8(scales, pick)));
+            }
+        }
+        acc = addQ6KSuperBlock(
+            acc, src, x[b], _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1)),
+            scales16);
     }
     return acc;
 }
@@ -156,11 +303,14 @@ UnpackFn superBlockUnpackerX86(TensorType type) {
     return type == TensorType::Q6_K ? unpackQ6KAvx2 : nullptr;
 }
 
-PackedRowDotFn packedRowDotX86(TensorType type) {
+PackedRowDotFn packedRowDotX86(TensorType type, InstructionSet set) {
     if (type == TensorType::Q4_K) {
-        return dotQ4KAvx2;
+        return set == InstructionSet::Avx512 || set == InstructionSet::Avx512Vnni ? dotQ4KAvx512 : dotQ4KAvx2;
     }
-    return type == TensorType::Q6_K ? dotQ6KAvx2 : nullptr;
+    if (type == TensorType::Q6_K) {
+        return set == InstructionSet::Avx512 || set == InstructionSet::Avx512Vnni ? dotQ6KAvx512 : dotQ6KAvx2;
+    }
+    return nullptr;
 }
 
 } // namespace organ::detail
@@ -173,7 +323,7 @@ UnpackFn superBlockUnpackerX86(TensorType) {
     return nullptr;
 }
 
-PackedRowDotFn packedRowDotX86(TensorType) {
+PackedRowDotFn packedRowDotX86(TensorType, InstructionSet) {
     return nullptr;
 }
 

@@ -12,7 +12,7 @@ const SetKernels& kernelsOf(InstructionSet set) {
 }
 
 const ActivationQuantizers& activationQuantizersOf(InstructionSet set) {
-    static const ActivationQuantizers kPortable{quantizeQ80Portable, quantizeQ8K, roundToHalfPortable};
+    static const ActivationQuantizers kPortable{quantizeQ80Portable, quantizeQ8K, halvesPortable};
     const ActivationQuantizers* x86 = set != InstructionSet::Portable ? activationQuantizersX86() : nullptr;
     return x86 != nullptr ? *x86 : kPortable;
 }

@@ -15,7 +15,8 @@
 //   integer total with d · x.d, then, for the types with minimums, one of Σ min · sums of 16 with
 //   −(dmin · x.d).
 // - F16 × F16 and F32 × F32: eight float lanes, lane l adding weight · activation of values l,
-//   l + 8, … by fused multiply-adds, then the lanes added as Q8_0's.
+//   l + 8, … by fused multiply-adds, then the lanes added as Q8_0's. F16 columns are
+//   HalfActivations' halves: a column's block b at column + 16 b.
 #include "quant/kquant_dot.h"
 #include "quant/kquant_unpack.h"
 #include "quant/quant_dot.h"
@@ -38,6 +39,9 @@ template <class Row, class Column> struct Tile {
     int rows = 1;
     int columns = 1;
     TileFn<Row, Column> fn = nullptr;
+    // Whether fn reads F16 columns a pair at a time: columns[2p] is then HalfActivations::pair of
+    // columns 2p and 2p + 1 (and columns[2p + 1] unused).
+    bool pairedColumns = false;
 };
 
 // `wide` for many columns (a batch of tokens), `narrow` for one (generation).
@@ -50,8 +54,8 @@ template <class Row, class Column> struct TileKernels {
 using Q80Kernels = TileKernels<std::byte, Q80Block>;
 // Unpacked K-quant rows (super-blocks) × q8_K columns; `blocks` super-blocks per row.
 using KQuantKernels = TileKernels<Unpacked, Q8KBlock>;
-// F16 rows × F32 columns holding values rounded to F16; `blocks` of 8 values per row.
-using F16Kernels = TileKernels<std::uint16_t, float>;
+// F16 rows × F16 columns (HalfActivations); `blocks` of 8 values per row.
+using F16Kernels = TileKernels<std::uint16_t, std::uint16_t>;
 // F32 rows × F32 columns, the same way.
 using F32Kernels = TileKernels<float, float>;
 
@@ -70,8 +74,8 @@ void q80TilePortable(const std::byte* const* rows, const Q80Block* const* column
                      float* out);
 void kQuantTilePortable(const Unpacked* const* rows, const Q8KBlock* const* columns, std::size_t blocks,
                         float* out);
-void f16TilePortable(const std::uint16_t* const* rows, const float* const* columns, std::size_t blocks,
-                     float* out);
+void f16TilePortable(const std::uint16_t* const* rows, const std::uint16_t* const* columns,
+                     std::size_t blocks, float* out);
 void f32TilePortable(const float* const* rows, const float* const* columns, std::size_t blocks, float* out);
 
 // The x86 kernels of `set` (product_kernels_x86.cpp); nullptr for portable or where the build has
@@ -79,24 +83,28 @@ void f32TilePortable(const float* const* rows, const float* const* columns, std:
 const SetKernels* x86Kernels(InstructionSet set);
 
 // Activations prepared for the products: `blocks` q8_0 blocks of 32 floats each; `count` floats (a
-// multiple of 256) as q8_K super-blocks; `count` floats rounded to F16 (as floats).
+// multiple of 256) as q8_K super-blocks; `count` columns of `size` floats (a multiple of 8) rounded
+// to F16 in HalfActivations' layout.
 struct ActivationQuantizers {
     void (*q80)(const float* x, std::size_t blocks, Q80Block* out);
     void (*q8K)(const float* x, std::size_t count, Q8KBlock* out);
-    void (*half)(const float* x, std::size_t count, float* out);
+    void (*halves)(const float* x, std::size_t size, std::size_t count, std::uint16_t* out);
 };
 
 // The quantizers of `set` (product_kernels.cpp): the AVX2 ones on every SIMD set, all giving the
 // portable ones' bits.
 const ActivationQuantizers& activationQuantizersOf(InstructionSet set);
 void quantizeQ80Portable(const float* x, std::size_t blocks, Q80Block* out);
-void roundToHalfPortable(const float* x, std::size_t count, float* out);
+void halvesPortable(const float* x, std::size_t size, std::size_t count, std::uint16_t* out);
 // The AVX2 quantizers (activation_quant_x86.cpp); nullptr where the build has none.
 const ActivationQuantizers* activationQuantizersX86();
 
-// The bytes of one block of a column: q8_0 and q8_K blocks as they are, 8 floats of a dense one.
+// The bytes of one block of a column: q8_0 and q8_K blocks as they are, 8 values of a dense one.
 template <class Column>
-constexpr std::size_t kColumnBlockBytes = std::is_same_v<Column, float> ? 8 * sizeof(float) : sizeof(Column);
+constexpr std::size_t kColumnBlockBytes = std::is_same_v<Column, float> ||
+                                                  std::is_same_v<Column, std::uint16_t>
+                                              ? 8 * sizeof(Column)
+                                              : sizeof(Column);
 
 // Cuts rows × count products into tiles of `tile`: calls tile.fn with the tile's rows and columns
 // (the last real one repeated past an edge), then copies the real results into

@@ -196,12 +196,14 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
                                   static_cast<std::size_t>(x.cols()));
     }
     // F16 weights meet activations rounded to F16, as llama.cpp converts them.
-    if (tensor.type == TensorType::F16 && input.halved.size() == 0) {
+    const bool halves = tensor.type == TensorType::F16 && hasF16Product(static_cast<std::size_t>(columns));
+    if (halves && !input.halves) {
+        input.halves.emplace(x.data(), static_cast<std::size_t>(columns), static_cast<std::size_t>(x.cols()));
+    } else if (tensor.type == TensorType::F16 && !halves && input.halved.size() == 0) {
         input.halved.resize(x.rows(), x.cols());
         roundToHalf(x.data(), static_cast<std::size_t>(x.size()), input.halved.data());
     }
     const Eigen::MatrixXf& dense = tensor.type == TensorType::F16 ? input.halved : x;
-    const bool halves = tensor.type == TensorType::F16 && hasF16Product(static_cast<std::size_t>(columns));
     // Slices of rows dealt to the threads: about 64 of them, so that no thread waits long for the
     // last, a multiple of 16 rows and at most 1024 (8 MiB of F32 for a 2048-wide weight). They do
     // not depend on the number of threads, nor then do the results.
@@ -224,8 +226,7 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
         if (halves) {
             const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
             f16Product(reinterpret_cast<const std::uint16_t*>(bytes.data()), static_cast<std::size_t>(count),
-                       static_cast<std::size_t>(columns), dense.data(), static_cast<std::size_t>(x.cols()),
-                       y.data() + first, static_cast<std::size_t>(rows));
+                       *input.halves, y.data() + first, static_cast<std::size_t>(rows));
             return;
         }
         y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =

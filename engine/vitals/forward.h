@@ -1,6 +1,7 @@
 #pragma once
 
 #include "gguf/gguf_model.h"
+#include "quant/f16_dot.h"
 #include "quant/kquant_dot.h"
 #include "quant/quant_dot.h"
 #include "support/job.h"
@@ -92,7 +93,8 @@ private:
     struct PreparedInput {
         std::optional<QuantizedActivations> blocks;
         std::optional<Q8KActivations> superBlocks;
-        Eigen::MatrixXf halved;
+        std::optional<HalfActivations> halves; // for F16 rows with an F16 product
+        Eigen::MatrixXf halved;                // F16-rounded floats, for the other F16 rows
     };
     // weight(name) · x, computed by the threads over slices of the weight's rows: the weight is
     // never in F32 whole. Q8_0 and IQ4_NL weights meet x quantized to 8 bits in blocks of 32

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,14 +26,6 @@ using namespace organ::bench;
 namespace {
 
 using Decode = std::function<void(const std::byte*, std::size_t blocks, float*)>;
-
-// The calling thread's CPU time in seconds: on a shared machine a pass is not charged for the time
-// other processes hold the core.
-double threadSeconds() {
-    timespec now{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
 
 // Values per CPU second of one pass of `decode` over `source`, 1 Mi values a call.
 double valuesPerSecond(const TensorTypeTraits& traits, const std::vector<std::byte>& source,

@@ -12,6 +12,10 @@
 
 namespace organ::bench {
 
+// The calling thread's CPU time in seconds: on a shared machine a piece of work is not charged for
+// the time other processes hold the core.
+double threadSeconds();
+
 // Approximately Gaussian values with heavier tails, like trained weights.
 class Noise {
 public:

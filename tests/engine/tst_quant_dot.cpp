@@ -183,7 +183,9 @@ private slots:
               {8, 2048, 1},
               {3, 8, 5},
               {33, 256, 16},
-              {5, 8192, 21}}) {
+              {5, 8192, 21},
+              {8, 64, 24},
+              {4, 128, 37}}) {
             std::vector<std::uint16_t> w(rows * columns);
             for (auto& v : w) {
                 v = floatToHalf(0.05f * normal(rng));
@@ -194,10 +196,10 @@ private slots:
             }
             std::vector<float> portable(rows * count, std::nanf(""));
             useInstructionSet("portable");
-            f16Product(w.data(), rows, columns, x.data(), count, portable.data(), rows);
+            f16Product(w.data(), rows, HalfActivations(x.data(), columns, count), portable.data(), rows);
             useInstructionSet(kernel.toStdString());
             std::vector<float> out(rows * count, std::nanf(""));
-            f16Product(w.data(), rows, columns, x.data(), count, out.data(), rows);
+            f16Product(w.data(), rows, HalfActivations(x.data(), columns, count), out.data(), rows);
             // F32 rows holding the same values give the same bits.
             std::vector<float> wide(w.size());
             for (std::size_t i = 0; i < w.size(); ++i) {
@@ -266,10 +268,9 @@ private slots:
             useInstructionSet(set);
             const QuantizedActivations blocks(x.data(), 256, 8);
             const Q8KActivations superBlocks(special.data(), 256, 8);
-            std::vector<float> halves(special.size());
-            roundToHalf(special.data(), special.size(), halves.data());
+            const HalfActivations halves(special.data(), 256, 8);
             std::vector<std::byte> bytes(8 * 8 * sizeof(QuantizedActivations::Block) + 8 * sizeof(Q8KBlock) +
-                                         halves.size() * sizeof(float));
+                                         special.size() * sizeof(std::uint16_t));
             std::byte* at = bytes.data();
             for (std::size_t c = 0; c < 8; ++c) {
                 for (std::size_t b = 0; b < 8; ++b) {
@@ -284,11 +285,28 @@ private slots:
                 std::memcpy(at + sizeof block.d + sizeof block.values, block.sums, sizeof block.sums);
                 at += sizeof(Q8KBlock);
             }
-            std::memcpy(at, halves.data(), halves.size() * sizeof(float));
+            std::memcpy(at, halves.pair(0), special.size() * sizeof(std::uint16_t));
             return bytes;
         };
         const std::vector<std::byte> portable = prepared("portable");
         const std::vector<std::byte> fast = prepared(kernel.toStdString());
+        // The halves are floatToHalf's, two columns side by side eight values at a time (an odd
+        // last column beside zeros), and the F32 fallback rounds to the same values.
+        for (const std::size_t count : {std::size_t{8}, std::size_t{7}}) {
+            const HalfActivations halves(special.data(), 256, count);
+            std::vector<float> rounded(256 * count);
+            roundToHalf(special.data(), rounded.size(), rounded.data());
+            for (std::size_t c = 0; c < count + count % 2; ++c) {
+                for (std::size_t i = 0; i < 256; ++i) {
+                    const std::uint16_t expected = c < count ? floatToHalf(special[c * 256 + i]) : 0;
+                    QCOMPARE(halves.column(c)[16 * (i / 8) + i % 8], expected);
+                    if (c < count) {
+                        QCOMPARE(std::bit_cast<std::uint32_t>(rounded[c * 256 + i]),
+                                 std::bit_cast<std::uint32_t>(halfToFloat(expected)));
+                    }
+                }
+            }
+        }
         QCOMPARE(fast.size(), portable.size());
         for (std::size_t i = 0; i < fast.size(); ++i) {
             QVERIFY2(fast[i] == portable[i], qPrintable(QStringLiteral("byte %1").arg(i)));
