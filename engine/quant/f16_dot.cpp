@@ -45,14 +45,13 @@ void denseTilePortable(const Row* const* rows, const Column* const* columns, std
     *out = (a + c) + (b + d);
 }
 
-// rows × count products of rows of `columns` values: the columns a multiple of the wide tile's
-// columns by it (their pointers from wideAt), the rest by the narrow one (from narrowAt).
+// rows × count products of rows of `columns` values: the columns wideTileColumns gives by the wide
+// tile (their pointers from wideAt), the rest by the narrow one (from narrowAt).
 template <class Row, class Column, class RowAt, class WideAt, class NarrowAt>
 void runProduct(const detail::TileKernels<Row, Column>& kernels, std::size_t rows, std::size_t columns,
                 std::size_t count, RowAt rowAt, WideAt wideAt, NarrowAt narrowAt, float* out,
                 std::size_t outStride) {
-    const auto wide = static_cast<std::size_t>(kernels.wide.columns);
-    const std::size_t tiled = count / wide * wide;
+    const std::size_t tiled = detail::wideTileColumns(count, kernels.wide.columns);
     detail::runTiles(kernels.wide, rows, 0, tiled, columns / 8, rowAt, wideAt, out, outStride);
     detail::runTiles(kernels.narrow, rows, tiled, count - tiled, columns / 8, rowAt, narrowAt, out,
                      outStride);

@@ -164,10 +164,9 @@ void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, con
         }
         return;
     }
-    const auto wide = static_cast<std::size_t>(kernels.wide.columns);
-    const std::size_t tiled = x.count() / wide * wide;
-    // A group of rows unpacked once meets every column: wide tiles over whole groups of their
-    // columns, narrow ones over the rest.
+    const std::size_t tiled = detail::wideTileColumns(x.count(), kernels.wide.columns);
+    // A group of rows unpacked once meets every column: wide tiles over the columns
+    // wideTileColumns gives, narrow ones over the rest.
     const std::size_t group =
         static_cast<std::size_t>(std::max(kernels.wide.rows, kernels.narrow.rows)) * (x.count() > 1 ? 2 : 1);
     thread_local std::vector<Unpacked> unpacked;

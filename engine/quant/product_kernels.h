@@ -106,6 +106,15 @@ constexpr std::size_t kColumnBlockBytes = std::is_same_v<Column, float> ||
                                               ? 8 * sizeof(Column)
                                               : sizeof(Column);
 
+// How many of `count` columns the wide tiles take (from the first), the rest going to narrow ones:
+// all of them when the last, partial tile would hold at least a quarter of its columns (it
+// repeats the last column into the others, cheaper than narrow tiles that read every row again
+// for each column), else whole tiles only.
+inline std::size_t wideTileColumns(std::size_t count, int tileColumns) {
+    const auto wide = static_cast<std::size_t>(tileColumns);
+    return 4 * (count % wide) >= wide ? count : count / wide * wide;
+}
+
 // Cuts rows × count products into tiles of `tile`: calls tile.fn with the tile's rows and columns
 // (the last real one repeated past an edge), then copies the real results into
 // result[r + c · stride]. The results of 64 rows are gathered first and stored a column at a time:
