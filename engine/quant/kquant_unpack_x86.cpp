@@ -29,39 +29,6 @@ ORGAN_TARGET inline void store256(std::uint8_t* p, __m256i v) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
 }
 
-// qs[128] from byte 16: 32 bytes give 32 levels in their low nibbles, then 32 in their high ones.
-ORGAN_TARGET void unpackQ4KAvx2(const std::byte* src, Unpacked& u) {
-    q4KFactors(src, u);
-    const __m256i nibble = _mm256_set1_epi8(0x0F);
-    for (int k = 0; k < 4; ++k) {
-        const __m256i v = load256(src + 16 + 32 * k);
-        store256(u.q + 64 * k, _mm256_and_si256(v, nibble));
-        store256(u.q + 64 * k + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
-    }
-}
-
-// Per half of 128 levels: ql[64] and qh[32]; run t of 32 takes nibble t / 2 of ql[32 · (t % 2) …]
-// and bits 2t, 2t + 1 of qh as its bits 4 and 5.
-ORGAN_TARGET void unpackQ6KAvx2(const std::byte* src, Unpacked& u) {
-    q6KFactors(src, u);
-    const __m256i nibble = _mm256_set1_epi8(0x0F);
-    const __m256i high = _mm256_set1_epi8(0x30);
-    for (int half = 0; half < 2; ++half) {
-        const __m256i a = load256(src + 64 * half);
-        const __m256i b = load256(src + 64 * half + 32);
-        const __m256i h = load256(src + 128 + 32 * half);
-        std::uint8_t* out = u.q + 128 * half;
-        store256(out, _mm256_or_si256(_mm256_and_si256(a, nibble),
-                                      _mm256_and_si256(_mm256_slli_epi16(h, 4), high)));
-        store256(out + 32, _mm256_or_si256(_mm256_and_si256(b, nibble),
-                                           _mm256_and_si256(_mm256_slli_epi16(h, 2), high)));
-        store256(out + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nibble),
-                                           _mm256_and_si256(h, high)));
-        store256(out + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), nibble),
-                                           _mm256_and_si256(_mm256_srli_epi16(h, 2), high)));
-    }
-}
-
 // The 12 bytes of a Q4_K super-block's scales (scaleMin) as 16: the eight 6-bit scales in bytes 0-7,
 // the eight mins in bytes 8-15.
 inline __m128i q4KScalesMins(const std::byte* packed) {
@@ -94,6 +61,72 @@ ORGAN_TARGET inline __m256i pickInt16(__m256i v, int low, int high) {
     return _mm256_shuffle_epi8(
         v, _mm256_set_m128i(_mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * high)),
                             _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * low))));
+}
+
+// q4KFactors with the scales and mins widened in registers: the same Unpacked.
+ORGAN_TARGET void q4KFactorsAvx2(const std::byte* src, Unpacked& u) {
+    u.d = halfScale(src);
+    u.dmin = halfScale(src + 2);
+    u.hasMins = true;
+    u.wideLevels = false;
+    const __m128i scalesMins = q4KScalesMins(src + 4);
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scalesMins));
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.scales[i]), pickInt16(scales, i, i));
+    }
+    _mm256_store_si256(reinterpret_cast<__m256i*>(u.correction),
+                       _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scalesMins, scalesMins)));
+}
+
+// q6KFactors the same way: scale j of every 16 levels, 32 · scale as the correction.
+ORGAN_TARGET void q6KFactorsAvx2(const std::byte* src, Unpacked& u) {
+    u.d = halfScale(src + 208);
+    u.hasMins = false;
+    u.wideLevels = false;
+    const __m256i scales16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 192)));
+    const __m256i low = _mm256_permute4x64_epi64(scales16, 0x44);
+    const __m256i high = _mm256_permute4x64_epi64(scales16, 0xEE);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.scales[i]), pickInt16(low, 2 * i, 2 * i + 1));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.scales[4 + i]), pickInt16(high, 2 * i, 2 * i + 1));
+    }
+    _mm256_store_si256(reinterpret_cast<__m256i*>(u.correction), _mm256_slli_epi16(scales16, 5));
+}
+
+// qs[128] from byte 16: 32 bytes give 32 levels in their low nibbles, then 32 in their high ones.
+ORGAN_TARGET void unpackQ4KAvx2(const std::byte* src, Unpacked& u) {
+    q4KFactorsAvx2(src, u);
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    for (int k = 0; k < 4; ++k) {
+        const __m256i v = load256(src + 16 + 32 * k);
+        store256(u.q + 64 * k, _mm256_and_si256(v, nibble));
+        store256(u.q + 64 * k + 32, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+    }
+}
+
+// Per half of 128 levels: ql[64] and qh[32]; run t of 32 takes nibble t / 2 of ql[32 · (t % 2) …]
+// and bits 2t, 2t + 1 of qh as its bits 4 and 5.
+ORGAN_TARGET void unpackQ6KAvx2(const std::byte* src, Unpacked& u) {
+    q6KFactorsAvx2(src, u);
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    const __m256i high = _mm256_set1_epi8(0x30);
+    for (int half = 0; half < 2; ++half) {
+        const __m256i a = load256(src + 64 * half);
+        const __m256i b = load256(src + 64 * half + 32);
+        const __m256i h = load256(src + 128 + 32 * half);
+        std::uint8_t* out = u.q + 128 * half;
+        store256(out, _mm256_or_si256(_mm256_and_si256(a, nibble),
+                                      _mm256_and_si256(_mm256_slli_epi16(h, 4), high)));
+        store256(out + 32, _mm256_or_si256(_mm256_and_si256(b, nibble),
+                                           _mm256_and_si256(_mm256_slli_epi16(h, 2), high)));
+        store256(out + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nibble),
+                                           _mm256_and_si256(h, high)));
+        store256(out + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), nibble),
+                                           _mm256_and_si256(_mm256_srli_epi16(h, 2), high)));
+    }
 }
 
 // acc + d · x.d · sums − dmin · x.d · mins, the two fused multiply-adds of kQuantTilePortable;
