@@ -41,6 +41,61 @@ float chooseBits(bool c, float a, float b) {
 #define ORGAN_VECTOR_CLONES
 #endif
 
+// Task vectors: the base subtracted from a model's values.
+ORGAN_VECTOR_CLONES void subtractBase(float* values, const float* base, std::size_t n) {
+    for (std::size_t j = 0; j < n; ++j) {
+        values[j] -= base[j];
+    }
+}
+
+// The elements whose key is `key`.
+ORGAN_VECTOR_CLONES std::uint64_t countKey(const float* d, std::size_t n, std::uint32_t key) {
+    std::uint64_t count = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        count += magnitudeKey(d[j]) == key ? 1 : 0;
+    }
+    return count;
+}
+
+// The keys of d whose high 16 bits are in [low, high], in order, at kept; returns how many, and adds
+// those above `high` to `above`. Most runs of 16 hold none: those are passed over after one vector
+// test.
+ORGAN_VECTOR_CLONES std::size_t gatherWindow(const float* d, std::size_t n, std::uint32_t low,
+                                             std::uint32_t high, std::uint32_t* kept, std::uint64_t& above) {
+    const std::uint32_t width = high - low;
+    std::uint32_t over = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        over += (magnitudeKey(d[j]) >> 16) > high ? 1u : 0u;
+    }
+    above += over;
+    std::size_t m = 0;
+    std::size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        std::uint32_t hits = 0;
+        for (std::size_t k = 0; k < 16; ++k) {
+            hits |= ((magnitudeKey(d[j + k]) >> 16) - low <= width ? 1u : 0u) << k;
+        }
+        for (; hits != 0; hits &= hits - 1) {
+            kept[m++] = magnitudeKey(d[j + static_cast<std::size_t>(std::countr_zero(hits))]);
+        }
+    }
+    for (; j < n; ++j) {
+        const std::uint32_t key = magnitudeKey(d[j]);
+        kept[m] = key;
+        m += (key >> 16) - low <= width ? 1 : 0;
+    }
+    return m;
+}
+
+// Keeps the values whose keys are in [low, high) and zeroes the rest (inlined into the clones of
+// its caller).
+inline void keepKeysIn(float* d, std::size_t n, std::uint32_t low, std::uint32_t high) {
+    for (std::size_t j = 0; j < n; ++j) {
+        const std::uint32_t key = magnitudeKey(d[j]);
+        d[j] = chooseBits((key >= low) & (key < high), d[j], 0.0f);
+    }
+}
+
 bool isTaskArithmetic(MergeMethod method) {
     return method == MergeMethod::TaskArithmetic || method == MergeMethod::DareLinear ||
            method == MergeMethod::Breadcrumbs;
@@ -118,7 +173,6 @@ template <typename Visit> void TensorMerger::forPieces(std::uint64_t first, std:
             piece.offset = p * kPiece;
             piece.first = first + piece.offset;
             piece.count = std::min(kPiece, count - piece.offset);
-            piece.index = p;
             visit(thread, piece);
         }
     });
@@ -143,12 +197,38 @@ void TensorMerger::readBatch(std::uint64_t first, std::size_t count, bool deltas
             float* values = m_batch.values[i].data() + piece.offset;
             m_inputs.models[i](piece.first, piece.count, values);
             if (deltas) {
-                for (std::size_t j = 0; j < piece.count; ++j) {
-                    values[j] -= base[j];
-                }
+                subtractBase(values, base, piece.count);
             }
         }
         visit(thread, piece);
+    });
+}
+
+template <typename Visit>
+void TensorMerger::readBlocks(std::uint64_t first, std::size_t count, bool deltas, Visit visit) {
+    const bool hasBase = static_cast<bool>(m_inputs.base);
+    std::vector<Block> blocks(threadsFor(count));
+    for (Block& block : blocks) {
+        block.base.resize(hasBase ? kBlock : 0);
+        block.values.assign(m_inputs.models.size(), std::vector<float>(kBlock));
+    }
+    forPieces(first, count, [&](unsigned thread, const Piece& piece) {
+        Block& block = blocks[thread];
+        for (std::size_t at = 0; at < piece.count; at += kBlock) {
+            block.first = piece.first + at;
+            block.count = std::min(kBlock, piece.count - at);
+            if (hasBase) {
+                m_inputs.base(block.first, block.count, block.base.data());
+            }
+            for (std::size_t i = 0; i < m_inputs.models.size(); ++i) {
+                float* values = block.values[i].data();
+                m_inputs.models[i](block.first, block.count, values);
+                if (deltas) {
+                    subtractBase(values, block.base.data(), block.count);
+                }
+            }
+            visit(thread, piece, block);
+        }
     });
 }
 
@@ -302,13 +382,15 @@ bool TensorMerger::prepare(const StopToken* stop) {
 bool TensorMerger::prepareCuts(const StopToken* stop) {
     const std::uint64_t n = m_inputs.elements;
     const unsigned threads = threadsFor(n);
+    const std::size_t pieces = pieceCount();
     struct Pending {
         std::size_t model = 0;
         Cut* cut = nullptr;
         std::uint64_t rank = 0;
         std::uint32_t bucket = 0;
-        std::uint64_t above = 0;    // elements in buckets above `bucket`
-        std::vector<Histogram> low; // per thread
+        std::uint64_t above = 0;         // elements in buckets above `bucket`
+        std::vector<Histogram> low;      // per thread
+        std::vector<std::uint64_t> ties; // per piece of the tensor: its elements at the cut's key
     };
     std::vector<Pending> pending;
     auto place = [&](std::size_t model, Cut& cut, std::uint64_t rank) {
@@ -318,7 +400,7 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
             cut.kind = Cut::Kind::All;
         } else {
             cut.kind = Cut::Kind::Key;
-            pending.push_back({model, &cut, rank, 0, 0, {}});
+            pending.push_back({model, &cut, rank, 0, 0, {}, {}});
         }
     };
     for (std::size_t i = 0; i < m_models.size(); ++i) {
@@ -336,17 +418,26 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
     if (pending.empty()) {
         return true;
     }
-    // Pass 1: histograms of the high 16 bits of |δ|, per thread and model, summed once all are in.
-    // From the first batch's histogram each cut's bucket is foreseen, and from then on the keys in
-    // a window of buckets around it are kept: when the cut falls in its window (nearly always: the
-    // values' spread is much the same from batch to batch), its low 16 bits are counted from the
-    // kept keys, without a second pass over the inputs.
+    // Pass 1: the first batch's histogram of the high 16 bits of |δ| foretells each cut's bucket;
+    // from then on the keys in a window of buckets around it are kept and those above it counted.
+    // When the cut falls in its window (nearly always: the values' spread is much the same from
+    // batch to batch), it is found among the kept keys, without a second pass over the inputs.
     std::vector<std::vector<Histogram>> high(threads, std::vector<Histogram>(m_models.size()));
-    for (const Pending& p : pending) {
+    auto clearHistograms = [&](const std::vector<Pending*>& cuts) {
         for (std::vector<Histogram>& perModel : high) {
-            perModel[p.model].assign(kBins, 0);
+            for (Histogram& histogram : perModel) {
+                histogram.clear();
+            }
+            for (const Pending* p : cuts) {
+                perModel[p->model].assign(kBins, 0);
+            }
         }
+    };
+    std::vector<Pending*> all;
+    for (Pending& p : pending) {
+        all.push_back(&p);
     }
+    clearHistograms(all);
     auto summed = [&](std::size_t model) {
         Histogram sum(kBins, 0);
         for (unsigned t = 0; t < threads; ++t) {
@@ -368,49 +459,43 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
         }
         return std::uint32_t{0};
     };
+    // Where the keys kept from a piece are: in its thread's list, from `begin` to `end`.
+    struct Span {
+        unsigned thread = 0;
+        std::size_t begin = 0;
+        std::size_t end = 0;
+    };
     struct Window {
         std::uint32_t low = 1; // empty until the first batch is counted
         std::uint32_t high = 0;
         bool overflowed = false;
         std::vector<std::vector<std::uint32_t>> keys; // per thread
+        std::vector<std::uint64_t> above;             // per thread: the keys above the window
+        std::vector<Span> spans;                      // per piece of the tensor
     };
     std::vector<Window> windows(pending.size());
     for (Window& w : windows) {
         w.keys.resize(threads);
+        w.above.resize(threads);
+        w.spans.resize(pieces);
     }
+    // The keys of the cut's window in values of the given piece, `starts` at its first.
     std::vector<std::vector<std::uint32_t>> scratch(threads, std::vector<std::uint32_t>(kPiece));
-    auto keep = [&](unsigned thread, const Piece& piece) {
-        std::uint32_t* kept = scratch[thread].data();
-        for (std::size_t k = 0; k < pending.size(); ++k) {
-            Window& w = windows[k];
-            if (w.overflowed || w.low > w.high) {
-                continue;
-            }
-            const float* d = m_batch.values[pending[k].model].data() + piece.offset;
-            const std::uint32_t width = w.high - w.low;
-            auto inWindow = [&](std::uint32_t key) { return (key >> 16) - w.low <= width ? 1u : 0u; };
-            std::size_t m = 0;
-            auto gather = [&](std::size_t from, std::size_t to) {
-                for (std::size_t j = from; j < to; ++j) {
-                    const std::uint32_t key = magnitudeKey(d[j]);
-                    kept[m] = key;
-                    m += inWindow(key);
-                }
-            };
-            // Most runs of 16 hold no key in the window: those are passed over after one vector test.
-            std::size_t j = 0;
-            for (; j + 16 <= piece.count; j += 16) {
-                unsigned any = 0;
-                for (std::size_t k = j; k < j + 16; ++k) {
-                    any |= inWindow(magnitudeKey(d[k]));
-                }
-                if (any != 0) {
-                    gather(j, j + 16);
-                }
-            }
-            gather(j, piece.count);
-            w.keys[thread].insert(w.keys[thread].end(), kept, kept + m);
+    auto keep = [&](unsigned thread, std::size_t piece, bool starts, std::size_t k, const float* d,
+                    std::size_t count) {
+        Window& w = windows[k];
+        if (w.overflowed || w.low > w.high) {
+            return;
         }
+        std::uint32_t* kept = scratch[thread].data();
+        const std::size_t m = gatherWindow(d, count, w.low, w.high, kept, w.above[thread]);
+        std::vector<std::uint32_t>& keys = w.keys[thread];
+        Span& span = w.spans[piece];
+        if (starts) {
+            span = {thread, keys.size(), keys.size()};
+        }
+        keys.insert(keys.end(), kept, kept + m);
+        span.end = keys.size();
     };
     auto count = [&](unsigned thread, const Piece& piece) {
         for (std::size_t i = 0; i < m_models.size(); ++i) {
@@ -423,7 +508,7 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
             }
         }
     };
-    // Kept keys at most per cut (4 bytes each); past it the cut takes the second pass.
+    // Kept keys at most per cut (4 bytes each); past it the cut takes the passes after the first.
     constexpr std::size_t kMaxKept = std::size_t{1} << 23;
     for (std::uint64_t first = 0; first < n; first += kBatch) {
         if (stop != nullptr && stop->stopRequested()) {
@@ -445,11 +530,19 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
                     bucketOf(sum, static_cast<std::uint64_t>(std::max(0.0, rank - margin)), above);
                 windows[k].low = bucketOf(sum, static_cast<std::uint64_t>(rank + margin), above);
             }
-            forPieces(first, c, keep);
+            forPieces(first, c, [&](unsigned thread, const Piece& piece) {
+                for (std::size_t k = 0; k < pending.size(); ++k) {
+                    const float* d = m_batch.values[pending[k].model].data() + piece.offset;
+                    keep(thread, piece.first / kPiece, true, k, d, piece.count);
+                }
+            });
         } else {
-            readBatch(first, c, true, [&](unsigned thread, const Piece& piece) {
-                count(thread, piece);
-                keep(thread, piece);
+            // A block at a time while it is in the cache.
+            readBlocks(first, c, true, [&](unsigned thread, const Piece& piece, const Block& block) {
+                for (std::size_t k = 0; k < pending.size(); ++k) {
+                    keep(thread, piece.first / kPiece, block.first == piece.first, k,
+                         block.values[pending[k].model].data(), block.count);
+                }
             });
         }
         for (Window& w : windows) {
@@ -466,28 +559,78 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
             m_inputs.done(first, c);
         }
     }
+    // The cut's key from the low 16 bits of its bucket's keys, counted.
+    auto settle = [&](Pending& p) {
+        std::uint64_t above = p.above;
+        for (std::size_t b = kBins; b-- > 0;) {
+            std::uint64_t inBucket = 0;
+            for (const Histogram& low : p.low) {
+                inBucket += low[b];
+            }
+            if (above + inBucket > p.rank) {
+                p.cut->key = (p.bucket << 16) | static_cast<std::uint32_t>(b);
+                p.cut->tiesBefore = p.rank - above;
+                return;
+            }
+            above += inBucket;
+        }
+    };
     std::vector<Pending*> unresolved;
     for (std::size_t k = 0; k < pending.size(); ++k) {
         Pending& p = pending[k];
-        p.bucket = bucketOf(summed(p.model), p.rank, p.above);
         Window& w = windows[k];
-        if (!w.overflowed && p.bucket >= w.low && p.bucket <= w.high) {
+        std::uint64_t above = 0;
+        for (const std::uint64_t a : w.above) {
+            above += a;
+        }
+        std::size_t kept = 0;
+        for (const std::vector<std::uint32_t>& keys : w.keys) {
+            kept += keys.size();
+        }
+        if (!w.overflowed && w.low <= w.high && above <= p.rank && p.rank < above + kept) {
+            // The kept keys' histogram, the keys above the window counted in the bucket above it
+            // (a key's high 16 bits are at most 0x7FFF).
+            Histogram sum(kBins, 0);
+            for (const std::vector<std::uint32_t>& keys : w.keys) {
+                for (const std::uint32_t key : keys) {
+                    ++sum[key >> 16];
+                }
+            }
+            sum[w.high + 1] += above;
+            p.bucket = bucketOf(sum, p.rank, p.above);
             p.low.assign(1, Histogram(kBins, 0));
             for (const std::vector<std::uint32_t>& keys : w.keys) {
                 for (const std::uint32_t key : keys) {
                     p.low[0][key & 0xFFFF] += (key >> 16) == p.bucket ? 1 : 0;
                 }
             }
+            settle(p);
+            // The ties at the cut in each piece, from the piece's kept keys.
+            p.ties.resize(pieces);
+            for (std::size_t g = 0; g < pieces; ++g) {
+                const Span& span = w.spans[g];
+                const std::uint32_t* keys = w.keys[span.thread].data();
+                p.ties[g] =
+                    static_cast<std::uint64_t>(std::count(keys + span.begin, keys + span.end, p.cut->key));
+            }
         } else {
             p.low.assign(threads, Histogram(kBins, 0));
             unresolved.push_back(&p);
         }
         w.keys.clear();
+        w.spans.clear();
     }
-    // Pass 2, for the cuts outside their windows: the low 16 bits of the keys in the cut's bucket,
-    // gathered first without a branch (a bucket holds an unpredictable few percent of a piece), then
-    // counted.
+    // The cuts outside their windows take three more passes: the histograms of the high 16 bits
+    // (the bucket), of the low 16 bits of the keys in the bucket, gathered first without a branch
+    // (a bucket holds an unpredictable few percent of a piece), and each piece's ties at the cut.
     if (!unresolved.empty()) {
+        clearHistograms(unresolved);
+        if (!scan(stop, true, count)) {
+            return false;
+        }
+        for (Pending* p : unresolved) {
+            p->bucket = bucketOf(summed(p->model), p->rank, p->above);
+        }
         std::vector<std::vector<std::uint16_t>> gathered(threads, std::vector<std::uint16_t>(kPiece));
         const bool refined = scan(stop, true, [&](unsigned thread, const Piece& piece) {
             std::uint16_t* lows = gathered[thread].data();
@@ -508,157 +651,160 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
         if (!refined) {
             return false;
         }
-    }
-    for (Pending& p : pending) {
-        std::uint64_t above = p.above;
-        for (std::size_t b = kBins; b-- > 0;) {
-            std::uint64_t inBucket = 0;
-            for (const Histogram& low : p.low) {
-                inBucket += low[b];
+        for (Pending* p : unresolved) {
+            settle(*p);
+            p->ties.resize(pieces);
+        }
+        const bool counted = scan(stop, true, [&](unsigned, const Piece& piece) {
+            for (Pending* p : unresolved) {
+                p->ties[piece.first / kPiece] =
+                    countKey(m_batch.values[p->model].data() + piece.offset, piece.count, p->cut->key);
             }
-            if (above + inBucket > p.rank) {
-                p.cut->key = (p.bucket << 16) | static_cast<std::uint32_t>(b);
-                p.cut->tiesBefore = p.rank - above;
+        });
+        if (!counted) {
+            return false;
+        }
+    }
+    // The first tie that does not rank before the cut lies in the piece where the ties counted
+    // from the first piece pass tiesBefore (there is one: the element of the cut's rank is a tie).
+    for (Pending& p : pending) {
+        std::uint64_t seen = 0;
+        for (std::size_t g = 0; g < pieces; ++g) {
+            if (seen + p.ties[g] > p.cut->tiesBefore) {
+                p.cut->tiesEnd = indexOfTie(p.model, g * kPiece, p.cut->key, p.cut->tiesBefore - seen);
                 break;
             }
-            above += inBucket;
+            seen += p.ties[g];
         }
     }
     return true;
 }
 
-ORGAN_VECTOR_CLONES void TensorMerger::sparsify(std::size_t model, const Piece& piece, const Ties& ties) {
-    float* d = m_batch.values[model].data() + piece.offset;
-    const ModelState& state = m_models[model];
-    switch (sparsifyOf(m_params.method)) {
-    case Sparsify::None:
-        return;
-    case Sparsify::Bernoulli: {
-        const DareMask mask(m_params.seed, m_params.stream, model);
-        const double density = m_params.models[model].density;
-        for (std::size_t j = 0; j < piece.count; ++j) {
-            d[j] = mask.keeps(piece.first + j, density) ? d[j] * state.scale : 0.0f;
-        }
-        return;
-    }
-    case Sparsify::Magnitude:
-    case Sparsify::Breadcrumbs:
-        break;
-    }
-    const Cut& from = state.from;
-    const Cut& to = state.to;
-    const bool fromAll = from.kind == Cut::Kind::All;
-    const bool fromKey = from.kind == Cut::Kind::Key;
-    const bool toAll = to.kind == Cut::Kind::All;
-    const bool toKey = to.kind == Cut::Kind::Key;
-    // An element whose key is a cut's ranks before it when fewer than tiesBefore of the elements
-    // with that key came before it: these are decided first, one by one in index order (in the
-    // runs of 64 that hold any) …
-    constexpr std::uint32_t kNoKey = 0xFFFFFFFFu; // above every |δ|'s key
-    const std::uint32_t fromTieKey = fromKey ? from.key : kNoKey;
-    const std::uint32_t toTieKey = toKey ? to.key : kNoKey;
-    if (ties.in[0] + ties.in[1] > 0) {
-        std::uint64_t fromSeen = ties.before[0];
-        std::uint64_t toSeen = ties.before[1];
-        for (std::size_t at = 0; at < piece.count; at += 64) {
-            const std::size_t end = std::min(piece.count, at + 64);
-            unsigned any = 0;
-            for (std::size_t j = at; j < end; ++j) {
-                const std::uint32_t key = magnitudeKey(d[j]);
-                any |= static_cast<unsigned>(key == fromTieKey) | static_cast<unsigned>(key == toTieKey);
-            }
-            if (any == 0) {
-                continue;
-            }
-            for (std::size_t j = at; j < end; ++j) {
-                const std::uint32_t key = magnitudeKey(d[j]);
-                const bool fromTie = key == fromTieKey;
-                const bool toTie = key == toTieKey;
-                if (!fromTie && !toTie) {
-                    continue;
-                }
-                const bool pastFrom =
-                    !(fromAll || (fromKey && (fromTie ? fromSeen++ < from.tiesBefore : key > from.key)));
-                const bool beforeTo = toAll || (toKey && (toTie ? toSeen++ < to.tiesBefore : key > to.key));
-                d[j] = pastFrom && beforeTo ? d[j] : 0.0f;
-            }
+std::uint64_t TensorMerger::indexOfTie(std::size_t model, std::uint64_t first, std::uint32_t key,
+                                       std::uint64_t skip) {
+    const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(kPiece, m_inputs.elements - first));
+    std::vector<float> base(count);
+    std::vector<float> d(count);
+    m_inputs.base(first, count, base.data());
+    m_inputs.models[model](first, count, d.data());
+    subtractBase(d.data(), base.data(), count);
+    for (std::size_t j = 0; j < count; ++j) {
+        if (magnitudeKey(d[j]) == key && skip-- == 0) {
+            return first + j;
         }
     }
-    // … and the rest by their keys alone (a tie kept stays a tie; one dropped is 0 either way).
-    for (std::size_t j = 0; j < piece.count; ++j) {
-        const std::uint32_t key = magnitudeKey(d[j]);
-        const bool tie = (key == fromTieKey) | (key == toTieKey);
-        const bool pastFrom = !(fromAll | (fromKey & (key > from.key)));
-        const bool beforeTo = toAll | (toKey & (key > to.key));
-        d[j] = chooseBits(tie | (pastFrom & beforeTo), d[j], 0.0f);
+    throw FormatError(m_params.stream + ": the merge's inputs changed while they were read");
+}
+
+ORGAN_VECTOR_CLONES void TensorMerger::sparsify(std::size_t model, Block& block) {
+    if (sparsifyOf(m_params.method) != Sparsify::Bernoulli) {
+        return;
+    }
+    float* d = block.values[model].data();
+    const DareMask mask(m_params.seed, m_params.stream, model);
+    const double density = m_params.models[model].density;
+    const float scale = m_models[model].scale;
+    for (std::size_t j = 0; j < block.count; ++j) {
+        d[j] = mask.keeps(block.first + j, density) ? d[j] * scale : 0.0f;
     }
 }
 
-ORGAN_VECTOR_CLONES void TensorMerger::combine(const Piece& piece, float* out) {
+ORGAN_VECTOR_CLONES void TensorMerger::cut(std::size_t model, std::uint64_t first, std::size_t count,
+                                           float* d) const {
+    const ModelState& state = m_models[model];
+    // An element ranks before a cut when its key is at or above the cut's limit: none for None,
+    // every one for All, and for Key the cut's key up to the first tie that does not rank before
+    // it, one above from there on. Kept: what ranks from `from` on and before `to`.
+    constexpr std::uint32_t kAboveEveryKey = 0x80000000u;
+    std::size_t at = 0;
+    while (at < count) {
+        std::size_t end = count;
+        auto limitOf = [&](const Cut& c) {
+            if (c.kind == Cut::Kind::None) {
+                return kAboveEveryKey;
+            }
+            if (c.kind == Cut::Kind::All) {
+                return 0u;
+            }
+            if (first + at < c.tiesEnd) {
+                end = static_cast<std::size_t>(std::min<std::uint64_t>(end, c.tiesEnd - first));
+                return c.key;
+            }
+            return c.key + 1;
+        };
+        const std::uint32_t from = limitOf(state.from);
+        const std::uint32_t to = limitOf(state.to);
+        keepKeysIn(d + at, end - at, to, from);
+        at = end;
+    }
+}
+
+ORGAN_VECTOR_CLONES void TensorMerger::combine(Block& block, float* o) {
     const MergeMethod method = m_params.method;
     const std::size_t models = m_models.size();
     const bool consensus = usesSignConsensus(method);
+    const Sparsify sparsifying = sparsifyOf(method);
+    const bool cuts = sparsifying == Sparsify::Magnitude || sparsifying == Sparsify::Breadcrumbs;
     float sum[kBlock];
     float agreed[kBlock];
     float divisor[kBlock];
-    for (std::size_t b = 0; b < piece.count; b += kBlock) {
-        const std::size_t n = std::min(kBlock, piece.count - b);
-        const std::size_t at = piece.offset + b;
-        const float* base = m_inputs.base ? m_batch.base.data() + at : nullptr;
-        float* o = out + b;
-        if (method == MergeMethod::Slerp) {
-            const float* x = m_batch.values[0].data() + at;
-            for (std::size_t j = 0; j < n; ++j) {
-                o[j] = m_coefficients[0] * base[j] + m_coefficients[1] * x[j];
-            }
-            continue;
+    const std::size_t n = block.count;
+    const float* base = block.base.data();
+    if (method == MergeMethod::Slerp) {
+        const float* x = block.values[0].data();
+        for (std::size_t j = 0; j < n; ++j) {
+            o[j] = m_coefficients[0] * base[j] + m_coefficients[1] * x[j];
         }
-        std::fill_n(sum, n, 0.0f);
+        return;
+    }
+    std::fill_n(sum, n, 0.0f);
+    for (std::size_t i = 0; i < models; ++i) {
+        float* x = block.values[i].data();
+        if (cuts) {
+            cut(i, block.first, n, x);
+        }
+        const float w = method == MergeMethod::ModelStock ? 1.0f : m_models[i].weight;
+        for (std::size_t j = 0; j < n; ++j) {
+            sum[j] += w * x[j];
+        }
+    }
+    if (method == MergeMethod::Linear) {
+        for (std::size_t j = 0; j < n; ++j) {
+            o[j] = sum[j] / m_divisor;
+        }
+    } else if (method == MergeMethod::ModelStock) {
+        const auto count = static_cast<float>(models);
+        for (std::size_t j = 0; j < n; ++j) {
+            o[j] = m_coefficients[0] * (sum[j] / count) + m_coefficients[1] * base[j];
+        }
+    } else if (!consensus) {
+        for (std::size_t j = 0; j < n; ++j) {
+            o[j] = base[j] + sum[j] / m_divisor;
+        }
+    } else {
+        // ties' sign consensus: the sign of the sum (0 counts as +) and the entries that share
+        // it (a zero entry has no sign and never does).
+        std::fill_n(agreed, n, 0.0f);
+        std::fill_n(divisor, n, 0.0f);
         for (std::size_t i = 0; i < models; ++i) {
-            const float* x = m_batch.values[i].data() + at;
-            const float w = method == MergeMethod::ModelStock ? 1.0f : m_models[i].weight;
+            const float* x = block.values[i].data();
+            const float w = m_models[i].weight;
             for (std::size_t j = 0; j < n; ++j) {
-                sum[j] += w * x[j];
+                // Never −0, these sums are unchanged by adding +0 where an entry disagrees.
+                const float v = w * x[j];
+                const bool positive = sum[j] >= 0;
+                const bool agrees = (positive & (v > 0)) | (!positive & (v < 0));
+                agreed[j] += chooseBits(agrees, v, 0.0f);
+                divisor[j] += chooseBits(agrees, w, 0.0f);
             }
         }
-        if (method == MergeMethod::Linear) {
+        if (m_params.normalize) {
             for (std::size_t j = 0; j < n; ++j) {
-                o[j] = sum[j] / m_divisor;
-            }
-        } else if (method == MergeMethod::ModelStock) {
-            const auto count = static_cast<float>(models);
-            for (std::size_t j = 0; j < n; ++j) {
-                o[j] = m_coefficients[0] * (sum[j] / count) + m_coefficients[1] * base[j];
-            }
-        } else if (!consensus) {
-            for (std::size_t j = 0; j < n; ++j) {
-                o[j] = base[j] + sum[j] / m_divisor;
+                o[j] = base[j] + agreed[j] / chooseBits(divisor[j] == 0, 1.0f, divisor[j]);
             }
         } else {
-            // ties' sign consensus: the sign of the sum (0 counts as +) and the entries that share
-            // it (a zero entry has no sign and never does).
-            std::fill_n(agreed, n, 0.0f);
-            std::fill_n(divisor, n, 0.0f);
-            for (std::size_t i = 0; i < models; ++i) {
-                const float* x = m_batch.values[i].data() + at;
-                const float w = m_models[i].weight;
-                for (std::size_t j = 0; j < n; ++j) {
-                    // Never −0, these sums are unchanged by adding +0 where an entry disagrees.
-                    const float v = w * x[j];
-                    const bool positive = sum[j] >= 0;
-                    const bool agrees = (positive & (v > 0)) | (!positive & (v < 0));
-                    agreed[j] += chooseBits(agrees, v, 0.0f);
-                    divisor[j] += chooseBits(agrees, w, 0.0f);
-                }
-            }
-            if (m_params.normalize) {
-                for (std::size_t j = 0; j < n; ++j) {
-                    o[j] = base[j] + agreed[j] / chooseBits(divisor[j] == 0, 1.0f, divisor[j]);
-                }
-            } else {
-                for (std::size_t j = 0; j < n; ++j) {
-                    o[j] = base[j] + agreed[j];
-                }
+            for (std::size_t j = 0; j < n; ++j) {
+                o[j] = base[j] + agreed[j];
             }
         }
     }
@@ -667,60 +813,17 @@ ORGAN_VECTOR_CLONES void TensorMerger::combine(const Piece& piece, float* out) {
 void TensorMerger::next(std::size_t count, float* out) {
     const std::size_t models = m_models.size();
     const bool taskVectors = usesTaskVectors(m_params.method);
-    const Sparsify sparsifying = sparsifyOf(m_params.method);
-    const bool cuts = sparsifying == Sparsify::Magnitude || sparsifying == Sparsify::Breadcrumbs;
     while (count > 0) {
         const std::size_t c = std::min(kBatch, count);
-        if (!cuts) {
-            readBatch(m_position, c, taskVectors, [&](unsigned, const Piece& piece) {
-                if (taskVectors) {
-                    for (std::size_t i = 0; i < models; ++i) {
-                        sparsify(i, piece, {});
-                    }
-                }
-                combine(piece, out + piece.offset);
-            });
-        } else {
-            // The elements at each cut's key, per piece and model, so that each piece knows how
-            // many came before it.
-            const std::size_t pieces = (c + kPiece - 1) / kPiece;
-            std::vector<Ties> ties(pieces * models);
-            readBatch(m_position, c, true, [&](unsigned, const Piece& piece) {
+        // Each block is read, cut, summed and its signs elected while it is in the cache.
+        readBlocks(m_position, c, taskVectors, [&](unsigned, const Piece&, Block& block) {
+            if (taskVectors) {
                 for (std::size_t i = 0; i < models; ++i) {
-                    const float* d = m_batch.values[i].data() + piece.offset;
-                    std::array<std::uint64_t, 2>& counts = ties[piece.index * models + i].in;
-                    const Cut* cutsOf[2] = {&m_models[i].from, &m_models[i].to};
-                    for (std::size_t k = 0; k < 2; ++k) {
-                        if (cutsOf[k]->kind != Cut::Kind::Key) {
-                            continue;
-                        }
-                        const std::uint32_t cutKey = cutsOf[k]->key;
-                        std::uint64_t n = 0;
-                        for (std::size_t j = 0; j < piece.count; ++j) {
-                            n += magnitudeKey(d[j]) == cutKey ? 1 : 0;
-                        }
-                        counts[k] = n;
-                    }
+                    sparsify(i, block);
                 }
-            });
-            for (std::size_t i = 0; i < models; ++i) {
-                std::array<std::uint64_t, 2> seen = {m_models[i].from.tiesSeen, m_models[i].to.tiesSeen};
-                for (std::size_t p = 0; p < pieces; ++p) {
-                    Ties& piece = ties[p * models + i];
-                    piece.before = seen;
-                    seen[0] += piece.in[0];
-                    seen[1] += piece.in[1];
-                }
-                m_models[i].from.tiesSeen = seen[0];
-                m_models[i].to.tiesSeen = seen[1];
             }
-            forPieces(m_position, c, [&](unsigned, const Piece& piece) {
-                for (std::size_t i = 0; i < models; ++i) {
-                    sparsify(i, piece, ties[piece.index * models + i]);
-                }
-                combine(piece, out + piece.offset);
-            });
-        }
+            combine(block, out + (block.first - m_position));
+        });
         if (m_inputs.done) {
             m_inputs.done(m_position, c);
         }
@@ -732,10 +835,6 @@ void TensorMerger::next(std::size_t count, float* out) {
 
 void TensorMerger::restart() {
     m_position = 0;
-    for (ModelState& m : m_models) {
-        m.from.tiesSeen = 0;
-        m.to.tiesSeen = 0;
-    }
 }
 
 std::vector<float> mergeTensorValues(const TensorMergeParams& params, const TensorMergeInputs& inputs) {

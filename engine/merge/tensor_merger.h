@@ -36,7 +36,8 @@ struct TensorMergeInputs {
 // sums are added in index order; histograms are counts. The magnitude cuts are exact: the k-th
 // largest |δ| is found by a radix selection over the bits of |δ| as a float (two passes of 65 536
 // counters), and entries equal to a cut are kept in index order (ties broken by lower index: the
-// ties in each piece are counted before any piece is cut).
+// index of the first tie that does not rank before the cut is found in prepare(), so that each
+// value's fate depends on its key and its index alone).
 class TensorMerger {
 public:
     TensorMerger(TensorMergeParams params, TensorMergeInputs inputs);
@@ -58,7 +59,7 @@ private:
         Kind kind = Kind::None;
         std::uint32_t key = 0;
         std::uint64_t tiesBefore = 0; // of the elements whose key is `key`, how many rank before
-        std::uint64_t tiesSeen = 0;   // in next(): those in the batches merged so far
+        std::uint64_t tiesEnd = 0;    // the index of the first of those that does not
     };
     struct ModelState {
         float weight = 1;
@@ -71,17 +72,18 @@ private:
         std::vector<float> base;
         std::vector<std::vector<float>> values;
     };
+    // A block of every input read by one thread: where it starts in the tensor, its length.
+    struct Block {
+        std::uint64_t first = 0;
+        std::size_t count = 0;
+        std::vector<float> base;
+        std::vector<std::vector<float>> values;
+    };
     // Of a piece of a batch: where it starts in the tensor and in the batch, and its length.
     struct Piece {
         std::uint64_t first = 0;
         std::size_t offset = 0;
         std::size_t count = 0;
-        std::size_t index = 0; // in the tensor, counting from 0
-    };
-    // Of the elements at the key of each cut (from, to) of a model: those before a piece, and in it.
-    struct Ties {
-        std::array<std::uint64_t, 2> before{};
-        std::array<std::uint64_t, 2> in{};
     };
     using Histogram = std::vector<std::uint64_t>;
 
@@ -93,12 +95,24 @@ private:
     // Reads [first, first + count) into m_batch and calls visit(thread, piece) for each piece.
     template <typename Visit>
     void readBatch(std::uint64_t first, std::size_t count, bool deltas, Visit visit);
+    // Reads [first, first + count) a block at a time, each piece on one thread, and calls
+    // visit(thread, piece, block) for each block of each piece: what is done with a block while it
+    // is in the cache.
+    template <typename Visit>
+    void readBlocks(std::uint64_t first, std::size_t count, bool deltas, Visit visit);
     unsigned threadsFor(std::uint64_t values) const;
     std::size_t pieceCount() const;
     bool prepareCuts(const StopToken* stop);
-    // Zeroes what the method drops from the model's task vector in the piece.
-    void sparsify(std::size_t model, const Piece& piece, const Ties& ties);
-    void combine(const Piece& piece, float* out);
+    // The index of the element with `skip` elements of the key before it in the piece of the
+    // model's task vector that starts at `first` (read again: one piece per cut).
+    std::uint64_t indexOfTie(std::size_t model, std::uint64_t first, std::uint32_t key, std::uint64_t skip);
+    // Zeroes what dare drops from the model's task vector in the block.
+    void sparsify(std::size_t model, Block& block);
+    // Zeroes what the magnitude cuts drop from values [first, first + count) of the model's task
+    // vector, at d.
+    void cut(std::size_t model, std::uint64_t first, std::size_t count, float* d) const;
+    // The merged values of the block, at o.
+    void combine(Block& block, float* o);
 
     TensorMergeParams m_params;
     TensorMergeInputs m_inputs;

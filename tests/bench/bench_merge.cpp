@@ -4,8 +4,8 @@
 // merge does (check, merge each tensor as it is written, verify and validate the file): GB of
 // inputs per second and the peak resident memory. Then each piece of it alone on the same files,
 // one thread unless said, to say what bounds the run:
-//   read      decoding every value of the three inputs once (the merge reads them three times:
-//             ties' two radix passes over |δ| and the pass that merges)
+//   read      decoding every value of the three inputs once (the merge reads them twice: ties'
+//             radix pass over |δ| and the pass that merges)
 //   merge     TensorMerger's arithmetic over values already in memory (2048 × 8192 floats): on one
 //             thread in its CPU time, and on every core in wall time
 //   quantize  the output's values to Q8_0 from memory, on every core as the writer does
@@ -225,10 +225,10 @@ int main(int argc, char** argv) {
         std::printf("  whole merge: %.1f s (%.1f s of CPU) = %.2f GB of inputs/s, peak resident %.0f MiB "
                     "(inputs %.0f MiB)\n",
                     whole, cpu, inputBytes / 1e9 / whole, peak / 1024.0, inputBytes / 1048576.0);
-        // The merger reads the inputs three times (ties' two radix passes, then the merge) on every
+        // The merger reads the inputs twice (ties' radix pass, then the merge) on every
         // core, as it merges: each core decodes as fast as this one.
-        const double reads = 3 * read / double(std::max(1u, std::thread::hardware_concurrency()));
-        std::printf("  alone: read the inputs once %.1f s on 1 thread (×3 passes on every core: %.1f s), "
+        const double reads = 2 * read / double(std::max(1u, std::thread::hardware_concurrency()));
+        std::printf("  alone: read the inputs once %.1f s on 1 thread (×2 passes on every core: %.1f s), "
                     "merge arithmetic %.1f s, quantize %.1f s, write %.1f s\n",
                     read, reads, merge, quantize, write);
         std::printf("  sum of the pieces: %.1f s of the %.1f s\n", reads + merge + quantize + write, whole);
