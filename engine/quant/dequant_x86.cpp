@@ -12,10 +12,6 @@ namespace {
 
 #define ORGAN_TARGET __attribute__((target("avx2,fma,f16c")))
 
-ORGAN_TARGET inline float halfAt(const std::byte* p) {
-    return _cvtsh_ss(load16(p));
-}
-
 // Eight bytes from p, as 32-bit integers.
 ORGAN_TARGET inline __m256i eightBytes(const std::uint8_t* p) {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));

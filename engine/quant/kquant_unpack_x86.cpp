@@ -15,12 +15,6 @@ namespace {
 
 #define ORGAN_TARGET __attribute__((target("avx2,fma,f16c")))
 
-// A half by the F16C conversion (exact; a signalling NaN comes out quiet, as the product it
-// enters would make it anyway).
-ORGAN_TARGET inline float halfScale(const std::byte* p) {
-    return _cvtsh_ss(load16(p));
-}
-
 ORGAN_TARGET inline __m256i load256(const std::byte* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -65,8 +59,8 @@ ORGAN_TARGET inline __m256i pickInt16(__m256i v, int low, int high) {
 
 // q4KFactors with the scales and mins widened in registers: the same Unpacked.
 ORGAN_TARGET void q4KFactorsAvx2(const std::byte* src, Unpacked& u) {
-    u.d = halfScale(src);
-    u.dmin = halfScale(src + 2);
+    u.d = halfAt(src);
+    u.dmin = halfAt(src + 2);
     u.hasMins = true;
     u.wideLevels = false;
     const __m128i scalesMins = q4KScalesMins(src + 4);
@@ -81,7 +75,7 @@ ORGAN_TARGET void q4KFactorsAvx2(const std::byte* src, Unpacked& u) {
 
 // q6KFactors the same way: scale j of every 16 levels, 32 · scale as the correction.
 ORGAN_TARGET void q6KFactorsAvx2(const std::byte* src, Unpacked& u) {
-    u.d = halfScale(src + 208);
+    u.d = halfAt(src + 208);
     u.hasMins = false;
     u.wideLevels = false;
     const __m256i scales16 =
@@ -155,26 +149,44 @@ ORGAN_TARGET inline float addQ6KSuperBlock(float acc, const std::byte* src, cons
     const __m256i biasSums = _mm256_madd_epi16(load256(reinterpret_cast<const std::byte*>(x.sums)), scales16);
     const __m128i totals = pairTotals(sums, biasSums);
     const std::int32_t total = _mm_cvtsi128_si32(totals) - 32 * _mm_extract_epi32(totals, 1);
-    return std::fma(halfScale(src + 208) * x.d, static_cast<float>(total), acc);
+    return std::fma(halfAt(src + 208) * x.d, static_cast<float>(total), acc);
 }
 
-// A Q4_K row · a q8_K column as kQuantTilePortable computes it from the unpacked row: per
-// super-block the same exact integer sums (`sums`: the int32 lanes of Σ level · scale · x from the
-// 128 bytes of levels, the scales and mins, and the activations), then the same two fused
-// multiply-adds. Inlined into each instruction set's function.
-template <class Sums>
-[[gnu::always_inline]] ORGAN_TARGET inline float q4KDot(const std::byte* row, const Q8KBlock* x,
-                                                        std::size_t blocks, Sums sums) {
+// acc after each of a row's `blocks` super-blocks of kBytes bytes met its column's: step(acc,
+// super-block, activations). Inlined into each instruction set's function with its steps.
+template <std::size_t kBytes, class Step>
+[[gnu::always_inline]] ORGAN_TARGET inline float rowDot(const std::byte* row, const Q8KBlock* x,
+                                                        std::size_t blocks, Step step) {
     float acc = 0;
     for (std::size_t b = 0; b < blocks; ++b) {
-        const std::byte* src = row + b * 144;
-        const __m128i scalesMins = q4KScalesMins(src + 4);
-        acc = addSuperBlock(
-            acc, src, x[b].d,
-            superBlockTotals(sums(src + 16, scalesMins, x[b].values), minSums(scalesMins, x[b])));
+        acc = step(acc, row + b * kBytes, x[b]);
     }
     return acc;
 }
+
+// A Q4_K super-block's step as kQuantTilePortable takes it from the unpacked row: the same exact
+// integer sums (Sums: the int32 lanes of Σ level · scale · x from the 128 bytes of levels, the
+// scales and mins, and the activations), then the same two fused multiply-adds.
+template <class Sums> struct Q4KStep {
+    [[gnu::always_inline]] ORGAN_TARGET float operator()(float acc, const std::byte* src,
+                                                         const Q8KBlock& x) const {
+        const __m128i scalesMins = q4KScalesMins(src + 4);
+        return addSuperBlock(
+            acc, src, x.d, superBlockTotals(Sums{}(src + 16, scalesMins, x.values), minSums(scalesMins, x)));
+    }
+};
+
+// A Q6_K super-block's, the same way: levels q = level + 32 as unpackQ6KAvx2 makes them, less
+// 32 · Σ scale · (sums of 16 x); Sums gives the int32 lanes of Σ q · scale · x from the
+// super-block, its sixteen scales and the activations.
+template <class Sums> struct Q6KStep {
+    [[gnu::always_inline]] ORGAN_TARGET float operator()(float acc, const std::byte* src,
+                                                         const Q8KBlock& x) const {
+        const __m256i scales16 =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 192)));
+        return addQ6KSuperBlock(acc, src, x, Sums{}(src, scales16, x.values), scales16);
+    }
+};
 
 // 32 bytes of levels at a time: their low nibbles (one sub-block) and their high ones (the next).
 struct Q4KSumsAvx2 {
@@ -201,20 +213,11 @@ struct Q4KSumsAvx2 {
     }
 };
 
-ORGAN_TARGET float dotQ4KAvx2(const std::byte* row, const Q8KBlock* x, std::size_t blocks) {
-    return q4KDot(row, x, blocks, Q4KSumsAvx2{});
-}
-
-// A Q6_K row · a q8_K column, the same way: levels q = level + 32 as unpackQ6KAvx2 makes them, less
-// 32 · Σ scale · (sums of 16 x).
-ORGAN_TARGET float dotQ6KAvx2(const std::byte* row, const Q8KBlock* x, std::size_t blocks) {
-    const __m256i nibble = _mm256_set1_epi8(0x0F);
-    const __m256i high = _mm256_set1_epi8(0x30);
-    float acc = 0;
-    for (std::size_t b = 0; b < blocks; ++b) {
-        const std::byte* src = row + b * 210;
-        const __m256i scales16 =
-            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 192)));
+// 32 levels a register.
+struct Q6KSumsAvx2 {
+    ORGAN_TARGET __m256i operator()(const std::byte* src, __m256i scales16, const std::int8_t* x) const {
+        const __m256i nibble = _mm256_set1_epi8(0x0F);
+        const __m256i high = _mm256_set1_epi8(0x30);
         __m256i sum = _mm256_setzero_si256();
 #pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
@@ -233,13 +236,18 @@ ORGAN_TARGET float dotQ6KAvx2(const std::byte* row, const Q8KBlock* x, std::size
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) {
                 const __m256i products = _mm256_maddubs_epi16(
-                    q[k], load256(reinterpret_cast<const std::byte*>(x[b].values + 32 * (4 * half + k))));
+                    q[k], load256(reinterpret_cast<const std::byte*>(x + 32 * (4 * half + k))));
                 sum = _mm256_add_epi32(sum, _mm256_madd_epi16(products, pickInt16(scales, 2 * k, 2 * k + 1)));
             }
         }
-        acc = addQ6KSuperBlock(acc, src, x[b], sum, scales16);
+        return sum;
     }
-    return acc;
+};
+
+// A row's product on this instruction set: rowDot with a type's steps.
+template <std::size_t kBytes, class Step>
+ORGAN_TARGET float rowDotAvx2(const std::byte* row, const Q8KBlock* x, std::size_t blocks) {
+    return rowDot<kBytes>(row, x, blocks, Step{});
 }
 
 #undef ORGAN_TARGET
@@ -270,23 +278,15 @@ struct Q4KSumsAvx512 {
     }
 };
 
-ORGAN_TARGET float dotQ4KAvx512(const std::byte* row, const Q8KBlock* x, std::size_t blocks) {
-    return q4KDot(row, x, blocks, Q4KSumsAvx512{});
-}
-
 // A Q6_K row · a q8_K column with 512-bit registers: a register holds the levels of 64
 // consecutive values (two runs of 32: low nibbles of 64 bytes of ql, or their high nibbles, with
 // their bits of qh), each 128-bit lane meeting the scale of its 16.
-ORGAN_TARGET float dotQ6KAvx512(const std::byte* row, const Q8KBlock* x, std::size_t blocks) {
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
-    const __m512i twoBits = _mm512_set1_epi8(0x03);
-    const __m512i lowShifts = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
-    const __m512i highShifts = _mm512_set_epi64(6, 6, 6, 6, 4, 4, 4, 4);
-    float acc = 0;
-    for (std::size_t b = 0; b < blocks; ++b) {
-        const std::byte* src = row + b * 210;
-        const __m256i scales16 =
-            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 192)));
+struct Q6KSumsAvx512 {
+    ORGAN_TARGET __m256i operator()(const std::byte* src, __m256i scales16, const std::int8_t* x) const {
+        const __m512i nibble = _mm512_set1_epi8(0x0F);
+        const __m512i twoBits = _mm512_set1_epi8(0x03);
+        const __m512i lowShifts = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
+        const __m512i highShifts = _mm512_set_epi64(6, 6, 6, 6, 4, 4, 4, 4);
         __m512i sum = _mm512_setzero_si512();
 #pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
@@ -305,8 +305,7 @@ ORGAN_TARGET float dotQ6KAvx512(const std::byte* row, const Q8KBlock* x, std::si
 #pragma GCC unroll 2
             for (int k = 0; k < 2; ++k) {
                 const __m512i products = _mm512_maddubs_epi16(
-                    levels[k],
-                    _mm512_loadu_si512(reinterpret_cast<const void*>(x[b].values + 128 * half + 64 * k)));
+                    levels[k], _mm512_loadu_si512(reinterpret_cast<const void*>(x + 128 * half + 64 * k)));
                 const __m512i pick = _mm512_inserti64x4(
                     _mm512_castsi256_si512(_mm256_set_m128i(
                         _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (4 * k + 1))),
@@ -318,11 +317,13 @@ ORGAN_TARGET float dotQ6KAvx512(const std::byte* row, const Q8KBlock* x, std::si
                 sum = _mm512_add_epi32(sum, _mm512_madd_epi16(products, _mm512_shuffle_epi8(scales, pick)));
             }
         }
-        acc = addQ6KSuperBlock(
-            acc, src, x[b], _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1)),
-            scales16);
+        return _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
     }
-    return acc;
+};
+
+template <std::size_t kBytes, class Step>
+ORGAN_TARGET float rowDotAvx512(const std::byte* row, const Q8KBlock* x, std::size_t blocks) {
+    return rowDot<kBytes>(row, x, blocks, Step{});
 }
 
 #undef ORGAN_TARGET
@@ -337,11 +338,12 @@ UnpackFn superBlockUnpackerX86(TensorType type) {
 }
 
 PackedRowDotFn packedRowDotX86(TensorType type, InstructionSet set) {
+    const bool wide = set == InstructionSet::Avx512 || set == InstructionSet::Avx512Vnni;
     if (type == TensorType::Q4_K) {
-        return set == InstructionSet::Avx512 || set == InstructionSet::Avx512Vnni ? dotQ4KAvx512 : dotQ4KAvx2;
+        return wide ? rowDotAvx512<144, Q4KStep<Q4KSumsAvx512>> : rowDotAvx2<144, Q4KStep<Q4KSumsAvx2>>;
     }
     if (type == TensorType::Q6_K) {
-        return set == InstructionSet::Avx512 || set == InstructionSet::Avx512Vnni ? dotQ6KAvx512 : dotQ6KAvx2;
+        return wide ? rowDotAvx512<210, Q6KStep<Q6KSumsAvx512>> : rowDotAvx2<210, Q6KStep<Q6KSumsAvx2>>;
     }
     return nullptr;
 }
