@@ -107,12 +107,13 @@ constexpr std::size_t kColumnBlockBytes = std::is_same_v<Column, float> ||
                                               : sizeof(Column);
 
 // How many of `count` columns the wide tiles take (from the first), the rest going to narrow ones:
-// all of them when the last, partial tile would hold at least a quarter of its columns (it
-// repeats the last column into the others, cheaper than narrow tiles that read every row again
-// for each column), else whole tiles only.
+// all of them when the last, partial tile would hold at least two columns and a quarter of its
+// columns (it repeats the last column into the others, cheaper than narrow tiles that read every
+// row again for each column), else whole tiles only. One column (generation) is always narrow.
 inline std::size_t wideTileColumns(std::size_t count, int tileColumns) {
     const auto wide = static_cast<std::size_t>(tileColumns);
-    return 4 * (count % wide) >= wide ? count : count / wide * wide;
+    const std::size_t left = count % wide;
+    return left >= 2 && 4 * left >= wide ? count : count / wide * wide;
 }
 
 // Cuts rows × count products into tiles of `tile`: calls tile.fn with the tile's rows and columns
