@@ -3,6 +3,7 @@
 // magnitudes are exact in any order, the scales are the portable code's own scalar steps, and
 // rounding to an integer or to F16 is round-to-nearest-even in both).
 #include "quant/dequant.h"
+#include "quant/f16_dot.h"
 #include "quant/product_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -114,7 +115,7 @@ ORGAN_TARGET void halvesAvx2(const float* x, std::size_t size, std::size_t count
     const __m256 quietNan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000));
     const __m256 sign = _mm256_set1_ps(-0.0f);
     for (std::size_t c = 0; c < count; ++c) {
-        std::uint16_t* column = out + 2 * size * (c / 2) + 8 * (c % 2);
+        std::uint16_t* column = out + HalfActivations::columnOffset(size, c);
         const float* values = x + c * size;
         for (std::size_t b = 0; b < size / 8; ++b) {
             const __m256 v = _mm256_loadu_ps(values + 8 * b);

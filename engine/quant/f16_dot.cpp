@@ -45,18 +45,6 @@ void denseTilePortable(const Row* const* rows, const Column* const* columns, std
     *out = (a + c) + (b + d);
 }
 
-// rows × count products of rows of `columns` values: the columns wideTileColumns gives by the wide
-// tile (their pointers from wideAt), the rest by the narrow one (from narrowAt).
-template <class Row, class Column, class RowAt, class WideAt, class NarrowAt>
-void runProduct(const detail::TileKernels<Row, Column>& kernels, std::size_t rows, std::size_t columns,
-                std::size_t count, RowAt rowAt, WideAt wideAt, NarrowAt narrowAt, float* out,
-                std::size_t outStride) {
-    const std::size_t tiled = detail::wideTileColumns(count, kernels.wide.columns);
-    detail::runTiles(kernels.wide, rows, 0, tiled, columns / 8, rowAt, wideAt, out, outStride);
-    detail::runTiles(kernels.narrow, rows, tiled, count - tiled, columns / 8, rowAt, narrowAt, out,
-                     outStride);
-}
-
 } // namespace
 
 void detail::f16TilePortable(const std::uint16_t* const* rows, const std::uint16_t* const* columns,
@@ -71,7 +59,7 @@ void detail::f32TilePortable(const float* const* rows, const float* const* colum
 
 void detail::halvesPortable(const float* x, std::size_t size, std::size_t count, std::uint16_t* out) {
     for (std::size_t c = 0; c < count; ++c) {
-        std::uint16_t* column = out + 2 * size * (c / 2) + 8 * (c % 2);
+        std::uint16_t* column = out + HalfActivations::columnOffset(size, c);
         for (std::size_t i = 0; i < size; ++i) {
             column[16 * (i / 8) + i % 8] = floatToHalf(x[c * size + i]);
         }
@@ -97,8 +85,8 @@ void f16Product(const std::uint16_t* weights, std::size_t rows, const HalfActiva
                 std::size_t outStride) {
     const auto& kernels = detail::kernelsOf(activeInstructionSet()).f16;
     const std::size_t columns = x.size();
-    runProduct(
-        kernels, rows, columns, x.count(), [&](std::size_t r) { return weights + r * columns; },
+    detail::runProduct(
+        kernels, rows, x.count(), columns / 8, [&](std::size_t r) { return weights + r * columns; },
         [&](std::size_t c) { return kernels.wide.pairedColumns ? x.pair(c / 2) : x.column(c); },
         [&](std::size_t c) { return x.column(c); }, out, outStride);
 }
@@ -106,8 +94,8 @@ void f16Product(const std::uint16_t* weights, std::size_t rows, const HalfActiva
 void f32Product(const float* weights, std::size_t rowStride, std::size_t rows, std::size_t columns,
                 const float* x, std::size_t xStride, std::size_t count, float* out, std::size_t outStride) {
     auto columnAt = [&](std::size_t c) { return x + c * xStride; };
-    runProduct(
-        detail::kernelsOf(activeInstructionSet()).f32, rows, columns, count,
+    detail::runProduct(
+        detail::kernelsOf(activeInstructionSet()).f32, rows, count, columns / 8,
         [&](std::size_t r) { return weights + r * rowStride; }, columnAt, columnAt, out, outStride);
 }
 

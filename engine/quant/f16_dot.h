@@ -29,7 +29,11 @@ public:
     std::size_t size() const { return m_size; }
     std::size_t count() const { return m_count; }
     const std::uint16_t* pair(std::size_t p) const { return m_halves.data() + 2 * m_size * p; }
-    const std::uint16_t* column(std::size_t c) const { return pair(c / 2) + 8 * (c % 2); }
+    const std::uint16_t* column(std::size_t c) const { return m_halves.data() + columnOffset(m_size, c); }
+    // Where column c of columns of `size` values starts, in halves.
+    static std::size_t columnOffset(std::size_t size, std::size_t c) {
+        return 2 * size * (c / 2) + 8 * (c % 2);
+    }
 
 private:
     std::size_t m_size;

@@ -164,9 +164,7 @@ void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, con
         }
         return;
     }
-    const std::size_t tiled = detail::wideTileColumns(x.count(), kernels.wide.columns);
-    // A group of rows unpacked once meets every column: wide tiles over the columns
-    // wideTileColumns gives, narrow ones over the rest.
+    // A group of rows unpacked once meets every column.
     const std::size_t group =
         static_cast<std::size_t>(std::max(kernels.wide.rows, kernels.narrow.rows)) * (x.count() > 1 ? 2 : 1);
     thread_local std::vector<Unpacked> unpacked;
@@ -178,9 +176,8 @@ void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, con
             unpack(weights + (first * blocks + i) * blockBytes, unpacked[i]);
         }
         auto rowAt = [&](std::size_t r) { return unpacked.data() + r * blocks; };
-        detail::runTiles(kernels.wide, count, 0, tiled, blocks, rowAt, columnAt, out + first, outStride);
-        detail::runTiles(kernels.narrow, count, tiled, x.count() - tiled, blocks, rowAt, columnAt,
-                         out + first, outStride);
+        detail::runProduct(kernels, count, x.count(), blocks, rowAt, columnAt, columnAt, out + first,
+                           outStride);
     }
 }
 

@@ -49,12 +49,51 @@ ORGAN_TARGET inline __m128 superBlockTotals(__m256i sums, __m256i minSums) {
     return _mm_cvtepi32_ps(pairTotals(sums, minSums));
 }
 
+// The byte-shuffle control that picks int16 element j (bytes 2j, 2j + 1) into an int16.
+constexpr std::int16_t int16Pick(int j) {
+    return static_cast<std::int16_t>(0x0100 + 0x0202 * j);
+}
+
+// The control that picks int16 element `low` into every int16 of a register's low 128 bits and
+// element `high` into its high 128 bits.
+ORGAN_TARGET inline __m256i pickControl(int low, int high) {
+    return _mm256_set_m128i(_mm_set1_epi16(int16Pick(high)), _mm_set1_epi16(int16Pick(low)));
+}
+
 // int16 element `low` of `v`'s low 128 bits in every int16 of the low half, element `high` of its high
 // 128 bits in the high half.
 ORGAN_TARGET inline __m256i pickInt16(__m256i v, int low, int high) {
-    return _mm256_shuffle_epi8(
-        v, _mm256_set_m128i(_mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * high)),
-                            _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * low))));
+    return _mm256_shuffle_epi8(v, pickControl(low, high));
+}
+
+// A Q4_K super-block's eight scales as int16, in both 128-bit halves (q4KScalesMins' bytes 0-7).
+ORGAN_TARGET inline __m128i q4KScales(__m128i scalesMins) {
+    return _mm_cvtepu8_epi16(scalesMins);
+}
+
+// Its eight mins as int16, each twice: the min of every 16 levels (bytes 8-15).
+ORGAN_TARGET inline __m256i q4KMinPairs(__m128i scalesMins) {
+    return _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scalesMins, scalesMins));
+}
+
+// A Q6_K super-block's sixteen signed scales as int16.
+ORGAN_TARGET inline __m256i q6KScales(const std::byte* src) {
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 192)));
+}
+
+// The levels (level + 32) of half `half` of a Q6_K super-block, 32 a register: run t takes nibble
+// t / 2 of ql[32 · (t % 2) …] and bits 2t, 2t + 1 of qh as its bits 4 and 5.
+ORGAN_TARGET inline void q6KLevels(const std::byte* src, int half, __m256i q[4]) {
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    const __m256i high = _mm256_set1_epi8(0x30);
+    const __m256i a = load256(src + 64 * half);
+    const __m256i b = load256(src + 64 * half + 32);
+    const __m256i h = load256(src + 128 + 32 * half);
+    q[0] = _mm256_or_si256(_mm256_and_si256(a, nibble), _mm256_and_si256(_mm256_slli_epi16(h, 4), high));
+    q[1] = _mm256_or_si256(_mm256_and_si256(b, nibble), _mm256_and_si256(_mm256_slli_epi16(h, 2), high));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nibble), _mm256_and_si256(h, high));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), nibble),
+                           _mm256_and_si256(_mm256_srli_epi16(h, 2), high));
 }
 
 // q4KFactors with the scales and mins widened in registers: the same Unpacked.
@@ -64,13 +103,12 @@ ORGAN_TARGET void q4KFactorsAvx2(const std::byte* src, Unpacked& u) {
     u.hasMins = true;
     u.wideLevels = false;
     const __m128i scalesMins = q4KScalesMins(src + 4);
-    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scalesMins));
+    const __m256i scales = _mm256_broadcastsi128_si256(q4KScales(scalesMins));
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
         _mm256_store_si256(reinterpret_cast<__m256i*>(u.scales[i]), pickInt16(scales, i, i));
     }
-    _mm256_store_si256(reinterpret_cast<__m256i*>(u.correction),
-                       _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scalesMins, scalesMins)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(u.correction), q4KMinPairs(scalesMins));
 }
 
 // q6KFactors the same way: scale j of every 16 levels, 32 · scale as the correction.
@@ -78,8 +116,7 @@ ORGAN_TARGET void q6KFactorsAvx2(const std::byte* src, Unpacked& u) {
     u.d = halfAt(src + 208);
     u.hasMins = false;
     u.wideLevels = false;
-    const __m256i scales16 =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 192)));
+    const __m256i scales16 = q6KScales(src);
     const __m256i low = _mm256_permute4x64_epi64(scales16, 0x44);
     const __m256i high = _mm256_permute4x64_epi64(scales16, 0xEE);
 #pragma GCC unroll 4
@@ -101,25 +138,17 @@ ORGAN_TARGET void unpackQ4KAvx2(const std::byte* src, Unpacked& u) {
     }
 }
 
-// Per half of 128 levels: ql[64] and qh[32]; run t of 32 takes nibble t / 2 of ql[32 · (t % 2) …]
-// and bits 2t, 2t + 1 of qh as its bits 4 and 5.
+// The levels of both halves (q6KLevels), 128 bytes each.
 ORGAN_TARGET void unpackQ6KAvx2(const std::byte* src, Unpacked& u) {
     q6KFactorsAvx2(src, u);
-    const __m256i nibble = _mm256_set1_epi8(0x0F);
-    const __m256i high = _mm256_set1_epi8(0x30);
+#pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
-        const __m256i a = load256(src + 64 * half);
-        const __m256i b = load256(src + 64 * half + 32);
-        const __m256i h = load256(src + 128 + 32 * half);
-        std::uint8_t* out = u.q + 128 * half;
-        store256(out, _mm256_or_si256(_mm256_and_si256(a, nibble),
-                                      _mm256_and_si256(_mm256_slli_epi16(h, 4), high)));
-        store256(out + 32, _mm256_or_si256(_mm256_and_si256(b, nibble),
-                                           _mm256_and_si256(_mm256_slli_epi16(h, 2), high)));
-        store256(out + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nibble),
-                                           _mm256_and_si256(h, high)));
-        store256(out + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), nibble),
-                                           _mm256_and_si256(_mm256_srli_epi16(h, 2), high)));
+        __m256i q[4];
+        q6KLevels(src, half, q);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            store256(u.q + 128 * half + 32 * k, q[k]);
+        }
     }
 }
 
@@ -137,8 +166,7 @@ ORGAN_TARGET inline float addSuperBlock(float acc, const std::byte* halves, floa
 // Σ over a super-block's 16 sums of 16 activations of the min of each pair of them: `mins` bytes
 // 8-15 as q4KScalesMins gives them.
 ORGAN_TARGET inline __m256i minSums(__m128i scalesMins, const Q8KBlock& x) {
-    const __m256i pairs = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scalesMins, scalesMins));
-    return _mm256_madd_epi16(load256(reinterpret_cast<const std::byte*>(x.sums)), pairs);
+    return _mm256_madd_epi16(load256(reinterpret_cast<const std::byte*>(x.sums)), q4KMinPairs(scalesMins));
 }
 
 // acc + d · x.d · (Σ levels · scales · x − 32 Σ scales · sums of 16 x), a Q6_K super-block's fused
@@ -188,8 +216,7 @@ template <class Sums> struct Q4KStep {
 template <class Sums> struct Q6KStep {
     [[gnu::always_inline]] ORGAN_TARGET float operator()(float acc, const std::byte* src,
                                                          const Q8KBlock& x) const {
-        const __m256i scales16 =
-            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 192)));
+        const __m256i scales16 = q6KScales(src);
         return addQ6KSuperBlock(acc, src, x, Sums{}(src, scales16, x.values), scales16);
     }
 };
@@ -198,8 +225,7 @@ template <class Sums> struct Q6KStep {
 struct Q4KSumsAvx2 {
     ORGAN_TARGET __m256i operator()(const std::byte* levels, __m128i scalesMins, const std::int8_t* x) const {
         const __m256i nibble = _mm256_set1_epi8(0x0F);
-        // Scale j as sixteen int16 in both halves: bytes 2j, 2j + 1 of the widened scales.
-        const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scalesMins));
+        const __m256i scales = _mm256_broadcastsi128_si256(q4KScales(scalesMins));
         __m256i sum = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
@@ -222,20 +248,11 @@ struct Q4KSumsAvx2 {
 // 32 levels a register.
 struct Q6KSumsAvx2 {
     ORGAN_TARGET __m256i operator()(const std::byte* src, __m256i scales16, const std::int8_t* x) const {
-        const __m256i nibble = _mm256_set1_epi8(0x0F);
-        const __m256i high = _mm256_set1_epi8(0x30);
         __m256i sum = _mm256_setzero_si256();
 #pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
-            const __m256i a = load256(src + 64 * half);
-            const __m256i c = load256(src + 64 * half + 32);
-            const __m256i h = load256(src + 128 + 32 * half);
-            const __m256i q[4] = {
-                _mm256_or_si256(_mm256_and_si256(a, nibble), _mm256_and_si256(_mm256_slli_epi16(h, 4), high)),
-                _mm256_or_si256(_mm256_and_si256(c, nibble), _mm256_and_si256(_mm256_slli_epi16(h, 2), high)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nibble), _mm256_and_si256(h, high)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), nibble),
-                                _mm256_and_si256(_mm256_srli_epi16(h, 2), high))};
+            __m256i q[4];
+            q6KLevels(src, half, q);
             // This half's eight scales in both 128-bit halves.
             const __m256i scales = half == 0 ? _mm256_permute4x64_epi64(scales16, 0x44)
                                              : _mm256_permute4x64_epi64(scales16, 0xEE);
@@ -266,7 +283,7 @@ struct Q4KSumsAvx512 {
     ORGAN_TARGET __m256i operator()(const std::byte* levels, __m128i scalesMins, const std::int8_t* x) const {
         const __m512i nibble = _mm512_set1_epi8(0x0F);
         const __m512i shifts = _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0);
-        const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scalesMins));
+        const __m512i scales = _mm512_broadcast_i32x4(q4KScales(scalesMins));
         __m512i sum = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
@@ -275,9 +292,8 @@ struct Q4KSumsAvx512 {
                 _mm512_maddubs_epi16(_mm512_and_si512(_mm512_srlv_epi64(v, shifts), nibble),
                                      _mm512_loadu_si512(reinterpret_cast<const void*>(x + 64 * k)));
             // Scale 2k in the low half, 2k + 1 in the high one.
-            const __m512i pick = _mm512_inserti64x4(
-                _mm512_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (2 * k))),
-                _mm256_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (2 * k + 1))), 1);
+            const __m512i pick = _mm512_inserti64x4(_mm512_castsi256_si512(pickControl(2 * k, 2 * k)),
+                                                    pickControl(2 * k + 1, 2 * k + 1), 1);
             sum = _mm512_add_epi32(sum, _mm512_madd_epi16(products, _mm512_shuffle_epi8(scales, pick)));
         }
         return _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
@@ -312,14 +328,8 @@ struct Q6KSumsAvx512 {
             for (int k = 0; k < 2; ++k) {
                 const __m512i products = _mm512_maddubs_epi16(
                     levels[k], _mm512_loadu_si512(reinterpret_cast<const void*>(x + 128 * half + 64 * k)));
-                const __m512i pick = _mm512_inserti64x4(
-                    _mm512_castsi256_si512(_mm256_set_m128i(
-                        _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (4 * k + 1))),
-                        _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (4 * k))))),
-                    _mm256_set_m128i(
-                        _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (4 * k + 3))),
-                        _mm_set1_epi16(static_cast<std::int16_t>(0x0100 + 0x0202 * (4 * k + 2)))),
-                    1);
+                const __m512i pick = _mm512_inserti64x4(_mm512_castsi256_si512(pickControl(4 * k, 4 * k + 1)),
+                                                        pickControl(4 * k + 2, 4 * k + 3), 1);
                 sum = _mm512_add_epi32(sum, _mm512_madd_epi16(products, _mm512_shuffle_epi8(scales, pick)));
             }
         }

@@ -164,4 +164,15 @@ void runTiles(const Tile<Row, Column>& tile, std::size_t rows, std::size_t first
     }
 }
 
+// rows × count products of rows of `blocks` blocks: the columns wideTileColumns gives by the wide
+// tile (their pointers from wideAt), the rest by the narrow one (from narrowAt).
+template <class Row, class Column, class RowAt, class WideAt, class NarrowAt>
+void runProduct(const TileKernels<Row, Column>& kernels, std::size_t rows, std::size_t count,
+                std::size_t blocks, RowAt rowAt, WideAt wideAt, NarrowAt narrowAt, float* out,
+                std::size_t outStride) {
+    const std::size_t tiled = wideTileColumns(count, kernels.wide.columns);
+    runTiles(kernels.wide, rows, 0, tiled, blocks, rowAt, wideAt, out, outStride);
+    runTiles(kernels.narrow, rows, tiled, count - tiled, blocks, rowAt, narrowAt, out, outStride);
+}
+
 } // namespace organ::detail

@@ -92,10 +92,7 @@ void quantizedProduct(TensorType type, const std::byte* weights, std::size_t row
     const detail::Q80Kernels& kernels = detail::kernelsOf(activeInstructionSet()).q80;
     auto rowAt = [&](std::size_t r) { return weights + r * rowBytes; };
     auto columnAt = [&](std::size_t c) { return x.column(c); };
-    // Wide tiles over whole groups of their columns, narrow ones over the rest.
-    const std::size_t tiled = detail::wideTileColumns(x.count(), kernels.wide.columns);
-    detail::runTiles(kernels.wide, rows, 0, tiled, blocks, rowAt, columnAt, out, outStride);
-    detail::runTiles(kernels.narrow, rows, tiled, x.count() - tiled, blocks, rowAt, columnAt, out, outStride);
+    detail::runProduct(kernels, rows, x.count(), blocks, rowAt, columnAt, columnAt, out, outStride);
 }
 
 } // namespace organ
