@@ -333,8 +333,9 @@ void Transformer::rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t firs
     }
 }
 
-Eigen::MatrixXf Transformer::logits(const std::vector<std::int32_t>& tokens, const StopToken* stop) const {
-    return TransformerSession(*this).run(tokens, stop);
+Eigen::MatrixXf Transformer::logits(const std::vector<std::int32_t>& tokens, const StopToken* stop,
+                                    std::size_t outputsFrom) const {
+    return TransformerSession(*this).run(tokens, stop, nullptr, outputsFrom);
 }
 
 TransformerSession::TransformerSession(const Transformer& transformer)
@@ -344,18 +345,18 @@ TransformerSession::TransformerSession(const Transformer& transformer)
       m_values(m_keys) {}
 
 Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens, const StopToken* stop,
-                                        std::vector<Eigen::MatrixXf>* hidden) {
-    return runLayers(embed(tokens), 0, stop, hidden);
+                                        std::vector<Eigen::MatrixXf>* hidden, std::size_t outputsFrom) {
+    return runLayers(embed(tokens), 0, stop, hidden, outputsFrom);
 }
 
-Eigen::MatrixXf Transformer::logitsFrom(std::uint32_t first, Eigen::MatrixXf entering,
-                                        const StopToken* stop) const {
+Eigen::MatrixXf Transformer::logitsFrom(std::uint32_t first, Eigen::MatrixXf entering, const StopToken* stop,
+                                        std::size_t outputsFrom) const {
     if (first > m_shape.blocks || entering.rows() != m_shape.embedding) {
         throw FormatError(m_weights.label() + ": no layer " + std::to_string(first) +
                           " to resume from, or states of " + std::to_string(entering.rows()) +
                           " values, not " + std::to_string(m_shape.embedding));
     }
-    return TransformerSession(*this).runLayers(std::move(entering), first, stop, nullptr);
+    return TransformerSession(*this).runLayers(std::move(entering), first, stop, nullptr, outputsFrom);
 }
 
 Eigen::MatrixXf TransformerSession::embed(const std::vector<std::int32_t>& tokens) const {
@@ -393,10 +394,15 @@ Eigen::MatrixXf TransformerSession::embed(const std::vector<std::int32_t>& token
 }
 
 Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t first, const StopToken* stop,
-                                              std::vector<Eigen::MatrixXf>* hidden) {
+                                              std::vector<Eigen::MatrixXf>* hidden, std::size_t outputsFrom) {
     const Transformer& t = m_transformer;
     const TransformerShape& shape = t.m_shape;
     const auto n = static_cast<Eigen::Index>(x.cols());
+    if (outputsFrom >= static_cast<std::size_t>(std::max<Eigen::Index>(n, 1))) {
+        throw FormatError(t.m_weights.label() + ": logits from position " + std::to_string(outputsFrom) +
+                          " of a run of " + std::to_string(n) + " tokens");
+    }
+    const auto kept = n - static_cast<Eigen::Index>(outputsFrom);
     const auto past = static_cast<Eigen::Index>(m_position);
     const std::uint32_t e = shape.embedding;
     const std::uint32_t kv = shape.kvHeads * shape.headSize;
@@ -521,6 +527,12 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
                 attended.middleRows(qRow, shape.headSize) = vh * scores;
             }
         });
+        if (l + 1 == shape.blocks && hidden == nullptr && kept < n) {
+            // As llama.cpp does: after the last layer's attention, only the positions whose logits
+            // are asked for go on (each column is computed alone, so their bits are the same).
+            x = x.rightCols(kept).eval();
+            attended = attended.rightCols(kept).eval();
+        }
         Eigen::MatrixXf attention = product(name("attn_output.weight"), e, qDim, attended);
         addBias(attention, name("attn_output.bias"));
         if (shape.postNorms) {
@@ -574,7 +586,7 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
     m_keys = std::move(keys);
     m_values = std::move(values);
     m_position += static_cast<std::size_t>(n);
-    const Eigen::MatrixXf out = t.norm(x, "output_norm");
+    const Eigen::MatrixXf out = t.norm(x.rightCols(kept), "output_norm");
     const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";
     // The output projection a slice of the vocabulary at a time, on every thread.
     Eigen::MatrixXf logits = product(head, shape.vocabulary, e, out);
@@ -588,7 +600,7 @@ std::vector<std::int32_t> greedyContinuation(const Transformer& transformer, std
                                              std::size_t count, std::int32_t endOfSequence,
                                              const StopToken* stop) {
     TransformerSession session(transformer);
-    Eigen::MatrixXf logits = session.run(prompt, stop);
+    Eigen::MatrixXf logits = session.run(prompt, stop, nullptr, prompt.empty() ? 0 : prompt.size() - 1);
     for (std::size_t i = 0; i < count && logits.cols() > 0; ++i) {
         Eigen::Index best = 0;
         logits.col(logits.cols() - 1).maxCoeff(&best);

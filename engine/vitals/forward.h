@@ -73,15 +73,18 @@ public:
     void setThreads(unsigned threads);
     unsigned threads() const { return m_pool->threads(); }
 
-    // The logits of every position (vocabulary × tokens, a column per position) of one
-    // sequence run as one batch with a causal mask. Cancelled: an empty matrix.
-    Eigen::MatrixXf logits(const std::vector<std::int32_t>& tokens, const StopToken* stop = nullptr) const;
+    // The logits of every position from `outputsFrom` on (vocabulary × (tokens − outputsFrom), a
+    // column per position) of one sequence run as one batch with a causal mask. The earlier
+    // positions' logits are not computed, nor (as in llama.cpp) the last layer after attention for
+    // them; the logits computed are those of the whole run to the bit. Cancelled: an empty matrix.
+    Eigen::MatrixXf logits(const std::vector<std::int32_t>& tokens, const StopToken* stop = nullptr,
+                           std::size_t outputsFrom = 0) const;
     // The logits of a sequence from layer `first` on: `entering` its hidden states entering that
     // layer (embedding × tokens, as TransformerSession::run's `hidden` gave them, from weights the
     // same as these up to that layer); `first` = blocks runs the output alone. What the layers
-    // before would compute again is not. Cancelled: an empty matrix.
-    Eigen::MatrixXf logitsFrom(std::uint32_t first, Eigen::MatrixXf entering,
-                               const StopToken* stop = nullptr) const;
+    // before would compute again is not; `outputsFrom` as in logits(). Cancelled: an empty matrix.
+    Eigen::MatrixXf logitsFrom(std::uint32_t first, Eigen::MatrixXf entering, const StopToken* stop = nullptr,
+                               std::size_t outputsFrom = 0) const;
 
 private:
     friend class TransformerSession;
@@ -126,12 +129,13 @@ private:
 class TransformerSession {
 public:
     explicit TransformerSession(const Transformer& transformer);
-    // Runs `tokens` after those already run; their logits (vocabulary × tokens). Cancelled:
-    // an empty matrix, and the session is left as it was.
+    // Runs `tokens` after those already run; their logits (vocabulary × tokens), of the tokens from
+    // `outputsFrom` on only when it is given (as Transformer::logits; the key/value cache holds
+    // them all). Cancelled: an empty matrix, and the session is left as it was.
     // `hidden`, when given, receives the hidden states of these tokens (embedding × tokens)
     // entering each layer and leaving the last: blocks + 1 matrices.
     Eigen::MatrixXf run(const std::vector<std::int32_t>& tokens, const StopToken* stop = nullptr,
-                        std::vector<Eigen::MatrixXf>* hidden = nullptr);
+                        std::vector<Eigen::MatrixXf>* hidden = nullptr, std::size_t outputsFrom = 0);
     std::size_t position() const { return m_position; }
 
     // Called before each product of a weight with activations, on the thread that runs, with the
@@ -146,7 +150,7 @@ private:
     Eigen::MatrixXf embed(const std::vector<std::int32_t>& tokens) const;
     // Layers first … blocks − 1 on x (the states entering layer `first`), then the output.
     Eigen::MatrixXf runLayers(Eigen::MatrixXf x, std::uint32_t first, const StopToken* stop,
-                              std::vector<Eigen::MatrixXf>* hidden);
+                              std::vector<Eigen::MatrixXf>* hidden, std::size_t outputsFrom);
 
     const Transformer& m_transformer;
     ActivationObserver m_observer;

@@ -16,11 +16,11 @@ std::optional<StatesRun> runKeepingStates(const Transformer& transformer, std::v
     run.tokens = std::move(tokens);
     run.chunk = chunk;
     run.bos = bos;
-    auto scored =
-        scorePieces(run.tokens, chunk, bos, [&](std::size_t, const std::vector<std::int32_t>& piece) {
+    auto scored = scorePieces(
+        run.tokens, chunk, bos, [&](std::size_t, const std::vector<std::int32_t>& piece, std::size_t from) {
             std::vector<Eigen::MatrixXf> hidden;
             Eigen::MatrixXf logits =
-                TransformerSession(transformer).run(piece, stop, keep ? &hidden : nullptr);
+                TransformerSession(transformer).run(piece, stop, keep ? &hidden : nullptr, from);
             if (keep) {
                 run.entering.push_back(std::move(hidden));
             }
@@ -36,10 +36,11 @@ std::optional<StatesRun> runKeepingStates(const Transformer& transformer, std::v
 std::optional<ScoredText> runFromLayer(const Transformer& transformer, const StatesRun& run,
                                        std::optional<std::uint32_t> first, const StopToken* stop) {
     return scorePieces(run.tokens, run.chunk, run.bos,
-                       [&](std::size_t index, const std::vector<std::int32_t>& piece) {
+                       [&](std::size_t index, const std::vector<std::int32_t>& piece, std::size_t from) {
                            return run.entering.empty() || !first
-                                      ? TransformerSession(transformer).run(piece, stop)
-                                      : transformer.logitsFrom(*first, run.entering[index][*first], stop);
+                                      ? TransformerSession(transformer).run(piece, stop, nullptr, from)
+                                      : transformer.logitsFrom(*first, run.entering[index][*first], stop,
+                                                               from);
                        });
 }
 

@@ -65,7 +65,7 @@ std::optional<ScoredText> scoreChunks(const std::vector<std::int32_t>& tokens, s
         if (bos) {
             piece.front() = *bos;
         }
-        const Eigen::MatrixXf logits = run(c, piece);
+        const Eigen::MatrixXf logits = run(c, piece, first);
         if (logits.cols() == 0) {
             return std::nullopt;
         }
@@ -74,7 +74,7 @@ std::optional<ScoredText> scoreChunks(const std::vector<std::int32_t>& tokens, s
         }
         for (std::size_t p = first; p + 1 < chunk; ++p) {
             out.logits.col(static_cast<Eigen::Index>(out.targets.size())) =
-                logits.col(static_cast<Eigen::Index>(p));
+                logits.col(static_cast<Eigen::Index>(p - first));
             out.targets.push_back(piece[p + 1]);
         }
     }
@@ -126,7 +126,7 @@ std::optional<ScoredText> scorePieces(const std::vector<std::int32_t>& tokens, s
     if (chunk > 0) {
         return scoreChunks(tokens, chunk, bos, run);
     }
-    ScoredText whole{run(0, tokens), {}};
+    ScoredText whole{run(0, tokens, 0), {}};
     if (whole.logits.cols() == 0 && !tokens.empty()) {
         return std::nullopt;
     }
@@ -144,9 +144,10 @@ Perplexity perplexityOf(const ScoredText& scored) {
 std::optional<ScoredText> scoreTokens(const Transformer& transformer, const std::vector<std::int32_t>& tokens,
                                       std::size_t chunk, std::optional<std::int32_t> bos,
                                       std::vector<Eigen::MatrixXf>* hidden, const StopToken* stop) {
-    return scorePieces(tokens, chunk, bos, [&](std::size_t index, const std::vector<std::int32_t>& piece) {
-        return TransformerSession(transformer).run(piece, stop, index == 0 ? hidden : nullptr);
-    });
+    return scorePieces(
+        tokens, chunk, bos, [&](std::size_t index, const std::vector<std::int32_t>& piece, std::size_t from) {
+            return TransformerSession(transformer).run(piece, stop, index == 0 ? hidden : nullptr, from);
+        });
 }
 
 std::optional<VitalsReport> takeVitals(const ModelWeights& model,

@@ -96,9 +96,10 @@ struct ScoredText {
 };
 // The perplexity of the scored positions.
 Perplexity perplexityOf(const ScoredText& scored);
-// Runs one piece of a text (its index, its tokens) and gives its logits (vocabulary × tokens);
-// an empty matrix when cancelled.
-using PieceRun = std::function<Eigen::MatrixXf(std::size_t index, const std::vector<std::int32_t>& piece)>;
+// Runs one piece of a text (its index, its tokens) and gives the logits of its positions from
+// `from` on, the only ones scored (vocabulary × (tokens − from)); an empty matrix when cancelled.
+using PieceRun = std::function<Eigen::MatrixXf(std::size_t index, const std::vector<std::int32_t>& piece,
+                                               std::size_t from)>;
 // `tokens` run whole (one piece; every position but the last scored), or with `chunk` in chunks as
 // llama-perplexity -c runs them (`bos` first in each, the second halves scored), each piece by
 // `run`. Cancelled: nullopt.

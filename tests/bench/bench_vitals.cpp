@@ -1,11 +1,12 @@
 // Vital signs' forward pass on models with the shape of Llama-3.2-1B (16 blocks, embedding 2048,
 // FFN 8192, vocabulary 128 256) in Q8_0, Q4_K_M (Q4_K with Q6_K where llama-quantize puts it) and
-// F16: tokens per second of the perplexity pass (N tokens in one batch, every position's logits)
-// and of greedy generation with the key/value cache, per kernel (instruction set) and number of
-// threads, and peak memory. The models carry a made-up vocabulary so that llama.cpp runs the same
-// files: with ORGAN_LLAMA_CPP_BIN naming the folder of its tools, the same passes run there
-// (llama-perplexity -c N --chunks 1 -b N: one batch of N tokens, every position's logits;
-// llama-completion -n G: generation) and the table gives the ratio of our time to llama.cpp's.
+// F16: tokens per second of the perplexity pass (a chunk of N tokens in one batch, the logits of
+// its second half: what `organ vitals --chunk N` scores) and of greedy generation with the
+// key/value cache, per kernel (instruction set) and number of threads, and peak memory. The models
+// carry a made-up vocabulary so that llama.cpp runs the same files: with ORGAN_LLAMA_CPP_BIN naming
+// the folder of its tools, the same passes run there (llama-perplexity -c N --chunks 1 -b N: one
+// batch of N tokens, the second half's logits; llama-completion -n G: generation) and the table
+// gives the ratio of our time to llama.cpp's.
 // Every time is the best of --repeat runs; the machine's load average is printed beside them.
 // Usage: bench_vitals [FOLDER] [--types q8_0,q4_k_m,f16] [--tokens 128,512] [--generate 16]
 //                     [--kernels active|all|NAME,…] [--threads 1,2] [--repeat 2]
@@ -250,7 +251,7 @@ int main(int argc, char** argv) {
                     double best = 1e30;
                     for (int r = 0; r < o.repeat; ++r) {
                         const auto start = std::chrono::steady_clock::now();
-                        const Eigen::MatrixXf logits = transformer.logits(batch);
+                        const Eigen::MatrixXf logits = transformer.logits(batch, nullptr, o.tokens[i] / 2);
                         best = std::min(best, seconds(start));
                     }
                     row(type.c_str(), kernel.c_str(), threads, "pass " + std::to_string(o.tokens[i]), best,

@@ -321,6 +321,54 @@ private slots:
         QCOMPARE((a - three.logits(tokens)).cwiseAbs().maxCoeff(), 0.0f);
     }
 
+    // The logits of the last positions only (what chunked perplexity scores): the last layer after
+    // attention and the output run for those columns alone, and give the whole run's bits where the
+    // engine's products multiply (quantized and F16 weights; Eigen's F32 products order their sums
+    // by the number of columns: within rounding); the key/value cache still holds every position.
+    void logitsOfTheLastPositions_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<bool>("exact");
+        for (const char* model :
+             {"stories260K-q8_0.gguf", "llama-2-tiny-random-f16.gguf", "quant/wide-q4_k_m.gguf",
+              "zoo/tiny-gpt2-f32.gguf", "zoo/tiny-qwen2-f32.gguf", "zoo/tiny-phi3-f32.gguf",
+              "zoo/tiny-gemma2-f32.gguf"}) {
+            QTest::newRow(model) << QString::fromLatin1(model)
+                                 << !std::string_view(model).ends_with("f32.gguf");
+        }
+    }
+    void logitsOfTheLastPositions() {
+        QFETCH(QString, model);
+        QFETCH(bool, exact);
+        const QString path = sharedModel(model);
+        ORGAN_REQUIRE_SHARED(path);
+        const auto gguf = GgufModel::open(path.toStdString());
+        const Transformer transformer(gguf);
+        std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
+        tokens.resize(std::min<std::size_t>(tokens.size(), 40));
+        const auto n = static_cast<Eigen::Index>(tokens.size());
+        const Eigen::MatrixXf whole = transformer.logits(tokens);
+        for (const std::size_t from : {std::size_t(1), tokens.size() / 2, tokens.size() - 1}) {
+            const Eigen::MatrixXf last = transformer.logits(tokens, nullptr, from);
+            QCOMPARE(last.cols(), n - static_cast<Eigen::Index>(from));
+            const float gap = (last - whole.rightCols(last.cols())).cwiseAbs().maxCoeff();
+            QVERIFY2(exact ? gap == 0 : gap <= 1e-6f * whole.cwiseAbs().maxCoeff(),
+                     qPrintable(QStringLiteral("from %1: logits %2 apart").arg(from).arg(gap)));
+            // The cache after such a run: the next token's logits as after a whole run.
+            TransformerSession pruned(transformer);
+            TransformerSession full(transformer);
+            pruned.run(tokens, nullptr, nullptr, from);
+            full.run(tokens);
+            QCOMPARE(pruned.position(), tokens.size());
+            QVERIFY(pruned.run({tokens[3]}) == full.run({tokens[3]}));
+            // From a layer's states: as from the tokens.
+            std::vector<Eigen::MatrixXf> hidden;
+            TransformerSession(transformer).run(tokens, nullptr, &hidden);
+            const std::uint32_t middle = transformer.shape().blocks / 2;
+            QVERIFY(transformer.logitsFrom(middle, hidden[middle], nullptr, from) == last);
+        }
+        QVERIFY_THROWS_EXCEPTION(FormatError, transformer.logits(tokens, nullptr, tokens.size()));
+    }
+
     // Q8_0, IQ4_NL, K-quant and IQ4_XS weights meet 8-bit activations, F16 weights F16-rounded
     // ones; every kernel this CPU has gives the same logits, bit for bit.
     void quantizedKernelsGiveTheSameLogits_data() {
