@@ -64,6 +64,9 @@ struct SetKernels {
     KQuantKernels kQuant;
     F16Kernels f16;
     F32Kernels f32;
+    // Where the F16 wide tile reads pairs: f16Edges[k] takes the wide tile's rows × 2k columns, for
+    // the columns a batch leaves after its whole wide tiles (1 … 2k of them); empty elsewhere.
+    Tile<std::uint16_t, std::uint16_t> f16Edges[6] = {};
 };
 
 // The kernels of `set` (product_kernels.cpp).

@@ -185,7 +185,19 @@ private slots:
               {33, 256, 16},
               {5, 8192, 21},
               {8, 64, 24},
-              {4, 128, 37}}) {
+              {4, 128, 37},
+              // Every width the columns past the last whole wide tile can have.
+              {4, 16, 2},
+              {4, 16, 13},
+              {4, 16, 14},
+              {4, 16, 15},
+              {4, 16, 17},
+              {4, 16, 18},
+              {4, 16, 19},
+              {4, 16, 20},
+              {4, 16, 22},
+              {4, 16, 23},
+              {9, 16, 64}}) {
             std::vector<std::uint16_t> w(rows * columns);
             for (auto& v : w) {
                 v = floatToHalf(0.05f * normal(rng));
