@@ -120,12 +120,11 @@ inline std::size_t wideTileColumns(std::size_t count, int tileColumns) {
 }
 
 // Cuts rows × count products into tiles of `tile`: calls tile.fn with the tile's rows and columns
-// (the last real one repeated past an edge), then copies the real results into
-// result[r + c · stride]. The results of 64 rows are gathered first and stored a column at a time:
-// a column's 64 floats are contiguous, one result's neighbours in a column are not. Those 64 rows
-// meet the columns a run of at most 192 KiB at a time, so that the run stays in the core's cache
-// while every row meets it: 512 columns of an FFN's 8192 activations (4.7 MB in q8_0, 16 MB in
-// F32) would otherwise come from the shared cache or memory for every tile of rows.
+// (the last real one repeated past an edge), then stores the real results at result[r + c · stride].
+// Rows are taken 64 at a time, and those 64 meet the columns a run of at most 192 KiB at a time, so
+// that the run stays in the core's cache while every row meets it: 512 columns of an FFN's 8192
+// activations (4.7 MB in q8_0, 16 MB in F32) would otherwise come from the shared cache or memory
+// for every tile of rows.
 template <class Row, class Column, class RowAt, class ColumnAt>
 void runTiles(const Tile<Row, Column>& tile, std::size_t rows, std::size_t firstColumn, std::size_t count,
               std::size_t blocks, RowAt rowAt, ColumnAt columnAt, float* result, std::size_t stride) {
@@ -135,34 +134,32 @@ void runTiles(const Tile<Row, Column>& tile, std::size_t rows, std::size_t first
     const auto tileColumns = static_cast<std::size_t>(tile.columns);
     const std::size_t columnBytes = std::max<std::size_t>(1, blocks * kColumnBlockBytes<Column>);
     const std::size_t run = std::max<std::size_t>(1, kRunBytes / columnBytes / tileColumns) * tileColumns;
-    thread_local std::vector<float> gathered;
-    gathered.resize(kChunk * count);
     const Row* rowPointers[16];
     const Column* columnPointers[16];
     float out[16 * 16];
     for (std::size_t chunk = 0; chunk < rows; chunk += kChunk) {
-        const std::size_t chunkRows = std::min(kChunk, rows - chunk);
+        const std::size_t chunkEnd = std::min(rows, chunk + kChunk);
         for (std::size_t first = 0; first < count; first += run) {
             const std::size_t last = std::min(count, first + run);
-            for (std::size_t r0 = chunk; r0 < chunk + chunkRows; r0 += tileRows) {
+            for (std::size_t r0 = chunk; r0 < chunkEnd; r0 += tileRows) {
                 for (std::size_t r = 0; r < tileRows; ++r) {
                     rowPointers[r] = rowAt(std::min(r0 + r, rows - 1));
                 }
+                const std::size_t realRows = std::min(tileRows, chunkEnd - r0);
                 for (std::size_t c0 = first; c0 < last; c0 += tileColumns) {
                     for (std::size_t c = 0; c < tileColumns; ++c) {
                         columnPointers[c] = columnAt(firstColumn + std::min(c0 + c, count - 1));
                     }
                     tile.fn(rowPointers, columnPointers, blocks, out);
-                    for (std::size_t r = 0; r < tileRows && r0 + r < chunk + chunkRows; ++r) {
-                        for (std::size_t c = 0; c < tileColumns && c0 + c < count; ++c) {
-                            gathered[(r0 - chunk + r) + (c0 + c) * kChunk] = out[r * tileColumns + c];
+                    const std::size_t realColumns = std::min(tileColumns, count - c0);
+                    for (std::size_t c = 0; c < realColumns; ++c) {
+                        float* column = result + r0 + (firstColumn + c0 + c) * stride;
+                        for (std::size_t r = 0; r < realRows; ++r) {
+                            column[r] = out[r * tileColumns + c];
                         }
                     }
                 }
             }
-        }
-        for (std::size_t c = 0; c < count; ++c) {
-            std::copy_n(gathered.data() + c * kChunk, chunkRows, result + chunk + (firstColumn + c) * stride);
         }
     }
 }
