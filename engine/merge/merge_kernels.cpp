@@ -11,8 +11,8 @@ std::size_t gatherWindowPortable(const float* values, const float* base, std::si
 }
 
 void signConsensusPortable(const ConsensusInput* models, std::size_t count, const float* base, std::size_t n,
-                           ConsensusMean mean, float* out) {
-    signConsensusFrom(models, count, base, 0, n, mean, out);
+                           bool normalize, float* out) {
+    signConsensusFrom(models, count, base, 0, n, normalize, out);
 }
 
 constexpr MergeKernels kPortable{gatherWindowPortable, signConsensusPortable};
@@ -41,7 +41,7 @@ std::size_t gatherWindowFrom(const float* values, const float* base, std::size_t
 }
 
 void signConsensusFrom(const ConsensusInput* models, std::size_t count, const float* base, std::size_t from,
-                       std::size_t n, ConsensusMean mean, float* out) {
+                       std::size_t n, bool normalize, float* out) {
     // A run at a time, each loop over it written for the vectorizer (no branch on a value).
     constexpr std::size_t kRun = 256;
     float sum[kRun];
@@ -73,7 +73,7 @@ void signConsensusFrom(const ConsensusInput* models, std::size_t count, const fl
                 divisor[j] += chooseBits(agrees, w, 0.0f);
             }
         }
-        if (mean == ConsensusMean::Sum) {
+        if (!normalize) {
             for (std::size_t j = 0; j < m; ++j) {
                 out[at + j] = b[j] + agreed[j];
             }
@@ -83,27 +83,6 @@ void signConsensusFrom(const ConsensusInput* models, std::size_t count, const fl
             }
         }
     }
-}
-
-ConsensusMean consensusMeanOf(const float* weights, std::size_t count) {
-    // 2^count sums, each as the kernels add it: from +0, the weights that agree in order.
-    constexpr std::size_t kMostModels = 12;
-    if (count > kMostModels) {
-        return ConsensusMean::Divided;
-    }
-    for (std::uint32_t subset = 0; subset < (1u << count); ++subset) {
-        float sum = 0.0f;
-        for (std::size_t i = 0; i < count; ++i) {
-            sum += ((subset >> i) & 1) != 0 ? weights[i] : 0.0f;
-        }
-        const auto bits = std::bit_cast<std::uint32_t>(sum);
-        const std::uint32_t exponent = bits >> 23;
-        const bool powerOfTwo = (bits & 0x7FFFFFu) == 0 && exponent >= 1 && exponent <= 253;
-        if (sum != 0 && !powerOfTwo) {
-            return ConsensusMean::Divided;
-        }
-    }
-    return ConsensusMean::DividedByPowersOfTwo;
 }
 
 const MergeKernels& mergeKernels() {

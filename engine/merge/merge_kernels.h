@@ -40,24 +40,11 @@ struct ConsensusInput {
     std::uint32_t high = 0;
 };
 
-// How the sum of the entries that agree with the elected sign is divided by their weights' sum.
-enum class ConsensusMean {
-    Sum,     // not divided (normalize: false)
-    Divided, // divided (by 1 where none agrees)
-    // divided where every sum of the weights (in the models' order) is 0 or a power of two: the
-    // kernels may multiply by its reciprocal instead, which gives the same bits
-    DividedByPowersOfTwo,
-};
-
-// ConsensusMean::DividedByPowersOfTwo when every sum of a subset of the weights, added in order as
-// the kernels add them, is 0 or a normal power of two whose reciprocal is normal too; else Divided.
-ConsensusMean consensusMeanOf(const float* weights, std::size_t count);
-
 // ties' merge of n values: each model's task vector cut to its keys, the weighted sum's sign (0
-// counts as +) elected, and base plus the sum of the weighted entries that share it, divided as
-// `mean` says.
+// counts as +) elected, and base plus the sum of the weighted entries that share it, divided by
+// their weights' sum when `normalize` (by 1 where none does).
 using SignConsensusFn = void (*)(const ConsensusInput* models, std::size_t count, const float* base,
-                                 std::size_t n, ConsensusMean mean, float* out);
+                                 std::size_t n, bool normalize, float* out);
 
 struct MergeKernels {
     GatherWindowFn gatherWindow;
@@ -72,7 +59,7 @@ std::size_t gatherWindowFrom(const float* values, const float* base, std::size_t
                              std::uint32_t low, std::uint32_t high, std::uint32_t* kept,
                              std::uint64_t& above);
 void signConsensusFrom(const ConsensusInput* models, std::size_t count, const float* base, std::size_t from,
-                       std::size_t n, ConsensusMean mean, float* out);
+                       std::size_t n, bool normalize, float* out);
 
 // The x86 kernels of a set other than the portable one (on x86 only).
 const MergeKernels* x86MergeKernels(InstructionSet set);

@@ -97,15 +97,12 @@ ORGAN_AVX2 inline __m256 cutDeltaAvx2(const ConsensusInput256& model, __m256 bas
         d, _mm256_castsi256_ps(_mm256_andnot_si256(pastHigh, _mm256_cmpgt_epi32(key, model.belowLow))));
 }
 
-// The reciprocal of a power of two whose reciprocal is normal, exact: the exponent negated.
-constexpr int kReciprocalBits = 0x7F000000;
-
 // Values j to j + 8. An entry agrees with the elected sign when it is above 0 with its sign turned
 // where the sum's is not at or above 0 (neither ±0 nor NaN ever does).
 template <std::size_t Held, typename Model>
 ORGAN_AVX2 inline __attribute__((always_inline)) void signConsensus8(const Model* models, std::size_t count,
                                                                      const float* base, std::size_t j,
-                                                                     ConsensusMean mean, float* out) {
+                                                                     bool normalize, float* out) {
     const __m256 zero = _mm256_setzero_ps();
     if constexpr (Held != 0) {
         count = Held;
@@ -133,16 +130,10 @@ ORGAN_AVX2 inline __attribute__((always_inline)) void signConsensus8(const Model
         agreed = _mm256_add_ps(agreed, _mm256_and_ps(agrees, v));
         divisor = _mm256_add_ps(divisor, _mm256_and_ps(agrees, model.weight));
     }
-    if (mean != ConsensusMean::Sum) {
+    if (normalize) {
         const __m256 d =
             _mm256_blendv_ps(divisor, _mm256_set1_ps(1.0f), _mm256_cmp_ps(divisor, zero, _CMP_EQ_OQ));
-        if (mean == ConsensusMean::DividedByPowersOfTwo) {
-            const __m256i reciprocal =
-                _mm256_sub_epi32(_mm256_set1_epi32(kReciprocalBits), _mm256_castps_si256(d));
-            agreed = _mm256_mul_ps(agreed, _mm256_castsi256_ps(reciprocal));
-        } else {
-            agreed = _mm256_div_ps(agreed, d);
-        }
+        agreed = _mm256_div_ps(agreed, d);
     }
     _mm256_storeu_ps(out + j, _mm256_add_ps(b, agreed));
 }
@@ -152,7 +143,7 @@ ORGAN_AVX2 inline __attribute__((always_inline)) void signConsensus8(const Model
 // the constants loaded for each 8 values.
 template <std::size_t Held>
 ORGAN_AVX2 void signConsensusAvx2(const ConsensusInput* models, std::size_t count, const float* base,
-                                  std::size_t n, ConsensusMean mean, float* out) {
+                                  std::size_t n, bool normalize, float* out) {
     std::size_t j = 0;
     if constexpr (Held != 0) {
         ConsensusInput256 held[Held];
@@ -160,14 +151,14 @@ ORGAN_AVX2 void signConsensusAvx2(const ConsensusInput* models, std::size_t coun
             held[i] = inRegisters256(models[i]);
         }
         for (; j + 8 <= n; j += 8) {
-            signConsensus8<Held>(held, Held, base, j, mean, out);
+            signConsensus8<Held>(held, Held, base, j, normalize, out);
         }
     } else {
         for (; j + 8 <= n; j += 8) {
-            signConsensus8<Held>(models, count, base, j, mean, out);
+            signConsensus8<Held>(models, count, base, j, normalize, out);
         }
     }
-    signConsensusFrom(models, count, base, j, n, mean, out);
+    signConsensusFrom(models, count, base, j, n, normalize, out);
 }
 
 #define ORGAN_AVX512_INLINE ORGAN_AVX512 inline __attribute__((always_inline))
@@ -242,9 +233,9 @@ ORGAN_AVX512_INLINE __m512 cutDeltaAvx512(const ConsensusInput512& model, __m512
 // with its sign turned where the sum is not at or above 0 (neither ±0 nor NaN ever does). The sums
 // of the entries that agree and of their weights start at +0 and add nothing that is ±0, so they are
 // never −0: adding only where an entry agrees gives the bits of adding +0 where it does not.
-template <std::size_t Held, ConsensusMean Mean, typename Model>
+template <std::size_t Held, typename Model>
 ORGAN_AVX512_INLINE void signConsensus16(const Model* models, std::size_t count, const float* base,
-                                         std::size_t j, __mmask16 lanes, float* out) {
+                                         std::size_t j, __mmask16 lanes, bool normalize, float* out) {
     if constexpr (Held != 0) {
         count = Held;
     }
@@ -274,59 +265,41 @@ ORGAN_AVX512_INLINE void signConsensus16(const Model* models, std::size_t count,
         agreed = _mm512_mask_add_ps(agreed, agrees, agreed, v);
         divisor = _mm512_mask_add_ps(divisor, agrees, divisor, model.weight);
     }
-    if constexpr (Mean != ConsensusMean::Sum) {
+    if (normalize) {
         const __m512 d =
             _mm512_mask_mov_ps(divisor, _mm512_cmp_ps_mask(divisor, zero, _CMP_EQ_OQ), _mm512_set1_ps(1.0f));
-        if constexpr (Mean == ConsensusMean::DividedByPowersOfTwo) {
-            const __m512i reciprocal =
-                _mm512_sub_epi32(_mm512_set1_epi32(kReciprocalBits), _mm512_castps_si512(d));
-            agreed = _mm512_mul_ps(agreed, _mm512_castsi512_ps(reciprocal));
-        } else {
-            agreed = _mm512_div_ps(agreed, d);
-        }
+        agreed = _mm512_div_ps(agreed, d);
     }
     _mm512_mask_storeu_ps(out + j, lanes, _mm512_add_ps(b, agreed));
 }
 
 // The values of n, 16 at a time, the last few through masked loads and stores.
-template <std::size_t Held, ConsensusMean Mean, typename Model>
+template <std::size_t Held, typename Model>
 ORGAN_AVX512_INLINE void signConsensusRun(const Model* models, std::size_t count, const float* base,
-                                          std::size_t n, float* out) {
+                                          std::size_t n, bool normalize, float* out) {
     std::size_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        signConsensus16<Held, Mean>(models, count, base, j, 0xFFFF, out);
+        signConsensus16<Held>(models, count, base, j, 0xFFFF, normalize, out);
     }
     if (j < n) {
-        signConsensus16<Held, Mean>(models, count, base, j, static_cast<__mmask16>((1u << (n - j)) - 1), out);
+        const auto lanes = static_cast<__mmask16>((1u << (n - j)) - 1);
+        signConsensus16<Held>(models, count, base, j, lanes, normalize, out);
     }
 }
 
 // Held: as signConsensusAvx2's; the held models' constants stay in registers, any other count's are
 // loaded for each 16 values.
-template <std::size_t Held, ConsensusMean Mean>
+template <std::size_t Held>
 ORGAN_AVX512 void signConsensusAvx512(const ConsensusInput* models, std::size_t count, const float* base,
-                                      std::size_t n, float* out) {
+                                      std::size_t n, bool normalize, float* out) {
     if constexpr (Held != 0) {
         ConsensusInput512 held[Held];
         for (std::size_t i = 0; i < Held; ++i) {
             held[i] = inRegisters(models[i]);
         }
-        signConsensusRun<Held, Mean>(held, Held, base, n, out);
+        signConsensusRun<Held>(held, Held, base, n, normalize, out);
     } else {
-        signConsensusRun<Held, Mean>(models, count, base, n, out);
-    }
-}
-
-template <std::size_t Held>
-ORGAN_AVX512 void signConsensusAvx512(const ConsensusInput* models, std::size_t count, const float* base,
-                                      std::size_t n, ConsensusMean mean, float* out) {
-    switch (mean) {
-    case ConsensusMean::Sum:
-        return signConsensusAvx512<Held, ConsensusMean::Sum>(models, count, base, n, out);
-    case ConsensusMean::Divided:
-        return signConsensusAvx512<Held, ConsensusMean::Divided>(models, count, base, n, out);
-    case ConsensusMean::DividedByPowersOfTwo:
-        return signConsensusAvx512<Held, ConsensusMean::DividedByPowersOfTwo>(models, count, base, n, out);
+        signConsensusRun<Held>(models, count, base, n, normalize, out);
     }
 }
 
@@ -341,9 +314,9 @@ std::size_t gatherWindowOf(const float* values, const float* base, std::size_t n
 // A consensus kernel compiled for 1, 2 and 3 models held in registers, and for any count.
 template <SignConsensusFn One, SignConsensusFn Two, SignConsensusFn Three, SignConsensusFn Any>
 void signConsensusOf(const ConsensusInput* models, std::size_t count, const float* base, std::size_t n,
-                     ConsensusMean mean, float* out) {
+                     bool normalize, float* out) {
     constexpr SignConsensusFn kHeld[] = {Any, One, Two, Three};
-    kHeld[count < 4 ? count : 0](models, count, base, n, mean, out);
+    kHeld[count < 4 ? count : 0](models, count, base, n, normalize, out);
 }
 
 constexpr MergeKernels kAvx2{

@@ -108,13 +108,6 @@ TensorMerger::TensorMerger(TensorMergeParams params, TensorMergeInputs inputs)
         state.weight = static_cast<float>(p.weight);
         m_models.push_back(state);
     }
-    if (m_params.normalize) {
-        std::vector<float> weights;
-        for (const ModelState& state : m_models) {
-            weights.push_back(state.weight);
-        }
-        m_consensusMean = detail::consensusMeanOf(weights.data(), weights.size());
-    }
 }
 
 void TensorMerger::setThreads(unsigned threads) {
@@ -725,7 +718,7 @@ void TensorMerger::mergeByConsensus(Block& block, float* o) const {
             inputs[i] = {block.values[i].data() + offset, m_models[i].weight, limits.low, limits.high};
         }
         merge(inputs.data(), inputs.size(), block.base.data() + offset, static_cast<std::size_t>(end - at),
-              m_consensusMean, o + offset);
+              m_params.normalize, o + offset);
         at = end;
     }
 }

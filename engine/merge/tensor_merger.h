@@ -131,8 +131,7 @@ private:
     unsigned m_threads = 0;
     bool m_prepared = false;
     std::uint64_t m_position = 0;
-    float m_divisor = 1; // linear and task arithmetic's normalize
-    detail::ConsensusMean m_consensusMean = detail::ConsensusMean::Sum; // ties' normalize
+    float m_divisor = 1;                   // linear and task arithmetic's normalize
     std::array<float, 2> m_coefficients{}; // slerp: of the base and of the model; model_stock: t, 1 − t
     Batch m_batch;
 };
