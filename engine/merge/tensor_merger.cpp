@@ -1,10 +1,10 @@
 #include "merge/tensor_merger.h"
 
 #include "merge/dare_mask.h"
+#include "merge/merge_kernels.h"
 #include "support/errors.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <exception>
 #include <thread>
@@ -21,17 +21,8 @@ constexpr std::size_t kBins = 1u << 16;
 // Threads at most: each keeps its own radix histograms (512 KiB per model and cut).
 constexpr unsigned kMaxThreads = 8;
 
-// |v| as an ordered key: the bits of a non-negative float order as its values do (NaN above ∞).
-std::uint32_t magnitudeKey(float v) {
-    return std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu;
-}
-
-// c ? a : b on the bits, which the vectorizer takes where it leaves a branch on floats alone.
-float chooseBits(bool c, float a, float b) {
-    const std::uint32_t mask = 0u - static_cast<std::uint32_t>(c);
-    return std::bit_cast<float>((std::bit_cast<std::uint32_t>(a) & mask) |
-                                (std::bit_cast<std::uint32_t>(b) & ~mask));
-}
+using detail::chooseBits;
+using detail::magnitudeKey;
 
 // The loops over values, compiled also for wider vectors (the loader picks the clone the CPU runs):
 // elementwise float operations give the same bits at any width.
@@ -55,36 +46,6 @@ ORGAN_VECTOR_CLONES std::uint64_t countKey(const float* d, std::size_t n, std::u
         count += magnitudeKey(d[j]) == key ? 1 : 0;
     }
     return count;
-}
-
-// The keys of d whose high 16 bits are in [low, high], in order, at kept; returns how many, and adds
-// those above `high` to `above`. Most runs of 16 hold none: those are passed over after one vector
-// test.
-ORGAN_VECTOR_CLONES std::size_t gatherWindow(const float* d, std::size_t n, std::uint32_t low,
-                                             std::uint32_t high, std::uint32_t* kept, std::uint64_t& above) {
-    const std::uint32_t width = high - low;
-    std::uint32_t over = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-        over += (magnitudeKey(d[j]) >> 16) > high ? 1u : 0u;
-    }
-    above += over;
-    std::size_t m = 0;
-    std::size_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        std::uint32_t hits = 0;
-        for (std::size_t k = 0; k < 16; ++k) {
-            hits |= ((magnitudeKey(d[j + k]) >> 16) - low <= width ? 1u : 0u) << k;
-        }
-        for (; hits != 0; hits &= hits - 1) {
-            kept[m++] = magnitudeKey(d[j + static_cast<std::size_t>(std::countr_zero(hits))]);
-        }
-    }
-    for (; j < n; ++j) {
-        const std::uint32_t key = magnitudeKey(d[j]);
-        kept[m] = key;
-        m += (key >> 16) - low <= width ? 1 : 0;
-    }
-    return m;
 }
 
 // Keeps the values whose keys are in [low, high) and zeroes the rest (inlined into the clones of
@@ -479,16 +440,18 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
         w.above.resize(threads);
         w.spans.resize(pieces);
     }
-    // The keys of the cut's window in values of the given piece, `starts` at its first.
-    std::vector<std::vector<std::uint32_t>> scratch(threads, std::vector<std::uint32_t>(kPiece));
-    auto keep = [&](unsigned thread, std::size_t piece, bool starts, std::size_t k, const float* d,
-                    std::size_t count) {
+    // The keys of the cut's window in values (less base, unless null) of the given piece, `starts`
+    // at its first.
+    const detail::GatherWindowFn gatherWindow = detail::mergeKernels().gatherWindow;
+    std::vector<std::vector<std::uint32_t>> scratch(threads, std::vector<std::uint32_t>(kPiece + 16));
+    auto keep = [&](unsigned thread, std::size_t piece, bool starts, std::size_t k, const float* values,
+                    const float* base, std::size_t count) {
         Window& w = windows[k];
         if (w.overflowed || w.low > w.high) {
             return;
         }
         std::uint32_t* kept = scratch[thread].data();
-        const std::size_t m = gatherWindow(d, count, w.low, w.high, kept, w.above[thread]);
+        const std::size_t m = gatherWindow(values, base, count, w.low, w.high, kept, w.above[thread]);
         std::vector<std::uint32_t>& keys = w.keys[thread];
         Span& span = w.spans[piece];
         if (starts) {
@@ -533,15 +496,15 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
             forPieces(first, c, [&](unsigned thread, const Piece& piece) {
                 for (std::size_t k = 0; k < pending.size(); ++k) {
                     const float* d = m_batch.values[pending[k].model].data() + piece.offset;
-                    keep(thread, piece.first / kPiece, true, k, d, piece.count);
+                    keep(thread, piece.first / kPiece, true, k, d, nullptr, piece.count);
                 }
             });
         } else {
-            // A block at a time while it is in the cache.
-            readBlocks(first, c, true, [&](unsigned thread, const Piece& piece, const Block& block) {
+            // A block at a time while it is in the cache, the base subtracted as the keys are taken.
+            readBlocks(first, c, false, [&](unsigned thread, const Piece& piece, const Block& block) {
                 for (std::size_t k = 0; k < pending.size(); ++k) {
                     keep(thread, piece.first / kPiece, block.first == piece.first, k,
-                         block.values[pending[k].model].data(), block.count);
+                         block.values[pending[k].model].data(), block.base.data(), block.count);
                 }
             });
         }
@@ -709,32 +672,53 @@ ORGAN_VECTOR_CLONES void TensorMerger::sparsify(std::size_t model, Block& block)
     }
 }
 
-ORGAN_VECTOR_CLONES void TensorMerger::cut(std::size_t model, std::uint64_t first, std::size_t count,
-                                           float* d) const {
+TensorMerger::Limits TensorMerger::limitsAt(std::size_t model, std::uint64_t at, std::uint64_t& end) const {
     const ModelState& state = m_models[model];
     // An element ranks before a cut when its key is at or above the cut's limit: none for None,
     // every one for All, and for Key the cut's key up to the first tie that does not rank before
     // it, one above from there on. Kept: what ranks from `from` on and before `to`.
     constexpr std::uint32_t kAboveEveryKey = 0x80000000u;
-    std::size_t at = 0;
-    while (at < count) {
-        std::size_t end = count;
-        auto limitOf = [&](const Cut& c) {
-            if (c.kind == Cut::Kind::None) {
-                return kAboveEveryKey;
-            }
-            if (c.kind == Cut::Kind::All) {
-                return 0u;
-            }
-            if (first + at < c.tiesEnd) {
-                end = static_cast<std::size_t>(std::min<std::uint64_t>(end, c.tiesEnd - first));
-                return c.key;
-            }
-            return c.key + 1;
-        };
-        const std::uint32_t from = limitOf(state.from);
-        const std::uint32_t to = limitOf(state.to);
-        keepKeysIn(d + at, end - at, to, from);
+    auto limitOf = [&](const Cut& c) {
+        if (c.kind == Cut::Kind::None) {
+            return kAboveEveryKey;
+        }
+        if (c.kind == Cut::Kind::All) {
+            return 0u;
+        }
+        if (at < c.tiesEnd) {
+            end = std::min(end, c.tiesEnd);
+            return c.key;
+        }
+        return c.key + 1;
+    };
+    const std::uint32_t high = limitOf(state.from);
+    return {limitOf(state.to), high};
+}
+
+ORGAN_VECTOR_CLONES void TensorMerger::cut(std::size_t model, std::uint64_t first, std::size_t count,
+                                           float* d) const {
+    for (std::uint64_t at = first; at < first + count;) {
+        std::uint64_t end = first + count;
+        const Limits limits = limitsAt(model, at, end);
+        keepKeysIn(d + (at - first), static_cast<std::size_t>(end - at), limits.low, limits.high);
+        at = end;
+    }
+}
+
+void TensorMerger::mergeByConsensus(Block& block, float* o) const {
+    const detail::SignConsensusFn merge = detail::mergeKernels().signConsensus;
+    const std::uint64_t last = block.first + block.count;
+    std::vector<detail::ConsensusInput>& inputs = block.consensus;
+    inputs.resize(m_models.size());
+    for (std::uint64_t at = block.first; at < last;) {
+        std::uint64_t end = last;
+        const auto offset = static_cast<std::size_t>(at - block.first);
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            const Limits limits = limitsAt(i, at, end);
+            inputs[i] = {block.values[i].data() + offset, m_models[i].weight, limits.low, limits.high};
+        }
+        merge(inputs.data(), inputs.size(), block.base.data() + offset, static_cast<std::size_t>(end - at),
+              m_params.normalize, o + offset);
         at = end;
     }
 }
@@ -813,10 +797,19 @@ ORGAN_VECTOR_CLONES void TensorMerger::combine(Block& block, float* o) {
 void TensorMerger::next(std::size_t count, float* out) {
     const std::size_t models = m_models.size();
     const bool taskVectors = usesTaskVectors(m_params.method);
+    const Sparsify sparsifying = sparsifyOf(m_params.method);
+    // ties and breadcrumbs_ties: the base subtracted, the cuts made, the signs elected and the mean
+    // taken in one pass over a block's values (merge_kernels.h).
+    const bool consensusOfCuts = usesSignConsensus(m_params.method) &&
+                                 (sparsifying == Sparsify::Magnitude || sparsifying == Sparsify::Breadcrumbs);
     while (count > 0) {
         const std::size_t c = std::min(kBatch, count);
         // Each block is read, cut, summed and its signs elected while it is in the cache.
-        readBlocks(m_position, c, taskVectors, [&](unsigned, const Piece&, Block& block) {
+        readBlocks(m_position, c, taskVectors && !consensusOfCuts, [&](unsigned, const Piece&, Block& block) {
+            if (consensusOfCuts) {
+                mergeByConsensus(block, out + (block.first - m_position));
+                return;
+            }
             if (taskVectors) {
                 for (std::size_t i = 0; i < models; ++i) {
                     sparsify(i, block);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "merge/merge_kernels.h"
 #include "merge/merge_spec.h"
 #include "support/job.h"
 
@@ -78,6 +79,7 @@ private:
         std::size_t count = 0;
         std::vector<float> base;
         std::vector<std::vector<float>> values;
+        std::vector<detail::ConsensusInput> consensus; // mergeByConsensus's, per model
     };
     // Of a piece of a batch: where it starts in the tensor and in the batch, and its length.
     struct Piece {
@@ -108,11 +110,20 @@ private:
     std::uint64_t indexOfTie(std::size_t model, std::uint64_t first, std::uint32_t key, std::uint64_t skip);
     // Zeroes what dare drops from the model's task vector in the block.
     void sparsify(std::size_t model, Block& block);
+    // The keys the model keeps at element `at`: [low, high). Lowers `end` to the element where
+    // they change, if before it.
+    struct Limits {
+        std::uint32_t low = 0;
+        std::uint32_t high = 0;
+    };
+    Limits limitsAt(std::size_t model, std::uint64_t at, std::uint64_t& end) const;
     // Zeroes what the magnitude cuts drop from values [first, first + count) of the model's task
     // vector, at d.
     void cut(std::size_t model, std::uint64_t first, std::size_t count, float* d) const;
     // The merged values of the block, at o.
     void combine(Block& block, float* o);
+    // The same for ties and breadcrumbs_ties, from the models' values (not their task vectors).
+    void mergeByConsensus(Block& block, float* o) const;
 
     TensorMergeParams m_params;
     TensorMergeInputs m_inputs;

@@ -5,13 +5,17 @@
 // breadcrumbs, breadcrumbs_ties and model_stock; parameters as gradients over the blocks and as
 // filtered values.
 #include "merge/dare_mask.h"
+#include "merge/merge_kernels.h"
 #include "merge/merge_spec.h"
 #include "merge/tensor_merger.h"
 #include "support/errors.h"
+#include "support/instruction_set.h"
 
 #include <QTest>
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <qfloat16.h>
 #include <random>
@@ -58,6 +62,16 @@ Values randomValues(std::size_t n, unsigned seed, double scale = 1.0) {
     Values v(n);
     for (float& x : v) {
         x = static_cast<float>(normal(rng));
+    }
+    return v;
+}
+
+// n values from a small set (−levels … levels times scale), so that many magnitudes are equal.
+Values coarseValues(std::mt19937& rng, std::size_t n, int levels, float scale) {
+    Values v(n);
+    for (float& x : v) {
+        x = static_cast<float>(static_cast<int>(rng() % static_cast<unsigned>(2 * levels + 1)) - levels) *
+            scale;
     }
     return v;
 }
@@ -398,15 +412,8 @@ private slots:
         const auto m = static_cast<MergeMethod>(method);
         const std::size_t n = (1u << 20) + 300007;
         std::mt19937 rng(31);
-        auto coarse = [&](float scale) {
-            Values v(n);
-            for (float& x : v) {
-                x = static_cast<float>(static_cast<int>(rng() % 17) - 8) * scale;
-            }
-            return v;
-        };
-        const Values base = coarse(0.125f);
-        const std::vector<Values> models{coarse(0.25f), coarse(0.5f)};
+        const Values base = coarseValues(rng, n, 8, 0.125f);
+        const std::vector<Values> models{coarseValues(rng, n, 8, 0.25f), coarseValues(rng, n, 8, 0.5f)};
         // No two weighted task vectors cancel exactly (they would in double, not in F32).
         const std::vector<double> w{0.7, 0.41};
         auto p = paramsOf(m, m == MergeMethod::Slerp ? std::vector<double>{1.0} : w, 0.45, 0.05);
@@ -494,6 +501,139 @@ private slots:
             d.push_back(magnitudeSparse(deltaOf(m, base), 0.3));
         }
         compare(got, refSignConsensus(base, d, w, p.normalize));
+    }
+
+    // The kernels of ties (merge_kernels.h) on every instruction set this CPU runs give the portable
+    // kernels' bits: counts not a multiple of any vector width, keys equal to a limit, zeros of
+    // either sign, NaN and infinities, a window's edges, normalized or not.
+    void kernelsOfEveryInstructionSetAgree() {
+        std::mt19937 rng(41);
+        const std::size_t longest = 2053;
+        // Many keys equal a limit and many deltas are ±0.
+        const Values base = coarseValues(rng, longest, 4, 0.25f);
+        std::vector<Values> models;
+        for (const float scale : {0.5f, 0.25f, 0.75f, 0.5f, 1.0f}) {
+            models.push_back(coarseValues(rng, longest, 4, scale));
+        }
+        models[0][5] = std::numeric_limits<float>::quiet_NaN();
+        models[1][17] = std::numeric_limits<float>::infinity();
+        models[2][33] = -std::numeric_limits<float>::infinity();
+        const std::uint32_t key = detail::magnitudeKey(0.5f);
+        const std::vector<std::pair<std::uint32_t, std::uint32_t>> limits{
+            {key, 0x80000000u},         {0, key}, {key, key + 1}, {0, 0x80000000u},
+            {0x80000000u, 0x80000000u}, {0, 0}};
+        const std::vector<std::vector<float>> weightSets{{1.0f, 1.0f, 1.0f, 1.0f, 1.0f},
+                                                         {0.5f, 2.0f, 0.25f, 1.0f, 4.0f},
+                                                         {0.7f, -1.3f, 0.41f, 1.0f, 0.2f}};
+        const auto& sets = supportedInstructionSets();
+        for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{15},
+                                    std::size_t{16}, std::size_t{17}, std::size_t{33}, longest}) {
+            for (std::size_t count = 1; count <= models.size(); ++count) {
+                for (const std::vector<float>& weights : weightSets) {
+                    for (const bool normalize : {false, true}) {
+                        std::vector<detail::ConsensusInput> inputs;
+                        for (std::size_t i = 0; i < count; ++i) {
+                            const auto& [low, high] = limits[(i + n) % limits.size()];
+                            inputs.push_back({models[i].data(), weights[i], low, high});
+                        }
+                        Values portable(n + 1, 7.0f);
+                        useInstructionSet("portable");
+                        detail::mergeKernels().signConsensus(inputs.data(), count, base.data(), n, normalize,
+                                                             portable.data());
+                        for (const InstructionSet set : sets) {
+                            useInstructionSet(instructionSetName(set));
+                            Values out(n + 1, 7.0f);
+                            detail::mergeKernels().signConsensus(inputs.data(), count, base.data(), n,
+                                                                 normalize, out.data());
+                            QVERIFY2(std::memcmp(out.data(), portable.data(), out.size() * sizeof(float)) ==
+                                         0,
+                                     qPrintable(QStringLiteral("consensus of %1 over %2 on %3")
+                                                    .arg(count)
+                                                    .arg(n)
+                                                    .arg(QString::fromLatin1(instructionSetName(set)))));
+                        }
+                    }
+                }
+            }
+            const std::uint32_t bucket = key >> 16;
+            for (const auto& [low, high] :
+                 std::vector<std::pair<std::uint32_t, std::uint32_t>>{{bucket, bucket},
+                                                                      {0, bucket},
+                                                                      {bucket, 0x7FFF},
+                                                                      {0, 0xFFFF},
+                                                                      {bucket + 1, bucket + 100}}) {
+                for (const float* withBase : {base.data(), static_cast<const float*>(nullptr)}) {
+                    useInstructionSet("portable");
+                    std::vector<std::uint32_t> portable(n + 16);
+                    std::uint64_t portableAbove = 5;
+                    const std::size_t kept = detail::mergeKernels().gatherWindow(
+                        models[0].data(), withBase, n, low, high, portable.data(), portableAbove);
+                    portable.resize(kept);
+                    for (const InstructionSet set : sets) {
+                        useInstructionSet(instructionSetName(set));
+                        std::vector<std::uint32_t> out(n + 16);
+                        std::uint64_t above = 5;
+                        out.resize(detail::mergeKernels().gatherWindow(models[0].data(), withBase, n, low,
+                                                                       high, out.data(), above));
+                        const QString where = QStringLiteral("window %1–%2 over %3 on %4")
+                                                  .arg(low)
+                                                  .arg(high)
+                                                  .arg(n)
+                                                  .arg(QString::fromLatin1(instructionSetName(set)));
+                        QVERIFY2(out == portable, qPrintable(where));
+                        QVERIFY2(above == portableAbove, qPrintable(where));
+                    }
+                }
+            }
+        }
+        useInstructionSet(instructionSetName(sets.front()));
+    }
+
+    // The merger itself on every instruction set: the same values, found in as many passes (a
+    // window that gathered the wrong keys would take the three passes after the first).
+    void tiesOnEveryInstructionSet_data() {
+        QTest::addColumn<int>("method");
+        QTest::addColumn<double>("weight");
+        QTest::newRow("ties") << static_cast<int>(MergeMethod::Ties) << 1.0;
+        QTest::newRow("ties, a weight of 0.7") << static_cast<int>(MergeMethod::Ties) << 0.7;
+        QTest::newRow("breadcrumbs_ties") << static_cast<int>(MergeMethod::BreadcrumbsTies) << 1.0;
+    }
+    void tiesOnEveryInstructionSet() {
+        QFETCH(int, method);
+        QFETCH(double, weight);
+        const std::size_t n = 2 * (1u << 20) + 1237;
+        std::mt19937 rng(43);
+        const Values base = coarseValues(rng, n, 16, 0.125f);
+        const std::vector<Values> models{coarseValues(rng, n, 16, 0.25f), coarseValues(rng, n, 16, 0.5f),
+                                         coarseValues(rng, n, 16, 0.375f)};
+        auto p = paramsOf(static_cast<MergeMethod>(method), {weight, 1.0, 0.5}, 0.45, 0.05);
+        Values first;
+        std::uint64_t firstDone = 0;
+        const auto& sets = supportedInstructionSets();
+        for (const char* name : {"portable", "avx2", "avx512", "avx512vnni"}) {
+            const auto set = std::find_if(sets.begin(), sets.end(),
+                                          [&](InstructionSet s) { return instructionSetName(s) == name; });
+            if (set == sets.end()) {
+                continue;
+            }
+            useInstructionSet(name);
+            TensorMergeInputs in = inputsOf(&base, models);
+            std::uint64_t done = 0;
+            in.done = [&done](std::uint64_t, std::uint64_t count) { done += count; };
+            TensorMerger merger(p, std::move(in));
+            QVERIFY(merger.prepare());
+            Values got(n);
+            merger.next(n, got.data());
+            if (first.empty()) {
+                first = got;
+                firstDone = done;
+                continue;
+            }
+            QVERIFY2(std::memcmp(got.data(), first.data(), n * sizeof(float)) == 0, name);
+            QCOMPARE(done, firstDone);
+        }
+        QCOMPARE(firstDone, 2 * std::uint64_t{n}); // one pass to find the cuts, one to merge
+        useInstructionSet(instructionSetName(sets.front()));
     }
 
     void dare_data() {
