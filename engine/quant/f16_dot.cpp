@@ -83,23 +83,12 @@ HalfActivations::HalfActivations(const float* x, std::size_t size, std::size_t c
 
 void f16Product(const std::uint16_t* weights, std::size_t rows, const HalfActivations& x, float* out,
                 std::size_t outStride) {
-    const detail::SetKernels& set = detail::kernelsOf(activeInstructionSet());
-    const auto& kernels = set.f16;
+    const auto& kernels = detail::kernelsOf(activeInstructionSet()).f16;
     const std::size_t columns = x.size();
-    auto rowAt = [&](std::size_t r) { return weights + r * columns; };
-    auto wideAt = [&](std::size_t c) { return kernels.wide.pairedColumns ? x.pair(c / 2) : x.column(c); };
-    const std::size_t whole = x.count() / static_cast<std::size_t>(kernels.wide.columns) *
-                              static_cast<std::size_t>(kernels.wide.columns);
-    const std::size_t left = x.count() - whole;
-    const auto& edge = set.f16Edges[(left + 1) / 2];
-    if (x.count() > 1 && left > 0 && edge.fn != nullptr) {
-        detail::runTiles(kernels.wide, rows, 0, whole, columns / 8, rowAt, wideAt, out, outStride);
-        detail::runTiles(edge, rows, whole, left, columns / 8, rowAt, wideAt, out, outStride);
-        return;
-    }
     detail::runProduct(
-        kernels, rows, x.count(), columns / 8, rowAt, wideAt, [&](std::size_t c) { return x.column(c); }, out,
-        outStride);
+        kernels, rows, x.count(), columns / 8, [&](std::size_t r) { return weights + r * columns; },
+        [&](std::size_t c) { return kernels.wide.pairedColumns ? x.pair(c / 2) : x.column(c); },
+        [&](std::size_t c) { return x.column(c); }, out, outStride);
 }
 
 void f32Product(const float* weights, std::size_t rowStride, std::size_t rows, std::size_t columns,

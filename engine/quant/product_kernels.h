@@ -26,7 +26,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 namespace organ::detail {
 
@@ -44,10 +43,13 @@ template <class Row, class Column> struct Tile {
     bool pairedColumns = false;
 };
 
-// `wide` for many columns (a batch of tokens), `narrow` for one (generation).
+// `wide` for many columns (a batch of tokens), `narrow` for one (generation). `edges`, where a set
+// has them: narrower tiles of the wide tile's rows, reading columns as it does, for the columns a
+// batch leaves after its whole wide tiles (the narrowest that holds them takes them).
 template <class Row, class Column> struct TileKernels {
     Tile<Row, Column> wide;
     Tile<Row, Column> narrow;
+    Tile<Row, Column> edges[5] = {};
 };
 
 // Q8_0 rows (34-byte blocks) × q8_0 columns; `blocks` per row.
@@ -64,9 +66,6 @@ struct SetKernels {
     KQuantKernels kQuant;
     F16Kernels f16;
     F32Kernels f32;
-    // Where the F16 wide tile reads pairs: f16Edges[k] takes the wide tile's rows × 2k columns, for
-    // the columns a batch leaves after its whole wide tiles (1 … 2k of them); empty elsewhere.
-    Tile<std::uint16_t, std::uint16_t> f16Edges[6] = {};
 };
 
 // The kernels of `set` (product_kernels.cpp).
@@ -164,12 +163,28 @@ void runTiles(const Tile<Row, Column>& tile, std::size_t rows, std::size_t first
     }
 }
 
-// rows × count products of rows of `blocks` blocks: the columns wideTileColumns gives by the wide
-// tile (their pointers from wideAt), the rest by the narrow one (from narrowAt).
+// rows × count products of rows of `blocks` blocks: whole wide tiles (their pointers from wideAt),
+// then the columns left by the narrowest edge tile that holds them (from wideAt too) when there is
+// one and more than one column; else the columns wideTileColumns gives by the wide tile and the rest
+// by the narrow one (from narrowAt).
 template <class Row, class Column, class RowAt, class WideAt, class NarrowAt>
 void runProduct(const TileKernels<Row, Column>& kernels, std::size_t rows, std::size_t count,
                 std::size_t blocks, RowAt rowAt, WideAt wideAt, NarrowAt narrowAt, float* out,
                 std::size_t outStride) {
+    const auto wide = static_cast<std::size_t>(kernels.wide.columns);
+    const std::size_t whole = count / wide * wide;
+    const Tile<Row, Column>* edge = nullptr;
+    for (const Tile<Row, Column>& e : kernels.edges) {
+        if (e.fn != nullptr && static_cast<std::size_t>(e.columns) >= count - whole &&
+            (edge == nullptr || e.columns < edge->columns)) {
+            edge = &e;
+        }
+    }
+    if (count > 1 && whole < count && edge != nullptr) {
+        runTiles(kernels.wide, rows, 0, whole, blocks, rowAt, wideAt, out, outStride);
+        runTiles(*edge, rows, whole, count - whole, blocks, rowAt, wideAt, out, outStride);
+        return;
+    }
     const std::size_t tiled = wideTileColumns(count, kernels.wide.columns);
     runTiles(kernels.wide, rows, 0, tiled, blocks, rowAt, wideAt, out, outStride);
     runTiles(kernels.narrow, rows, tiled, count - tiled, blocks, rowAt, narrowAt, out, outStride);
