@@ -52,36 +52,14 @@ void signConsensusFrom(const ConsensusInput* models, std::size_t count, const fl
         const float* b = base + at;
         std::fill_n(sum, m, 0.0f);
         for (std::size_t i = 0; i < count; ++i) {
-            const ConsensusInput model{models[i].values + at, models[i].weight, models[i].low,
-                                       models[i].high};
             for (std::size_t j = 0; j < m; ++j) {
-                sum[j] += model.weight * cutDelta(model, b[j], j);
+                sum[j] += models[i].weight * cutDelta(models[i], b[j], at + j);
             }
         }
-        // Never −0: these sums are unchanged by adding +0 where an entry disagrees.
-        std::fill_n(agreed, m, 0.0f);
-        std::fill_n(divisor, m, 0.0f);
-        for (std::size_t i = 0; i < count; ++i) {
-            const ConsensusInput model{models[i].values + at, models[i].weight, models[i].low,
-                                       models[i].high};
-            const float w = model.weight;
-            for (std::size_t j = 0; j < m; ++j) {
-                const float v = w * cutDelta(model, b[j], j);
-                const bool positive = sum[j] >= 0;
-                const bool agrees = (positive & (v > 0)) | (!positive & (v < 0));
-                agreed[j] += chooseBits(agrees, v, 0.0f);
-                divisor[j] += chooseBits(agrees, w, 0.0f);
-            }
-        }
-        if (!normalize) {
-            for (std::size_t j = 0; j < m; ++j) {
-                out[at + j] = b[j] + agreed[j];
-            }
-        } else {
-            for (std::size_t j = 0; j < m; ++j) {
-                out[at + j] = b[j] + agreed[j] / chooseBits(divisor[j] == 0, 1.0f, divisor[j]);
-            }
-        }
+        electSigns(
+            count, m, sum, b, normalize, [&](std::size_t i) { return models[i].weight; },
+            [&](std::size_t i, std::size_t j) { return cutDelta(models[i], b[j], at + j); }, agreed, divisor,
+            out + at);
     }
 }
 

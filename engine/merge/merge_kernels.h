@@ -30,6 +30,41 @@ using GatherWindowFn = std::size_t (*)(const float* values, const float* base, s
                                        std::uint32_t low, std::uint32_t high, std::uint32_t* kept,
                                        std::uint64_t& above);
 
+// ties' sign election on m values whose weighted sum over the `count` models is sum[j]: out[j] is
+// base[j] plus the weighted entries (weight(i) · entry(i, j)) that share the sum's sign (0 counts as
+// +, a zero entry has none), divided by their weights' sum when `normalize` (by 1 where none does).
+// `agreed` and `divisor` hold m floats each. Inlined where it is called, so written for the
+// vectorizer: no branch on a value.
+template <class Weight, class Entry>
+[[gnu::always_inline]] inline void electSigns(std::size_t count, std::size_t m, const float* sum,
+                                              const float* base, bool normalize, Weight weight, Entry entry,
+                                              float* agreed, float* divisor, float* out) {
+    // Never −0: these sums are unchanged by adding +0 where an entry disagrees.
+    for (std::size_t j = 0; j < m; ++j) {
+        agreed[j] = 0.0f;
+        divisor[j] = 0.0f;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        const float w = weight(i);
+        for (std::size_t j = 0; j < m; ++j) {
+            const float v = w * entry(i, j);
+            const bool positive = sum[j] >= 0;
+            const bool agrees = (positive & (v > 0)) | (!positive & (v < 0));
+            agreed[j] += chooseBits(agrees, v, 0.0f);
+            divisor[j] += chooseBits(agrees, w, 0.0f);
+        }
+    }
+    if (normalize) {
+        for (std::size_t j = 0; j < m; ++j) {
+            out[j] = base[j] + agreed[j] / chooseBits(divisor[j] == 0, 1.0f, divisor[j]);
+        }
+    } else {
+        for (std::size_t j = 0; j < m; ++j) {
+            out[j] = base[j] + agreed[j];
+        }
+    }
+}
+
 // One model's part in a run of values merged by sign consensus: its values (the task vector is
 // values − base), its weight, and the keys kept: from `low` up to, not including, `high` (each at
 // most 0x80000000).

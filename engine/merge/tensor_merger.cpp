@@ -22,6 +22,7 @@ constexpr std::size_t kBins = 1u << 16;
 constexpr unsigned kMaxThreads = 8;
 
 using detail::chooseBits;
+using detail::electSigns;
 using detail::magnitudeKey;
 
 // The loops over values, compiled also for wider vectors (the loader picks the clone the CPU runs):
@@ -766,31 +767,10 @@ ORGAN_VECTOR_CLONES void TensorMerger::combine(Block& block, float* o) {
             o[j] = base[j] + sum[j] / m_divisor;
         }
     } else {
-        // ties' sign consensus: the sign of the sum (0 counts as +) and the entries that share
-        // it (a zero entry has no sign and never does).
-        std::fill_n(agreed, n, 0.0f);
-        std::fill_n(divisor, n, 0.0f);
-        for (std::size_t i = 0; i < models; ++i) {
-            const float* x = block.values[i].data();
-            const float w = m_models[i].weight;
-            for (std::size_t j = 0; j < n; ++j) {
-                // Never −0, these sums are unchanged by adding +0 where an entry disagrees.
-                const float v = w * x[j];
-                const bool positive = sum[j] >= 0;
-                const bool agrees = (positive & (v > 0)) | (!positive & (v < 0));
-                agreed[j] += chooseBits(agrees, v, 0.0f);
-                divisor[j] += chooseBits(agrees, w, 0.0f);
-            }
-        }
-        if (m_params.normalize) {
-            for (std::size_t j = 0; j < n; ++j) {
-                o[j] = base[j] + agreed[j] / chooseBits(divisor[j] == 0, 1.0f, divisor[j]);
-            }
-        } else {
-            for (std::size_t j = 0; j < n; ++j) {
-                o[j] = base[j] + agreed[j];
-            }
-        }
+        // ties' sign consensus on entries already cut (dare_ties).
+        electSigns(
+            models, n, sum, base, m_params.normalize, [&](std::size_t i) { return m_models[i].weight; },
+            [&](std::size_t i, std::size_t j) { return block.values[i][j]; }, agreed, divisor, o);
     }
 }
 
