@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <future>
 #include <limits>
 #include <mutex>
 #include <sys/stat.h>
@@ -371,10 +372,13 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
         if (::close(data.release()) != 0) {
             throw IoError(label + ": close failed: " + std::strerror(errno));
         }
-        out.finish();
         // Checked before it replaces anything: a file already at the target stays as it was
-        // unless the new one is whole and right.
-        if (!verify(out.partial(), label, spec, planned, throttle, total, stop)) {
+        // unless the new one is whole and right. What is read back comes from the page cache, so
+        // the partial goes to the disk (fsync) meanwhile; both end before anything else is done.
+        std::future<void> synced = std::async(std::launch::async, [&out] { out.finish(); });
+        const bool verified = verify(out.partial(), label, spec, planned, throttle, total, stop);
+        synced.get();
+        if (!verified) {
             return JobResult::cancelled();
         }
         if (accept) {

@@ -11,8 +11,10 @@
 namespace organ {
 namespace {
 
-// Values merged per batch of rows: 4 MiB of floats beside the bytes they become.
+// Values merged per batch of rows (4 MiB of floats), encoded by the thread that merged them in
+// pieces of whole rows of about 256 KiB, while they are in its cache.
 constexpr std::uint64_t kBatchValues = 1u << 20;
+constexpr std::uint64_t kPieceValues = 1u << 16;
 
 // Decodes a range of an input's values.
 ValueReader readerOf(const MergeInput& input) {
@@ -63,15 +65,15 @@ std::unique_ptr<TensorMerger> preparedMerger(const MergedTensor& t) {
     return merger;
 }
 
-// Encodes `rows` merged rows that start at row `first`, each expert's rows with its own weights.
+// Encodes `rows` merged rows that start at row `first` (within one expert, with its weights).
 void encodeRows(const MergedTensor& t, std::uint64_t first, const float* values, std::uint64_t rows,
                 std::byte* out) {
     const std::uint64_t columns = t.ne[0];
     const std::uint64_t rowsPerExpert = std::max<std::uint64_t>(1, t.ne[1]);
     const float* weights =
         t.importance.empty() ? nullptr : t.importance.data() + (first / rowsPerExpert) * columns;
-    quantizeRowsParallel(t.target, values, static_cast<std::size_t>(rows), static_cast<std::size_t>(columns),
-                         weights, out, 0);
+    quantizeRows(t.target, values, static_cast<std::size_t>(rows), static_cast<std::size_t>(columns), weights,
+                 out);
 }
 
 // The output's bytes made as they are read in order: a batch of whole rows (within one expert)
@@ -114,7 +116,6 @@ public:
             // Read to the end: what was kept for the next read is dropped.
             m_merger.reset();
             m_pending = {};
-            m_values = {};
             m_pendingFrom = 0;
             m_nextRow = 0;
         }
@@ -127,10 +128,16 @@ private:
         const std::uint64_t expertEnd = (m_nextRow / rowsPerExpert + 1) * rowsPerExpert;
         const std::uint64_t rows = std::min(
             {std::max<std::uint64_t>(1, kBatchValues / columns), m_rows - m_nextRow, expertEnd - m_nextRow});
-        m_values.resize(static_cast<std::size_t>(rows * columns));
-        m_merger->next(m_values.size(), m_values.data());
+        const std::uint64_t pieceRows = std::max<std::uint64_t>(1, kPieceValues / columns);
+        const std::uint64_t first = m_nextRow;
         m_pending.resize(static_cast<std::size_t>(rows * m_rowBytes));
-        encodeRows(m_tensor, m_nextRow, m_values.data(), rows, m_pending.data());
+        m_merger->next(static_cast<std::size_t>(rows * columns),
+                       static_cast<std::size_t>(pieceRows * columns),
+                       [&](std::uint64_t at, std::size_t count, const float* values) {
+                           const std::uint64_t row = at / columns;
+                           encodeRows(m_tensor, row, values, count / columns,
+                                      m_pending.data() + (row - first) * m_rowBytes);
+                       });
         m_pendingFrom = m_nextRow * m_rowBytes;
         m_nextRow += rows;
     }
@@ -141,7 +148,6 @@ private:
     std::mutex m_mutex;
     std::unique_ptr<TensorMerger> m_merger;
     std::uint64_t m_nextRow = 0;
-    std::vector<float> m_values;
     std::vector<std::byte> m_pending; // the last batch's bytes, from byte m_pendingFrom
     std::uint64_t m_pendingFrom = 0;
 };

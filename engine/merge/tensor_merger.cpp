@@ -115,9 +115,9 @@ void TensorMerger::setThreads(unsigned threads) {
     m_threads = threads;
 }
 
-unsigned TensorMerger::threadsFor(std::uint64_t values) const {
+unsigned TensorMerger::threadsFor(std::uint64_t values, std::size_t pieceSize) const {
     const unsigned cores = m_threads != 0 ? m_threads : std::max(1u, std::thread::hardware_concurrency());
-    const std::uint64_t pieces = (values + kPiece - 1) / kPiece;
+    const std::uint64_t pieces = (values + pieceSize - 1) / pieceSize;
     return static_cast<unsigned>(
         std::min<std::uint64_t>({cores, kMaxThreads, std::max<std::uint64_t>(pieces, 1)}));
 }
@@ -126,15 +126,16 @@ std::size_t TensorMerger::pieceCount() const {
     return static_cast<std::size_t>((m_inputs.elements + kPiece - 1) / kPiece);
 }
 
-template <typename Visit> void TensorMerger::forPieces(std::uint64_t first, std::size_t count, Visit visit) {
-    const std::size_t pieces = (count + kPiece - 1) / kPiece;
-    const unsigned threads = threadsFor(count);
+template <typename Visit>
+void TensorMerger::forPieces(std::uint64_t first, std::size_t count, std::size_t pieceSize, Visit visit) {
+    const std::size_t pieces = (count + pieceSize - 1) / pieceSize;
+    const unsigned threads = threadsFor(count, pieceSize);
     onThreads(threads, [&](unsigned thread) {
         for (std::size_t p = thread; p < pieces; p += threads) {
             Piece piece;
-            piece.offset = p * kPiece;
+            piece.offset = p * pieceSize;
             piece.first = first + piece.offset;
-            piece.count = std::min(kPiece, count - piece.offset);
+            piece.count = std::min(pieceSize, count - piece.offset);
             visit(thread, piece);
         }
     });
@@ -150,7 +151,7 @@ void TensorMerger::readBatch(std::uint64_t first, std::size_t count, bool deltas
     for (std::vector<float>& values : m_batch.values) {
         values.resize(count);
     }
-    forPieces(first, count, [&](unsigned thread, const Piece& piece) {
+    forPieces(first, count, kPiece, [&](unsigned thread, const Piece& piece) {
         float* base = hasBase ? m_batch.base.data() + piece.offset : nullptr;
         if (hasBase) {
             m_inputs.base(piece.first, piece.count, base);
@@ -168,13 +169,19 @@ void TensorMerger::readBatch(std::uint64_t first, std::size_t count, bool deltas
 
 template <typename Visit>
 void TensorMerger::readBlocks(std::uint64_t first, std::size_t count, bool deltas, Visit visit) {
+    readBlocks(first, count, kPiece, deltas, visit, [](unsigned, const Piece&) {});
+}
+
+template <typename Visit, typename Finish>
+void TensorMerger::readBlocks(std::uint64_t first, std::size_t count, std::size_t pieceSize, bool deltas,
+                              Visit visit, Finish finish) {
     const bool hasBase = static_cast<bool>(m_inputs.base);
-    std::vector<Block> blocks(threadsFor(count));
+    std::vector<Block> blocks(threadsFor(count, pieceSize));
     for (Block& block : blocks) {
         block.base.resize(hasBase ? kBlock : 0);
         block.values.assign(m_inputs.models.size(), std::vector<float>(kBlock));
     }
-    forPieces(first, count, [&](unsigned thread, const Piece& piece) {
+    forPieces(first, count, pieceSize, [&](unsigned thread, const Piece& piece) {
         Block& block = blocks[thread];
         for (std::size_t at = 0; at < piece.count; at += kBlock) {
             block.first = piece.first + at;
@@ -191,6 +198,7 @@ void TensorMerger::readBlocks(std::uint64_t first, std::size_t count, bool delta
             }
             visit(thread, piece, block);
         }
+        finish(thread, piece);
     });
 }
 
@@ -343,7 +351,7 @@ bool TensorMerger::prepare(const StopToken* stop) {
 
 bool TensorMerger::prepareCuts(const StopToken* stop) {
     const std::uint64_t n = m_inputs.elements;
-    const unsigned threads = threadsFor(n);
+    const unsigned threads = threadsFor(n, kPiece);
     const std::size_t pieces = pieceCount();
     struct Pending {
         std::size_t model = 0;
@@ -494,7 +502,7 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
                     bucketOf(sum, static_cast<std::uint64_t>(std::max(0.0, rank - margin)), above);
                 windows[k].low = bucketOf(sum, static_cast<std::uint64_t>(rank + margin), above);
             }
-            forPieces(first, c, [&](unsigned thread, const Piece& piece) {
+            forPieces(first, c, kPiece, [&](unsigned thread, const Piece& piece) {
                 for (std::size_t k = 0; k < pending.size(); ++k) {
                     const float* d = m_batch.values[pending[k].model].data() + piece.offset;
                     keep(thread, piece.first / kPiece, true, k, d, nullptr, piece.count);
@@ -774,7 +782,8 @@ ORGAN_VECTOR_CLONES void TensorMerger::combine(Block& block, float* o) {
     }
 }
 
-void TensorMerger::next(std::size_t count, float* out) {
+template <typename Place, typename Finish>
+void TensorMerger::mergeNext(std::size_t count, std::size_t pieceSize, Place place, Finish finish) {
     const std::size_t models = m_models.size();
     const bool taskVectors = usesTaskVectors(m_params.method);
     const Sparsify sparsifying = sparsifyOf(m_params.method);
@@ -782,28 +791,55 @@ void TensorMerger::next(std::size_t count, float* out) {
     // taken in one pass over a block's values (merge_kernels.h).
     const bool consensusOfCuts = usesSignConsensus(m_params.method) &&
                                  (sparsifying == Sparsify::Magnitude || sparsifying == Sparsify::Breadcrumbs);
+    // Batches of whole pieces, about kBatch values.
+    const std::size_t batch = std::max(pieceSize, kBatch / pieceSize * pieceSize);
     while (count > 0) {
-        const std::size_t c = std::min(kBatch, count);
+        const std::size_t c = std::min(batch, count);
         // Each block is read, cut, summed and its signs elected while it is in the cache.
-        readBlocks(m_position, c, taskVectors && !consensusOfCuts, [&](unsigned, const Piece&, Block& block) {
-            if (consensusOfCuts) {
-                mergeByConsensus(block, out + (block.first - m_position));
-                return;
-            }
-            if (taskVectors) {
-                for (std::size_t i = 0; i < models; ++i) {
-                    sparsify(i, block);
+        readBlocks(
+            m_position, c, pieceSize, taskVectors && !consensusOfCuts,
+            [&](unsigned thread, const Piece& piece, Block& block) {
+                float* o = place(thread, piece) + (block.first - piece.first);
+                if (consensusOfCuts) {
+                    mergeByConsensus(block, o);
+                    return;
                 }
-            }
-            combine(block, out + (block.first - m_position));
-        });
+                if (taskVectors) {
+                    for (std::size_t i = 0; i < models; ++i) {
+                        sparsify(i, block);
+                    }
+                }
+                combine(block, o);
+            },
+            finish);
         if (m_inputs.done) {
             m_inputs.done(m_position, c);
         }
         m_position += c;
-        out += c;
         count -= c;
     }
+}
+
+void TensorMerger::next(std::size_t count, float* out) {
+    const std::uint64_t start = m_position;
+    mergeNext(
+        count, kPiece, [&](unsigned, const Piece& piece) { return out + (piece.first - start); },
+        [](unsigned, const Piece&) {});
+}
+
+void TensorMerger::next(std::size_t count, std::size_t pieceValues, const MergedPiece& take) {
+    const std::size_t threads = threadsFor(count, pieceValues);
+    if (m_pieces.size() < threads) {
+        m_pieces.resize(threads);
+    }
+    for (std::size_t t = 0; t < threads; ++t) {
+        m_pieces[t].resize(pieceValues);
+    }
+    mergeNext(
+        count, pieceValues, [&](unsigned thread, const Piece&) { return m_pieces[thread].data(); },
+        [&](unsigned thread, const Piece& piece) {
+            take(piece.first, piece.count, m_pieces[thread].data());
+        });
 }
 
 void TensorMerger::restart() {

@@ -48,6 +48,12 @@ public:
     bool prepare(const StopToken* stop = nullptr);
     // The next `count` merged values (after prepare()), continuing where the last call ended.
     void next(std::size_t count, float* out);
+    // The same handed to `take` in pieces of `pieceValues` (the last may be shorter), each on the
+    // thread that merged it, from that thread's buffer: what the caller does with them there (the
+    // writer encodes them) reads them from the cache, where a batch written to memory and read
+    // again costs twice a value's bytes in memory traffic. `first` counts from the tensor's start.
+    using MergedPiece = std::function<void(std::uint64_t first, std::size_t count, const float* values)>;
+    void next(std::size_t count, std::size_t pieceValues, const MergedPiece& take);
     // From the first value again (a reader that asks out of order).
     void restart();
     std::uint64_t position() const { return m_position; }
@@ -93,7 +99,8 @@ private:
     // visit(thread, piece, batch) for it; false when stopped.
     template <typename Visit> bool scan(const StopToken* stop, bool deltas, Visit visit);
     // Calls visit(thread, piece) for each piece of [first, first + count), on several threads.
-    template <typename Visit> void forPieces(std::uint64_t first, std::size_t count, Visit visit);
+    template <typename Visit>
+    void forPieces(std::uint64_t first, std::size_t count, std::size_t pieceSize, Visit visit);
     // Reads [first, first + count) into m_batch and calls visit(thread, piece) for each piece.
     template <typename Visit>
     void readBatch(std::uint64_t first, std::size_t count, bool deltas, Visit visit);
@@ -102,7 +109,15 @@ private:
     // is in the cache.
     template <typename Visit>
     void readBlocks(std::uint64_t first, std::size_t count, bool deltas, Visit visit);
-    unsigned threadsFor(std::uint64_t values) const;
+    // The same in pieces of `pieceSize`, calling finish(thread, piece) after each piece's blocks.
+    template <typename Visit, typename Finish>
+    void readBlocks(std::uint64_t first, std::size_t count, std::size_t pieceSize, bool deltas, Visit visit,
+                    Finish finish);
+    // The next `count` merged values, in pieces of `pieceSize`: each block's at
+    // place(thread, piece) + its offset in the piece, finish(thread, piece) once a piece is whole.
+    template <typename Place, typename Finish>
+    void mergeNext(std::size_t count, std::size_t pieceSize, Place place, Finish finish);
+    unsigned threadsFor(std::uint64_t values, std::size_t pieceSize) const;
     std::size_t pieceCount() const;
     bool prepareCuts(const StopToken* stop);
     // The index of the element with `skip` elements of the key before it in the piece of the
@@ -134,6 +149,7 @@ private:
     float m_divisor = 1;                   // linear and task arithmetic's normalize
     std::array<float, 2> m_coefficients{}; // slerp: of the base and of the model; model_stock: t, 1 − t
     Batch m_batch;
+    std::vector<std::vector<float>> m_pieces; // next()'s pieces, per thread
 };
 
 // Every merged value of a tensor at once (small tensors, tests, a merge that is purified next).

@@ -16,6 +16,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <mutex>
 #include <numeric>
 #include <qfloat16.h>
 #include <random>
@@ -445,6 +447,40 @@ private slots:
                 first = got;
             } else {
                 QVERIFY2(got == first, qPrintable(QStringLiteral("%1 threads").arg(threads)));
+            }
+        }
+        // Handed over in pieces (the writer's: whole rows of 5 120 or 2 048 values; a tiny piece),
+        // on 3 threads: the same values, each once, every piece whole but a call's last.
+        for (const std::size_t pieceValues : {std::size_t{3 * 5120}, std::size_t{1} << 16, std::size_t{37}}) {
+            for (const unsigned threads : {3u}) {
+                TensorMerger merger(p, inputsOf(m == MergeMethod::Linear ? nullptr : &base, used));
+                merger.setThreads(threads);
+                QVERIFY(merger.prepare());
+                Values got(n, std::numeric_limits<float>::quiet_NaN());
+                std::vector<int> seen(n, 0);
+                std::mutex mutex;
+                bool whole = true; // each piece within its call, whole but the call's last
+                const std::size_t step = pieceValues == 37 ? 100003 : 700001;
+                for (std::size_t at = 0; at < n;) {
+                    const std::size_t count = std::min<std::size_t>(n - at, step);
+                    merger.next(count, pieceValues,
+                                [&](std::uint64_t from, std::size_t c, const float* values) {
+                                    const std::lock_guard lock(mutex);
+                                    whole = whole && from >= at && from + c <= at + count &&
+                                            (c == pieceValues || from + c == at + count) &&
+                                            (from - at) % pieceValues == 0;
+                                    std::copy_n(values, c, got.begin() + static_cast<std::ptrdiff_t>(from));
+                                    for (std::size_t j = 0; j < c; ++j) {
+                                        ++seen[from + j];
+                                    }
+                                });
+                    at += count;
+                }
+                QVERIFY(whole);
+                QVERIFY(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+                QVERIFY2(
+                    got == first,
+                    qPrintable(QStringLiteral("pieces of %1 on %2 threads").arg(pieceValues).arg(threads)));
             }
         }
         if (sparsifyOf(m) == Sparsify::Magnitude || sparsifyOf(m) == Sparsify::Breadcrumbs) {
