@@ -564,16 +564,8 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             addBias(gate, name("ffn_up.bias"));
             upped = Eigen::MatrixXf::Ones(gate.rows(), gate.cols());
         }
-        Eigen::MatrixXf activated;
-        if (shape.geglu) {
-            // GELU, tanh approximation (ggml_gelu).
-            const float c = std::sqrt(2.0f / std::numbers::pi_v<float>);
-            activated =
-                0.5f * gate.array() * (1.0f + (c * (gate.array() + 0.044715f * gate.array().cube())).tanh());
-        } else {
-            activated = gate.array() / (1.0f + (-gate.array()).exp());
-        }
-        Eigen::MatrixXf ffn = product(name("ffn_down.weight"), e, ff, activated.cwiseProduct(upped));
+        Eigen::MatrixXf ffn =
+            product(name("ffn_down.weight"), e, ff, gatedActivation(gate, upped, shape.geglu, *t.m_pool));
         addBias(ffn, name("ffn_down.bias"));
         if (shape.postNorms) {
             ffn = t.rmsNorm(ffn, t.vector(name("post_ffw_norm.weight"), e));
@@ -594,6 +586,31 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
         logits = (logits.array() / shape.finalSoftcap).tanh() * shape.finalSoftcap;
     }
     return logits;
+}
+
+Eigen::MatrixXf gatedActivation(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, bool gelu,
+                                WorkerPool& pool) {
+    Eigen::MatrixXf out(gate.rows(), gate.cols());
+    // Runs of values that start at multiples of 64, so that each value takes the path through
+    // Eigen's packets, or through its scalar tail (the matrix's last values), that it takes when
+    // the matrices are evaluated whole: the bits depend neither on the runs nor on the threads.
+    constexpr Eigen::Index kRun = Eigen::Index{1} << 16;
+    const Eigen::Index size = gate.size();
+    pool.run(static_cast<std::size_t>((size + kRun - 1) / kRun), [&](std::size_t r, std::vector<std::byte>&) {
+        const Eigen::Index first = static_cast<Eigen::Index>(r) * kRun;
+        const Eigen::Index n = std::min(kRun, size - first);
+        const Eigen::Map<const Eigen::ArrayXf> g(gate.data() + first, n);
+        const Eigen::Map<const Eigen::ArrayXf> u(up.data() + first, n);
+        Eigen::Map<Eigen::ArrayXf> o(out.data() + first, n);
+        if (gelu) {
+            // GELU, tanh approximation (ggml_gelu).
+            const float c = std::sqrt(2.0f / std::numbers::pi_v<float>);
+            o = 0.5f * g * (1.0f + (c * (g + 0.044715f * g.cube())).tanh()) * u;
+        } else {
+            o = g / (1.0f + (-g).exp()) * u;
+        }
+    });
+    return out;
 }
 
 std::vector<std::int32_t> greedyContinuation(const Transformer& transformer, std::vector<std::int32_t> prompt,

@@ -159,6 +159,11 @@ private:
     std::size_t m_position = 0;
 };
 
+// The FFN's gated activation: act(gate) ⊙ up, act SiLU or (gelu) GELU's tanh approximation, on the
+// pool's threads, with the bits Eigen gives evaluating the whole matrices at once.
+Eigen::MatrixXf gatedActivation(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, bool gelu,
+                                WorkerPool& pool);
+
 // Greedy continuation: the prompt's tokens, then up to `count` tokens each the most likely
 // after the ones before, stopping after the end-of-sequence token.
 std::vector<std::int32_t> greedyContinuation(const Transformer& transformer, std::vector<std::int32_t> prompt,

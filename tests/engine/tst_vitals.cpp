@@ -18,9 +18,11 @@
 #include <QFile>
 #include <QTest>
 #include <cmath>
+#include <cstring>
 #include <list>
 #include <nlohmann/json.hpp>
 #include <numbers>
+#include <random>
 
 using namespace organ;
 using namespace organ::testing;
@@ -325,6 +327,43 @@ private slots:
     // attention and the output run for those columns alone, and give the whole run's bits where the
     // engine's products multiply (quantized and F16 weights; Eigen's F32 products order their sums
     // by the number of columns: within rounding); the key/value cache still holds every position.
+    // The FFN's gated activation on the pool's threads gives the bits of Eigen evaluating the whole
+    // matrices at once (SiLU and GELU), whatever the threads: sizes whose values run into Eigen's
+    // scalar tail, more values than one run of the pool, and none.
+    void gatedActivationAsWhole() {
+        std::mt19937 rng(5);
+        std::normal_distribution<float> normal(0.0f, 3.0f);
+        for (const auto& [rows, cols] :
+             std::vector<std::pair<Eigen::Index, Eigen::Index>>{{5461, 37}, {8192, 9}, {3, 1}, {0, 4}}) {
+            Eigen::MatrixXf gate(rows, cols);
+            Eigen::MatrixXf up(rows, cols);
+            for (Eigen::Index i = 0; i < gate.size(); ++i) {
+                gate.data()[i] = normal(rng);
+                up.data()[i] = normal(rng);
+            }
+            const float c = std::sqrt(2.0f / std::numbers::pi_v<float>);
+            const Eigen::MatrixXf silu = gate.array() / (1.0f + (-gate.array()).exp());
+            const Eigen::MatrixXf gelu =
+                0.5f * gate.array() * (1.0f + (c * (gate.array() + 0.044715f * gate.array().cube())).tanh());
+            const Eigen::MatrixXf wantSilu = silu.cwiseProduct(up);
+            const Eigen::MatrixXf wantGelu = gelu.cwiseProduct(up);
+            for (const unsigned threads : {1u, 2u, 3u}) {
+                WorkerPool pool(threads);
+                const Eigen::MatrixXf gotSilu = gatedActivation(gate, up, false, pool);
+                const Eigen::MatrixXf gotGelu = gatedActivation(gate, up, true, pool);
+                QCOMPARE(gotSilu.rows(), rows);
+                QCOMPARE(gotSilu.cols(), cols);
+                const auto bytes = static_cast<std::size_t>(gate.size()) * sizeof(float);
+                QVERIFY2(
+                    bytes == 0 || std::memcmp(gotSilu.data(), wantSilu.data(), bytes) == 0,
+                    qPrintable(QStringLiteral("SiLU %1 x %2, %3 threads").arg(rows).arg(cols).arg(threads)));
+                QVERIFY2(
+                    bytes == 0 || std::memcmp(gotGelu.data(), wantGelu.data(), bytes) == 0,
+                    qPrintable(QStringLiteral("GELU %1 x %2, %3 threads").arg(rows).arg(cols).arg(threads)));
+            }
+        }
+    }
+
     void logitsOfTheLastPositions_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<bool>("exact");
