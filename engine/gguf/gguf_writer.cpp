@@ -22,6 +22,7 @@ namespace organ {
 namespace {
 
 constexpr std::size_t kChunk = 4u << 20;
+constexpr std::uint64_t kWriteBehind = 8u << 20;
 
 template <typename T> void put(std::vector<std::byte>& out, T value) {
     const auto* p = reinterpret_cast<const std::byte*>(&value);
@@ -312,8 +313,19 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
         if (::lseek(data.get(), 0, SEEK_END) != static_cast<off_t>(header.size())) {
             throw IoError(label + ": cannot go to the end of the partial file: " + std::strerror(errno));
         }
+        // What is written is sent on to the disk 8 MiB at a time (sync_file_range starts the
+        // writing and does not wait for it), so that the disk works while the rest is made: the
+        // kernel would otherwise keep it all in memory until finish()'s fsync, on a machine with
+        // memory to spare, and that fsync would wait for all of it. Failures are fsync's to report.
+        std::uint64_t sent = header.size();
         const auto put = [&](std::span<const std::byte> bytes) {
             writeAll(data.get(), bytes.data(), bytes.size(), label);
+            const off_t end = ::lseek(data.get(), 0, SEEK_CUR);
+            if (end > 0 && static_cast<std::uint64_t>(end) >= sent + kWriteBehind) {
+                ::sync_file_range(data.get(), static_cast<off_t>(sent), end - static_cast<off_t>(sent),
+                                  SYNC_FILE_RANGE_WRITE);
+                sent = static_cast<std::uint64_t>(end);
+            }
         };
         for (auto& plan : planned) {
             const TensorSource& source = plan.tensor->source;

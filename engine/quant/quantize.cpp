@@ -4,6 +4,7 @@
 #include "quant/quantize_detail.h"
 #include "quant/scale_fit.h"
 #include "support/instruction_set.h"
+#include "support/parallel_items.h"
 
 #include <algorithm>
 #include <bit>
@@ -330,6 +331,23 @@ void quantizeRowsParallel(TensorType type, const float* in, std::size_t rows, st
                          out + first * rowBytes);
         });
     }
+}
+
+void requantizeRowsParallel(TensorType from, std::span<const std::byte> data, std::uint64_t firstRow,
+                            std::size_t rows, std::size_t rowLength, TensorType to, const float* importance,
+                            std::byte* out, unsigned threads) {
+    constexpr std::size_t kPieceValues = std::size_t{1} << 16;
+    const std::size_t pieceRows =
+        std::max<std::size_t>(1, kPieceValues / std::max<std::size_t>(1, rowLength));
+    const std::size_t rowBytes = storedBytes(to, rowLength);
+    forEachItem((rows + pieceRows - 1) / pieceRows, threads, nullptr, [&](std::size_t piece) {
+        thread_local std::vector<float> values;
+        const std::size_t first = piece * pieceRows;
+        const std::size_t n = std::min(pieceRows, rows - first);
+        values.resize(n * rowLength);
+        dequantizeRange(from, data, (firstRow + first) * rowLength, values.size(), values.data());
+        quantizeRows(to, values.data(), n, rowLength, importance, out + first * rowBytes);
+    });
 }
 
 } // namespace organ

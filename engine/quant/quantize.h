@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace organ {
@@ -32,6 +33,14 @@ void quantizeRows(TensorType type, const float* in, std::size_t rows, std::size_
 // The same with the rows split across `threads` threads (0: one per core): the same bytes.
 void quantizeRowsParallel(TensorType type, const float* in, std::size_t rows, std::size_t rowLength,
                           const float* importance, std::byte* out, unsigned threads);
+
+// Rows [firstRow, firstRow + rows) of a tensor stored as `from` in `data` (rows of rowLength
+// values) decoded and encoded as `to` into `out`, weighed by `importance` as quantizeRows does, on
+// `threads` threads (0: one per core): each decodes and encodes pieces of whole rows (about 64 Ki
+// values) while they are in its cache. The bytes of dequantizeRange followed by quantizeRows.
+void requantizeRowsParallel(TensorType from, std::span<const std::byte> data, std::uint64_t firstRow,
+                            std::size_t rows, std::size_t rowLength, TensorType to, const float* importance,
+                            std::byte* out, unsigned threads);
 
 // Float to bfloat16, rounding to nearest even; NaN stays a quiet NaN.
 std::uint16_t floatToBfloat16(float value);

@@ -11,7 +11,8 @@
 namespace organ {
 namespace {
 
-// Values decoded per batch: 4 MiB of floats beside the bytes they become.
+// Values decoded and encoded per batch (on every thread, a piece of rows each at a time); the
+// input's pages are released after each.
 constexpr std::uint64_t kBatchValues = 1u << 20;
 
 } // namespace
@@ -46,7 +47,6 @@ TensorSource quantizedSource(const GgufModel& model, const TensorInfo& tensor, T
             throw FormatError(name + ": bytes asked for past the end of the quantized tensor");
         }
         const std::uint64_t batchRows = std::max<std::uint64_t>(1, kBatchValues / columns);
-        std::vector<float> values;
         std::vector<std::byte> encoded;
         for (std::uint64_t row = offset / rowBytes; row * rowBytes < end;) {
             // A batch of whole rows, within one expert (each has its own importance).
@@ -54,12 +54,11 @@ TensorSource quantizedSource(const GgufModel& model, const TensorInfo& tensor, T
             const std::uint64_t last =
                 std::min({row + batchRows, (end + rowBytes - 1) / rowBytes, expertEnd});
             const auto count = static_cast<std::size_t>(last - row);
-            values.resize(count * columns);
-            dequantizeRange(from, data, row * columns, values.size(), values.data());
             encoded.resize(count * rowBytes);
             const float* weights =
                 importance.empty() ? nullptr : importance.data() + (row / rowsPerExpert) * columns;
-            quantizeRowsParallel(target, values.data(), count, columns, weights, encoded.data(), threads);
+            requantizeRowsParallel(from, data, row, count, static_cast<std::size_t>(columns), target, weights,
+                                   encoded.data(), threads);
             const std::uint64_t from0 = std::max(offset, row * rowBytes);
             const std::uint64_t to = std::min(end, last * rowBytes);
             std::copy_n(encoded.begin() + static_cast<std::ptrdiff_t>(from0 - row * rowBytes), to - from0,

@@ -192,6 +192,52 @@ private slots:
         QVERIFY(std::isnan(bfloat16ToFloat(floatToBfloat16(std::nanf("")))));
     }
 
+    // Rows decoded and encoded on several threads a piece at a time give the bytes of decoding them
+    // whole and encoding them on one: rows that do not divide a piece (5 120 values), more rows
+    // than one piece, rows from the middle of the tensor, importance weights, 1 to 3 threads.
+    void requantizedRowsAsWhole_data() {
+        QTest::addColumn<int>("from");
+        QTest::addColumn<int>("to");
+        QTest::addColumn<bool>("weighted");
+        QTest::newRow("f16 to q8_0") << int(TensorType::F16) << int(TensorType::Q8_0) << false;
+        QTest::newRow("q8_0 to q4_k, weighted") << int(TensorType::Q8_0) << int(TensorType::Q4_K) << true;
+        QTest::newRow("f32 to iq4_xs, weighted") << int(TensorType::F32) << int(TensorType::IQ4_XS) << true;
+    }
+    void requantizedRowsAsWhole() {
+        QFETCH(int, from);
+        QFETCH(int, to);
+        QFETCH(bool, weighted);
+        const auto source = static_cast<TensorType>(from);
+        const auto target = static_cast<TensorType>(to);
+        constexpr std::size_t kColumns = 5120;
+        constexpr std::size_t kRows = 41;
+        std::mt19937 rng(3);
+        std::normal_distribution<float> normal(0.0f, 0.02f);
+        std::vector<float> values(kColumns * kRows);
+        for (float& v : values) {
+            v = normal(rng);
+        }
+        std::vector<std::byte> stored(storedBytes(source, values.size()));
+        quantizeRows(source, values.data(), kRows, kColumns, nullptr, stored.data());
+        std::vector<float> importance(kColumns);
+        for (float& w : importance) {
+            w = 0.5f + std::abs(normal(rng)) * 50;
+        }
+        const float* weights = weighted ? importance.data() : nullptr;
+        constexpr std::size_t kFirst = 3;
+        constexpr std::size_t kCount = 35;
+        std::vector<float> decoded(kCount * kColumns);
+        dequantizeRange(source, stored, kFirst * kColumns, decoded.size(), decoded.data());
+        std::vector<std::byte> want(storedBytes(target, decoded.size()));
+        quantizeRows(target, decoded.data(), kCount, kColumns, weights, want.data());
+        for (const unsigned threads : {1u, 2u, 3u}) {
+            std::vector<std::byte> got(want.size(), std::byte{0x5A});
+            requantizeRowsParallel(source, stored, kFirst, kCount, kColumns, target, weights, got.data(),
+                                   threads);
+            QVERIFY2(got == want, qPrintable(QStringLiteral("%1 threads").arg(threads)));
+        }
+    }
+
     void onlyTheSupportedTypes() {
         int supported = 0;
         for (const auto& traits : allTensorTypes()) {
