@@ -313,18 +313,24 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
         if (::lseek(data.get(), 0, SEEK_END) != static_cast<off_t>(header.size())) {
             throw IoError(label + ": cannot go to the end of the partial file: " + std::strerror(errno));
         }
-        // What is written is sent on to the disk 8 MiB at a time (sync_file_range starts the
-        // writing and does not wait for it), so that the disk works while the rest is made: the
-        // kernel would otherwise keep it all in memory until finish()'s fsync, on a machine with
-        // memory to spare, and that fsync would wait for all of it. Failures are fsync's to report.
-        std::uint64_t sent = header.size();
         const auto put = [&](std::span<const std::byte> bytes) {
             writeAll(data.get(), bytes.data(), bytes.size(), label);
-            const off_t end = ::lseek(data.get(), 0, SEEK_CUR);
-            if (end > 0 && static_cast<std::uint64_t>(end) >= sent + kWriteBehind) {
-                ::sync_file_range(data.get(), static_cast<off_t>(sent), end - static_cast<off_t>(sent),
+        };
+        // The bytes made here (merged, quantized, hashed on the way) are sent on to the disk
+        // 8 MiB at a time (sync_file_range starts the writing and does not wait for it), so that
+        // the disk works while the rest is made: the kernel would otherwise keep them in memory
+        // until finish()'s fsync, on a machine with memory to spare, and that fsync would wait for
+        // all of them. What the kernel copies is left to that fsync, which runs while the file is
+        // checked: sent on early, the copying would wait for the disk and the check after it.
+        // Failures are fsync's to report.
+        std::uint64_t sent = header.size();
+        const auto fileEnd = [&] { return static_cast<std::uint64_t>(::lseek(data.get(), 0, SEEK_CUR)); };
+        const auto sendOn = [&] {
+            const std::uint64_t end = fileEnd();
+            if (end >= sent + kWriteBehind) {
+                ::sync_file_range(data.get(), static_cast<off_t>(sent), static_cast<off_t>(end - sent),
                                   SYNC_FILE_RANGE_WRITE);
-                sent = static_cast<std::uint64_t>(end);
+                sent = end;
             }
         };
         for (auto& plan : planned) {
@@ -341,6 +347,7 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 plan.copied = true;
                 put(std::span(zeros).first(
                     static_cast<std::size_t>(alignUp(plan.bytes, alignment) - plan.bytes)));
+                sent = fileEnd();
                 continue;
             }
             Digest digest;
@@ -367,6 +374,7 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                     chunk = source.bytes.subspan(static_cast<std::size_t>(at), n);
                 }
                 put(chunk);
+                sendOn();
                 digest.update(chunk);
                 if (promised) {
                     promised->update(chunk);
