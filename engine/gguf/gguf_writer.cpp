@@ -321,10 +321,16 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
         // the disk works while the rest is made: the kernel would otherwise keep them in memory
         // until finish()'s fsync, on a machine with memory to spare, and that fsync would wait for
         // all of them. What the kernel copies is left to that fsync, which runs while the file is
-        // checked: sent on early, the copying would wait for the disk and the check after it.
-        // Failures are fsync's to report.
+        // checked: sent on early, the copying would wait for the disk and the check after it (so
+        // would the last few MiB made before a copy). Failures are fsync's to report.
         std::uint64_t sent = header.size();
-        const auto fileEnd = [&] { return static_cast<std::uint64_t>(::lseek(data.get(), 0, SEEK_CUR)); };
+        const auto fileEnd = [&] {
+            const off_t end = ::lseek(data.get(), 0, SEEK_CUR);
+            if (end < 0) {
+                throw IoError(label + ": cannot tell where the partial file ends: " + std::strerror(errno));
+            }
+            return static_cast<std::uint64_t>(end);
+        };
         const auto sendOn = [&] {
             const std::uint64_t end = fileEnd();
             if (end >= sent + kWriteBehind) {

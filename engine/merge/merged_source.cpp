@@ -131,13 +131,22 @@ private:
         const std::uint64_t pieceRows = std::max<std::uint64_t>(1, kPieceValues / columns);
         const std::uint64_t first = m_nextRow;
         m_pending.resize(static_cast<std::size_t>(rows * m_rowBytes));
-        m_merger->next(static_cast<std::size_t>(rows * columns),
-                       static_cast<std::size_t>(pieceRows * columns),
-                       [&](std::uint64_t at, std::size_t count, const float* values) {
-                           const std::uint64_t row = at / columns;
-                           encodeRows(m_tensor, row, values, count / columns,
-                                      m_pending.data() + (row - first) * m_rowBytes);
-                       });
+        try {
+            m_merger->next(static_cast<std::size_t>(rows * columns),
+                           static_cast<std::size_t>(pieceRows * columns),
+                           [&](std::uint64_t at, std::size_t count, const float* values) {
+                               const std::uint64_t row = at / columns;
+                               encodeRows(m_tensor, row, values, count / columns,
+                                          m_pending.data() + (row - first) * m_rowBytes);
+                           });
+        } catch (...) {
+            // Half a batch is no batch: a later read starts the tensor again.
+            m_merger.reset();
+            m_pending.clear();
+            m_pendingFrom = 0;
+            m_nextRow = 0;
+            throw;
+        }
         m_pendingFrom = m_nextRow * m_rowBytes;
         m_nextRow += rows;
     }

@@ -828,7 +828,7 @@ void TensorMerger::next(std::size_t count, float* out) {
 }
 
 void TensorMerger::next(std::size_t count, std::size_t pieceValues, const MergedPiece& take) {
-    pieceValues = std::max<std::size_t>(pieceValues, 1);
+    pieceValues = std::clamp<std::size_t>(pieceValues, 1, std::max<std::size_t>(count, 1));
     const std::size_t threads = threadsFor(count, pieceValues);
     if (m_pieces.size() < threads) {
         m_pieces.resize(threads);

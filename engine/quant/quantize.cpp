@@ -310,29 +310,6 @@ void quantizeRows(TensorType type, const float* in, std::size_t rows, std::size_
     }
 }
 
-void quantizeRowsParallel(TensorType type, const float* in, std::size_t rows, std::size_t rowLength,
-                          const float* importance, std::byte* out, unsigned threads) {
-    if (threads == 0) {
-        threads = std::max(1u, std::thread::hardware_concurrency());
-    }
-    const std::size_t workers = std::min<std::size_t>(threads, rows);
-    if (workers <= 1) {
-        quantizeRows(type, in, rows, rowLength, importance, out);
-        return;
-    }
-    // Each row is encoded on its own, so contiguous runs of rows give the same bytes anywhere.
-    const std::size_t rowBytes = storedBytes(type, rowLength);
-    std::vector<std::jthread> pool;
-    for (std::size_t w = 0; w < workers; ++w) {
-        const std::size_t first = rows * w / workers;
-        const std::size_t end = rows * (w + 1) / workers;
-        pool.emplace_back([=] {
-            quantizeRows(type, in + first * rowLength, end - first, rowLength, importance,
-                         out + first * rowBytes);
-        });
-    }
-}
-
 void requantizeRowsParallel(TensorType from, std::span<const std::byte> data, std::uint64_t firstRow,
                             std::size_t rows, std::size_t rowLength, TensorType to, const float* importance,
                             std::byte* out, unsigned threads) {

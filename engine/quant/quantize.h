@@ -30,10 +30,6 @@ void quantizeBlocks(TensorType type, const float* in, std::size_t blocks, std::b
 void quantizeRows(TensorType type, const float* in, std::size_t rows, std::size_t rowLength,
                   const float* importance, std::byte* out);
 
-// The same with the rows split across `threads` threads (0: one per core): the same bytes.
-void quantizeRowsParallel(TensorType type, const float* in, std::size_t rows, std::size_t rowLength,
-                          const float* importance, std::byte* out, unsigned threads);
-
 // Rows [firstRow, firstRow + rows) of a tensor stored as `from` in `data` (rows of rowLength
 // values) decoded and encoded as `to` into `out`, weighed by `importance` as quantizeRows does, on
 // `threads` threads (0: one per core): each decodes and encodes pieces of whole rows (about 64 Ki

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <numbers>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #ifdef __linux__
@@ -590,6 +591,9 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
 
 Eigen::MatrixXf gatedActivation(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, bool gelu,
                                 WorkerPool& pool) {
+    if (up.rows() != gate.rows() || up.cols() != gate.cols()) {
+        throw std::invalid_argument("gatedActivation: the gate and the up projection differ in shape");
+    }
     Eigen::MatrixXf out(gate.rows(), gate.cols());
     // Runs of values that start at multiples of 64, so that each value takes the path through
     // Eigen's packets, or through its scalar tail (the matrix's last values), that it takes when

@@ -153,7 +153,8 @@ double quantizeQ8(unsigned threads) {
     }
     std::vector<std::byte> out(storedBytes(TensorType::Q8_0, values.size()));
     const auto start = std::chrono::steady_clock::now();
-    quantizeRowsParallel(TensorType::Q8_0, values.data(), kRows, kColumns, nullptr, out.data(), threads);
+    requantizeRowsParallel(TensorType::F32, std::as_bytes(std::span(values)), 0, kRows, kColumns,
+                           TensorType::Q8_0, nullptr, out.data(), threads);
     return double(values.size()) / secondsSince(start);
 }
 

@@ -1,5 +1,5 @@
 // Quantization throughput: values per second per type, with and without an importance matrix, on
-// one thread and on every core. First the writers alone (quantizeRowsParallel on a 2048 × 8192
+// one thread and on every core. First the writers alone (requantizeRowsParallel from F32 on a 2048 × 8192
 // matrix in memory); then organ quantize --pure on the Llama-3.2-1B shape (F16, heavy-tailed
 // random weights, without the token embedding so that only its matrices are quantized), beside
 // llama-quantize on the same file when its path is given: the whole run (read the F16 file,
@@ -137,8 +137,8 @@ void benchWriters(const Options& o, unsigned cores) {
         for (const bool weighted : {false, true}) {
             for (const unsigned threads : {1u, cores}) {
                 const auto start = std::chrono::steady_clock::now();
-                quantizeRowsParallel(type, values.data(), kRows, kColumns,
-                                     weighted ? importance.data() : nullptr, out.data(), threads);
+                requantizeRowsParallel(TensorType::F32, std::as_bytes(std::span(values)), 0, kRows, kColumns,
+                                       type, weighted ? importance.data() : nullptr, out.data(), threads);
                 const double s =
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
                 std::printf("%-7s %-8s %7u %12.1f\n", std::string(tensorTypeName(type)).c_str(),

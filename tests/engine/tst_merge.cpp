@@ -7,7 +7,9 @@
 #include "merge/dare_mask.h"
 #include "merge/merge_kernels.h"
 #include "merge/merge_spec.h"
+#include "merge/merged_source.h"
 #include "merge/tensor_merger.h"
+#include "quant/quantize.h"
 #include "support/errors.h"
 #include "support/instruction_set.h"
 
@@ -394,6 +396,57 @@ private slots:
         Values again(n);
         merger.next(n, again.data());
         QCOMPARE(again, got);
+    }
+
+    // The writer's stream of a merged tensor encodes pieces of whole rows on the threads that merged
+    // them: its bytes are those of the tensor merged whole and encoded row by row, each expert with
+    // its own importance weights, read in odd chunks as a writer reads (rows of 5 120 values, which
+    // do not divide a piece; experts of more rows than one batch; a weighted K-quant).
+    void streamedAsWhole() {
+        constexpr std::uint64_t kColumns = 5120;
+        constexpr std::uint64_t kRows = 230;
+        constexpr std::uint64_t kExperts = 2;
+        const std::size_t n = kColumns * kRows * kExperts;
+        std::mt19937 rng(17);
+        std::normal_distribution<float> normal(0.0f, 0.02f);
+        std::vector<std::vector<float>> inputs(3, std::vector<float>(n));
+        for (std::size_t i = 0; i < n; ++i) {
+            inputs[0][i] = normal(rng);
+            inputs[1][i] = inputs[0][i] + 0.1f * normal(rng);
+            inputs[2][i] = inputs[0][i] + 0.1f * normal(rng);
+        }
+        auto inputOf = [](const std::vector<float>& values) {
+            MergeInput input;
+            input.source.bytes = std::as_bytes(std::span(values));
+            input.type = TensorType::F32;
+            return input;
+        };
+        MergedTensor t;
+        t.name = "blk.0.ffn_up_exps.weight";
+        t.params = paramsOf(MergeMethod::Ties, {0.7, 0.5}, 0.4);
+        t.base = inputOf(inputs[0]);
+        t.models = {inputOf(inputs[1]), inputOf(inputs[2])};
+        t.ne = {kColumns, kRows, kExperts, 1};
+        t.target = TensorType::Q4_K;
+        t.importance.resize(kColumns * kExperts);
+        for (float& w : t.importance) {
+            w = 0.1f + std::abs(normal(rng)) * 100;
+        }
+        const std::vector<float> merged = mergedValues(t);
+        const std::size_t rowBytes = storedBytes(t.target, kColumns);
+        std::vector<std::byte> want(rowBytes * kRows * kExperts);
+        for (std::uint64_t e = 0; e < kExperts; ++e) {
+            quantizeRows(t.target, merged.data() + e * kRows * kColumns, kRows, kColumns,
+                         t.importance.data() + e * kColumns, want.data() + e * kRows * rowBytes);
+        }
+        const TensorSource source = mergedSource(t, MergedReading::Once);
+        std::vector<std::byte> got(want.size());
+        for (std::size_t at = 0; at < got.size();) {
+            const std::size_t count = std::min<std::size_t>(got.size() - at, (3u << 20) + 7);
+            source.generate(at, std::span(got).subspan(at, count));
+            at += count;
+        }
+        QVERIFY(got == want);
     }
 
     // Every method over more values than one batch (1 Mi) of the merger's pieces (64 Ki), on 1, 2,

@@ -170,7 +170,8 @@ private slots:
             quantizeRows(t, values.data(), kRows, kColumns, weights, one.data());
             for (unsigned threads : {2u, 3u, 8u, 0u}) {
                 std::vector<std::byte> many(one.size());
-                quantizeRowsParallel(t, values.data(), kRows, kColumns, weights, many.data(), threads);
+                requantizeRowsParallel(TensorType::F32, std::as_bytes(std::span(values)), 0, kRows, kColumns,
+                                       t, weights, many.data(), threads);
                 QVERIFY2(
                     many == one,
                     qPrintable(

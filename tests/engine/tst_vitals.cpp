@@ -323,10 +323,6 @@ private slots:
         QCOMPARE((a - three.logits(tokens)).cwiseAbs().maxCoeff(), 0.0f);
     }
 
-    // The logits of the last positions only (what chunked perplexity scores): the last layer after
-    // attention and the output run for those columns alone, and give the whole run's bits where the
-    // engine's products multiply (quantized and F16 weights; Eigen's F32 products order their sums
-    // by the number of columns: within rounding); the key/value cache still holds every position.
     // The FFN's gated activation on the pool's threads gives the bits of Eigen evaluating the whole
     // matrices at once (SiLU and GELU), whatever the threads: sizes whose values run into Eigen's
     // scalar tail, more values than one run of the pool, and none.
@@ -364,6 +360,10 @@ private slots:
         }
     }
 
+    // The logits of the last positions only (what chunked perplexity scores): the last layer after
+    // attention and the output run for those columns alone, and give the whole run's bits where the
+    // engine's products multiply (quantized and F16 weights; Eigen's F32 products order their sums
+    // by the number of columns: within rounding); the key/value cache still holds every position.
     void logitsOfTheLastPositions_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<bool>("exact");
