@@ -18,7 +18,8 @@ constexpr std::size_t kBatch = 1u << 20;
 // Values combined at a time: the sums of a block stay in the first-level cache.
 constexpr std::size_t kBlock = 2048;
 constexpr std::size_t kBins = 1u << 16;
-// Threads at most: each keeps its own radix histograms (512 KiB per model and cut).
+// Threads at most in the passes before the merge, each of which keeps its own radix histograms
+// (512 KiB per model and cut); the merge pass itself (a block and a piece each) uses every core.
 constexpr unsigned kMaxThreads = 8;
 
 using detail::chooseBits;
@@ -118,8 +119,8 @@ void TensorMerger::setThreads(unsigned threads) {
 unsigned TensorMerger::threadsFor(std::uint64_t values, std::size_t pieceSize) const {
     const unsigned cores = m_threads != 0 ? m_threads : std::max(1u, std::thread::hardware_concurrency());
     const std::uint64_t pieces = (values + pieceSize - 1) / pieceSize;
-    return static_cast<unsigned>(
-        std::min<std::uint64_t>({cores, kMaxThreads, std::max<std::uint64_t>(pieces, 1)}));
+    const unsigned most = m_prepared ? cores : kMaxThreads;
+    return static_cast<unsigned>(std::min<std::uint64_t>({cores, most, std::max<std::uint64_t>(pieces, 1)}));
 }
 
 std::size_t TensorMerger::pieceCount() const {

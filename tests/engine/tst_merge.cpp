@@ -23,6 +23,8 @@
 #include <numeric>
 #include <qfloat16.h>
 #include <random>
+#include <set>
+#include <thread>
 
 using namespace organ;
 
@@ -501,6 +503,23 @@ private slots:
             } else {
                 QVERIFY2(got == first, qPrintable(QStringLiteral("%1 threads").arg(threads)));
             }
+        }
+        // The merge pass uses every thread asked for, past the 8 that the passes before it keep
+        // histograms for: the same values on 12.
+        {
+            TensorMerger merger(p, inputsOf(m == MergeMethod::Linear ? nullptr : &base, used));
+            merger.setThreads(12);
+            QVERIFY(merger.prepare());
+            Values got(n);
+            std::set<std::thread::id> ids;
+            std::mutex mutex;
+            merger.next(n, std::size_t{1} << 16, [&](std::uint64_t from, std::size_t c, const float* values) {
+                const std::lock_guard lock(mutex);
+                ids.insert(std::this_thread::get_id());
+                std::copy_n(values, c, got.begin() + static_cast<std::ptrdiff_t>(from));
+            });
+            QCOMPARE(ids.size(), std::size_t{12});
+            QVERIFY(got == first);
         }
         // Handed over in pieces (the writer's: whole rows of 5 120 or 2 048 values; a tiny piece),
         // on 3 threads: the same values, each once, every piece whole but a call's last.
