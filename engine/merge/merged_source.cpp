@@ -114,14 +114,19 @@ public:
         }
         if (offset + out.size() == size()) {
             // Read to the end: what was kept for the next read is dropped.
-            m_merger.reset();
-            m_pending = {};
-            m_pendingFrom = 0;
-            m_nextRow = 0;
+            drop();
         }
     }
 
 private:
+    // The merger and the last batch's bytes go: a later read starts the tensor again.
+    void drop() {
+        m_merger.reset();
+        m_pending = {};
+        m_pendingFrom = 0;
+        m_nextRow = 0;
+    }
+
     void mergeBatch() {
         const std::uint64_t columns = m_tensor.ne[0];
         const std::uint64_t rowsPerExpert = std::max<std::uint64_t>(1, m_tensor.ne[1]);
@@ -140,11 +145,7 @@ private:
                                           m_pending.data() + (row - first) * m_rowBytes);
                            });
         } catch (...) {
-            // Half a batch is no batch: a later read starts the tensor again.
-            m_merger.reset();
-            m_pending.clear();
-            m_pendingFrom = 0;
-            m_nextRow = 0;
+            drop(); // half a batch is no batch
             throw;
         }
         m_pendingFrom = m_nextRow * m_rowBytes;
