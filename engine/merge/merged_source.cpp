@@ -11,10 +11,9 @@
 namespace organ {
 namespace {
 
-// Values merged per batch of rows (4 MiB of floats), encoded by the thread that merged them in
-// pieces of whole rows of about 256 KiB, while they are in its cache.
+// Values merged per batch of rows (4 MiB of floats), encoded by the thread that merged them
+// rowsPerPiece rows at a time, while they are in its cache.
 constexpr std::uint64_t kBatchValues = 1u << 20;
-constexpr std::uint64_t kPieceValues = 1u << 16;
 
 // Decodes a range of an input's values.
 ValueReader readerOf(const MergeInput& input) {
@@ -133,7 +132,7 @@ private:
         const std::uint64_t expertEnd = (m_nextRow / rowsPerExpert + 1) * rowsPerExpert;
         const std::uint64_t rows = std::min(
             {std::max<std::uint64_t>(1, kBatchValues / columns), m_rows - m_nextRow, expertEnd - m_nextRow});
-        const std::uint64_t pieceRows = std::max<std::uint64_t>(1, kPieceValues / columns);
+        const std::uint64_t pieceRows = rowsPerPiece(static_cast<std::size_t>(columns));
         const std::uint64_t first = m_nextRow;
         m_pending.resize(static_cast<std::size_t>(rows * m_rowBytes));
         try {

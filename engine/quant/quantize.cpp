@@ -310,12 +310,15 @@ void quantizeRows(TensorType type, const float* in, std::size_t rows, std::size_
     }
 }
 
+std::size_t rowsPerPiece(std::size_t rowLength) {
+    constexpr std::size_t kPieceValues = std::size_t{1} << 16;
+    return std::max<std::size_t>(1, kPieceValues / std::max<std::size_t>(1, rowLength));
+}
+
 void requantizeRowsParallel(TensorType from, std::span<const std::byte> data, std::uint64_t firstRow,
                             std::size_t rows, std::size_t rowLength, TensorType to, const float* importance,
                             std::byte* out, unsigned threads) {
-    constexpr std::size_t kPieceValues = std::size_t{1} << 16;
-    const std::size_t pieceRows =
-        std::max<std::size_t>(1, kPieceValues / std::max<std::size_t>(1, rowLength));
+    const std::size_t pieceRows = rowsPerPiece(rowLength);
     const std::size_t rowBytes = storedBytes(to, rowLength);
     forEachItem((rows + pieceRows - 1) / pieceRows, threads, nullptr, [&](std::size_t piece) {
         thread_local std::vector<float> values;

@@ -30,10 +30,14 @@ void quantizeBlocks(TensorType type, const float* in, std::size_t blocks, std::b
 void quantizeRows(TensorType type, const float* in, std::size_t rows, std::size_t rowLength,
                   const float* importance, std::byte* out);
 
+// The rows of rowLength values a thread decodes (or merges) and encodes at a time, while they are in
+// its cache: about 64 Ki values, at least one row.
+std::size_t rowsPerPiece(std::size_t rowLength);
+
 // Rows [firstRow, firstRow + rows) of a tensor stored as `from` in `data` (rows of rowLength
 // values) decoded and encoded as `to` into `out`, weighed by `importance` as quantizeRows does, on
-// `threads` threads (0: one per core): each decodes and encodes pieces of whole rows (about 64 Ki
-// values) while they are in its cache. The bytes of dequantizeRange followed by quantizeRows.
+// `threads` threads (0: one per core): each decodes and encodes rowsPerPiece rows at a time. The
+// bytes of dequantizeRange followed by quantizeRows.
 void requantizeRowsParallel(TensorType from, std::span<const std::byte> data, std::uint64_t firstRow,
                             std::size_t rows, std::size_t rowLength, TensorType to, const float* importance,
                             std::byte* out, unsigned threads);
