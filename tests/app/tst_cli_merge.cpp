@@ -77,8 +77,8 @@ private slots:
                      "Once upon a time there was a little girl. She liked to play in the sun with her dog."));
     }
 
-    // mergekit's configuration as written for mergekit, with GGUF paths: merged, recorded, the
-    // inputs untouched; what has no effect here is said.
+    // mergekit's configuration as written for mergekit, with GGUF paths: merged, recorded (its
+    // gradients and filtered values as given), the inputs untouched; what has no effect here is said.
     void mergesFromYaml() {
         const QByteArray before = inputs();
         const QString yaml = config(QStringLiteral("ties.yaml"), kTies);
@@ -96,6 +96,16 @@ private slots:
         const auto merged = GgufModel::open(out.toStdString());
         QCOMPARE(metaString(*merged, "organ.merge.method"), std::string("ties"));
         QCOMPARE(metaString(*merged, "organ.merge.base"), std::string("base: organ-specimen"));
+        // The YAML's gradient and filtered values, as read (each rule, each point).
+        const QJsonDocument recorded =
+            QJsonDocument::fromJson(QByteArray::fromStdString(metaString(*merged, "organ.merge.parameters")));
+        const QJsonDocument expected = QJsonDocument::fromJson(R"({"base": "base", "method": "ties",
+            "models": [{"model": "a", "parameters": {"density": [0.3, 0.7],
+                        "weight": [{"filter": "self_attn", "value": 0.6}, {"value": 0.4}]}},
+                       {"model": "b", "parameters": {"density": 0.5, "weight": 0.5}}],
+            "parameters": {"normalize": true}})");
+        QVERIFY(!expected.isNull());
+        QCOMPARE(recorded, expected);
         const QJsonObject outcome = QJsonDocument::fromJson(readAll(json)).object();
         QCOMPARE(outcome.value(QStringLiteral("written")).toBool(), true);
         QCOMPARE(outcome.value(QStringLiteral("merge")).toObject().value(QStringLiteral("method")).toString(),

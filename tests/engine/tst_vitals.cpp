@@ -358,6 +358,12 @@ private slots:
                     qPrintable(QStringLiteral("GELU %1 x %2, %3 threads").arg(rows).arg(cols).arg(threads)));
             }
         }
+        // A gate and an up projection of different shapes are refused, not read past their ends.
+        WorkerPool pool(2);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gatedActivation(Eigen::MatrixXf(64, 3),
+                                                                        Eigen::MatrixXf(64, 2), false, pool));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 gatedActivation(Eigen::MatrixXf(63, 3), Eigen::MatrixXf(64, 3), true, pool));
     }
 
     // The logits of the last positions only (what chunked perplexity scores): the last layer after
