@@ -42,6 +42,16 @@ void preferLargePages(float* data, std::size_t bytes) {
 #endif
 }
 
+// Calls block(first, count, seen) for the n queries that follow `past` cached positions, 32 at a
+// time: `seen`, the keys the block's last query sees (causal attention).
+template <class Block> void forCausalBlocks(Eigen::Index past, Eigen::Index n, Block block) {
+    constexpr Eigen::Index kQueries = 32;
+    for (Eigen::Index first = 0; first < n; first += kQueries) {
+        const Eigen::Index count = std::min(kQueries, n - first);
+        block(first, count, past + first + count);
+    }
+}
+
 } // namespace
 
 Transformer::Transformer(ModelWeights weights)
@@ -488,9 +498,14 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             // sliding layer, no further back than the window).
             Eigen::MatrixXf scores = Eigen::MatrixXf::Zero(padded, n);
             if (tiled) {
-                f32Product(keys[l].data() + kvRow, kv, static_cast<std::size_t>(keyCount), shape.headSize,
-                           q.data() + qRow, qDim, static_cast<std::size_t>(n), scores.data(),
-                           static_cast<std::size_t>(padded));
+                // A block of queries sees no key past its last query's position: the keys after it
+                // are not multiplied (half the products of a long pass). Each score is its own
+                // product, so its bits are those of the whole matrix's.
+                forCausalBlocks(past, n, [&](Eigen::Index first, Eigen::Index count, Eigen::Index seen) {
+                    f32Product(keys[l].data() + kvRow, kv, static_cast<std::size_t>(seen), shape.headSize,
+                               q.data() + qRow + first * qDim, qDim, static_cast<std::size_t>(count),
+                               scores.data() + first * padded, static_cast<std::size_t>(padded));
+                });
                 scores *= shape.queryScale;
             } else {
                 scores = (keys[l].middleRows(kvRow, shape.headSize).transpose() *
@@ -521,9 +536,15 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
                 // values is a row of keys.
                 Transformer::RowMatrix transposed = Transformer::RowMatrix::Zero(shape.headSize, padded);
                 transposed.leftCols(keyCount) = vh;
-                f32Product(transposed.data(), static_cast<std::size_t>(padded), shape.headSize,
-                           static_cast<std::size_t>(padded), scores.data(), static_cast<std::size_t>(padded),
-                           static_cast<std::size_t>(n), attended.data() + qRow, qDim);
+                // A block's sums stop at its last seen key, rounded up to 8: the scores after it are
+                // zeros, which leave each lane's sum as it is.
+                forCausalBlocks(past, n, [&](Eigen::Index first, Eigen::Index count, Eigen::Index seen) {
+                    const Eigen::Index length = std::min(padded, (seen + 7) / 8 * 8);
+                    f32Product(transposed.data(), static_cast<std::size_t>(padded), shape.headSize,
+                               static_cast<std::size_t>(length), scores.data() + first * padded,
+                               static_cast<std::size_t>(padded), static_cast<std::size_t>(count),
+                               attended.data() + qRow + first * qDim, qDim);
+                });
             } else {
                 attended.middleRows(qRow, shape.headSize) = vh * scores;
             }

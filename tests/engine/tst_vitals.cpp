@@ -414,6 +414,40 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(FormatError, transformer.logits(tokens, nullptr, tokens.size()));
     }
 
+    // Attention multiplies a block of 32 queries by the keys its last query sees, and sums the
+    // values only that far (rounded up to 8): a run cut elsewhere (37 tokens, 20, seven one at a
+    // time, then the rest, with the cache) puts each query in another block with other lengths, and
+    // gives the same bits.
+    void causalBlocksInPieces_data() {
+        QTest::addColumn<QString>("model");
+        QTest::newRow("q8_0") << QStringLiteral("stories260K-q8_0.gguf");
+        QTest::newRow("f16") << QStringLiteral("llama-2-tiny-random-f16.gguf");
+    }
+    void causalBlocksInPieces() {
+        QFETCH(QString, model);
+        const QString path = sharedModel(model);
+        ORGAN_REQUIRE_SHARED(path);
+        const auto gguf = GgufModel::open(path.toStdString());
+        const Transformer transformer(gguf);
+        std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
+        QVERIFY(tokens.size() >= 100);
+        tokens.resize(100);
+        const Eigen::MatrixXf whole = transformer.logits(tokens);
+        TransformerSession session(transformer);
+        session.run(std::vector<std::int32_t>(tokens.begin(), tokens.begin() + 37));
+        const Eigen::MatrixXf pieces =
+            session.run(std::vector<std::int32_t>(tokens.begin() + 37, tokens.begin() + 57));
+        QVERIFY(pieces == whole.middleCols(37, 20));
+        // One token at a time, each query a block of its own that sees 58 … 64 keys (in the whole
+        // run they are in the block that sees 64).
+        for (std::size_t p = 57; p < 64; ++p) {
+            QVERIFY2(session.run({tokens[p]}) == whole.col(static_cast<Eigen::Index>(p)),
+                     qPrintable(QStringLiteral("token %1").arg(p)));
+        }
+        QVERIFY(session.run(std::vector<std::int32_t>(tokens.begin() + 64, tokens.end())) ==
+                whole.rightCols(36));
+    }
+
     // Q8_0, IQ4_NL, K-quant and IQ4_XS weights meet 8-bit activations, F16 weights F16-rounded
     // ones; every kernel this CPU has gives the same logits, bit for bit.
     void quantizedKernelsGiveTheSameLogits_data() {
