@@ -537,7 +537,8 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
                 Transformer::RowMatrix transposed = Transformer::RowMatrix::Zero(shape.headSize, padded);
                 transposed.leftCols(keyCount) = vh;
                 // A block's sums stop at its last seen key, rounded up to 8: the scores after it are
-                // zeros, which leave each lane's sum as it is.
+                // zeros, which leave each lane's sum as it is (a value that is not finite, after a
+                // query's keys, no longer makes its sums NaN).
                 forCausalBlocks(past, n, [&](Eigen::Index first, Eigen::Index count, Eigen::Index seen) {
                     const Eigen::Index length = std::min(padded, (seen + 7) / 8 * 8);
                     f32Product(transposed.data(), static_cast<std::size_t>(padded), shape.headSize,

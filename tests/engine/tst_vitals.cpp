@@ -420,8 +420,10 @@ private slots:
     // gives the same bits.
     void causalBlocksInPieces_data() {
         QTest::addColumn<QString>("model");
+        // Heads of 8 and 64 values (both through the tiles), keys shared by two heads each.
         QTest::newRow("q8_0") << QStringLiteral("stories260K-q8_0.gguf");
-        QTest::newRow("f16") << QStringLiteral("llama-2-tiny-random-f16.gguf");
+        QTest::newRow("f16") << QStringLiteral("quant/wide-f16.gguf");
+        QTest::newRow("q4_k_m") << QStringLiteral("quant/wide-q4_k_m.gguf");
     }
     void causalBlocksInPieces() {
         QFETCH(QString, model);
