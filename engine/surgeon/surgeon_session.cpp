@@ -80,10 +80,10 @@ SurgeonSession::SurgeonSession(const SurgeonModels& models, const SurgeonRequest
     // Candidates' logits are held beside the reference's: both texts are checked for that.
     const TransformerShape shape = Transformer(recipient).shape();
     checkActivationMemory(recipient, shape, search.tokens.size(), request.chunk, 0, false,
-                          models.reference.has_value());
+                          models.reference.has_value(), ScoredLogits::Kept);
     if (holdout) {
         checkActivationMemory(recipient, shape, holdout->tokens.size(), request.chunk, 0, false,
-                              models.reference.has_value());
+                              models.reference.has_value(), ScoredLogits::Kept);
     }
     m_record.goal = request.goal;
     m_record.recipient = fileLabel(models.recipient.first);

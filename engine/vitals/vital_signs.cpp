@@ -38,12 +38,17 @@ std::pair<double, double> meanCosineAndAngle(const Eigen::MatrixXf& a, const Eig
 
 } // namespace
 
-Perplexity perplexityOf(const Eigen::MatrixXf& logits, const std::vector<std::int32_t>& tokens) {
-    Perplexity out;
+void appendNll(const Eigen::MatrixXf& logits, const std::vector<std::int32_t>& tokens,
+               std::vector<double>& nll) {
     for (std::size_t i = 0; i + 1 < tokens.size() && static_cast<Eigen::Index>(i) < logits.cols(); ++i) {
         const auto next = static_cast<Eigen::Index>(tokens[i + 1]);
-        out.nll.push_back(-logSoftmax(logits.col(static_cast<Eigen::Index>(i)))(next));
+        nll.push_back(-logSoftmax(logits.col(static_cast<Eigen::Index>(i)))(next));
     }
+}
+
+Perplexity perplexityOfNll(std::vector<double> nll) {
+    Perplexity out;
+    out.nll = std::move(nll);
     if (!out.nll.empty()) {
         double sum = 0;
         for (const double v : out.nll) {
@@ -55,25 +60,35 @@ Perplexity perplexityOf(const Eigen::MatrixXf& logits, const std::vector<std::in
     return out;
 }
 
-Divergence divergenceOf(const Eigen::MatrixXf& reference, const Eigen::MatrixXf& model) {
+Perplexity perplexityOf(const Eigen::MatrixXf& logits, const std::vector<std::int32_t>& tokens) {
+    std::vector<double> nll;
+    appendNll(logits, tokens, nll);
+    return perplexityOfNll(std::move(nll));
+}
+
+void appendDivergence(const Eigen::MatrixXf& reference, const Eigen::MatrixXf& model, std::vector<double>& kl,
+                      std::size_t& agree) {
     if (reference.rows() != model.rows() || reference.cols() != model.cols()) {
         throw FormatError("divergence: the models' vocabularies or positions differ (" +
                           std::to_string(reference.rows()) + " × " + std::to_string(reference.cols()) +
                           " and " + std::to_string(model.rows()) + " × " + std::to_string(model.cols()) +
                           ")");
     }
-    Divergence out;
-    std::size_t agree = 0;
     for (Eigen::Index c = 0; c < reference.cols(); ++c) {
         const Eigen::VectorXd p = logSoftmax(reference.col(c));
         const Eigen::VectorXd q = logSoftmax(model.col(c));
-        out.kl.push_back(std::max(0.0, (p.array().exp() * (p - q).array()).sum()));
+        kl.push_back(std::max(0.0, (p.array().exp() * (p - q).array()).sum()));
         Eigen::Index a = 0;
         Eigen::Index b = 0;
         reference.col(c).maxCoeff(&a);
         model.col(c).maxCoeff(&b);
         agree += a == b;
     }
+}
+
+Divergence divergenceOfKl(std::vector<double> kl, std::size_t agree) {
+    Divergence out;
+    out.kl = std::move(kl);
     if (!out.kl.empty()) {
         double sum = 0;
         for (const double v : out.kl) {
@@ -88,6 +103,13 @@ Divergence divergenceOf(const Eigen::MatrixXf& reference, const Eigen::MatrixXf&
         out.topAgreement = static_cast<double>(agree) / static_cast<double>(out.kl.size());
     }
     return out;
+}
+
+Divergence divergenceOf(const Eigen::MatrixXf& reference, const Eigen::MatrixXf& model) {
+    std::vector<double> kl;
+    std::size_t agree = 0;
+    appendDivergence(reference, model, kl, agree);
+    return divergenceOfKl(std::move(kl), agree);
 }
 
 LayerImportance layerImportanceOf(const std::vector<Eigen::MatrixXf>& hidden) {

@@ -16,6 +16,11 @@ struct Perplexity {
 };
 // `logits`: vocabulary × tokens, as Transformer::logits gives them.
 Perplexity perplexityOf(const Eigen::MatrixXf& logits, const std::vector<std::int32_t>& tokens);
+// The same a piece at a time: appends the −log p of each column's next token to `nll`, then
+// perplexityOfNll gives the perplexity of them all (as perplexityOf of the pieces side by side).
+void appendNll(const Eigen::MatrixXf& logits, const std::vector<std::int32_t>& tokens,
+               std::vector<double>& nll);
+Perplexity perplexityOfNll(std::vector<double> nll);
 
 // How far a model's next-token distributions are from a reference model's on the same tokens,
 // as llama.cpp's perplexity tool reports it with --kl-divergence: KL(reference ‖ model) per
@@ -28,6 +33,11 @@ struct Divergence {
     double topAgreement = 0; // 0…1
 };
 Divergence divergenceOf(const Eigen::MatrixXf& reference, const Eigen::MatrixXf& model);
+// The same a piece of positions at a time: appends each position's KL to `kl` and counts the
+// positions whose most likely token is the same in `agree`; divergenceOfKl summarizes them all.
+void appendDivergence(const Eigen::MatrixXf& reference, const Eigen::MatrixXf& model, std::vector<double>& kl,
+                      std::size_t& agree);
+Divergence divergenceOfKl(std::vector<double> kl, std::size_t agree);
 
 // Which layers matter, from the hidden states entering each layer (blocks + 1 states, the last
 // leaving the last layer; embedding × tokens each):

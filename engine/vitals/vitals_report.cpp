@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 namespace organ {
 namespace {
@@ -23,11 +24,13 @@ void requireFinite(const std::string& label, double perplexity) {
 } // namespace
 
 void checkActivationMemory(const ModelWeights& model, const TransformerShape& shape, std::size_t textTokens,
-                           std::size_t chunk, std::size_t longest, bool hidden, bool parents) {
-    // A pass over the longest piece (its logits, and a parent's beside them) and, in chunks, the
-    // logits of the positions scored (and a parent's).
+                           std::size_t chunk, std::size_t longest, bool hidden, bool parents,
+                           ScoredLogits scored) {
+    // A pass over the longest piece (its logits, and a parent's beside them) and, in chunks whose
+    // logits are kept, the logits of the positions scored (and a parent's).
     const std::size_t tokens = std::max(chunk > 0 ? chunk : textTokens, longest);
-    const std::size_t held = chunk > 0 ? textTokens / chunk * (chunk - chunk / 2 - 1) : 0;
+    const std::size_t held =
+        chunk > 0 && scored == ScoredLogits::Kept ? textTokens / chunk * (chunk - chunk / 2 - 1) : 0;
     const std::uint64_t kv = std::uint64_t(shape.kvHeads) * shape.headSize;
     const std::uint64_t logits = std::uint64_t(shape.vocabulary) * (parents ? 2 : 1);
     const std::uint64_t floats = std::uint64_t(shape.blocks) * 2 * kv +
@@ -51,34 +54,50 @@ std::size_t tokenLimit(const ModelWeights& model) {
     return context && *context > 0 ? std::min<std::size_t>(kMaxVitalsTokens, *context) : kMaxVitalsTokens;
 }
 
-// The logits of the positions llama-perplexity scores in chunks of `chunk` tokens (the second half
-// of each, each chunk run on its own with `bos` first when given) and the tokens they predict;
-// the hidden states of the first chunk when asked for. Cancelled: nullopt.
-std::optional<ScoredText> scoreChunks(const std::vector<std::int32_t>& tokens, std::size_t chunk,
-                                      std::optional<std::int32_t> bos, const PieceRun& run) {
+// Calls visit(index, piece, first) for each chunk of `chunk` tokens as llama-perplexity cuts them
+// (the rest dropped), `bos` first in each when given; `first`, the first position scored (the
+// second half). A visit that returns false (cancelled) ends it: false.
+template <class Visit>
+bool forEachChunk(const std::vector<std::int32_t>& tokens, std::size_t chunk, std::optional<std::int32_t> bos,
+                  Visit visit) {
     const std::size_t chunks = tokens.size() / chunk;
-    const std::size_t first = chunk / 2;
-    ScoredText out;
     for (std::size_t c = 0; c < chunks; ++c) {
         std::vector<std::int32_t> piece(tokens.begin() + static_cast<std::ptrdiff_t>(c * chunk),
                                         tokens.begin() + static_cast<std::ptrdiff_t>((c + 1) * chunk));
         if (bos) {
             piece.front() = *bos;
         }
-        const Eigen::MatrixXf logits = run(c, piece, first);
-        if (logits.cols() == 0) {
-            return std::nullopt;
-        }
-        if (c == 0) {
-            out.logits.resize(logits.rows(), static_cast<Eigen::Index>(chunks * (chunk - first - 1)));
-        }
-        for (std::size_t p = first; p + 1 < chunk; ++p) {
-            out.logits.col(static_cast<Eigen::Index>(out.targets.size())) =
-                logits.col(static_cast<Eigen::Index>(p - first));
-            out.targets.push_back(piece[p + 1]);
+        if (!visit(c, piece, chunk / 2)) {
+            return false;
         }
     }
-    return out;
+    return true;
+}
+
+// The logits of the positions llama-perplexity scores in chunks of `chunk` tokens (the second half
+// of each, each chunk run on its own with `bos` first when given) and the tokens they predict;
+// the hidden states of the first chunk when asked for. Cancelled: nullopt.
+std::optional<ScoredText> scoreChunks(const std::vector<std::int32_t>& tokens, std::size_t chunk,
+                                      std::optional<std::int32_t> bos, const PieceRun& run) {
+    ScoredText out;
+    const bool whole = forEachChunk(
+        tokens, chunk, bos, [&](std::size_t c, const std::vector<std::int32_t>& piece, std::size_t first) {
+            const Eigen::MatrixXf logits = run(c, piece, first);
+            if (logits.cols() == 0) {
+                return false;
+            }
+            if (c == 0) {
+                out.logits.resize(logits.rows(),
+                                  static_cast<Eigen::Index>(tokens.size() / chunk * (chunk - first - 1)));
+            }
+            for (std::size_t p = first; p + 1 < chunk; ++p) {
+                out.logits.col(static_cast<Eigen::Index>(out.targets.size())) =
+                    logits.col(static_cast<Eigen::Index>(p - first));
+                out.targets.push_back(piece[p + 1]);
+            }
+            return true;
+        });
+    return whole ? std::optional<ScoredText>(std::move(out)) : std::nullopt;
 }
 
 } // namespace
@@ -168,7 +187,10 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                           std::to_string(request.continuation) + " more come to more than " +
                           std::to_string(limit) + " tokens");
     }
-    const std::uint64_t steps = 2 + parents.size();
+    // In chunks, every model runs each chunk in turn and what is measured of it is kept, not its
+    // logits: memory follows a chunk, not the text.
+    const bool chunked = request.chunk > 0;
+    const std::uint64_t steps = 1 + (chunked ? report.tokens.size() / request.chunk : 1 + parents.size());
     std::uint64_t done = 0;
     auto step = [&](std::string_view stage) {
         if (progress) {
@@ -183,33 +205,77 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
             return std::nullopt;
         }
     }
-    step("running the model");
     const Transformer transformer{model};
     checkActivationMemory(model, transformer.shape(), report.tokens.size(), request.chunk,
-                          prompt.size() + request.continuation, request.layerImportance, !parents.empty());
+                          prompt.size() + request.continuation, request.layerImportance, !parents.empty(),
+                          ScoredLogits::PerChunk);
     std::vector<Eigen::MatrixXf> hidden;
     std::vector<Eigen::MatrixXf>* keep = request.layerImportance ? &hidden : nullptr;
     const std::optional<std::int32_t> bos =
         tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
-    const std::optional<ScoredText> ours =
-        scoreTokens(transformer, report.tokens, request.chunk, bos, keep, stop);
-    if (!ours) {
-        return std::nullopt;
-    }
-    report.scored = ours->targets.size();
-    report.perplexity = perplexityOf(*ours);
-    requireFinite(model.label(), report.perplexity.perplexity);
-    report.importance = layerImportanceOf(hidden);
-    for (const ModelWeights* parent : parents) {
-        step("running " + parent->label());
-        const std::optional<ScoredText> theirs =
-            scoreTokens(Transformer(*parent), report.tokens, request.chunk, bos, nullptr, stop);
-        if (!theirs) {
+    std::vector<double> nll;
+    std::vector<std::vector<double>> parentNll(parents.size());
+    std::vector<std::vector<double>> kl(parents.size());
+    std::vector<std::size_t> agree(parents.size(), 0);
+    if (chunked) {
+        std::vector<std::unique_ptr<Transformer>> theirs;
+        for (const ModelWeights* parent : parents) {
+            theirs.push_back(std::make_unique<Transformer>(*parent));
+        }
+        const bool whole = forEachChunk(
+            report.tokens, request.chunk, bos,
+            [&](std::size_t c, const std::vector<std::int32_t>& piece, std::size_t first) {
+                step("running chunks");
+                const Eigen::MatrixXf ours =
+                    TransformerSession(transformer).run(piece, stop, c == 0 ? keep : nullptr, first);
+                if (ours.cols() == 0) {
+                    return false;
+                }
+                // Column i predicts scored[i + 1]; the last column predicts nothing.
+                const std::vector<std::int32_t> scored(piece.begin() + static_cast<std::ptrdiff_t>(first),
+                                                       piece.end());
+                appendNll(ours, scored, nll);
+                const Eigen::Index predicting = ours.cols() - 1;
+                for (std::size_t i = 0; i < theirs.size(); ++i) {
+                    const Eigen::MatrixXf logits =
+                        TransformerSession(*theirs[i]).run(piece, stop, nullptr, first);
+                    if (logits.cols() == 0) {
+                        return false;
+                    }
+                    appendNll(logits, scored, parentNll[i]);
+                    appendDivergence(logits.leftCols(predicting), ours.leftCols(predicting), kl[i], agree[i]);
+                }
+                return true;
+            });
+        if (!whole) {
             return std::nullopt;
         }
-        report.parents.push_back(
-            {parent->label(), perplexityOf(*theirs), divergenceOf(theirs->logits, ours->logits)});
-        requireFinite(parent->label(), report.parents.back().perplexity.perplexity);
+    } else {
+        step("running the model");
+        const std::optional<ScoredText> ours = scoreTokens(transformer, report.tokens, 0, bos, keep, stop);
+        if (!ours) {
+            return std::nullopt;
+        }
+        appendNll(ours->logits, report.tokens, nll);
+        for (std::size_t i = 0; i < parents.size(); ++i) {
+            step("running " + parents[i]->label());
+            const std::optional<ScoredText> theirs =
+                scoreTokens(Transformer(*parents[i]), report.tokens, 0, bos, nullptr, stop);
+            if (!theirs) {
+                return std::nullopt;
+            }
+            appendNll(theirs->logits, report.tokens, parentNll[i]);
+            appendDivergence(theirs->logits, ours->logits, kl[i], agree[i]);
+        }
+    }
+    report.scored = nll.size();
+    report.perplexity = perplexityOfNll(std::move(nll));
+    requireFinite(model.label(), report.perplexity.perplexity);
+    report.importance = layerImportanceOf(hidden);
+    for (std::size_t i = 0; i < parents.size(); ++i) {
+        report.parents.push_back({parents[i]->label(), perplexityOfNll(std::move(parentNll[i])),
+                                  divergenceOfKl(std::move(kl[i]), agree[i])});
+        requireFinite(parents[i]->label(), report.parents.back().perplexity.perplexity);
     }
     step("continuing the prompt");
     report.prompt = request.prompt;

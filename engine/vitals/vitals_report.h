@@ -76,11 +76,15 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                                        const VitalsRequest& request, const ProgressFn& progress = {},
                                        const StopToken* stop = nullptr);
 
+// Whether the logits of every scored position are kept to the end (a search compares candidates
+// with them), or each chunk's go once measured (takeVitals).
+enum class ScoredLogits { Kept, PerChunk };
 // Refuses (FormatError) a text of `textTokens` run whole or in chunks of `chunk` (and a piece of
 // `longest` tokens, a prompt and its continuation) whose keys, values, hidden states (`hidden`)
 // and logits (a parent's beside them: `parents`) would hold more than the activation budget.
 void checkActivationMemory(const ModelWeights& model, const TransformerShape& shape, std::size_t textTokens,
-                           std::size_t chunk, std::size_t longest, bool hidden, bool parents);
+                           std::size_t chunk, std::size_t longest, bool hidden, bool parents,
+                           ScoredLogits scored);
 
 // The tokens takeVitals scores for `request`, checked as it checks them (the text against the
 // model's context, the chunks against the text); the built-in text is cut to the context, and

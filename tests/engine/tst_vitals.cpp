@@ -735,6 +735,36 @@ private slots:
         }
     }
 
+    // In chunks, the model (and each parent) runs each chunk in turn and keeps what it measures of
+    // it, not its logits: a text whose scored logits alone would pass the activation budget (over
+    // 5 342 positions × 50 257 floats against the 1 GiB floor for a small model) is scored, every
+    // position. (Parents in chunks: chunkedParents.)
+    void longTextsInChunks() {
+        const QString path = sharedModel(QStringLiteral("zoo/tiny-gpt2-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const ModelWeights model = ModelWeights::ofModel(GgufModel::open(path.toStdString()));
+        const Tokenizer tokenizer = Tokenizer::fromWeights(model);
+        VitalsRequest request;
+        request.continuation = 0;
+        request.layerImportance = false;
+        request.chunk = 64;
+        std::size_t tokens = 0;
+        while (tokens / 64 * 31 * 50257 * sizeof(float) <= kVitalsActivationFloor) {
+            request.text += storyText() + " ";
+            tokens = tokenizer.encode(request.text).size();
+        }
+        const std::size_t scored = tokens / 64 * 31;
+        const TransformerShape shape = Transformer(model).shape();
+        QCOMPARE(shape.vocabulary, 50257u);
+        QVERIFY_THROWS_EXCEPTION(FormatError, checkActivationMemory(model, shape, tokens, 64, 0, false, false,
+                                                                    ScoredLogits::Kept));
+        const auto report = takeVitals(model, {}, request);
+        QVERIFY(report);
+        QCOMPARE(report->scored, scored);
+        QCOMPARE(report->perplexity.nll.size(), scored);
+        QVERIFY(std::isfinite(report->perplexity.perplexity));
+    }
+
     void meaninglessRunsAreRefused_data() {
         QTest::addColumn<QString>("edit");
         QTest::addColumn<QString>("text");
