@@ -55,12 +55,29 @@ SurgeonSession::SurgeonSession(const SurgeonModels& models, const SurgeonRequest
     }
     const ModelWeights recipient = ModelWeights::ofModel(models.recipient.second);
     const Tokenizer tokenizer = Tokenizer::fromWeights(recipient);
-    // The recipient's vital signs check the text (tokens, chunks, memory) and give its layers'
-    // importance, which the one-shot pruning baselines read.
+    // The texts are checked as vital signs check them (tokens, chunks), and for the candidates'
+    // logits, held beside the reference's, before anything runs.
     VitalsRequest vitals;
     vitals.text = request.text;
     vitals.chunk = request.chunk;
     vitals.continuation = 0;
+    const std::vector<std::int32_t> searchTokens = vitalsTokens(recipient, tokenizer, vitals);
+    std::optional<ScoringText> holdout;
+    if (!request.holdout.empty()) {
+        VitalsRequest held = vitals;
+        held.text = request.holdout;
+        holdout = ScoringText{vitalsTokens(recipient, tokenizer, held), request.chunk, bosOf(tokenizer),
+                              std::nullopt};
+    }
+    const TransformerShape shape = Transformer(recipient).shape();
+    checkActivationMemory(recipient, shape, searchTokens.size(), request.chunk, 0, false,
+                          models.reference.has_value(), ScoredLogits::Kept);
+    if (holdout) {
+        checkActivationMemory(recipient, shape, holdout->tokens.size(), request.chunk, 0, false,
+                              models.reference.has_value(), ScoredLogits::Kept);
+    }
+    // The recipient's vital signs give its layers' importance, which the one-shot pruning
+    // baselines read.
     const std::optional<VitalsReport> own = takeVitals(recipient, {}, vitals, {}, stop);
     if (!own) {
         m_ended = true;
@@ -70,21 +87,6 @@ SurgeonSession::SurgeonSession(const SurgeonModels& models, const SurgeonRequest
     m_importance = own->importance;
     m_blocks = static_cast<std::uint32_t>(own->importance.angular.size());
     ScoringText search{own->tokens, request.chunk, bosOf(tokenizer), std::nullopt};
-    std::optional<ScoringText> holdout;
-    if (!request.holdout.empty()) {
-        VitalsRequest held = vitals;
-        held.text = request.holdout;
-        holdout = ScoringText{vitalsTokens(recipient, tokenizer, held), request.chunk, bosOf(tokenizer),
-                              std::nullopt};
-    }
-    // Candidates' logits are held beside the reference's: both texts are checked for that.
-    const TransformerShape shape = Transformer(recipient).shape();
-    checkActivationMemory(recipient, shape, search.tokens.size(), request.chunk, 0, false,
-                          models.reference.has_value(), ScoredLogits::Kept);
-    if (holdout) {
-        checkActivationMemory(recipient, shape, holdout->tokens.size(), request.chunk, 0, false,
-                              models.reference.has_value(), ScoredLogits::Kept);
-    }
     m_record.goal = request.goal;
     m_record.recipient = fileLabel(models.recipient.first);
     for (const auto& donor : models.donors) {

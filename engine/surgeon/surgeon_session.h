@@ -16,8 +16,9 @@ namespace organ {
 // candidate, progress and the stop token. Runs on the caller's thread.
 class SurgeonSession {
 public:
-    // Tokenizes the texts (checked as vital signs check them), takes the recipient's vital signs
-    // (its layer importance) and the reference's logits. Throws as runSurgeon.
+    // Tokenizes the texts (checked as vital signs check them, and for the logits it holds), takes
+    // the recipient's vital signs (its layer importance) and the reference's logits. Throws as
+    // runSurgeon.
     SurgeonSession(const SurgeonModels& models, const SurgeonRequest& request, const ProgressFn& progress,
                    const StopToken* stop, SurgeonCandidateFn scored = {});
 

@@ -40,12 +40,17 @@ std::optional<SensitivityReference> runReference(const std::string& path, const 
                                                  const SensitivityRequest& request, unsigned threads,
                                                  const StopToken* stop) {
     const auto start = std::chrono::steady_clock::now();
-    // The text is checked (tokens, chunks, the activations' memory) as vital signs check it.
+    // The text is checked (tokens, chunks) as vital signs check it, and for the logits of every
+    // scored position, which are kept: the reference's, and a group's beside them.
     VitalsRequest vitals;
     vitals.text = request.text;
     vitals.chunk = request.chunk;
     vitals.continuation = 0;
     vitals.layerImportance = false;
+    const Tokenizer tokenizer = Tokenizer::fromWeights(original);
+    checkActivationMemory(original, Transformer(original).shape(),
+                          vitalsTokens(original, tokenizer, vitals).size(), request.chunk, 0, false, true,
+                          ScoredLogits::Kept);
     const std::optional<VitalsReport> own = takeVitals(original, {}, vitals, {}, stop);
     if (!own) {
         return std::nullopt;
@@ -56,7 +61,6 @@ std::optional<SensitivityReference> runReference(const std::string& path, const 
     run.perplexity = own->perplexity.perplexity;
     run.tokens = own->tokens;
     run.chunk = request.chunk;
-    const Tokenizer tokenizer = Tokenizer::fromWeights(original);
     run.bos = tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
     Transformer reference(original);
     reference.setThreads(threads);

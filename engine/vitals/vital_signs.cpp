@@ -66,7 +66,8 @@ Perplexity perplexityOf(const Eigen::MatrixXf& logits, const std::vector<std::in
     return perplexityOfNll(std::move(nll));
 }
 
-void appendDivergence(const Eigen::MatrixXf& reference, const Eigen::MatrixXf& model, std::vector<double>& kl,
+void appendDivergence(const Eigen::Ref<const Eigen::MatrixXf>& reference,
+                      const Eigen::Ref<const Eigen::MatrixXf>& model, std::vector<double>& kl,
                       std::size_t& agree) {
     if (reference.rows() != model.rows() || reference.cols() != model.cols()) {
         throw FormatError("divergence: the models' vocabularies or positions differ (" +

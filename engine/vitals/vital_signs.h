@@ -35,7 +35,8 @@ struct Divergence {
 Divergence divergenceOf(const Eigen::MatrixXf& reference, const Eigen::MatrixXf& model);
 // The same a piece of positions at a time: appends each position's KL to `kl` and counts the
 // positions whose most likely token is the same in `agree`; divergenceOfKl summarizes them all.
-void appendDivergence(const Eigen::MatrixXf& reference, const Eigen::MatrixXf& model, std::vector<double>& kl,
+void appendDivergence(const Eigen::Ref<const Eigen::MatrixXf>& reference,
+                      const Eigen::Ref<const Eigen::MatrixXf>& model, std::vector<double>& kl,
                       std::size_t& agree);
 Divergence divergenceOfKl(std::vector<double> kl, std::size_t agree);
 

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 
 namespace organ {
 namespace {
@@ -217,11 +216,15 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
     std::vector<std::vector<double>> parentNll(parents.size());
     std::vector<std::vector<double>> kl(parents.size());
     std::vector<std::size_t> agree(parents.size(), 0);
-    if (chunked) {
-        std::vector<std::unique_ptr<Transformer>> theirs;
-        for (const ModelWeights* parent : parents) {
-            theirs.push_back(std::make_unique<Transformer>(*parent));
+    // A piece whose NLL is not a number ends the run there, before the next piece or model runs:
+    // so would its perplexity.
+    auto requireFiniteFrom = [](const std::string& label, const std::vector<double>& values,
+                                std::size_t from) {
+        for (std::size_t i = from; i < values.size(); ++i) {
+            requireFinite(label, values[i]);
         }
+    };
+    if (chunked) {
         const bool whole = forEachChunk(
             report.tokens, request.chunk, bos,
             [&](std::size_t c, const std::vector<std::int32_t>& piece, std::size_t first) {
@@ -234,15 +237,21 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                 // Column i predicts scored[i + 1]; the last column predicts nothing.
                 const std::vector<std::int32_t> scored(piece.begin() + static_cast<std::ptrdiff_t>(first),
                                                        piece.end());
+                const std::size_t from = nll.size();
                 appendNll(ours, scored, nll);
+                requireFiniteFrom(model.label(), nll, from);
                 const Eigen::Index predicting = ours.cols() - 1;
-                for (std::size_t i = 0; i < theirs.size(); ++i) {
+                for (std::size_t i = 0; i < parents.size(); ++i) {
+                    // A parent's model is set up for each chunk: its threads and their stacks are
+                    // not held for the whole run.
                     const Eigen::MatrixXf logits =
-                        TransformerSession(*theirs[i]).run(piece, stop, nullptr, first);
+                        TransformerSession(Transformer(*parents[i])).run(piece, stop, nullptr, first);
                     if (logits.cols() == 0) {
                         return false;
                     }
+                    const std::size_t theirsFrom = parentNll[i].size();
                     appendNll(logits, scored, parentNll[i]);
+                    requireFiniteFrom(parents[i]->label(), parentNll[i], theirsFrom);
                     appendDivergence(logits.leftCols(predicting), ours.leftCols(predicting), kl[i], agree[i]);
                 }
                 return true;
@@ -257,6 +266,7 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
             return std::nullopt;
         }
         appendNll(ours->logits, report.tokens, nll);
+        requireFiniteFrom(model.label(), nll, 0);
         for (std::size_t i = 0; i < parents.size(); ++i) {
             step("running " + parents[i]->label());
             const std::optional<ScoredText> theirs =
@@ -265,6 +275,7 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                 return std::nullopt;
             }
             appendNll(theirs->logits, report.tokens, parentNll[i]);
+            requireFiniteFrom(parents[i]->label(), parentNll[i], 0);
             appendDivergence(theirs->logits, ours->logits, kl[i], agree[i]);
         }
     }

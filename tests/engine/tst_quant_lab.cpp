@@ -241,6 +241,38 @@ private slots:
                                  transformer.logitsFrom(transformer.shape().blocks + 1, hidden[0]));
     }
 
+    // The lab keeps every scored position's logits (the model's, and a group's beside them): a
+    // text whose two sets would pass the activation budget is refused before anything runs, though
+    // vital signs would score it a chunk at a time.
+    void textsWhoseLogitsDoNotFitAreRefused() {
+        const QString path = sharedModel(QStringLiteral("zoo/tiny-gpt2-f32.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto model = GgufModel::open(path.toStdString());
+        const Tokenizer tokenizer = Tokenizer::fromWeights(ModelWeights::ofModel(model));
+        SensitivityRequest request;
+        request.chunk = 64;
+        request.types = {TensorType::Q4_0};
+        while (tokenizer.encode(request.text).size() / 64 * 31 * 2 * 50257 * sizeof(float) <=
+               kVitalsActivationFloor) {
+            request.text += "Once upon a time, a little fox found a red ball in the tall grass. ";
+        }
+        // Asked to stop from the start: refused from the numbers, before any run could be cancelled.
+        StopToken stop;
+        stop.requestStop();
+        try {
+            measureSensitivity(model, nullptr, {}, request, {}, &stop);
+            QFAIL("not refused");
+        } catch (const FormatError& error) {
+            QVERIFY2(QString::fromUtf8(error.what()).contains(QStringLiteral("would hold")), error.what());
+        }
+        VitalsRequest vitals;
+        vitals.text = request.text;
+        vitals.chunk = 64;
+        vitals.continuation = 0;
+        vitals.layerImportance = false;
+        QVERIFY(takeVitals(ModelWeights::ofModel(model), {}, vitals));
+    }
+
     // The KL of a group measured from its first changed layer on is the KL of the whole planned
     // model run from the tokens, computed here: the token embedding (the run starts from the
     // tokens), a layer's tensor (from that layer) and the output (only the output again).

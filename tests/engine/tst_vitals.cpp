@@ -711,6 +711,19 @@ private slots:
         const ModelWeights same = ModelWeights::ofModel(GgufModel::open(farm.toStdString()));
         const auto report = takeVitals(model, {&parent, &same}, request);
         QVERIFY(report);
+        // Measured a chunk at a time, as measured from every chunk's logits kept side by side.
+        const Tokenizer tokenizer = Tokenizer::fromWeights(model);
+        const std::optional<std::int32_t> bos =
+            tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
+        const auto ours = scoreTokens(Transformer(model), report->tokens, 128, bos, nullptr);
+        const auto theirs = scoreTokens(Transformer(parent), report->tokens, 128, bos, nullptr);
+        QVERIFY(ours && theirs);
+        QCOMPARE(report->perplexity.nll, perplexityOf(*ours).nll);
+        QCOMPARE(report->parents[0].perplexity.nll, perplexityOf(*theirs).nll);
+        const Divergence kept = divergenceOf(theirs->logits, ours->logits);
+        QCOMPARE(report->parents[0].divergence.kl, kept.kl);
+        QCOMPARE(report->parents[0].divergence.p99Kl, kept.p99Kl);
+        QCOMPARE(report->parents[0].divergence.topAgreement, kept.topAgreement);
         QVERIFY(std::abs(report->parents[0].perplexity.perplexity - 1.6268) <= 1.5e-4);
         QCOMPARE(report->parents[0].divergence.kl.size(), report->scored);
         QVERIFY(report->parents[0].divergence.meanKl > 0.001);
