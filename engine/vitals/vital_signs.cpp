@@ -17,6 +17,15 @@ Eigen::VectorXd logSoftmax(const Eigen::Ref<const Eigen::VectorXf>& logits) {
     return x.array() - lse;
 }
 
+// The mean of one or more values, summed in order.
+double meanOf(const std::vector<double>& values) {
+    double sum = 0;
+    for (const double v : values) {
+        sum += v;
+    }
+    return sum / static_cast<double>(values.size());
+}
+
 // Mean over tokens (columns) of the cosine between two hidden states and of the angular
 // distance arccos(cos)/π.
 std::pair<double, double> meanCosineAndAngle(const Eigen::MatrixXf& a, const Eigen::MatrixXf& b) {
@@ -50,11 +59,7 @@ Perplexity perplexityOfNll(std::vector<double> nll) {
     Perplexity out;
     out.nll = std::move(nll);
     if (!out.nll.empty()) {
-        double sum = 0;
-        for (const double v : out.nll) {
-            sum += v;
-        }
-        out.meanNll = sum / static_cast<double>(out.nll.size());
+        out.meanNll = meanOf(out.nll);
         out.perplexity = std::exp(out.meanNll);
     }
     return out;
@@ -91,11 +96,7 @@ Divergence divergenceOfKl(std::vector<double> kl, std::size_t agree) {
     Divergence out;
     out.kl = std::move(kl);
     if (!out.kl.empty()) {
-        double sum = 0;
-        for (const double v : out.kl) {
-            sum += v;
-        }
-        out.meanKl = sum / static_cast<double>(out.kl.size());
+        out.meanKl = meanOf(out.kl);
         std::vector<double> sorted = out.kl;
         std::sort(sorted.begin(), sorted.end());
         // The nearest-rank 99th percentile.
