@@ -12,10 +12,6 @@
 namespace organ {
 namespace {
 
-std::optional<std::int32_t> bosOf(const Tokenizer& tokenizer) {
-    return tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
-}
-
 // The reference's logits on the scored positions of `text`; its vocabulary must be the recipient's.
 Eigen::MatrixXf referenceLogits(const ModelWeights& reference, const ScoringText& text,
                                 std::uint32_t vocabulary, unsigned threads, const StopToken* stop) {
@@ -66,7 +62,7 @@ SurgeonSession::SurgeonSession(const SurgeonModels& models, const SurgeonRequest
     if (!request.holdout.empty()) {
         VitalsRequest held = vitals;
         held.text = request.holdout;
-        holdout = ScoringText{vitalsTokens(recipient, tokenizer, held), request.chunk, bosOf(tokenizer),
+        holdout = ScoringText{vitalsTokens(recipient, tokenizer, held), request.chunk, tokenizer.leadingBos(),
                               std::nullopt};
     }
     const TransformerShape shape = Transformer(recipient).shape();
@@ -86,7 +82,7 @@ SurgeonSession::SurgeonSession(const SurgeonModels& models, const SurgeonRequest
     }
     m_importance = own->importance;
     m_blocks = static_cast<std::uint32_t>(own->importance.angular.size());
-    ScoringText search{own->tokens, request.chunk, bosOf(tokenizer), std::nullopt};
+    ScoringText search{own->tokens, request.chunk, tokenizer.leadingBos(), std::nullopt};
     m_record.goal = request.goal;
     m_record.recipient = fileLabel(models.recipient.first);
     for (const auto& donor : models.donors) {

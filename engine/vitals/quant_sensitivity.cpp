@@ -48,9 +48,10 @@ std::optional<SensitivityReference> runReference(const std::string& path, const 
     vitals.continuation = 0;
     vitals.layerImportance = false;
     const Tokenizer tokenizer = Tokenizer::fromWeights(original);
-    checkActivationMemory(original, Transformer(original).shape(),
-                          vitalsTokens(original, tokenizer, vitals).size(), request.chunk, 0, false, true,
-                          ScoredLogits::Kept);
+    Transformer reference(original);
+    reference.setThreads(threads);
+    checkActivationMemory(original, reference.shape(), vitalsTokens(original, tokenizer, vitals).size(),
+                          request.chunk, 0, false, true, ScoredLogits::Kept);
     const std::optional<VitalsReport> own = takeVitals(original, {}, vitals, {}, stop);
     if (!own) {
         return std::nullopt;
@@ -61,9 +62,7 @@ std::optional<SensitivityReference> runReference(const std::string& path, const 
     run.perplexity = own->perplexity.perplexity;
     run.tokens = own->tokens;
     run.chunk = request.chunk;
-    run.bos = tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
-    Transformer reference(original);
-    reference.setThreads(threads);
+    run.bos = tokenizer.leadingBos();
     const bool keep = statesFit(original, reference.shape(), run.tokens.size());
     if (!keep) {
         const TransformerShape& shape = reference.shape();

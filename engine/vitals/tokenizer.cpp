@@ -310,6 +310,10 @@ Tokenizer Tokenizer::build(const std::string& label, const FindKey& find) {
     return t;
 }
 
+std::optional<std::int32_t> Tokenizer::leadingBos() const {
+    return m_addBos ? std::optional<std::int32_t>(m_bos) : std::nullopt;
+}
+
 std::int32_t Tokenizer::lookup(std::string_view text) const {
     const auto it = m_ids.find(std::string(text));
     return it == m_ids.end() ? -1 : it->second;

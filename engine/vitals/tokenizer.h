@@ -7,6 +7,7 @@
 #include <functional>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -55,6 +56,8 @@ public:
     std::int32_t bos() const { return m_bos; }
     // Whether encode() puts BOS first.
     bool addsBos() const { return m_addBos; }
+    // BOS when encode() puts it first (what each chunk of a text starts with), else none.
+    std::optional<std::int32_t> leadingBos() const;
     std::int32_t eos() const { return m_eos; }
     // "llama" or "gpt2", and for BPE the pre-tokenizer ("gpt-2", "llama3", "qwen2"…).
     std::string kind() const;

@@ -57,8 +57,8 @@ std::size_t tokenLimit(const ModelWeights& model) {
 // (the rest dropped), `bos` first in each when given; `first`, the first position scored (the
 // second half). A visit that returns false (cancelled) ends it: false.
 template <class Visit>
-bool forEachChunk(const std::vector<std::int32_t>& tokens, std::size_t chunk, std::optional<std::int32_t> bos,
-                  Visit visit) {
+bool forEachChunk(const std::vector<std::int32_t>& tokens, std::size_t chunk,
+                  const std::optional<std::int32_t>& bos, Visit visit) {
     const std::size_t chunks = tokens.size() / chunk;
     for (std::size_t c = 0; c < chunks; ++c) {
         std::vector<std::int32_t> piece(tokens.begin() + static_cast<std::ptrdiff_t>(c * chunk),
@@ -210,8 +210,7 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
                           ScoredLogits::PerChunk);
     std::vector<Eigen::MatrixXf> hidden;
     std::vector<Eigen::MatrixXf>* keep = request.layerImportance ? &hidden : nullptr;
-    const std::optional<std::int32_t> bos =
-        tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
+    const std::optional<std::int32_t> bos = tokenizer.leadingBos();
     std::vector<double> nll;
     std::vector<std::vector<double>> parentNll(parents.size());
     std::vector<std::vector<double>> kl(parents.size());
@@ -224,60 +223,49 @@ std::optional<VitalsReport> takeVitals(const ModelWeights& model,
             requireFinite(label, values[i]);
         }
     };
-    if (chunked) {
-        const bool whole = forEachChunk(
-            report.tokens, request.chunk, bos,
-            [&](std::size_t c, const std::vector<std::int32_t>& piece, std::size_t first) {
-                step("running chunks");
-                const Eigen::MatrixXf ours =
-                    TransformerSession(transformer).run(piece, stop, c == 0 ? keep : nullptr, first);
-                if (ours.cols() == 0) {
-                    return false;
-                }
-                // Column i predicts scored[i + 1]; the last column predicts nothing.
-                const std::vector<std::int32_t> scored(piece.begin() + static_cast<std::ptrdiff_t>(first),
-                                                       piece.end());
-                const std::size_t from = nll.size();
-                appendNll(ours, scored, nll);
-                requireFiniteFrom(model.label(), nll, from);
-                const Eigen::Index predicting = ours.cols() - 1;
-                for (std::size_t i = 0; i < parents.size(); ++i) {
-                    // A parent's model is set up for each chunk: its threads and their stacks are
-                    // not held for the whole run.
-                    const Eigen::MatrixXf logits =
-                        TransformerSession(Transformer(*parents[i])).run(piece, stop, nullptr, first);
-                    if (logits.cols() == 0) {
-                        return false;
-                    }
-                    const std::size_t theirsFrom = parentNll[i].size();
-                    appendNll(logits, scored, parentNll[i]);
-                    requireFiniteFrom(parents[i]->label(), parentNll[i], theirsFrom);
-                    appendDivergence(logits.leftCols(predicting), ours.leftCols(predicting), kl[i], agree[i]);
-                }
-                return true;
-            });
-        if (!whole) {
-            return std::nullopt;
+    // Runs a piece (scored from position `first` on) on the model, then on each parent (set up for
+    // the piece: its threads are not held for the whole run), and appends what is measured of it.
+    // The KL is over every column of a whole text, over the columns that predict a token in a
+    // chunk. False: cancelled.
+    auto measure = [&](const std::vector<std::int32_t>& piece, std::size_t first,
+                       std::vector<Eigen::MatrixXf>* states) {
+        step(chunked ? "running chunks" : "running the model");
+        const Eigen::MatrixXf ours = TransformerSession(transformer).run(piece, stop, states, first);
+        if (ours.cols() == 0) {
+            return false;
         }
-    } else {
-        step("running the model");
-        const std::optional<ScoredText> ours = scoreTokens(transformer, report.tokens, 0, bos, keep, stop);
-        if (!ours) {
-            return std::nullopt;
-        }
-        appendNll(ours->logits, report.tokens, nll);
-        requireFiniteFrom(model.label(), nll, 0);
+        // Column i predicts scored[i + 1].
+        const std::vector<std::int32_t> scored(piece.begin() + static_cast<std::ptrdiff_t>(first),
+                                               piece.end());
+        const std::size_t from = nll.size();
+        appendNll(ours, scored, nll);
+        requireFiniteFrom(model.label(), nll, from);
+        const Eigen::Index compared = chunked ? ours.cols() - 1 : ours.cols();
         for (std::size_t i = 0; i < parents.size(); ++i) {
-            step("running " + parents[i]->label());
-            const std::optional<ScoredText> theirs =
-                scoreTokens(Transformer(*parents[i]), report.tokens, 0, bos, nullptr, stop);
-            if (!theirs) {
-                return std::nullopt;
+            if (!chunked) {
+                step("running " + parents[i]->label());
             }
-            appendNll(theirs->logits, report.tokens, parentNll[i]);
-            requireFiniteFrom(parents[i]->label(), parentNll[i], 0);
-            appendDivergence(theirs->logits, ours->logits, kl[i], agree[i]);
+            const Eigen::MatrixXf logits =
+                TransformerSession(Transformer(*parents[i])).run(piece, stop, nullptr, first);
+            if (logits.cols() == 0) {
+                return false;
+            }
+            const std::size_t theirsFrom = parentNll[i].size();
+            appendNll(logits, scored, parentNll[i]);
+            requireFiniteFrom(parents[i]->label(), parentNll[i], theirsFrom);
+            appendDivergence(logits.leftCols(compared), ours.leftCols(compared), kl[i], agree[i]);
         }
+        return true;
+    };
+    const bool whole =
+        !chunked
+            ? measure(report.tokens, 0, keep)
+            : forEachChunk(report.tokens, request.chunk, bos,
+                           [&](std::size_t c, const std::vector<std::int32_t>& piece, std::size_t first) {
+                               return measure(piece, first, c == 0 ? keep : nullptr);
+                           });
+    if (!whole) {
+        return std::nullopt;
     }
     report.scored = nll.size();
     report.perplexity = perplexityOfNll(std::move(nll));

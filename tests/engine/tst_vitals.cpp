@@ -713,8 +713,7 @@ private slots:
         QVERIFY(report);
         // Measured a chunk at a time, as measured from every chunk's logits kept side by side.
         const Tokenizer tokenizer = Tokenizer::fromWeights(model);
-        const std::optional<std::int32_t> bos =
-            tokenizer.addsBos() ? std::optional<std::int32_t>(tokenizer.bos()) : std::nullopt;
+        const std::optional<std::int32_t> bos = tokenizer.leadingBos();
         const auto ours = scoreTokens(Transformer(model), report->tokens, 128, bos, nullptr);
         const auto theirs = scoreTokens(Transformer(parent), report->tokens, 128, bos, nullptr);
         QVERIFY(ours && theirs);
