@@ -491,9 +491,10 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             const auto vh = values[l].middleRows(kvRow, shape.headSize);
             const Eigen::Index keyCount = past + n;
             // Heads of a multiple of 8 values go through quant/f16_dot.h's F32 tiles (Eigen's products
-            // here are built for the baseline x86-64); their keys padded with zeros to 8k.
+            // here are built for the baseline x86-64). Keys are padded with zeros to 8k: each query's
+            // scores start on a multiple of 8 floats.
             const bool tiled = shape.headSize % 8 == 0;
-            const Eigen::Index padded = tiled ? (keyCount + 7) / 8 * 8 : keyCount;
+            const Eigen::Index padded = (keyCount + 7) / 8 * 8;
             // scores(key, query), causal: a query sees keys up to its own position (and, in a
             // sliding layer, no further back than the window).
             Eigen::MatrixXf scores = Eigen::MatrixXf::Zero(padded, n);
@@ -506,28 +507,27 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
                                q.data() + qRow + first * qDim, qDim, static_cast<std::size_t>(count),
                                scores.data() + first * padded, static_cast<std::size_t>(padded));
                 });
-                scores *= shape.queryScale;
             } else {
-                scores = (keys[l].middleRows(kvRow, shape.headSize).transpose() *
-                          q.middleRows(qRow, shape.headSize)) *
-                         shape.queryScale;
+                scores.topRows(keyCount).noalias() = keys[l].middleRows(kvRow, shape.headSize).transpose() *
+                                                     q.middleRows(qRow, shape.headSize);
             }
-            if (shape.attentionSoftcap > 0) {
-                scores = (scores.array() / shape.attentionSoftcap).tanh() * shape.attentionSoftcap;
-            }
+            // Each query's softmax over the keys it sees, scaled (and capped) there only. Eigen's
+            // vectorized exp and sum take the same path through a query's keys whatever the run
+            // around it (a column starts on a multiple of 8 floats), so the bits are the same in
+            // pieces as whole.
             for (Eigen::Index query = 0; query < n; ++query) {
                 const Eigen::Index seen = past + query + 1;
                 const Eigen::Index from =
                     sliding ? std::max<Eigen::Index>(0, seen - static_cast<Eigen::Index>(shape.slidingWindow))
                             : 0;
                 auto column = scores.col(query).head(keyCount);
-                const float top = column.segment(from, seen - from).maxCoeff();
-                float sum = 0;
-                for (Eigen::Index key = from; key < seen; ++key) {
-                    column(key) = std::exp(column(key) - top);
-                    sum += column(key);
+                auto seenKeys = column.segment(from, seen - from).array();
+                seenKeys *= shape.queryScale;
+                if (shape.attentionSoftcap > 0) {
+                    seenKeys = (seenKeys / shape.attentionSoftcap).tanh() * shape.attentionSoftcap;
                 }
-                column.segment(from, seen - from) /= sum;
+                seenKeys = (seenKeys - seenKeys.maxCoeff()).exp();
+                seenKeys /= seenKeys.sum();
                 column.head(from).setZero();
                 column.tail(keyCount - seen).setZero();
             }
@@ -547,7 +547,7 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
                                attended.data() + qRow + first * qDim, qDim);
                 });
             } else {
-                attended.middleRows(qRow, shape.headSize) = vh * scores;
+                attended.middleRows(qRow, shape.headSize) = vh * scores.topRows(keyCount);
             }
         });
         if (l + 1 == shape.blocks && hidden == nullptr && kept < n) {
