@@ -42,13 +42,18 @@ void preferLargePages(float* data, std::size_t bytes) {
 #endif
 }
 
-// Calls block(first, count, seen) for the n queries that follow `past` cached positions, 32 at a
-// time: `seen`, the keys the block's last query sees (causal attention).
-template <class Block> void forCausalBlocks(Eigen::Index past, Eigen::Index n, Block block) {
+// Calls block(first, count, lowest, seen) for the n queries that follow `past` cached positions, 32
+// at a time: `seen`, the keys the block's last query sees (causal attention); `lowest`, the first
+// key its first query sees in a sliding window of `window` keys (0: none), rounded down to a
+// multiple of 8 so that every key keeps its lane in the sums over keys.
+template <class Block>
+void forCausalBlocks(Eigen::Index past, Eigen::Index n, Eigen::Index window, Block block) {
     constexpr Eigen::Index kQueries = 32;
     for (Eigen::Index first = 0; first < n; first += kQueries) {
         const Eigen::Index count = std::min(kQueries, n - first);
-        block(first, count, past + first + count);
+        const Eigen::Index lowest =
+            window > 0 ? std::max<Eigen::Index>(0, past + first + 1 - window) / 8 * 8 : 0;
+        block(first, count, lowest, past + first + count);
     }
 }
 
@@ -482,7 +487,8 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
         values[l].resize(kv, past + n);
         keys[l] << m_keys[l], k;
         values[l] << m_values[l], v;
-        const bool sliding = shape.slides(l);
+        // The keys a query sees at most (0: all of them before it).
+        const Eigen::Index window = shape.slides(l) ? static_cast<Eigen::Index>(shape.slidingWindow) : 0;
         Eigen::MatrixXf attended(qDim, n);
         // The heads on every thread, each writing its own rows of `attended`.
         t.m_pool->run(shape.heads, [&](std::size_t head, std::vector<std::byte>&) {
@@ -499,14 +505,18 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             // sliding layer, no further back than the window).
             Eigen::MatrixXf scores = Eigen::MatrixXf::Zero(padded, n);
             if (tiled) {
-                // A block of queries sees no key past its last query's position: the keys after it
-                // are not multiplied (half the products of a long pass). Each score is its own
+                // A block of queries sees no key past its last query's position, nor (in a sliding
+                // layer) before its first query's window: the keys outside are not multiplied (half
+                // the products of a long pass, and most of a sliding layer's). Each score is its own
                 // product, so its bits are those of the whole matrix's.
-                forCausalBlocks(past, n, [&](Eigen::Index first, Eigen::Index count, Eigen::Index seen) {
-                    f32Product(keys[l].data() + kvRow, kv, static_cast<std::size_t>(seen), shape.headSize,
-                               q.data() + qRow + first * qDim, qDim, static_cast<std::size_t>(count),
-                               scores.data() + first * padded, static_cast<std::size_t>(padded));
-                });
+                forCausalBlocks(
+                    past, n, window,
+                    [&](Eigen::Index first, Eigen::Index count, Eigen::Index lowest, Eigen::Index seen) {
+                        f32Product(keys[l].data() + kvRow + lowest * kv, kv,
+                                   static_cast<std::size_t>(seen - lowest), shape.headSize,
+                                   q.data() + qRow + first * qDim, qDim, static_cast<std::size_t>(count),
+                                   scores.data() + first * padded + lowest, static_cast<std::size_t>(padded));
+                    });
             } else {
                 scores.topRows(keyCount).noalias() = keys[l].middleRows(kvRow, shape.headSize).transpose() *
                                                      q.middleRows(qRow, shape.headSize);
@@ -517,9 +527,7 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             // pieces as whole.
             for (Eigen::Index query = 0; query < n; ++query) {
                 const Eigen::Index seen = past + query + 1;
-                const Eigen::Index from =
-                    sliding ? std::max<Eigen::Index>(0, seen - static_cast<Eigen::Index>(shape.slidingWindow))
-                            : 0;
+                const Eigen::Index from = window > 0 ? std::max<Eigen::Index>(0, seen - window) : 0;
                 auto column = scores.col(query).head(keyCount);
                 auto seenKeys = column.segment(from, seen - from).array();
                 seenKeys *= shape.queryScale;
@@ -536,16 +544,19 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
                 // values is a row of keys.
                 Transformer::RowMatrix transposed = Transformer::RowMatrix::Zero(shape.headSize, padded);
                 transposed.leftCols(keyCount) = vh;
-                // A block's sums stop at its last seen key, rounded up to 8: the scores after it are
-                // zeros, which leave each lane's sum as it is (a value that is not finite, after a
-                // query's keys, no longer makes its sums NaN).
-                forCausalBlocks(past, n, [&](Eigen::Index first, Eigen::Index count, Eigen::Index seen) {
-                    const Eigen::Index length = std::min(padded, (seen + 7) / 8 * 8);
-                    f32Product(transposed.data(), static_cast<std::size_t>(padded), shape.headSize,
-                               static_cast<std::size_t>(length), scores.data() + first * padded,
-                               static_cast<std::size_t>(padded), static_cast<std::size_t>(count),
-                               attended.data() + qRow + first * qDim, qDim);
-                });
+                // A block's sums run from its lowest key (a multiple of 8) to its last seen key,
+                // rounded up to 8: the scores outside are zeros, which leave each lane's sum as it is
+                // (a value that is not finite outside a query's keys no longer makes its sums NaN).
+                forCausalBlocks(
+                    past, n, window,
+                    [&](Eigen::Index first, Eigen::Index count, Eigen::Index lowest, Eigen::Index seen) {
+                        const Eigen::Index length = std::min(padded, (seen + 7) / 8 * 8);
+                        f32Product(transposed.data() + lowest, static_cast<std::size_t>(padded),
+                                   shape.headSize, static_cast<std::size_t>(length - lowest),
+                                   scores.data() + first * padded + lowest, static_cast<std::size_t>(padded),
+                                   static_cast<std::size_t>(count), attended.data() + qRow + first * qDim,
+                                   qDim);
+                    });
             } else {
                 attended.middleRows(qRow, shape.headSize) = vh * scores.topRows(keyCount);
             }
