@@ -43,6 +43,34 @@ std::string storyText() {
     return file.open(QIODevice::ReadOnly) ? file.readAll().toStdString() : std::string();
 }
 
+// The first 100 tokens of the story run whole, then in pieces with the key/value cache (37
+// tokens, 20, seven one at a time, then the rest): empty when every piece gives the whole run's
+// logits bit for bit, else the first piece that does not.
+QString pieceUnlikeWhole(const Transformer& transformer, std::vector<std::int32_t> tokens) {
+    if (tokens.size() < 100) {
+        return QStringLiteral("only %1 tokens").arg(tokens.size());
+    }
+    tokens.resize(100);
+    const Eigen::MatrixXf whole = transformer.logits(tokens);
+    TransformerSession session(transformer);
+    session.run(std::vector<std::int32_t>(tokens.begin(), tokens.begin() + 37));
+    if (session.run(std::vector<std::int32_t>(tokens.begin() + 37, tokens.begin() + 57)) !=
+        whole.middleCols(37, 20)) {
+        return QStringLiteral("tokens 37 to 56");
+    }
+    // One token at a time, each query a block of its own that sees 58 … 64 keys (in the whole
+    // run they are in the block that sees 64).
+    for (std::size_t p = 57; p < 64; ++p) {
+        if (session.run({tokens[p]}) != whole.col(static_cast<Eigen::Index>(p))) {
+            return QStringLiteral("token %1").arg(p);
+        }
+    }
+    if (session.run(std::vector<std::int32_t>(tokens.begin() + 64, tokens.end())) != whole.rightCols(36)) {
+        return QStringLiteral("tokens 64 to 99");
+    }
+    return {};
+}
+
 } // namespace
 
 class TestVitals : public QObject {
@@ -456,23 +484,38 @@ private slots:
         }
         const auto gguf = GgufModel::open(path.toStdString());
         const Transformer transformer(gguf);
-        std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
-        QVERIFY(tokens.size() >= 100);
-        tokens.resize(100);
-        const Eigen::MatrixXf whole = transformer.logits(tokens);
-        TransformerSession session(transformer);
-        session.run(std::vector<std::int32_t>(tokens.begin(), tokens.begin() + 37));
-        const Eigen::MatrixXf pieces =
-            session.run(std::vector<std::int32_t>(tokens.begin() + 37, tokens.begin() + 57));
-        QVERIFY(pieces == whole.middleCols(37, 20));
-        // One token at a time, each query a block of its own that sees 58 … 64 keys (in the whole
-        // run they are in the block that sees 64).
-        for (std::size_t p = 57; p < 64; ++p) {
-            QVERIFY2(session.run({tokens[p]}) == whole.col(static_cast<Eigen::Index>(p)),
-                     qPrintable(QStringLiteral("token %1").arg(p)));
-        }
-        QVERIFY(session.run(std::vector<std::int32_t>(tokens.begin() + 64, tokens.end())) ==
-                whole.rightCols(36));
+        const QString unlike = pieceUnlikeWhole(transformer, Tokenizer::fromModel(*gguf).encode(storyText()));
+        QVERIFY2(unlike.isEmpty(), qPrintable(unlike));
+    }
+
+    // The same with sliding windows and soft-capped scores: the zoo's gemma models in F16 (the
+    // projections through the tiles, whose bits do not depend on the run) with a window of 13
+    // keys, so that a query's first seen key falls on every place of a packet. A query's scores
+    // scaled, capped and through its softmax give the same bits in pieces as whole, and its
+    // window starts where its position puts it, not where its piece does.
+    void slidingWindowsInPieces_data() {
+        QTest::addColumn<QString>("model");
+        QTest::newRow("gemma2 (capped scores)") << QStringLiteral("zoo/tiny-gemma2-f32.gguf");
+        QTest::newRow("gemma3 (query and key norms)") << QStringLiteral("zoo/tiny-gemma3-f32.gguf");
+    }
+    void slidingWindowsInPieces() {
+        QFETCH(QString, model);
+        const QString shared = sharedModel(model);
+        ORGAN_REQUIRE_SHARED(shared);
+        const auto source = GgufModel::open(shared.toStdString());
+        QuantizeRecipe recipe;
+        recipe.fileType = QuantFileType::F16;
+        QuantizePlan plan = planQuantization(*source, recipe, nullptr);
+        plan.spec.set(source->architecture() + ".attention.sliding_window", MetaValue::fromU32(13));
+        QTemporaryDir dir;
+        const std::string path = dir.filePath(QStringLiteral("window13-f16.gguf")).toStdString();
+        QVERIFY(writeGguf(path, plan.spec).isOk());
+        const auto gguf = GgufModel::open(path);
+        const Transformer transformer(gguf);
+        QCOMPARE(transformer.shape().slidingWindow, 13u);
+        QVERIFY(transformer.shape().slides(0));
+        const QString unlike = pieceUnlikeWhole(transformer, Tokenizer::fromModel(*gguf).encode(storyText()));
+        QVERIFY2(unlike.isEmpty(), qPrintable(unlike));
     }
 
     // Q8_0, IQ4_NL, K-quant and IQ4_XS weights meet 8-bit activations, F16 weights F16-rounded
