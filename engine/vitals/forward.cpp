@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <optional>
 #include <stdexcept>
@@ -497,10 +498,11 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             const auto vh = values[l].middleRows(kvRow, shape.headSize);
             const Eigen::Index keyCount = past + n;
             // Heads of a multiple of 8 values go through quant/f16_dot.h's F32 tiles (Eigen's products
-            // here are built for the baseline x86-64). Keys are padded with zeros to 8k: each query's
-            // scores start on a multiple of 8 floats.
+            // here are built for the baseline x86-64). Keys are padded with zeros to a multiple of
+            // 16: each query's scores start on a multiple of 64 bytes, the widest packet and
+            // alignment Eigen takes (AVX-512).
             const bool tiled = shape.headSize % 8 == 0;
-            const Eigen::Index padded = (keyCount + 7) / 8 * 8;
+            const Eigen::Index padded = (keyCount + 15) / 16 * 16;
             // scores(key, query), causal: a query sees keys up to its own position (and, in a
             // sliding layer, no further back than the window).
             Eigen::MatrixXf scores = Eigen::MatrixXf::Zero(padded, n);
@@ -523,8 +525,10 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             }
             // Each query's softmax over the keys it sees, scaled (and capped) there only. Eigen's
             // vectorized exp and sum take the same path through a query's keys whatever the run
-            // around it (a column starts on a multiple of 8 floats), so the bits are the same in
-            // pieces as whole.
+            // around it (its column starts on a multiple of 64 bytes), so the softmax's bits are the
+            // same in pieces as whole (the scores of heads Eigen multiplies are not: a column alone
+            // is multiplied in another order than many). Weights under the smallest normal float are
+            // zeros: Eigen's exp stops at 2.9e-39, a subnormal that would slow the sums.
             for (Eigen::Index query = 0; query < n; ++query) {
                 const Eigen::Index seen = past + query + 1;
                 const Eigen::Index from = window > 0 ? std::max<Eigen::Index>(0, seen - window) : 0;
@@ -535,6 +539,7 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
                     seenKeys = (seenKeys / shape.attentionSoftcap).tanh() * shape.attentionSoftcap;
                 }
                 seenKeys = (seenKeys - seenKeys.maxCoeff()).exp();
+                seenKeys = (seenKeys < std::numeric_limits<float>::min()).select(0.0f, seenKeys);
                 seenKeys /= seenKeys.sum();
                 column.head(from).setZero();
                 column.tail(keyCount - seen).setZero();
