@@ -202,8 +202,8 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
     PreparedInput& input = prepared != nullptr ? *prepared : local;
     // Quantized weights with a quantized product meet 8-bit activations, as in llama.cpp: Q8_0
     // and IQ4_NL in blocks of 32, the K-quants and IQ4_XS in super-blocks of 256; the others are
-    // decoded to F32 a slice at a time and multiplied by Eigen, but F16, whose rows meet F16-rounded
-    // activations in quant/f16_dot.h's tiles.
+    // decoded to F32 a slice at a time and multiplied in quant/f16_dot.h's F32 tiles, but F16, whose
+    // rows meet F16-rounded activations in its F16 tiles.
     const bool blocks = hasQuantizedProduct(tensor.type);
     const bool superBlocks = hasQ8KProduct(tensor.type);
     if (blocks && !input.blocks) {
@@ -221,6 +221,15 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
         roundToHalf(x.data(), static_cast<std::size_t>(x.size()), input.halved.data());
     }
     const Eigen::MatrixXf& dense = tensor.type == TensorType::F16 ? input.halved : x;
+    // Decoded rows meet the activations in the F32 tiles, rows of a multiple of 8 values: where the
+    // weight's are not, both are padded with zeros (which leave the sums as they are).
+    const auto padded = static_cast<std::size_t>((columns + 7) / 8 * 8);
+    Eigen::MatrixXf paddedDense;
+    if (!blocks && !superBlocks && !halves && padded != columns) {
+        paddedDense = Eigen::MatrixXf::Zero(static_cast<Eigen::Index>(padded), dense.cols());
+        paddedDense.topRows(dense.rows()) = dense;
+    }
+    const float* denseColumns = paddedDense.size() != 0 ? paddedDense.data() : dense.data();
     // Slices of rows dealt to the threads: about 64 of them, so that no thread waits long for the
     // last, a multiple of 16 rows and at most 1024 (8 MiB of F32 for a 2048-wide weight). They do
     // not depend on the number of threads, nor then do the results.
@@ -246,8 +255,15 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
                        *input.halves, y.data() + first, static_cast<std::size_t>(rows));
             return;
         }
-        y.middleRows(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count)).noalias() =
-            weightRows(name, rows, columns, first, count) * dense;
+        RowMatrix decoded = weightRows(name, rows, columns, first, count);
+        if (padded != columns) {
+            RowMatrix widened = RowMatrix::Zero(decoded.rows(), static_cast<Eigen::Index>(padded));
+            widened.leftCols(decoded.cols()) = decoded;
+            decoded = std::move(widened);
+        }
+        // The same bits for one column as for many, on every kernel.
+        f32Product(decoded.data(), padded, static_cast<std::size_t>(count), padded, denseColumns, padded,
+                   static_cast<std::size_t>(dense.cols()), y.data() + first, static_cast<std::size_t>(rows));
     });
     return y;
 }
