@@ -451,6 +451,8 @@ private slots:
         QTest::newRow("q8_0") << QStringLiteral("stories260K-q8_0.gguf");
         QTest::newRow("f32") << QStringLiteral("stories260K-f32.gguf");
         QTest::newRow("bf16") << QStringLiteral("stories260K-bf16.gguf");
+        // F16 rows of 172 values (no F16 tile): rounded activations, both padded to 176.
+        QTest::newRow("f16, rows of 172") << QStringLiteral("stories260K-f16.gguf");
         QTest::newRow("f16") << QStringLiteral("quant/wide-f16.gguf");
         QTest::newRow("q4_k_m") << QStringLiteral("quant/wide-q4_k_m.gguf");
     }
