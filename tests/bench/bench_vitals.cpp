@@ -7,7 +7,9 @@
 // the folder of its tools, the same passes run there (llama-perplexity -c N --chunks 1 -b N: one
 // batch of N tokens, the second half's logits; llama-completion -n G: generation) and the table
 // gives the ratio of our time to llama.cpp's.
-// Every time is the best of --repeat runs; the machine's load average is printed beside them.
+// Every time is the best of --repeat runs; with llama.cpp the runs go in turns (one of theirs, then
+// one of ours), and beside the ratio of the bests the lowest and highest ratio of a turn is printed:
+// the host's speed moves over minutes, less within a turn. The machine's load average is printed too.
 // Usage: bench_vitals [FOLDER] [--types q8_0,q4_k_m,f16] [--tokens 128,512] [--generate 16]
 //                     [--kernels active|all|NAME,…] [--threads 1,2] [--repeat 2]
 // (about 5 GB of free disk in FOLDER for the three models; they are deleted afterwards unless
@@ -137,50 +139,55 @@ std::optional<double> numberBefore(const std::string& text, const std::string& k
     return start < end ? std::optional(std::stod(text.substr(start, end - start))) : std::nullopt;
 }
 
-// llama.cpp's time for the same passes (seconds), best of `repeat`.
+// llama.cpp's time for the same passes (seconds), one run.
 struct LlamaCpp {
     std::string bin;
     std::optional<double> perplexityPass(const std::string& model, const std::string& textFile, std::size_t n,
-                                         unsigned threads, int repeat) const {
-        std::optional<double> best;
-        for (int i = 0; i < repeat; ++i) {
-            const auto out = run(bin + "/llama-perplexity -m '" + model + "' -f '" + textFile + "' -c " +
-                                 std::to_string(n) + " -b " + std::to_string(n) + " -ub " +
-                                 std::to_string(n) + " --chunks 1 -t " + std::to_string(threads));
-            const auto s = out ? numberBefore(*out, "perplexity:", " seconds per pass") : std::nullopt;
-            if (s && (!best || *s < *best)) {
-                best = s;
-            }
-        }
-        return best;
+                                         unsigned threads) const {
+        const auto out = run(bin + "/llama-perplexity -m '" + model + "' -f '" + textFile + "' -c " +
+                             std::to_string(n) + " -b " + std::to_string(n) + " -ub " + std::to_string(n) +
+                             " --chunks 1 -t " + std::to_string(threads));
+        return out ? numberBefore(*out, "perplexity:", " seconds per pass") : std::nullopt;
     }
     // Seconds per generated token.
     std::optional<double> generation(const std::string& model, const std::string& prompt, std::size_t n,
-                                     unsigned threads, int repeat) const {
-        std::optional<double> best;
-        for (int i = 0; i < repeat; ++i) {
-            const auto out =
-                run(bin + "/llama-completion -m '" + model + "' -p '" + prompt + "' -n " + std::to_string(n) +
-                    " -t " + std::to_string(threads) + " --temp 0 --ignore-eos -no-cnv");
-            const std::size_t at = out ? out->find("       eval time =") : std::string::npos;
-            const auto ms = at != std::string::npos
-                                ? numberBefore(out->substr(at), "eval time", " ms per token")
-                                : std::nullopt;
-            if (ms && (!best || *ms / 1000 < *best)) {
-                best = *ms / 1000;
-            }
-        }
-        return best;
+                                     unsigned threads) const {
+        const auto out =
+            run(bin + "/llama-completion -m '" + model + "' -p '" + prompt + "' -n " + std::to_string(n) +
+                " -t " + std::to_string(threads) + " --temp 0 --ignore-eos -no-cnv");
+        const std::size_t at = out ? out->find("       eval time =") : std::string::npos;
+        const auto ms = at != std::string::npos ? numberBefore(out->substr(at), "eval time", " ms per token")
+                                                : std::nullopt;
+        return ms ? std::optional(*ms / 1000) : std::nullopt;
     }
 };
 
-void row(const char* type, const char* kernel, unsigned threads, const std::string& what, double ours,
-         std::size_t tokens, std::optional<double> theirs) {
-    std::printf("%-7s %-11s %2u  %-18s %8.2f s %8.2f tok/s", type, kernel, threads, what.c_str(), ours,
-                static_cast<double>(tokens) / ours);
-    if (theirs) {
-        std::printf("  %8.2f s %8.2f tok/s  %5.2f×", *theirs, static_cast<double>(tokens) / *theirs,
-                    ours / *theirs);
+// The best of each side's runs, and the ratio ours / theirs of each turn (a run of theirs and one of
+// ours, one after the other): the host's load moves between turns more than within one.
+struct Turns {
+    double ours = 1e30;
+    std::optional<double> theirs;
+    std::vector<double> ratios;
+    void add(double o, std::optional<double> t) {
+        ours = std::min(ours, o);
+        if (t) {
+            theirs = std::min(theirs.value_or(*t), *t);
+            ratios.push_back(o / *t);
+        }
+    }
+};
+
+void row(const char* type, const char* kernel, unsigned threads, const std::string& what, std::size_t tokens,
+         const Turns& turns) {
+    std::printf("%-7s %-11s %2u  %-18s %8.2f s %8.2f tok/s", type, kernel, threads, what.c_str(), turns.ours,
+                static_cast<double>(tokens) / turns.ours);
+    if (turns.theirs) {
+        std::printf("  %8.2f s %8.2f tok/s  %5.2f×", *turns.theirs,
+                    static_cast<double>(tokens) / *turns.theirs, turns.ours / *turns.theirs);
+    }
+    if (turns.ratios.size() > 1) {
+        const auto [low, high] = std::minmax_element(turns.ratios.begin(), turns.ratios.end());
+        std::printf("  turns %.2f-%.2f×", *low, *high);
     }
     std::printf("  (load %.1f)\n", loadAverage());
     std::fflush(stdout);
@@ -235,30 +242,24 @@ int main(int argc, char** argv) {
         const std::vector<std::int32_t> prompt(tokens.begin(), tokens.begin() + 8);
         for (const unsigned threads : o.threads) {
             transformer.setThreads(threads);
-            std::vector<std::optional<double>> theirs;
-            std::optional<double> theirGeneration;
-            if (llama) {
-                for (const std::size_t n : o.tokens) {
-                    theirs.push_back(llama->perplexityPass(path, textFile, n, threads, o.repeat));
-                }
-                theirGeneration = llama->generation(path, textOf(prompt), o.generated, threads, o.repeat);
-            }
             for (const std::string& kernel : kernels) {
                 useInstructionSet(kernel);
-                for (std::size_t i = 0; i < o.tokens.size(); ++i) {
-                    const std::vector<std::int32_t> batch(tokens.begin() + 1,
-                                                          tokens.begin() + 1 + o.tokens[i]);
-                    double best = 1e30;
+                for (const std::size_t n : o.tokens) {
+                    const std::vector<std::int32_t> batch(tokens.begin() + 1, tokens.begin() + 1 + n);
+                    Turns turns;
                     for (int r = 0; r < o.repeat; ++r) {
+                        const auto theirs =
+                            llama ? llama->perplexityPass(path, textFile, n, threads) : std::nullopt;
                         const auto start = std::chrono::steady_clock::now();
-                        const Eigen::MatrixXf logits = transformer.logits(batch, nullptr, o.tokens[i] / 2);
-                        best = std::min(best, seconds(start));
+                        const Eigen::MatrixXf logits = transformer.logits(batch, nullptr, n / 2);
+                        turns.add(seconds(start), theirs);
                     }
-                    row(type.c_str(), kernel.c_str(), threads, "pass " + std::to_string(o.tokens[i]), best,
-                        o.tokens[i], llama ? theirs[i] : std::nullopt);
+                    row(type.c_str(), kernel.c_str(), threads, "pass " + std::to_string(n), n, turns);
                 }
-                double best = 1e30;
+                Turns turns;
                 for (int r = 0; r < o.repeat; ++r) {
+                    const auto theirs =
+                        llama ? llama->generation(path, textOf(prompt), o.generated, threads) : std::nullopt;
                     TransformerSession session(transformer);
                     Eigen::MatrixXf step = session.run(prompt);
                     const auto start = std::chrono::steady_clock::now();
@@ -267,12 +268,12 @@ int main(int argc, char** argv) {
                         step.col(step.cols() - 1).maxCoeff(&next);
                         step = session.run({static_cast<std::int32_t>(next)});
                     }
-                    best = std::min(best, seconds(start));
+                    turns.add(seconds(start), theirs
+                                                  ? std::optional(*theirs * static_cast<double>(o.generated))
+                                                  : std::nullopt);
                 }
-                row(type.c_str(), kernel.c_str(), threads, "generate " + std::to_string(o.generated), best,
-                    o.generated,
-                    theirGeneration ? std::optional(*theirGeneration * static_cast<double>(o.generated))
-                                    : std::nullopt);
+                row(type.c_str(), kernel.c_str(), threads, "generate " + std::to_string(o.generated),
+                    o.generated, turns);
             }
         }
         std::printf("  peak RSS %.1f MiB\n", processStatusKiB("VmHWM:") / 1024.0);
