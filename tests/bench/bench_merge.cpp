@@ -11,9 +11,9 @@
 //             one thread in its CPU time, and on every core in wall time
 //   quantize  the output's values to Q8_0 from memory, on every core as the writer does
 //   write     the base copied through the writer (partial file, fsync, verification)
-// And from a cold page cache (the inputs' pages evicted with posix_fadvise, no root needed): the
-// whole merge again, and the three inputs read from the disk alone, one after the other (what `cat`
-// does): how much the merge adds to the disk's time.
+// And from a cold page cache (the inputs' pages evicted with posix_fadvise, no root needed; not
+// measured where they stay, as on a tmpfs): the whole merge again, and the three inputs read from
+// the disk alone, one after the other as `cat` does: how much the merge adds to the disk's time.
 //
 //   bench_merge [--blocks N] [--dir D]    (default 4 of the shape's 16 blocks; files in D or /tmp)
 #include "bench_models.h"
@@ -25,12 +25,16 @@
 #include "quant/quantize.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fcntl.h>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -79,26 +83,64 @@ std::uint64_t decodeAll(const std::string& path) {
     return values;
 }
 
-// Drops the file's pages from the page cache (written back first): the next read comes from the disk.
-void evict(const std::string& path) {
+// Drops the file's pages from the page cache (written back first), so that the next read comes
+// from the disk: false, with why in `error`, when it cannot, or when pages stay (a tmpfs keeps them).
+bool evict(const std::string& path, std::string& error) {
     const int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd >= 0) {
-        ::fdatasync(fd);
-        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        ::close(fd);
+    if (fd < 0) {
+        error = path + ": " + std::strerror(errno);
+        return false;
     }
+    bool evicted = false;
+    if (::fdatasync(fd) != 0) {
+        error = path + ": fdatasync: " + std::strerror(errno);
+    } else if (const int advised = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); advised != 0) {
+        error = path + ": posix_fadvise: " + std::strerror(advised);
+    } else {
+        const std::size_t size = fileBytes(path);
+        const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+        std::vector<unsigned char> resident((size + page - 1) / page);
+        void* mapped = size == 0 ? MAP_FAILED : ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+        if (mapped == MAP_FAILED || ::mincore(mapped, size, resident.data()) != 0) {
+            error = path + ": cannot tell which pages are in memory: " + std::strerror(errno);
+        } else if (std::any_of(resident.begin(), resident.end(),
+                               [](unsigned char r) { return (r & 1) != 0; })) {
+            error = path + ": its pages stay in memory (a tmpfs?)";
+        } else {
+            evicted = true;
+        }
+        if (mapped != MAP_FAILED) {
+            ::munmap(mapped, size);
+        }
+    }
+    ::close(fd);
+    return evicted;
 }
 
-// Reads the files one after the other in 8 MiB pieces, as `cat` does: the disk's time for them.
-double readFromDisk(const std::vector<std::string>& paths) {
-    std::vector<char> buffer(8u << 20);
+// Reads the files one after the other, as `cat` does: the disk's time for them. Nothing when one
+// cannot be read (why in `error`).
+std::optional<double> readFromDisk(const std::vector<std::string>& paths, std::string& error) {
+    std::vector<char> buffer(1u << 20);
     const auto start = std::chrono::steady_clock::now();
     for (const std::string& path : paths) {
         const int fd = ::open(path.c_str(), O_RDONLY);
         if (fd < 0) {
-            continue;
+            error = path + ": " + std::strerror(errno);
+            return std::nullopt;
         }
-        while (::read(fd, buffer.data(), buffer.size()) > 0) {
+        for (;;) {
+            const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n < 0) {
+                error = path + ": " + std::strerror(errno);
+                ::close(fd);
+                return std::nullopt;
+            }
+            if (n == 0) {
+                break;
+            }
         }
         ::close(fd);
     }
@@ -243,19 +285,29 @@ int main(int argc, char** argv) {
         }
         const std::uint64_t outputBytes = fileBytes(output);
 
-        for (const std::string& path : paths) {
-            evict(path);
+        // The same merge from a cold page cache, and the disk's time for its inputs alone.
+        std::string coldError;
+        const auto evictAll = [&] {
+            return std::all_of(paths.begin(), paths.end(),
+                               [&](const std::string& path) { return evict(path, coldError); });
+        };
+        double disk = 0;
+        double coldWhole = 0;
+        bool measured = false;
+        if (evictAll()) {
+            if (const std::optional<double> took = readFromDisk(paths, coldError)) {
+                disk = *took;
+                measured = evictAll();
+            }
         }
-        const double disk = readFromDisk(paths);
-        for (const std::string& path : paths) {
-            evict(path);
-        }
-        start = std::chrono::steady_clock::now();
-        const GraftOutcome cold = graftChimera(plan, GraftModels::open(plan), RootedPath(output));
-        const double coldWhole = secondsSince(start);
-        if (!cold.written.isOk()) {
-            std::fprintf(stderr, "the merge failed: %s\n", cold.written.message.c_str());
-            return 1;
+        if (measured) {
+            start = std::chrono::steady_clock::now();
+            const GraftOutcome cold = graftChimera(plan, GraftModels::open(plan), RootedPath(output));
+            coldWhole = secondsSince(start);
+            if (!cold.written.isOk() || cold.report.hasErrors()) {
+                std::fprintf(stderr, "the cold merge failed: %s\n", cold.written.message.c_str());
+                return 1;
+            }
         }
 
         start = std::chrono::steady_clock::now();
@@ -289,10 +341,14 @@ int main(int argc, char** argv) {
                     "merge arithmetic %.1f s, quantize %.1f s, write %.1f s\n",
                     read, reads, merge, quantize, write);
         std::printf("  sum of the pieces: %.1f s of the %.1f s\n", reads + merge + quantize + write, whole);
-        std::printf(
-            "  from a cold page cache: whole merge %.1f s; the inputs alone read from the disk %.1f s "
-            "(%.2f GB/s): the merge adds %.1f s to the disk's time\n",
-            coldWhole, disk, inputBytes / 1e9 / disk, coldWhole - disk);
+        if (measured) {
+            std::printf(
+                "  from a cold page cache: whole merge %.1f s; the inputs alone read from the disk %.1f s "
+                "(%.2f GB/s): the merge adds %.1f s to the disk's time\n",
+                coldWhole, disk, inputBytes / 1e9 / disk, coldWhole - disk);
+        } else {
+            std::printf("  from a cold page cache: not measured (%s)\n", coldError.c_str());
+        }
         for (const std::string& path : paths) {
             std::filesystem::remove(path);
         }

@@ -9,7 +9,9 @@
 // gives the ratio of our time to llama.cpp's.
 // Every time is the best of --repeat runs; with llama.cpp the runs go in turns (one of theirs, then
 // one of ours), and beside the ratio of the bests the lowest and highest ratio of a turn is printed:
-// the host's speed moves over minutes, less within a turn. The machine's load average is printed too.
+// the host's speed moves over minutes, less within a turn (llama.cpp runs for each kernel named).
+// A short untimed pass first touches the weights, so that no timed run pays the page faults. The
+// machine's load average is printed too.
 // Usage: bench_vitals [FOLDER] [--types q8_0,q4_k_m,f16] [--tokens 128,512] [--generate 16]
 //                     [--kernels active|all|NAME,…] [--threads 1,2] [--repeat 2]
 // (about 5 GB of free disk in FOLDER for the three models; they are deleted afterwards unless
@@ -240,6 +242,8 @@ int main(int argc, char** argv) {
         const std::string textFile = (o.folder / "bench-vitals-text.txt").string();
         std::ofstream(textFile) << textOf(tokens);
         const std::vector<std::int32_t> prompt(tokens.begin(), tokens.begin() + 8);
+        // Untimed: the weights' first touch (page faults of the mapping) is no timed run's.
+        transformer.logits(prompt, nullptr, prompt.size() / 2);
         for (const unsigned threads : o.threads) {
             transformer.setThreads(threads);
             for (const std::string& kernel : kernels) {
