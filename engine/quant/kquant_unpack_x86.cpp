@@ -187,9 +187,12 @@ template <std::size_t kBytes, class Step>
                                                         std::size_t blocks, Step step) {
     float acc = 0;
     for (std::size_t b = 0; b < blocks; ++b) {
-        // A row is read once, from memory: ask for the super-block about 600 bytes on (all of its
-        // cache lines) while this one is summed.
-        constexpr std::size_t kAhead = (600 + kBytes - 1) / kBytes * kBytes;
+        // A row is read once, from memory, and the rows after it follow it: ask for the
+        // super-block about 4800 bytes on (all of its cache lines, rows further on where this one
+        // ends) while this one is summed. AMD Zen 4, one thread, a Q4_K_M model's generated
+        // tokens: 600 bytes 18.3-18.8 tokens/s, 1200 19.4-19.6, 2400 20.3-20.5, 4800 20.7-21.0,
+        // 9600 20.0-20.2; into the second-level cache at 2048 bytes 14.5-14.6.
+        constexpr std::size_t kAhead = (4800 + kBytes - 1) / kBytes * kBytes;
         for (std::size_t line = 0; line < kBytes; line += 64) {
             _mm_prefetch(reinterpret_cast<const char*>(row + b * kBytes + kAhead + line), _MM_HINT_T0);
         }

@@ -1,13 +1,25 @@
 #include "quant/product_kernels.h"
 
+#include <atomic>
+
 namespace organ::detail {
+
+namespace {
+std::atomic<HalfTiles> halfTiles{HalfTiles::Auto};
+} // namespace
+
+void useHalfTiles(HalfTiles tiles) {
+    halfTiles = tiles;
+}
 
 const SetKernels& kernelsOf(InstructionSet set) {
     static const SetKernels kPortable{{{1, 1, q80TilePortable}, {1, 1, q80TilePortable}},
                                       {{1, 1, kQuantTilePortable}, {1, 1, kQuantTilePortable}},
                                       {{1, 1, f16TilePortable}, {1, 1, f16TilePortable}},
                                       {{1, 1, f32TilePortable}, {1, 1, f32TilePortable}}};
-    const SetKernels* x86 = x86Kernels(set);
+    const HalfTiles tiles = halfTiles;
+    const bool narrow = tiles == HalfTiles::Narrow || (tiles == HalfTiles::Auto && cpuSplitsWideRegisters());
+    const SetKernels* x86 = x86Kernels(set, narrow);
     return x86 != nullptr ? *x86 : kPortable;
 }
 

@@ -68,6 +68,13 @@ struct SetKernels {
     F32Kernels f32;
 };
 
+// The F16 tiles of a batch of tokens on the AVX-512 sets: the 512-bit tile (4 × 12), or the 256-bit
+// one (4 × 3) that CPUs splitting 512-bit operations run faster (cpuSplitsWideRegisters; AMD Zen 4:
+// 51.5-54.4 against 45.0-47.1 G multiply-adds a second and core). Both give the same bits; Auto
+// takes the CPU's, tests and benchmarks name one.
+enum class HalfTiles { Auto, Wide, Narrow };
+void useHalfTiles(HalfTiles tiles);
+
 // The kernels of `set` (product_kernels.cpp).
 const SetKernels& kernelsOf(InstructionSet set);
 
@@ -80,9 +87,9 @@ void f16TilePortable(const std::uint16_t* const* rows, const std::uint16_t* cons
                      std::size_t blocks, float* out);
 void f32TilePortable(const float* const* rows, const float* const* columns, std::size_t blocks, float* out);
 
-// The x86 kernels of `set` (product_kernels_x86.cpp); nullptr for portable or where the build has
-// none.
-const SetKernels* x86Kernels(InstructionSet set);
+// The x86 kernels of `set` (product_kernels_x86.cpp), with the 256-bit F16 tiles where
+// `narrowHalves`; nullptr for portable or where the build has none.
+const SetKernels* x86Kernels(InstructionSet set, bool narrowHalves);
 
 // Activations prepared for the products: `blocks` q8_0 blocks of 32 floats each; `count` floats (a
 // multiple of 256) as q8_K super-blocks; `count` columns of `size` floats (a multiple of 8) rounded

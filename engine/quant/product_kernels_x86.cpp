@@ -48,10 +48,16 @@ namespace avx512vnni {
 #undef ORGAN_ZMM
 } // namespace avx512vnni
 
-const SetKernels* x86Kernels(InstructionSet set) {
+const SetKernels* x86Kernels(InstructionSet set, bool narrowHalves) {
     // In the enum's order, after portable.
     static const SetKernels* const kSets[] = {&avx2::kKernels, &avxvnni::kKernels, &avx512::kKernels,
                                               &avx512vnni::kKernels};
+    if (narrowHalves && set == InstructionSet::Avx512) {
+        return &avx512::kKernelsNarrowHalves;
+    }
+    if (narrowHalves && set == InstructionSet::Avx512Vnni) {
+        return &avx512vnni::kKernelsNarrowHalves;
+    }
     return set == InstructionSet::Portable ? nullptr : kSets[static_cast<int>(set) - 1];
 }
 
@@ -61,7 +67,7 @@ const SetKernels* x86Kernels(InstructionSet set) {
 
 namespace organ::detail {
 
-const SetKernels* x86Kernels(InstructionSet) {
+const SetKernels* x86Kernels(InstructionSet, bool) {
     return nullptr;
 }
 

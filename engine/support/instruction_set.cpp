@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 
@@ -57,9 +58,29 @@ bool cpuRuns(InstructionSet set) {
     const bool runs[] = {true, avx2, avxVnni, avx512, avx512Vnni}; // in the enum's order
     return runs[static_cast<int>(set)];
 }
+
+bool splitsWideRegisters() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid(0, &a, &b, &c, &d) == 0) {
+        return false;
+    }
+    char vendor[12];
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &c, 4);
+    if (std::string_view(vendor, 12) != "AuthenticAMD" || __get_cpuid(1, &a, &b, &c, &d) == 0) {
+        return false;
+    }
+    const unsigned family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF);
+    return family == 0x19 && cpuRuns(InstructionSet::Avx512);
+}
 #else
 bool cpuRuns(InstructionSet set) {
     return set == InstructionSet::Portable;
+}
+
+bool splitsWideRegisters() {
+    return false;
 }
 #endif
 
@@ -105,6 +126,11 @@ constexpr int kNone = -1;
 std::atomic<int> chosen{kNone};
 
 } // namespace
+
+bool cpuSplitsWideRegisters() {
+    static const bool splits = splitsWideRegisters();
+    return splits;
+}
 
 std::string_view instructionSetName(InstructionSet set) {
     for (const Named& n : kSets) {

@@ -33,6 +33,10 @@ InstructionSet activeInstructionSet();
 // throws std::invalid_argument for an unknown name or a set this CPU lacks.
 void useInstructionSet(std::string_view name);
 
+// Whether this CPU runs 512-bit operations as two 256-bit halves (AMD's Zen 4, family 19h), where
+// a tile that converts operands in 512-bit registers can lose to a 256-bit one.
+bool cpuSplitsWideRegisters();
+
 // "avx2, portable": the names of supportedInstructionSets().
 std::string supportedInstructionSetNames();
 

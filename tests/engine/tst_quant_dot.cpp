@@ -4,6 +4,7 @@
 #include "quant/dequant.h"
 #include "quant/f16_dot.h"
 #include "quant/kquant_dot.h"
+#include "quant/product_kernels.h"
 #include "quant/quant_dot.h"
 #include "quant/quantize.h"
 #include "support/instruction_set.h"
@@ -70,7 +71,10 @@ class TestQuantDot : public QObject {
     Q_OBJECT
 
 private slots:
-    void cleanup() { useInstructionSet(instructionSetName(supportedInstructionSets().front())); }
+    void cleanup() {
+        useInstructionSet(instructionSetName(supportedInstructionSets().front()));
+        detail::useHalfTiles(detail::HalfTiles::Auto);
+    }
 
     void kernelsAgreeWithSlowSums_data() {
         QTest::addColumn<QString>("kernel");
@@ -172,10 +176,28 @@ private slots:
 
     // F16 weights × F16-rounded activations (and the same values as F32 rows): every kernel as the
     // portable one, bit for bit, and as the sums in double; shapes with tile edges.
-    void f16KernelsAgree_data() { kernelsAgreeWithSlowSums_data(); }
+    // The AVX-512 sets twice: with their 512-bit F16 tiles and with the 256-bit ones that CPUs
+    // splitting 512-bit operations take.
+    void f16KernelsAgree_data() {
+        QTest::addColumn<QString>("kernel");
+        QTest::addColumn<int>("tiles");
+        for (const InstructionSet set : supportedInstructionSets()) {
+            const QString name = QString::fromLatin1(instructionSetName(set));
+            if (set == InstructionSet::Avx512 || set == InstructionSet::Avx512Vnni) {
+                const QString wide = name + QStringLiteral("/wide");
+                const QString narrow = name + QStringLiteral("/narrow");
+                QTest::newRow(qPrintable(wide)) << name << int(detail::HalfTiles::Wide);
+                QTest::newRow(qPrintable(narrow)) << name << int(detail::HalfTiles::Narrow);
+            } else {
+                QTest::newRow(qPrintable(name)) << name << int(detail::HalfTiles::Auto);
+            }
+        }
+    }
 
     void f16KernelsAgree() {
         QFETCH(QString, kernel);
+        QFETCH(int, tiles);
+        detail::useHalfTiles(static_cast<detail::HalfTiles>(tiles));
         std::mt19937 rng(17);
         std::normal_distribution<float> normal;
         for (const auto& [rows, columns, count] :
