@@ -71,7 +71,7 @@ struct SetKernels {
 // The F16 tiles of a batch of tokens on the AVX-512 sets: the 512-bit tile (4 × 12), or the 256-bit
 // one (4 × 3) that CPUs splitting 512-bit operations run faster (cpuSplitsWideRegisters; AMD Zen 4:
 // 51.5-54.4 against 45.0-47.1 G multiply-adds a second and core). Both give the same bits; Auto
-// takes the CPU's, tests and benchmarks name one.
+// takes the CPU's, tests name one.
 enum class HalfTiles { Auto, Wide, Narrow };
 void useHalfTiles(HalfTiles tiles);
 

@@ -198,11 +198,22 @@ private slots:
         QFETCH(QString, kernel);
         QFETCH(int, tiles);
         detail::useHalfTiles(static_cast<detail::HalfTiles>(tiles));
+        if (tiles != int(detail::HalfTiles::Auto)) {
+            // The tiles asked for are the ones run: 4 × 12 tokens paired, or 4 × 3.
+            useInstructionSet(kernel.toStdString());
+            const auto& f16 = detail::kernelsOf(activeInstructionSet()).f16;
+            const bool wide = tiles == int(detail::HalfTiles::Wide);
+            QCOMPARE(f16.wide.columns, wide ? 12 : 3);
+            QCOMPARE(f16.wide.pairedColumns, wide);
+        }
         std::mt19937 rng(17);
         std::normal_distribution<float> normal;
         for (const auto& [rows, columns, count] :
              {std::tuple<std::size_t, std::size_t, std::size_t>{19, 72, 9},
               {8, 2048, 1},
+              // One token with rows past the one-token tile's 4: its rows repeated at the edge.
+              {5, 64, 1},
+              {3, 8, 1},
               {3, 8, 5},
               {33, 256, 16},
               {5, 8192, 21},
