@@ -49,16 +49,12 @@ namespace avx512vnni {
 } // namespace avx512vnni
 
 const SetKernels* x86Kernels(InstructionSet set, bool narrowHalves) {
-    // In the enum's order, after portable.
-    static const SetKernels* const kSets[] = {&avx2::kKernels, &avxvnni::kKernels, &avx512::kKernels,
-                                              &avx512vnni::kKernels};
-    if (narrowHalves && set == InstructionSet::Avx512) {
-        return &avx512::kKernelsNarrowHalves;
-    }
-    if (narrowHalves && set == InstructionSet::Avx512Vnni) {
-        return &avx512vnni::kKernelsNarrowHalves;
-    }
-    return set == InstructionSet::Portable ? nullptr : kSets[static_cast<int>(set) - 1];
+    // In the enum's order, after portable; the sets without 512-bit F16 tiles have one table.
+    static const SetKernels* const kSets[2][4] = {
+        {&avx2::kKernels, &avxvnni::kKernels, &avx512::kKernels, &avx512vnni::kKernels},
+        {&avx2::kKernels, &avxvnni::kKernels, &avx512::kKernelsNarrowHalves,
+         &avx512vnni::kKernelsNarrowHalves}};
+    return set == InstructionSet::Portable ? nullptr : kSets[narrowHalves ? 1 : 0][static_cast<int>(set) - 1];
 }
 
 } // namespace organ::detail
