@@ -181,6 +181,37 @@ void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, con
     }
 }
 
+std::size_t interleavedQ4KBytes(std::size_t rows, std::size_t columns) {
+    return rows / detail::kQ4KGroupRows * (columns / 256) * detail::kQ4KGroupBytes;
+}
+
+void interleaveQ4K(const std::byte* weights, std::size_t rows, std::size_t columns, std::byte* out) {
+    const std::size_t blocks = columns / 256;
+    for (std::size_t first = 0; first < rows; first += detail::kQ4KGroupRows) {
+        detail::interleaveQ4K(weights + first * blocks * 144, blocks,
+                              out + first / detail::kQ4KGroupRows * blocks * detail::kQ4KGroupBytes);
+    }
+}
+
+void interleavedQ4KProduct(const std::byte* interleaved, std::size_t rows, const Q8KActivations& x,
+                           float* out, std::size_t outStride) {
+    const InstructionSet set = activeInstructionSet();
+    detail::InterleavedDotFn dot =
+        set == InstructionSet::Portable ? nullptr : detail::interleavedQ4KDotX86(set);
+    if (dot == nullptr) {
+        dot = detail::interleavedQ4KDotPortable;
+    }
+    const std::size_t blocks = x.columns() / 256;
+    for (std::size_t c = 0; c < x.count(); ++c) {
+        for (std::size_t first = 0; first < rows; first += detail::kQ4KGroupRows) {
+            float sums[detail::kQ4KGroupRows];
+            dot(interleaved + first / detail::kQ4KGroupRows * blocks * detail::kQ4KGroupBytes, x.column(c),
+                blocks, sums);
+            std::copy_n(sums, detail::kQ4KGroupRows, out + first + c * outStride);
+        }
+    }
+}
+
 void iq4NlProduct(const std::byte* weights, std::size_t rows, const QuantizedActivations& x, float* out,
                   std::size_t outStride) {
     const Iq4NlSum sum = iq4NlSum();

@@ -59,6 +59,18 @@ bool hasQ8KProduct(TensorType type);
 void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, const Q8KActivations& x,
                 float* out, std::size_t outStride);
 
+// Q4_K weights for products with one column of activations (generation), which reads them
+// fastest with eight rows side by side (quant/kquant_unpack.h's interleaveQ4K): `rows`, a
+// multiple of 8, of `columns` values from `weights` into interleavedQ4KBytes(rows, columns) bytes
+// at `out` (1184 for each 1152 of the rows).
+std::size_t interleavedQ4KBytes(std::size_t rows, std::size_t columns);
+void interleaveQ4K(const std::byte* weights, std::size_t rows, std::size_t columns, std::byte* out);
+
+// q8KProduct of such rows, the same bits, on the instruction set support/instruction_set.h
+// chooses: every column reads the rows again, so it is for one.
+void interleavedQ4KProduct(const std::byte* interleaved, std::size_t rows, const Q8KActivations& x,
+                           float* out, std::size_t outStride);
+
 // The same for IQ4_NL weights, which meet q8_0 blocks of 32 (quant_dot.h) as Q8_0 does.
 void iq4NlProduct(const std::byte* weights, std::size_t rows, const QuantizedActivations& x, float* out,
                   std::size_t outStride);

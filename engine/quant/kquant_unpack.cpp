@@ -2,6 +2,10 @@
 
 #include "quant/dequant_detail.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 namespace organ::detail {
 
 void setScales(Unpacked& u, const int* scalePer16, int bias) {
@@ -48,6 +52,54 @@ void q6KFactors(const std::byte* src, Unpacked& u) {
         scales[j] = packed[j];
     }
     setScales(u, scales, 32);
+}
+
+void interleaveQ4K(const std::byte* rows, std::size_t blocks, std::byte* group) {
+    for (std::size_t b = 0; b < blocks; ++b) {
+        std::byte* out = group + b * kQ4KGroupBytes;
+        for (std::size_t r = 0; r < kQ4KGroupRows; ++r) {
+            const std::byte* src = rows + (r * blocks + b) * 144;
+            std::memcpy(out + 2 * r, src, 2);
+            std::memcpy(out + 16 + 2 * r, src + 2, 2);
+            for (int sub = 0; sub < 8; ++sub) {
+                int scale = 0;
+                int min = 0;
+                scaleMin(sub, bytes(src + 4), scale, min);
+                out[32 + 8 * sub + r] = static_cast<std::byte>(scale);
+                out[96 + 16 * (sub / 2) + 2 * r + sub % 2] = static_cast<std::byte>(min);
+            }
+            for (std::size_t run = 0; run < 32; ++run) {
+                std::memcpy(out + 160 + 32 * run + 4 * r, src + 16 + 4 * run, 4);
+            }
+        }
+    }
+}
+
+void interleavedQ4KDotPortable(const std::byte* group, const Q8KBlock* x, std::size_t blocks, float* out) {
+    float acc[kQ4KGroupRows] = {};
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::uint8_t* g = bytes(group + b * kQ4KGroupBytes);
+        for (std::size_t r = 0; r < kQ4KGroupRows; ++r) {
+            std::int32_t scaled = 0;
+            std::int32_t corrections = 0;
+            for (int sub = 0; sub < 8; ++sub) {
+                // Sub-block 2k takes the low nibbles of the runs of chunk k, 2k + 1 their high ones.
+                std::int32_t sum = 0;
+                for (int v = 0; v < 32; ++v) {
+                    const std::uint8_t q = g[160 + 32 * (8 * (sub / 2) + v / 4) + 4 * r + v % 4];
+                    sum += ((sub % 2 == 0 ? q : q >> 4) & 0xF) * std::int32_t(x[b].values[32 * sub + v]);
+                }
+                scaled += g[32 + 8 * sub + r] * sum;
+                corrections += g[96 + 16 * (sub / 2) + 2 * r + sub % 2] *
+                               (std::int32_t(x[b].sums[2 * sub]) + x[b].sums[2 * sub + 1]);
+            }
+            const float d = loadHalf(group + b * kQ4KGroupBytes + 2 * r);
+            const float dmin = loadHalf(group + b * kQ4KGroupBytes + 16 + 2 * r);
+            acc[r] = std::fma(d * x[b].d, static_cast<float>(scaled), acc[r]);
+            acc[r] = std::fma(-(dmin * x[b].d), static_cast<float>(corrections), acc[r]);
+        }
+    }
+    std::copy_n(acc, kQ4KGroupRows, out);
 }
 
 namespace {

@@ -56,4 +56,28 @@ using PackedRowDotFn = float (*)(const std::byte* row, const Q8KBlock* x, std::s
 // (kquant_unpack_x86.cpp); nullptr for other types and elsewhere.
 PackedRowDotFn packedRowDotX86(TensorType type, InstructionSet set);
 
+// Q4_K rows eight at a time side by side, as one column of activations reads them fastest: one
+// stream, and each 32-bit lane of a 256-bit register a row's, so that the eight rows' sums, scales
+// and float steps are one register's lanes. Per super-block of the eight rows, kQ4KGroupBytes:
+//   0-15     each row's d (F16), row r at 2r; 16-31 its dmin
+//   32-95    scale of sub-block j (32 levels) of row r at 32 + 8j + r (the 6-bit values as bytes)
+//   96-159   mins of sub-blocks 2p and 2p + 1 of row r at 96 + 16p + 2r and the byte after
+//   160-1183 qs: its bytes 32k + 4g … 32k + 4g + 3 (k < 4, g < 8) of row r at 160 + 32(8k + g) + 4r
+// 1184 bytes for the 1152 of eight super-blocks (the scales unpacked).
+constexpr std::size_t kQ4KGroupRows = 8;
+constexpr std::size_t kQ4KGroupBytes = 1184;
+
+// Eight rows of `blocks` Q4_K super-blocks each, one after another at `rows`, into blocks ·
+// kQ4KGroupBytes bytes at `group`.
+void interleaveQ4K(const std::byte* rows, std::size_t blocks, std::byte* group);
+
+// Such a group's eight rows · one q8_K column into out[0 … 7]: the exact integer sums and float
+// steps of kQuantTilePortable, so its bits.
+using InterleavedDotFn = void (*)(const std::byte* group, const Q8KBlock* x, std::size_t blocks, float* out);
+void interleavedQ4KDotPortable(const std::byte* group, const Q8KBlock* x, std::size_t blocks, float* out);
+
+// The same for a SIMD `set` (kquant_unpack_x86.cpp): byte products summed in 16 bits (AVX2,
+// AVX-512), or in 32 by VNNI's dot products; nullptr elsewhere.
+InterleavedDotFn interleavedQ4KDotX86(InstructionSet set);
+
 } // namespace organ::detail

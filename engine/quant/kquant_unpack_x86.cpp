@@ -280,6 +280,106 @@ ORGAN_TARGET float rowDotAvx2(const std::byte* row, const Q8KBlock* x, std::size
     return rowDot<kBytes>(row, x, blocks, Step{});
 }
 
+// Eight interleaved Q4_K rows (interleaveQ4K) · one q8_K column. A register of levels holds four
+// of each row's, one row a 32-bit lane, and meets the same four activations in every lane, read
+// as one 32-bit broadcast; Sums adds a lane's four byte products (sum(acc, levels, x)) and turns
+// its sums into int32 (total(acc)). No prefetch: the group is one stream, which the hardware
+// prefetchers follow (AMD Zen 4, 400 MB of rows: 25.4-25.7 GB/s without, 22.1-22.3 asking two
+// groups ahead, 19.6-20.3 eight).
+// The eight rows' scales of sub-block `sub` as int32 lanes; their mins of sub-blocks 2p and 2p + 1
+// as pairs of int16.
+ORGAN_TARGET inline __m256i interleavedScales(const std::byte* g, int sub) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + 32 + 8 * sub)));
+}
+
+ORGAN_TARGET inline __m256i interleavedMinPairs(const std::byte* g, int p) {
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 96 + 16 * p)));
+}
+
+template <class Sums>
+[[gnu::always_inline]] ORGAN_TARGET inline void interleavedDot(const std::byte* group, const Q8KBlock* x,
+                                                               std::size_t blocks, float* out, Sums sums) {
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::byte* g = group + b * kQ4KGroupBytes;
+        const std::int8_t* xs = x[b].values;
+        __m256i scaled = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            // Sub-block 2k from the runs' low nibbles, 2k + 1 from their high ones.
+            __m256i low = _mm256_setzero_si256();
+            __m256i high = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int run = 0; run < 8; ++run) {
+                const __m256i v = load256(g + 160 + 32 * (8 * k + run));
+                std::int32_t lowX = 0;
+                std::int32_t highX = 0;
+                std::memcpy(&lowX, xs + 64 * k + 4 * run, 4);
+                std::memcpy(&highX, xs + 64 * k + 32 + 4 * run, 4);
+                low = sums.sum(low, _mm256_and_si256(v, nibble), _mm256_set1_epi32(lowX));
+                high = sums.sum(high, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble),
+                                _mm256_set1_epi32(highX));
+            }
+            scaled = _mm256_add_epi32(
+                scaled,
+                _mm256_add_epi32(_mm256_mullo_epi32(sums.total(low), interleavedScales(g, 2 * k)),
+                                 _mm256_mullo_epi32(sums.total(high), interleavedScales(g, 2 * k + 1))));
+        }
+        // Σ mins · sums of 32 activations: the pairs of sums of 16 added, then a pair of sub-blocks a
+        // multiply-add.
+        const __m128i pairs =
+            _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].sums)),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].sums + 8)));
+        const __m256i both = _mm256_broadcastsi128_si256(pairs);
+        const __m256i corrections = _mm256_add_epi32(
+            _mm256_add_epi32(_mm256_madd_epi16(interleavedMinPairs(g, 0), _mm256_shuffle_epi32(both, 0x00)),
+                             _mm256_madd_epi16(interleavedMinPairs(g, 1), _mm256_shuffle_epi32(both, 0x55))),
+            _mm256_add_epi32(_mm256_madd_epi16(interleavedMinPairs(g, 2), _mm256_shuffle_epi32(both, 0xAA)),
+                             _mm256_madd_epi16(interleavedMinPairs(g, 3), _mm256_shuffle_epi32(both, 0xFF))));
+        // kQuantTilePortable's two fused multiply-adds, a row a lane.
+        const __m256 xd = _mm256_set1_ps(x[b].d);
+        const __m256 d =
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g))), xd);
+        const __m256 dmin =
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 16))), xd);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(scaled), acc);
+        acc = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(corrections), acc);
+    }
+    _mm256_storeu_ps(out, acc);
+}
+
+// Byte products in pairs summed in 16 bits: a lane's 16-bit halves reach at most 8 runs · 2
+// products · 15 · 127 = 30 480 over a sub-block, then one multiply-add by ones makes them 32 bits.
+struct ByteSums16 {
+    ORGAN_TARGET __m256i sum(__m256i acc, __m256i levels, __m256i x) const {
+        return _mm256_add_epi16(acc, _mm256_maddubs_epi16(levels, x));
+    }
+    ORGAN_TARGET __m256i total(__m256i acc) const { return _mm256_madd_epi16(acc, _mm256_set1_epi16(1)); }
+};
+
+ORGAN_TARGET void interleavedDotAvx2(const std::byte* group, const Q8KBlock* x, std::size_t blocks,
+                                     float* out) {
+    interleavedDot(group, x, blocks, out, ByteSums16{});
+}
+
+// VNNI's four byte products summed into a 32-bit lane at once, already int32: with AVX-VNNI's
+// encoding (VEX), or with AVX-512 VNNI's (EVEX, below), as CPUs have either without the other.
+struct ByteSums32 {
+    ORGAN_TARGET __m256i total(__m256i acc) const { return acc; }
+};
+
+struct ByteSumsAvxVnni : ByteSums32 {
+    __attribute__((target("avx2,avxvnni"))) __m256i sum(__m256i acc, __m256i levels, __m256i x) const {
+        return _mm256_dpbusd_avx_epi32(acc, levels, x);
+    }
+};
+
+__attribute__((target("avx2,fma,f16c,avxvnni"))) void
+interleavedDotAvxVnni(const std::byte* group, const Q8KBlock* x, std::size_t blocks, float* out) {
+    interleavedDot(group, x, blocks, out, ByteSumsAvxVnni{});
+}
+
 #undef ORGAN_TARGET
 #define ORGAN_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 
@@ -349,9 +449,32 @@ ORGAN_TARGET float rowDotAvx512(const std::byte* row, const Q8KBlock* x, std::si
     return rowDot<kBytes>(row, x, blocks, Step{});
 }
 
+// 256-bit registers all the same with AVX-512 VNNI: the eight rows are one.
+struct ByteSumsAvx512Vnni : ByteSums32 {
+    __attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) __m256i sum(__m256i acc, __m256i levels,
+                                                                            __m256i x) const {
+        return _mm256_dpbusd_epi32(acc, levels, x);
+    }
+};
+
+__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"))) void
+interleavedDotAvx512Vnni(const std::byte* group, const Q8KBlock* x, std::size_t blocks, float* out) {
+    interleavedDot(group, x, blocks, out, ByteSumsAvx512Vnni{});
+}
+
 #undef ORGAN_TARGET
 
 } // namespace
+
+InterleavedDotFn interleavedQ4KDotX86(InstructionSet set) {
+    if (set == InstructionSet::Portable) {
+        return nullptr;
+    }
+    if (set == InstructionSet::Avx512Vnni) {
+        return interleavedDotAvx512Vnni;
+    }
+    return set == InstructionSet::AvxVnni ? interleavedDotAvxVnni : interleavedDotAvx2;
+}
 
 UnpackFn superBlockUnpackerX86(TensorType type) {
     if (type == TensorType::Q4_K) {
@@ -382,6 +505,10 @@ UnpackFn superBlockUnpackerX86(TensorType) {
 }
 
 PackedRowDotFn packedRowDotX86(TensorType, InstructionSet) {
+    return nullptr;
+}
+
+InterleavedDotFn interleavedQ4KDotX86(InstructionSet) {
     return nullptr;
 }
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <numbers>
 #include <optional>
@@ -27,7 +28,7 @@ namespace {
 // A product's output is fresh memory written once: the logits of 512 tokens over a 128k
 // vocabulary are 262 MB. In 2 MiB pages it takes 128 page faults where 4 KiB ones take 64 000,
 // which cost more than the product's own writes.
-void preferLargePages(float* data, std::size_t bytes) {
+void preferLargePages(void* data, std::size_t bytes) {
 #ifdef __linux__
     constexpr std::size_t kLarge = 4u << 20;
     if (bytes < kLarge) {
@@ -56,6 +57,20 @@ void forCausalBlocks(Eigen::Index past, Eigen::Index n, Eigen::Index window, Blo
             window > 0 ? std::max<Eigen::Index>(0, past + first + 1 - window) / 8 * 8 : 0;
         block(first, count, lowest, past + first + count);
     }
+}
+
+// MemAvailable of /proc/meminfo in bytes; 0 where there is none.
+std::uint64_t availableMemory() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    std::uint64_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit) {
+        if (key == "MemAvailable:") {
+            return kib * 1024;
+        }
+    }
+    return 0;
 }
 
 } // namespace
@@ -235,9 +250,19 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
     // not depend on the number of threads, nor then do the results.
     const std::uint64_t kSlice = std::clamp<std::uint64_t>((rows + 1023) / 1024 * 16, 16, 1024);
     const std::uint64_t slices = (rows + kSlice - 1) / kSlice;
+    // One column (a generated token) reads Q4_K rows eight at a time side by side, made once.
+    const std::byte* interleaved =
+        tensor.type == TensorType::Q4_K && x.cols() == 1 ? interleavedRows(name, rows, columns) : nullptr;
     m_pool->run(static_cast<std::size_t>(slices), [&](std::size_t s, std::vector<std::byte>& scratch) {
         const std::uint64_t first = s * kSlice;
         const std::uint64_t count = std::min(kSlice, rows - first);
+        if (interleaved != nullptr) {
+            interleavedQ4KProduct(interleaved + interleavedQ4KBytes(static_cast<std::size_t>(first),
+                                                                    static_cast<std::size_t>(columns)),
+                                  static_cast<std::size_t>(count), *input.superBlocks, y.data() + first,
+                                  static_cast<std::size_t>(rows));
+            return;
+        }
         if (blocks || superBlocks) {
             const std::span<const std::byte> bytes = m_weights.rowBytes(name, first, count, scratch);
             if (blocks) {
@@ -266,6 +291,40 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
                    static_cast<std::size_t>(dense.cols()), y.data() + first, static_cast<std::size_t>(rows));
     });
     return y;
+}
+
+const std::byte* Transformer::interleavedRows(const std::string& name, std::uint64_t rows,
+                                              std::uint64_t columns) const {
+    if (rows % 8 != 0) {
+        return nullptr;
+    }
+    InterleavedWeights& cache = *m_interleaved;
+    const std::lock_guard<std::mutex> hold(cache.lock);
+    if (const auto it = cache.rows.find(name); it != cache.rows.end()) {
+        return it->second.get();
+    }
+    const std::size_t bytes =
+        interleavedQ4KBytes(static_cast<std::size_t>(rows), static_cast<std::size_t>(columns));
+    if (cache.bytes + bytes > availableMemory() / 4) {
+        cache.rows.emplace(name, nullptr);
+        return nullptr;
+    }
+    // Kept only once whole: a failure half-way leaves none.
+    std::unique_ptr<std::byte[]> made(new std::byte[bytes]);
+    preferLargePages(made.get(), bytes);
+    // 256 rows a work item: whole groups of eight.
+    constexpr std::uint64_t kSlice = 256;
+    m_pool->run(static_cast<std::size_t>((rows + kSlice - 1) / kSlice), [&](std::size_t s,
+                                                                            std::vector<std::byte>& scratch) {
+        const std::uint64_t first = s * kSlice;
+        const std::uint64_t count = std::min(kSlice, rows - first);
+        const std::span<const std::byte> slice = m_weights.rowBytes(name, first, count, scratch);
+        interleaveQ4K(slice.data(), static_cast<std::size_t>(count), static_cast<std::size_t>(columns),
+                      made.get() + interleavedQ4KBytes(static_cast<std::size_t>(first),
+                                                       static_cast<std::size_t>(columns)));
+    });
+    cache.bytes += bytes;
+    return cache.rows.emplace(name, std::move(made)).first->second.get();
 }
 
 const ModelWeights::Tensor& Transformer::checkedTensor(const std::string& name, std::uint64_t rows,

@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace organ {
@@ -118,10 +120,23 @@ private:
     // Rotates the heads of x, whose column c is position first + c, as layer `layer` does.
     void rope(Eigen::MatrixXf& x, std::uint32_t heads, std::size_t first, std::uint32_t layer) const;
 
+    // Q4_K weights (rows a multiple of 8) interleaved for one column (kquant_dot.h's
+    // interleaveQ4K), made the first time one column meets them and kept while there is room:
+    // together at most a quarter of the memory available when each is made. Null: not (yet).
+    const std::byte* interleavedRows(const std::string& name, std::uint64_t rows,
+                                     std::uint64_t columns) const;
+    struct InterleavedWeights {
+        std::mutex lock;
+        // Per weight its interleaved rows, or none where there was no room.
+        std::unordered_map<std::string, std::unique_ptr<std::byte[]>> rows;
+        std::uint64_t bytes = 0;
+    };
+
     ModelWeights m_weights;
     TransformerShape m_shape;
     std::vector<float> m_ropeFactors;   // rope_freqs.weight, one per rotated pair
     std::unique_ptr<WorkerPool> m_pool; // started with the transformer, kept for every pass
+    std::unique_ptr<InterleavedWeights> m_interleaved = std::make_unique<InterleavedWeights>();
 };
 
 // One sequence run piece by piece with a key/value cache: each run() sees every token run

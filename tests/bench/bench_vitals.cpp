@@ -244,6 +244,18 @@ int main(int argc, char** argv) {
         const std::vector<std::int32_t> prompt(tokens.begin(), tokens.begin() + 8);
         // Untimed: the weights' first touch (page faults of the mapping) is no timed run's.
         transformer.logits(prompt, nullptr, prompt.size() / 2);
+        {
+            // Untimed as well, but reported: the first token generated interleaves the Q4_K weights
+            // for the ones after it (kept with the transformer).
+            TransformerSession session(transformer);
+            session.run(prompt);
+            const double before = processStatusKiB("VmRSS:");
+            const auto start = std::chrono::steady_clock::now();
+            session.run({prompt.back()});
+            std::printf(
+                "%-7s first generated token %.2f s, resident memory %+.1f MiB (Q4_K rows interleaved)\n",
+                type.c_str(), seconds(start), (processStatusKiB("VmRSS:") - before) / 1024.0);
+        }
         for (const unsigned threads : o.threads) {
             transformer.setThreads(threads);
             for (const std::string& kernel : kernels) {

@@ -378,6 +378,59 @@ private slots:
         }
     }
 
+    // Q4_K rows interleaved eight at a time (generation's layout) give q8KProduct's bits on the
+    // portable kernel, on every kernel: random blocks, and blocks at the ends of every range
+    // (scales and mins 63, levels 15, against activations of ±127, which fill the 16-bit sums of
+    // the kernels without VNNI to 30 480) and of none (all zero).
+    void interleavedQ4KAgrees_data() {
+        QTest::addColumn<QString>("kernel");
+        for (const InstructionSet set : supportedInstructionSets()) {
+            QTest::newRow(instructionSetName(set).data())
+                << QString::fromLatin1(instructionSetName(set).data());
+        }
+    }
+
+    void interleavedQ4KAgrees() {
+        QFETCH(QString, kernel);
+        std::mt19937 rng(27);
+        for (const auto& [rows, columns, count] :
+             {std::tuple<std::size_t, std::size_t, std::size_t>{8, 256, 1},
+              {16, 2048, 1},
+              {40, 768, 1},
+              {24, 512, 3}}) {
+            const std::size_t blocks = rows * columns / 256;
+            std::vector<std::byte> weights = randomBlocks(TensorType::Q4_K, blocks, rng);
+            std::vector<float> x = randomActivations(columns * count, rng);
+            // Rows 0-7: every byte 0xFF but the factors (then the first eight all zero where the
+            // activations are all 127 or all −127 a column).
+            for (std::size_t b = 0; b < 8 * columns / 256; ++b) {
+                std::memset(weights.data() + b * 144 + 4, rows == 24 ? 0x00 : 0xFF, 140);
+            }
+            if (rows == 16) {
+                std::fill(x.begin(), x.end(), 127.0f);
+            } else if (rows == 40) {
+                std::fill(x.begin(), x.end(), -127.0f);
+            }
+            std::vector<std::byte> interleaved(interleavedQ4KBytes(rows, columns));
+            interleaveQ4K(weights.data(), rows, columns, interleaved.data());
+            const std::vector<float> expected =
+                product(TensorType::Q4_K, weights, rows, columns, x, count, "portable");
+            useInstructionSet(kernel.toStdString());
+            std::vector<float> out(rows * count, std::nanf(""));
+            interleavedQ4KProduct(interleaved.data(), rows, Q8KActivations(x.data(), columns, count),
+                                  out.data(), rows);
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                QVERIFY2(std::bit_cast<std::uint32_t>(out[i]) == std::bit_cast<std::uint32_t>(expected[i]),
+                         qPrintable(QStringLiteral("%1 rows × %2 [%3]: %4, q8KProduct %5")
+                                        .arg(rows)
+                                        .arg(columns)
+                                        .arg(i)
+                                        .arg(out[i])
+                                        .arg(expected[i])));
+            }
+        }
+    }
+
     void typesThatMeetQ8K() {
         for (const TensorType t : {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
                                    TensorType::Q6_K, TensorType::IQ4_XS}) {
