@@ -252,9 +252,9 @@ int main(int argc, char** argv) {
             const double before = processStatusKiB("VmRSS:");
             const auto start = std::chrono::steady_clock::now();
             session.run({prompt.back()});
-            std::printf(
-                "%-7s first generated token %.2f s, resident memory %+.1f MiB (Q4_K rows interleaved)\n",
-                type.c_str(), seconds(start), (processStatusKiB("VmRSS:") - before) / 1024.0);
+            std::printf("%-7s first generated token %.2f s, resident memory %+.1f MiB (for Q4_K weights: "
+                        "their interleaved copy)\n",
+                        type.c_str(), seconds(start), (processStatusKiB("VmRSS:") - before) / 1024.0);
         }
         for (const unsigned threads : o.threads) {
             transformer.setThreads(threads);
