@@ -438,7 +438,27 @@ TransformerSession::TransformerSession(const Transformer& transformer)
     : m_transformer(transformer),
       m_keys(transformer.shape().blocks,
              Eigen::MatrixXf(transformer.shape().kvHeads * transformer.shape().headSize, 0)),
-      m_values(m_keys) {}
+      m_values(transformer.shape().blocks,
+               Transformer::RowMatrix(transformer.shape().kvHeads * transformer.shape().headSize, 0)) {}
+
+void TransformerSession::reserve(std::size_t positions) {
+    const auto needed = static_cast<Eigen::Index>((positions + 15) / 16 * 16);
+    for (std::size_t l = 0; l < m_keys.size(); ++l) {
+        if (m_values[l].cols() >= needed) {
+            continue;
+        }
+        // Twice the room each time it grows: a token at a time copies the cache a logarithmic
+        // number of times, not once a token.
+        const Eigen::Index room = std::max(needed, 2 * m_values[l].cols());
+        const auto cached = static_cast<Eigen::Index>(m_position);
+        Eigen::MatrixXf keys(m_keys[l].rows(), room);
+        keys.leftCols(cached) = m_keys[l].leftCols(cached);
+        Transformer::RowMatrix values = Transformer::RowMatrix::Zero(m_values[l].rows(), room);
+        values.leftCols(cached) = m_values[l].leftCols(cached);
+        m_keys[l] = std::move(keys);
+        m_values[l] = std::move(values);
+    }
+}
 
 Eigen::MatrixXf TransformerSession::run(const std::vector<std::int32_t>& tokens, const StopToken* stop,
                                         std::vector<Eigen::MatrixXf>* hidden, std::size_t outputsFrom) {
@@ -503,8 +523,8 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
     const std::uint32_t e = shape.embedding;
     const std::uint32_t kv = shape.kvHeads * shape.headSize;
     const std::uint32_t group = shape.heads / shape.kvHeads;
-    std::vector<Eigen::MatrixXf> keys(shape.blocks);
-    std::vector<Eigen::MatrixXf> values(shape.blocks);
+    // Room in the cache for these positions, and zeros up to a multiple of 16 after them.
+    reserve(static_cast<std::size_t>(past + n));
     const std::uint32_t qDim = shape.heads * shape.headSize;
     if (hidden != nullptr) {
         hidden->clear();
@@ -563,10 +583,14 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
         t.rope(q, shape.heads, m_position, l);
         t.rope(k, shape.kvHeads, m_position, l);
         // Every key and value so far: the cached ones, then these.
-        keys[l].resize(kv, past + n);
-        values[l].resize(kv, past + n);
-        keys[l] << m_keys[l], k;
-        values[l] << m_values[l], v;
+        // These positions' keys and values join the cache in place (the values transposed, as the
+        // sums over keys read them); the positions after them to a multiple of 16 are zeros again
+        // (a cancelled run's may be there), which the sums may read and multiply by zero scores.
+        m_keys[l].middleCols(past, n) = k;
+        m_values[l].middleCols(past, n) = v;
+        const Eigen::Index cached = past + n;
+        m_values[l].middleCols(cached, (cached + 15) / 16 * 16 - cached).setZero();
+        const Eigen::Index capacity = m_values[l].cols();
         // The keys a query sees at most (0: all of them before it).
         const Eigen::Index window = shape.slides(l) ? static_cast<Eigen::Index>(shape.slidingWindow) : 0;
         Eigen::MatrixXf attended(qDim, n);
@@ -574,7 +598,7 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
         t.m_pool->run(shape.heads, [&](std::size_t head, std::vector<std::byte>&) {
             const Eigen::Index qRow = static_cast<Eigen::Index>(head) * shape.headSize;
             const Eigen::Index kvRow = static_cast<Eigen::Index>(head / group) * shape.headSize;
-            const auto vh = values[l].middleRows(kvRow, shape.headSize);
+            const auto vh = m_values[l].block(kvRow, 0, shape.headSize, past + n);
             const Eigen::Index keyCount = past + n;
             // Heads of a multiple of 8 values go through quant/f16_dot.h's F32 tiles (Eigen's products
             // here are built for the baseline x86-64). Keys are padded with zeros to a multiple of
@@ -593,14 +617,15 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
                 forCausalBlocks(
                     past, n, window,
                     [&](Eigen::Index first, Eigen::Index count, Eigen::Index lowest, Eigen::Index seen) {
-                        f32Product(keys[l].data() + kvRow + lowest * kv, kv,
+                        f32Product(m_keys[l].data() + kvRow + lowest * kv, kv,
                                    static_cast<std::size_t>(seen - lowest), shape.headSize,
                                    q.data() + qRow + first * qDim, qDim, static_cast<std::size_t>(count),
                                    scores.data() + first * padded + lowest, static_cast<std::size_t>(padded));
                     });
             } else {
-                scores.topRows(keyCount).noalias() = keys[l].middleRows(kvRow, shape.headSize).transpose() *
-                                                     q.middleRows(qRow, shape.headSize);
+                scores.topRows(keyCount).noalias() =
+                    m_keys[l].block(kvRow, 0, shape.headSize, keyCount).transpose() *
+                    q.middleRows(qRow, shape.headSize);
             }
             // Each query's softmax over the keys it sees, scaled (and capped) there only. Eigen's
             // vectorized exp and sum take the same path through a query's keys whatever the run
@@ -624,19 +649,18 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
                 column.tail(keyCount - seen).setZero();
             }
             if (tiled) {
-                // Σ over keys of values × scores: the values transposed so that each of a head's
-                // values is a row of keys.
-                Transformer::RowMatrix transposed = Transformer::RowMatrix::Zero(shape.headSize, padded);
-                transposed.leftCols(keyCount) = vh;
-                // A block's sums run from its lowest key (a multiple of 8) to its last seen key,
-                // rounded up to 8: the scores outside are zeros, which leave each lane's sum as it is
-                // (a value that is not finite outside a query's keys no longer makes its sums NaN).
+                // Σ over keys of values × scores: the cache keeps the values transposed, each of a
+                // head's values a row of keys, zeros after them to a multiple of 16. A block's sums run from
+                // its lowest key (a multiple of 8) to its last seen key, rounded up to 8: the scores outside
+                // are zeros, which leave each lane's sum as it is (a value that is not finite outside a
+                // query's keys no longer makes its sums NaN).
                 forCausalBlocks(
                     past, n, window,
                     [&](Eigen::Index first, Eigen::Index count, Eigen::Index lowest, Eigen::Index seen) {
                         const Eigen::Index length = std::min(padded, (seen + 7) / 8 * 8);
-                        f32Product(transposed.data() + lowest, static_cast<std::size_t>(padded),
-                                   shape.headSize, static_cast<std::size_t>(length - lowest),
+                        f32Product(m_values[l].data() + kvRow * capacity + lowest,
+                                   static_cast<std::size_t>(capacity), shape.headSize,
+                                   static_cast<std::size_t>(length - lowest),
                                    scores.data() + first * padded + lowest, static_cast<std::size_t>(padded),
                                    static_cast<std::size_t>(count), attended.data() + qRow + first * qDim,
                                    qDim);
@@ -693,8 +717,6 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
     if (hidden != nullptr) {
         hidden->push_back(x);
     }
-    m_keys = std::move(keys);
-    m_values = std::move(values);
     m_position += static_cast<std::size_t>(n);
     const Eigen::MatrixXf out = t.norm(x.rightCols(kept), "output_norm");
     const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";

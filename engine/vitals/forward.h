@@ -169,8 +169,15 @@ private:
 
     const Transformer& m_transformer;
     ActivationObserver m_observer;
-    std::vector<Eigen::MatrixXf> m_keys;   // per layer: key values × positions (after RoPE)
-    std::vector<Eigen::MatrixXf> m_values; // per layer: values × positions
+    // Room in the cache for `positions`, grown in place: what is cached stays, the values' room
+    // after it zeros.
+    void reserve(std::size_t positions);
+
+    // The key/value cache, per layer, with room after m_position: keys as key values × positions
+    // (after RoPE), values transposed (values × positions, a row per value, as attention's sums
+    // read them), zeros after m_position to a multiple of 16 positions.
+    std::vector<Eigen::MatrixXf> m_keys;
+    std::vector<Transformer::RowMatrix> m_values;
     std::size_t m_position = 0;
 };
 
