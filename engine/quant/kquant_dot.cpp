@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -185,7 +187,19 @@ std::size_t interleavedQ4KBytes(std::size_t rows, std::size_t columns) {
     return rows / detail::kQ4KGroupRows * (columns / 256) * detail::kQ4KGroupBytes;
 }
 
+namespace {
+
+void requireGroups(std::size_t rows) {
+    if (rows % detail::kQ4KGroupRows != 0) {
+        throw std::invalid_argument("interleaved Q4_K rows: " + std::to_string(rows) +
+                                    " is not a multiple of 8");
+    }
+}
+
+} // namespace
+
 void interleaveQ4K(const std::byte* weights, std::size_t rows, std::size_t columns, std::byte* out) {
+    requireGroups(rows);
     const std::size_t blocks = columns / 256;
     for (std::size_t first = 0; first < rows; first += detail::kQ4KGroupRows) {
         detail::interleaveQ4K(weights + first * blocks * 144, blocks,
@@ -195,6 +209,7 @@ void interleaveQ4K(const std::byte* weights, std::size_t rows, std::size_t colum
 
 void interleavedQ4KProduct(const std::byte* interleaved, std::size_t rows, const Q8KActivations& x,
                            float* out, std::size_t outStride) {
+    requireGroups(rows);
     const InstructionSet set = activeInstructionSet();
     detail::InterleavedDotFn dot =
         set == InstructionSet::Portable ? nullptr : detail::interleavedQ4KDotX86(set);

@@ -62,7 +62,8 @@ void q8KProduct(TensorType type, const std::byte* weights, std::size_t rows, con
 // Q4_K weights for products with one column of activations (generation), which reads them
 // fastest with eight rows side by side (quant/kquant_unpack.h's interleaveQ4K): `rows`, a
 // multiple of 8, of `columns` values from `weights` into interleavedQ4KBytes(rows, columns) bytes
-// at `out` (1184 for each 1152 of the rows).
+// at `out` (1184 for each 1152 of the rows). Both throw std::invalid_argument for rows that are no
+// multiple of 8.
 std::size_t interleavedQ4KBytes(std::size_t rows, std::size_t columns);
 void interleaveQ4K(const std::byte* weights, std::size_t rows, std::size_t columns, std::byte* out);
 

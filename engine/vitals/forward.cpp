@@ -11,11 +11,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <new>
 #include <numbers>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #ifdef __linux__
@@ -59,18 +62,25 @@ void forCausalBlocks(Eigen::Index past, Eigen::Index n, Eigen::Index window, Blo
     }
 }
 
-// MemAvailable of /proc/meminfo in bytes; 0 where there is none.
+// The memory a copy may take from: /proc/meminfo's MemAvailable, or less where the process's
+// control group (v2) limits it to less; 0 where neither is known (not Linux).
 std::uint64_t availableMemory() {
+    std::uint64_t available = 0;
     std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    std::uint64_t kib = 0;
-    std::string unit;
-    while (meminfo >> key >> kib >> unit) {
-        if (key == "MemAvailable:") {
-            return kib * 1024;
+    for (std::string line; std::getline(meminfo, line);) {
+        if (line.rfind("MemAvailable:", 0) == 0) {
+            available = std::strtoull(line.c_str() + 13, nullptr, 10) * 1024;
+            break;
         }
     }
-    return 0;
+    std::ifstream limit("/sys/fs/cgroup/memory.max");
+    std::ifstream current("/sys/fs/cgroup/memory.current");
+    std::uint64_t max = 0;
+    std::uint64_t used = 0;
+    if (limit >> max && current >> used) { // "max" (no limit) reads as no number
+        available = std::min(available, max > used ? max - used : 0);
+    }
+    return available;
 }
 
 } // namespace
@@ -246,13 +256,16 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
     }
     const float* denseColumns = paddedDense.size() != 0 ? paddedDense.data() : dense.data();
     // Slices of rows dealt to the threads: about 64 of them, so that no thread waits long for the
-    // last, a multiple of 16 rows and at most 1024 (8 MiB of F32 for a 2048-wide weight). For one
-    // column about 8, at most 4096 rows: each thread reads its rows as a longer stream, which the
-    // prefetchers follow further (Zen 4, Q4_K_M, two threads: 33.5-35.7 → 37.0-37.5 tokens/s with
-    // avx2). They do not depend on the number of threads, nor then do the results.
-    const std::uint64_t kSlice = x.cols() == 1
-                                     ? std::clamp<std::uint64_t>((rows + 127) / 128 * 16, 16, 4096)
-                                     : std::clamp<std::uint64_t>((rows + 1023) / 1024 * 16, 16, 1024);
+    // last, a multiple of 16 rows and at most 1024 (8 MiB of F32 for a 2048-wide weight); they do
+    // not depend on the number of threads, nor then do the results. One column of weights read in
+    // place (not decoded to F32) takes 4 slices a thread, at most 4096 rows: each thread reads its
+    // rows as longer streams, which the prefetchers follow further (Zen 4, Q4_K_M, two threads:
+    // 33.5-35.7 → 37.0-37.5 tokens/s with avx2), and each row's product is the same in any slice.
+    const bool inPlace = blocks || superBlocks || halves;
+    const std::uint64_t kSlice =
+        x.cols() == 1 && inPlace
+            ? std::clamp<std::uint64_t>((rows + 4 * threads() - 1) / (4 * threads()) + 15, 16, 4096) / 16 * 16
+            : std::clamp<std::uint64_t>((rows + 1023) / 1024 * 16, 16, 1024);
     const std::uint64_t slices = (rows + kSlice - 1) / kSlice;
     // One column (a generated token) reads Q4_K rows eight at a time side by side, made once.
     const std::byte* interleaved =
@@ -297,6 +310,11 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
     return y;
 }
 
+std::uint64_t Transformer::interleavedBytes() const {
+    const std::lock_guard<std::mutex> hold(m_interleaved->lock);
+    return m_interleaved->bytes;
+}
+
 const std::byte* Transformer::interleavedRows(const std::string& name, std::uint64_t rows,
                                               std::uint64_t columns) const {
     if (rows % 8 != 0) {
@@ -309,12 +327,18 @@ const std::byte* Transformer::interleavedRows(const std::string& name, std::uint
     }
     const std::size_t bytes =
         interleavedQ4KBytes(static_cast<std::size_t>(rows), static_cast<std::size_t>(columns));
-    if (cache.bytes + bytes > availableMemory() / 4) {
+    const char* copies = std::getenv("ORGAN_Q4K_COPY");
+    std::unique_ptr<std::byte[]> made;
+    if ((copies == nullptr || std::string_view(copies) != "0") &&
+        cache.bytes + bytes <= availableMemory() / 4) {
+        made.reset(new (std::nothrow) std::byte[bytes]);
+    }
+    if (!made) {
+        // Not tried again: read packed.
         cache.rows.emplace(name, nullptr);
         return nullptr;
     }
     // Kept only once whole: a failure half-way leaves none.
-    std::unique_ptr<std::byte[]> made(new std::byte[bytes]);
     preferLargePages(made.get(), bytes);
     // 256 rows a work item: whole groups of eight.
     constexpr std::uint64_t kSlice = 256;
@@ -327,8 +351,9 @@ const std::byte* Transformer::interleavedRows(const std::string& name, std::uint
                       made.get() + interleavedQ4KBytes(static_cast<std::size_t>(first),
                                                        static_cast<std::size_t>(columns)));
     });
+    const std::byte* kept = cache.rows.emplace(name, std::move(made)).first->second.get();
     cache.bytes += bytes;
-    return cache.rows.emplace(name, std::move(made)).first->second.get();
+    return kept;
 }
 
 const ModelWeights::Tensor& Transformer::checkedTensor(const std::string& name, std::uint64_t rows,

@@ -59,7 +59,8 @@ struct TransformerShape {
 
 // A decoder-only transformer run as llama.cpp runs it, on the CPU in F32 with Eigen. Weights
 // are read from the model's mapping and dequantized with the engine's decoders one layer at a
-// time: memory stays near one layer in F32 plus the activations. So far 'llama' (also
+// time: memory stays near one layer in F32 plus the activations (and, once one column has met
+// them, interleaved copies of the Q4_K weights: interleavedRows). So far 'llama' (also
 // Mistral-style), 'qwen2', 'phi3', 'gemma2', 'gemma3' and 'gpt2'; any other is refused with
 // VitalsUnavailable, as is RoPE scaling other than linear (YaRN, LongRoPE).
 class Transformer {
@@ -74,6 +75,8 @@ public:
     // default: one per core.
     void setThreads(unsigned threads);
     unsigned threads() const { return m_pool->threads(); }
+    // The bytes of the interleaved copies of Q4_K weights made for one column so far (interleavedRows).
+    std::uint64_t interleavedBytes() const;
 
     // The logits of every position from `outputsFrom` on (vocabulary × (tokens − outputsFrom), a
     // column per position) of one sequence run as one batch with a causal mask. The earlier
@@ -122,7 +125,8 @@ private:
 
     // Q4_K weights (rows a multiple of 8) interleaved for one column (kquant_dot.h's
     // interleaveQ4K), made the first time one column meets them and kept while there is room:
-    // together at most a quarter of the memory available when each is made. Null: not (yet).
+    // together at most a quarter of the memory available when each is made, none when the
+    // environment variable ORGAN_Q4K_COPY is 0. Null: that weight is read packed, for good.
     const std::byte* interleavedRows(const std::string& name, std::uint64_t rows,
                                      std::uint64_t columns) const;
     struct InterleavedWeights {

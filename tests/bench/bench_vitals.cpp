@@ -252,9 +252,11 @@ int main(int argc, char** argv) {
             const double before = processStatusKiB("VmRSS:");
             const auto start = std::chrono::steady_clock::now();
             session.run({prompt.back()});
-            std::printf("%-7s first generated token %.2f s, resident memory %+.1f MiB (for Q4_K weights: "
-                        "their interleaved copy)\n",
-                        type.c_str(), seconds(start), (processStatusKiB("VmRSS:") - before) / 1024.0);
+            std::printf(
+                "%-7s first generated token %.2f s: interleaved Q4_K copies %.1f MiB, resident memory %+.1f "
+                "MiB\n",
+                type.c_str(), seconds(start), static_cast<double>(transformer.interleavedBytes()) / (1 << 20),
+                (processStatusKiB("VmRSS:") - before) / 1024.0);
         }
         for (const unsigned threads : o.threads) {
             transformer.setThreads(threads);

@@ -380,8 +380,8 @@ private slots:
 
     // Q4_K rows interleaved eight at a time (generation's layout) give q8KProduct's bits on the
     // portable kernel, on every kernel: random blocks, and blocks at the ends of every range
-    // (scales and mins 63, levels 15, against activations of ±127, which fill the 16-bit sums of
-    // the kernels without VNNI to 30 480) and of none (all zero).
+    // (scales and mins 63, levels 15, against activations of +127 and of −127, which fill the
+    // 16-bit sums of the kernels without VNNI to ±30 480) and of none (all zero).
     void interleavedQ4KAgrees_data() {
         QTest::addColumn<QString>("kernel");
         for (const InstructionSet set : supportedInstructionSets()) {
@@ -407,7 +407,11 @@ private slots:
                 std::memset(weights.data() + b * 144 + 4, rows == 24 ? 0x00 : 0xFF, 140);
             }
             if (rows == 16) {
+                // q8_K makes the first value of largest magnitude −127: the others stay +127.
                 std::fill(x.begin(), x.end(), 127.0f);
+                for (std::size_t b = 0; b < x.size(); b += 256) {
+                    x[b] = -127.0f;
+                }
             } else if (rows == 40) {
                 std::fill(x.begin(), x.end(), -127.0f);
             }
@@ -429,6 +433,28 @@ private slots:
                                         .arg(expected[i])));
             }
         }
+    }
+
+    // The VNNI sets take the dot products of their own encoding, the others the 16-bit sums; rows
+    // that are no multiple of 8 are refused.
+    void interleavedQ4KKernelsAndRows() {
+        const detail::InterleavedDotFn sums16 = detail::interleavedQ4KDotX86(InstructionSet::Avx2);
+        QVERIFY(sums16 != nullptr);
+        QVERIFY(detail::interleavedQ4KDotX86(InstructionSet::Avx512) == sums16);
+        QVERIFY(detail::interleavedQ4KDotX86(InstructionSet::Avx512Vnni) != sums16);
+        QVERIFY(detail::interleavedQ4KDotX86(InstructionSet::AvxVnni) != sums16);
+        QVERIFY(detail::interleavedQ4KDotX86(InstructionSet::AvxVnni) !=
+                detail::interleavedQ4KDotX86(InstructionSet::Avx512Vnni));
+        QVERIFY(detail::interleavedQ4KDotX86(InstructionSet::Portable) == nullptr);
+        QCOMPARE(interleavedQ4KBytes(16, 512), std::size_t(2 * 2 * 1184));
+        std::vector<std::byte> rows(12 * 144);
+        std::vector<std::byte> out(2 * 1184);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, interleaveQ4K(rows.data(), 12, 256, out.data()));
+        const std::vector<float> x(256, 1.0f);
+        std::vector<float> y(12);
+        QVERIFY_THROWS_EXCEPTION(
+            std::invalid_argument,
+            interleavedQ4KProduct(out.data(), 12, Q8KActivations(x.data(), 256, 1), y.data(), 12));
     }
 
     void typesThatMeetQ8K() {

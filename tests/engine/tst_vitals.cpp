@@ -466,6 +466,37 @@ private slots:
         QVERIFY2(unlike.isEmpty(), qPrintable(unlike));
     }
 
+    // A Q4_K_M model's generated tokens read interleaved copies of its Q4_K weights, made at the
+    // first one-token product; with ORGAN_Q4K_COPY=0 none is made and the packed rows give the same
+    // logits, bit for bit, as do batches.
+    void interleavedCopiesForOneToken() {
+        const QString path = sharedModel(QStringLiteral("quant/wide-q4_k_m.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto gguf = GgufModel::open(path.toStdString());
+        std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
+        tokens.resize(40);
+        auto oneByOne = [&](const Transformer& transformer) {
+            TransformerSession session(transformer);
+            Eigen::MatrixXf logits(transformer.shape().vocabulary, Eigen::Index(tokens.size()));
+            for (std::size_t p = 0; p < tokens.size(); ++p) {
+                logits.col(Eigen::Index(p)) = session.run({tokens[p]});
+            }
+            return logits;
+        };
+        const Transformer copying(gguf);
+        const Eigen::MatrixXf batch = copying.logits(tokens);
+        QCOMPARE(copying.interleavedBytes(), std::uint64_t(0));
+        const Eigen::MatrixXf copied = oneByOne(copying);
+        QVERIFY(copying.interleavedBytes() > 0);
+        QVERIFY(copied == batch);
+        qputenv("ORGAN_Q4K_COPY", "0");
+        const Transformer packed(gguf);
+        const Eigen::MatrixXf read = oneByOne(packed);
+        qunsetenv("ORGAN_Q4K_COPY");
+        QCOMPARE(packed.interleavedBytes(), std::uint64_t(0));
+        QVERIFY(read == batch);
+    }
+
     // The same with sliding windows and soft-capped scores: the zoo's gemma models in F16 (the
     // projections through the tiles, whose bits do not depend on the run) with windows of 13 and
     // 20 keys, so that a query's first seen key falls on every place of a packet. A query's scores
