@@ -466,9 +466,9 @@ TransformerSession::TransformerSession(const Transformer& transformer)
       m_values(transformer.shape().blocks,
                Transformer::RowMatrix(transformer.shape().kvHeads * transformer.shape().headSize, 0)) {}
 
-void TransformerSession::reserve(std::size_t positions) {
+void TransformerSession::reserve(std::size_t positions, std::uint32_t first) {
     const auto needed = static_cast<Eigen::Index>((positions + 15) / 16 * 16);
-    for (std::size_t l = 0; l < m_keys.size(); ++l) {
+    for (std::size_t l = first; l < m_keys.size(); ++l) {
         if (m_values[l].cols() >= needed) {
             continue;
         }
@@ -478,7 +478,7 @@ void TransformerSession::reserve(std::size_t positions) {
         const auto cached = static_cast<Eigen::Index>(m_position);
         Eigen::MatrixXf keys(m_keys[l].rows(), room);
         keys.leftCols(cached) = m_keys[l].leftCols(cached);
-        Transformer::RowMatrix values = Transformer::RowMatrix::Zero(m_values[l].rows(), room);
+        Transformer::RowMatrix values(m_values[l].rows(), room);
         values.leftCols(cached) = m_values[l].leftCols(cached);
         m_keys[l] = std::move(keys);
         m_values[l] = std::move(values);
@@ -549,7 +549,7 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
     const std::uint32_t kv = shape.kvHeads * shape.headSize;
     const std::uint32_t group = shape.heads / shape.kvHeads;
     // Room in the cache for these positions, and zeros up to a multiple of 16 after them.
-    reserve(static_cast<std::size_t>(past + n));
+    reserve(static_cast<std::size_t>(past + n), first);
     const std::uint32_t qDim = shape.heads * shape.headSize;
     if (hidden != nullptr) {
         hidden->clear();
@@ -691,7 +691,10 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
                                    qDim);
                     });
             } else {
-                attended.middleRows(qRow, shape.headSize) = vh * scores.topRows(keyCount);
+                // Column-major as the cache was: Eigen sums a row-major operand's products in another
+                // order (one query: dot products), and the bits would move.
+                const Eigen::MatrixXf values = vh;
+                attended.middleRows(qRow, shape.headSize) = values * scores.topRows(keyCount);
             }
         });
         if (l + 1 == shape.blocks && hidden == nullptr && kept < n) {

@@ -173,13 +173,13 @@ private:
 
     const Transformer& m_transformer;
     ActivationObserver m_observer;
-    // Room in the cache for `positions`, grown in place: what is cached stays, the values' room
-    // after it zeros.
-    void reserve(std::size_t positions);
+    // Room in the cache of layers `first` on for `positions`: what is cached stays.
+    void reserve(std::size_t positions, std::uint32_t first);
 
     // The key/value cache, per layer, with room after m_position: keys as key values × positions
     // (after RoPE), values transposed (values × positions, a row per value, as attention's sums
-    // read them), zeros after m_position to a multiple of 16 positions.
+    // read them). The room holds anything (a cancelled run's); a run zeroes the values after its
+    // last position to a multiple of 16 before attention reads them.
     std::vector<Eigen::MatrixXf> m_keys;
     std::vector<Transformer::RowMatrix> m_values;
     std::size_t m_position = 0;

@@ -2,6 +2,7 @@
 // (../shared/reference/vitals/: token ids, per-position logits, perplexity).
 #include "fixtures.h"
 #include "gguf/gguf_writer.h"
+#include "gguf/tensor_name.h"
 #include "graft/assembly.h"
 #include "quant/quant_dot.h"
 #include "quant/quantize_model.h"
@@ -583,6 +584,64 @@ private slots:
         QCOMPARE(session.run({261}, &stop).cols(), Eigen::Index(0));
         QCOMPARE(session.position(), std::size_t(3));
         QCOMPARE(session.run({261}).cols(), Eigen::Index(1));
+    }
+
+    // A run cancelled half-way, its first layers' keys and values already in the cache's room (and
+    // the cache grown for it), leaves no trace: what follows has the logits of a session that
+    // never ran it, bit for bit, a token at a time and in a piece.
+    void cancelledHalfWayLeavesNoTrace() {
+        const QString path = sharedModel(QStringLiteral("quant/wide-q4_k_m.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto gguf = GgufModel::open(path.toStdString());
+        const Transformer transformer(gguf);
+        std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
+        QVERIFY(tokens.size() >= 120);
+        const std::vector<std::int32_t> head(tokens.begin(), tokens.begin() + 37);
+        const std::vector<std::int32_t> cancelled(tokens.begin() + 37, tokens.begin() + 107);
+        TransformerSession clean(transformer);
+        TransformerSession session(transformer);
+        clean.run(head);
+        session.run(head);
+        StopToken stop;
+        // Stopped during the first layer, seen at the top of the second.
+        QVERIFY(transformer.shape().blocks >= 2);
+        const std::string trigger = layerTensorName(0, "ffn_down.weight");
+        session.observeActivations([&](const std::string& weight, const Eigen::MatrixXf&) {
+            if (weight == trigger) {
+                stop.requestStop();
+            }
+        });
+        QCOMPARE(session.run(cancelled, &stop).cols(), Eigen::Index(0));
+        session.observeActivations({});
+        QCOMPARE(session.position(), head.size());
+        for (std::size_t p = 107; p < 112; ++p) {
+            QVERIFY(session.run({tokens[p]}) == clean.run({tokens[p]}));
+        }
+        const std::vector<std::int32_t> piece(tokens.begin() + 112, tokens.begin() + 120);
+        QVERIFY(session.run(piece) == clean.run(piece));
+    }
+
+    // One token at a time, the products' slices depend on the number of threads; the logits do not.
+    void oneTokenThreadsGiveTheSameLogits() {
+        const QString path = sharedModel(QStringLiteral("quant/wide-q4_k_m.gguf"));
+        ORGAN_REQUIRE_SHARED(path);
+        const auto gguf = GgufModel::open(path.toStdString());
+        std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
+        tokens.resize(12);
+        Eigen::MatrixXf first;
+        for (const unsigned threads : {1u, 2u, 3u, 7u}) {
+            Transformer transformer(gguf);
+            transformer.setThreads(threads);
+            TransformerSession session(transformer);
+            Eigen::MatrixXf logits(transformer.shape().vocabulary, Eigen::Index(tokens.size()));
+            for (std::size_t p = 0; p < tokens.size(); ++p) {
+                logits.col(Eigen::Index(p)) = session.run({tokens[p]});
+            }
+            if (first.size() == 0) {
+                first = logits;
+            }
+            QVERIFY2(logits == first, qPrintable(QStringLiteral("%1 threads").arg(threads)));
+        }
     }
 
     // KL(reference ‖ model): zero against itself; the damaged model is far from the healthy
