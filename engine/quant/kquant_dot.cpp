@@ -203,7 +203,7 @@ void interleaveQ4K(const std::byte* weights, std::size_t rows, std::size_t colum
     const std::size_t blocks = columns / 256;
     for (std::size_t first = 0; first < rows; first += detail::kQ4KGroupRows) {
         detail::interleaveQ4K(weights + first * blocks * 144, blocks,
-                              out + first / detail::kQ4KGroupRows * blocks * detail::kQ4KGroupBytes);
+                              out + interleavedQ4KBytes(first, columns));
     }
 }
 
@@ -220,8 +220,7 @@ void interleavedQ4KProduct(const std::byte* interleaved, std::size_t rows, const
     for (std::size_t c = 0; c < x.count(); ++c) {
         for (std::size_t first = 0; first < rows; first += detail::kQ4KGroupRows) {
             float sums[detail::kQ4KGroupRows];
-            dot(interleaved + first / detail::kQ4KGroupRows * blocks * detail::kQ4KGroupBytes, x.column(c),
-                blocks, sums);
+            dot(interleaved + interleavedQ4KBytes(first, x.columns()), x.column(c), blocks, sums);
             std::copy_n(sums, detail::kQ4KGroupRows, out + first + c * outStride);
         }
     }

@@ -280,12 +280,6 @@ ORGAN_TARGET float rowDotAvx2(const std::byte* row, const Q8KBlock* x, std::size
     return rowDot<kBytes>(row, x, blocks, Step{});
 }
 
-// Eight interleaved Q4_K rows (interleaveQ4K) · one q8_K column. A register of levels holds four
-// of each row's, one row a 32-bit lane, and meets the same four activations in every lane, read
-// as one 32-bit broadcast; Sums adds a lane's four byte products (sum(acc, levels, x)) and turns
-// its sums into int32 (total(acc)). No prefetch: the group is one stream, which the hardware
-// prefetchers follow (AMD Zen 4, 400 MB of rows: 25.4-25.7 GB/s without, 22.1-22.3 asking two
-// groups ahead, 19.6-20.3 eight).
 // The eight rows' scales of sub-block `sub` as int32 lanes; their mins of sub-blocks 2p and 2p + 1
 // as pairs of int16.
 ORGAN_TARGET inline __m256i interleavedScales(const std::byte* g, int sub) {
@@ -296,6 +290,12 @@ ORGAN_TARGET inline __m256i interleavedMinPairs(const std::byte* g, int p) {
     return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 96 + 16 * p)));
 }
 
+// Eight interleaved Q4_K rows (interleaveQ4K) · one q8_K column. A register of levels holds four
+// of each row's, one row a 32-bit lane, and meets the same four activations in every lane, read
+// as one 32-bit broadcast; Sums adds a lane's four byte products (sum(acc, levels, x)) and turns
+// its sums into int32 (total(acc)). No prefetch: the group is one stream, which the hardware
+// prefetchers follow (AMD Zen 4, 400 MB of rows: 25.4-25.7 GB/s without, 22.1-22.3 asking two
+// groups ahead, 19.6-20.3 eight).
 template <class Sums>
 [[gnu::always_inline]] ORGAN_TARGET inline void interleavedDot(const std::byte* group, const Q8KBlock* x,
                                                                std::size_t blocks, float* out, Sums sums) {

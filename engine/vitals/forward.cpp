@@ -548,7 +548,7 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
     const std::uint32_t e = shape.embedding;
     const std::uint32_t kv = shape.kvHeads * shape.headSize;
     const std::uint32_t group = shape.heads / shape.kvHeads;
-    // Room in the cache for these positions, and zeros up to a multiple of 16 after them.
+    // Room in the cache for these positions (each layer zeroes what its sums read after them).
     reserve(static_cast<std::size_t>(past + n), first);
     const std::uint32_t qDim = shape.heads * shape.headSize;
     if (hidden != nullptr) {
@@ -623,7 +623,6 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
         t.m_pool->run(shape.heads, [&](std::size_t head, std::vector<std::byte>&) {
             const Eigen::Index qRow = static_cast<Eigen::Index>(head) * shape.headSize;
             const Eigen::Index kvRow = static_cast<Eigen::Index>(head / group) * shape.headSize;
-            const auto vh = m_values[l].block(kvRow, 0, shape.headSize, past + n);
             const Eigen::Index keyCount = past + n;
             // Heads of a multiple of 8 values go through quant/f16_dot.h's F32 tiles (Eigen's products
             // here are built for the baseline x86-64). Keys are padded with zeros to a multiple of
@@ -693,7 +692,7 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             } else {
                 // Column-major as the cache was: Eigen sums a row-major operand's products in another
                 // order (one query: dot products), and the bits would move.
-                const Eigen::MatrixXf values = vh;
+                const Eigen::MatrixXf values = m_values[l].block(kvRow, 0, shape.headSize, keyCount);
                 attended.middleRows(qRow, shape.headSize) = values * scores.topRows(keyCount);
             }
         });

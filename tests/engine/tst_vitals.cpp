@@ -44,6 +44,16 @@ std::string storyText() {
     return file.open(QIODevice::ReadOnly) ? file.readAll().toStdString() : std::string();
 }
 
+// The logits of `tokens` run one at a time in a session of their own.
+Eigen::MatrixXf oneTokenAtATime(const Transformer& transformer, const std::vector<std::int32_t>& tokens) {
+    TransformerSession session(transformer);
+    Eigen::MatrixXf logits(transformer.shape().vocabulary, Eigen::Index(tokens.size()));
+    for (std::size_t p = 0; p < tokens.size(); ++p) {
+        logits.col(Eigen::Index(p)) = session.run({tokens[p]});
+    }
+    return logits;
+}
+
 // The first 100 tokens of the story run whole, then in pieces with the key/value cache (37
 // tokens, 20, seven one at a time, then the rest): empty when every piece gives the whole run's
 // logits bit for bit, else the first piece that does not.
@@ -476,23 +486,15 @@ private slots:
         const auto gguf = GgufModel::open(path.toStdString());
         std::vector<std::int32_t> tokens = Tokenizer::fromModel(*gguf).encode(storyText());
         tokens.resize(40);
-        auto oneByOne = [&](const Transformer& transformer) {
-            TransformerSession session(transformer);
-            Eigen::MatrixXf logits(transformer.shape().vocabulary, Eigen::Index(tokens.size()));
-            for (std::size_t p = 0; p < tokens.size(); ++p) {
-                logits.col(Eigen::Index(p)) = session.run({tokens[p]});
-            }
-            return logits;
-        };
         const Transformer copying(gguf);
         const Eigen::MatrixXf batch = copying.logits(tokens);
         QCOMPARE(copying.interleavedBytes(), std::uint64_t(0));
-        const Eigen::MatrixXf copied = oneByOne(copying);
+        const Eigen::MatrixXf copied = oneTokenAtATime(copying, tokens);
         QVERIFY(copying.interleavedBytes() > 0);
         QVERIFY(copied == batch);
         qputenv("ORGAN_Q4K_COPY", "0");
         const Transformer packed(gguf);
-        const Eigen::MatrixXf read = oneByOne(packed);
+        const Eigen::MatrixXf read = oneTokenAtATime(packed, tokens);
         qunsetenv("ORGAN_Q4K_COPY");
         QCOMPARE(packed.interleavedBytes(), std::uint64_t(0));
         QVERIFY(read == batch);
@@ -632,11 +634,7 @@ private slots:
         for (const unsigned threads : {1u, 2u, 3u, 7u}) {
             Transformer transformer(gguf);
             transformer.setThreads(threads);
-            TransformerSession session(transformer);
-            Eigen::MatrixXf logits(transformer.shape().vocabulary, Eigen::Index(tokens.size()));
-            for (std::size_t p = 0; p < tokens.size(); ++p) {
-                logits.col(Eigen::Index(p)) = session.run({tokens[p]});
-            }
+            const Eigen::MatrixXf logits = oneTokenAtATime(transformer, tokens);
             if (first.size() == 0) {
                 first = logits;
             }
