@@ -59,6 +59,41 @@ inline void keepKeysIn(float* d, std::size_t n, std::uint32_t low, std::uint32_t
     }
 }
 
+// Adds to counts[index(item)] (below `bins`) for each of n items, in four interleaved tallies: a
+// run of items of one index (keys of a few buckets, a quantized input's repeated levels) then waits
+// on its counter's last increment once in four items, not at every one.
+template <typename Item, typename Index>
+void tally(const Item* items, std::size_t n, std::size_t bins, Index index, std::uint64_t* counts) {
+    constexpr std::size_t kWays = 4;
+    std::vector<std::uint32_t> tallies(kWays * bins, 0);
+    std::size_t j = 0;
+    for (; j + kWays <= n; j += kWays) {
+        for (std::size_t way = 0; way < kWays; ++way) {
+            ++tallies[way * bins + index(items[j + way])];
+        }
+    }
+    for (; j < n; ++j) {
+        ++tallies[index(items[j])];
+    }
+    for (std::size_t b = 0; b < bins; ++b) {
+        for (std::size_t way = 0; way < kWays; ++way) {
+            counts[b] += tallies[way * bins + b];
+        }
+    }
+}
+
+// The low 16 bits of the keys whose high 16 bits are `bucket`, in order at lows, gathered without a
+// branch (a bucket holds an unpredictable share of the keys); returns how many.
+std::size_t lowsInBucket(const std::uint32_t* keys, std::size_t n, std::uint32_t bucket,
+                         std::uint16_t* lows) {
+    std::size_t m = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        lows[m] = static_cast<std::uint16_t>(keys[j]);
+        m += (keys[j] >> 16) == bucket ? 1 : 0;
+    }
+    return m;
+}
+
 bool isTaskArithmetic(MergeMethod method) {
     return method == MergeMethod::TaskArithmetic || method == MergeMethod::DareLinear ||
            method == MergeMethod::Breadcrumbs;
@@ -564,19 +599,22 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
             // The kept keys' histogram, the keys above the window counted in the bucket above it
             // (a key's high 16 bits are at most 0x7FFF).
             Histogram sum(kBins, 0);
+            const std::uint32_t low = w.low;
             for (const std::vector<std::uint32_t>& keys : w.keys) {
-                for (const std::uint32_t key : keys) {
-                    ++sum[key >> 16];
-                }
+                tally(
+                    keys.data(), keys.size(), w.high - low + 1,
+                    [low](std::uint32_t key) { return (key >> 16) - low; }, sum.data() + low);
             }
             sum[w.high + 1] += above;
             p.bucket = bucketOf(sum, p.rank, p.above);
             p.low.assign(1, Histogram(kBins, 0));
+            std::vector<std::uint16_t> lows(kept);
+            std::size_t inBucket = 0;
             for (const std::vector<std::uint32_t>& keys : w.keys) {
-                for (const std::uint32_t key : keys) {
-                    p.low[0][key & 0xFFFF] += (key >> 16) == p.bucket ? 1 : 0;
-                }
+                inBucket += lowsInBucket(keys.data(), keys.size(), p.bucket, lows.data() + inBucket);
             }
+            tally(
+                lows.data(), inBucket, kBins, [](std::uint16_t key) { return key; }, p.low[0].data());
             settle(p);
             // The ties at the cut in each piece, from the piece's kept keys.
             p.ties.resize(pieces);

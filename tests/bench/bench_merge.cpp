@@ -2,15 +2,14 @@
 // from F16 and from Q8_0 inputs, on the Llama-3.2-1B shape (heavy-tailed random weights, the
 // fine-tunes the base moved a little each: bench_models' variants). The whole run is what organ
 // merge does (check, merge each tensor as it is written, verify and validate the file): GB of
-// inputs per second and the peak resident memory. Then each piece of it alone on the same files,
-// one thread unless said, to say what bounds the run:
-//   read      decoding every value of the three inputs once (the merge reads them twice: ties'
-//             radix pass over |δ| and the pass that merges)
-//   merge     TensorMerger's arithmetic over values already in memory (2048 × 8192 floats, read
-//             from 1 MiB per input repeated, which stays in the cache: decoding is `read`'s): on
-//             one thread in its CPU time, and on every core in wall time
-//   quantize  the output's values to Q8_0 from memory, on every core as the writer does
-//   write     the base copied through the writer (partial file, fsync, verification)
+// inputs per second and the peak resident memory. Then each stage alone on the same files in the
+// page cache, on every core, in CPU seconds, to say what bounds the run:
+//   read      the inputs decoded twice as the merger reads them (ties' radix pass over |δ|, then the
+//             pass that merges)
+//   merge     TensorMerger on every tensor, less the reading: the merge's own arithmetic
+//   encode    the same with each merged piece encoded to Q8_0 as the writer does, less the merge
+//   the rest  of the whole run: the writer's copying into the file, its verification, validation
+// Also Q8_0 quantization from memory on its own (values per second on one thread and every core).
 // And from a cold page cache (the inputs' pages evicted with posix_fadvise, no root needed; not
 // measured where they stay, as on a tmpfs): the whole merge again, and the three inputs read from
 // the disk alone, one after the other as `cat` does: how much the merge adds to the disk's time.
@@ -32,7 +31,9 @@
 #include <ctime>
 #include <fcntl.h>
 #include <filesystem>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <sys/mman.h>
 #include <thread>
@@ -55,32 +56,8 @@ double processSeconds() {
     return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
-// This thread's CPU time: what a one-thread piece costs, whatever else the machine runs.
-double threadSeconds() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-}
-
 std::uint64_t fileBytes(const std::string& path) {
     return std::filesystem::file_size(path);
-}
-
-// Every tensor of the model decoded to floats once, a few MiB at a time.
-std::uint64_t decodeAll(const std::string& path) {
-    const auto model = GgufModel::open(RootedPath(path));
-    constexpr std::size_t kChunk = 1u << 20;
-    std::vector<float> out(kChunk);
-    std::uint64_t values = 0;
-    for (const TensorInfo& t : model->tensors()) {
-        const auto data = model->tensorData(t);
-        for (std::uint64_t first = 0; first < t.elements; first += kChunk) {
-            const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, t.elements - first));
-            dequantizeRange(t.type, data, first, count, out.data());
-        }
-        values += t.elements;
-    }
-    return values;
 }
 
 // Drops the file's pages from the page cache (written back first), so that the next read comes
@@ -170,50 +147,110 @@ GraftPlan tiesPlan(const std::string& base, const std::string& a, const std::str
     return plan;
 }
 
-// The arithmetic of one 2048 × 8192 tensor merged with ties from values in memory: values per second
-// of the thread's CPU time on one thread, of wall time on `threads` (0: every core). Each input is
-// 1 MiB of values repeated, so that copying it costs what reading from the cache does: a copy from
-// main memory (12 bytes per value, twice) would bound it, not the arithmetic.
-double mergeArithmetic(unsigned threads) {
-    constexpr std::uint64_t kColumns = 2048;
-    constexpr std::uint64_t kRows = 8192;
-    constexpr std::size_t kRepeated = std::size_t{1} << 18;
-    std::vector<std::vector<float>> inputs(3, std::vector<float>(kRepeated));
-    Noise noise(5);
-    for (std::size_t i = 0; i < kRepeated; ++i) {
-        inputs[0][i] = 0.02f * noise.next();
-        inputs[1][i] = inputs[0][i] + 0.002f * noise.next();
-        inputs[2][i] = inputs[0][i] + 0.002f * noise.next();
-    }
-    auto reader = [](const std::vector<float>& v) -> ValueReader {
-        return [&v](std::uint64_t first, std::size_t count, float* out) {
-            for (std::size_t done = 0; done < count;) {
-                const auto at = static_cast<std::size_t>((first + done) % kRepeated);
-                const std::size_t n = std::min(count - done, kRepeated - at);
-                std::copy_n(v.data() + at, n, out + done);
-                done += n;
-            }
-        };
-    };
-    TensorMergeParams params;
-    params.method = MergeMethod::Ties;
-    params.models = {{1.0, 0.5, 0.01}, {1.0, 0.5, 0.01}};
-    params.normalize = true;
-    TensorMergeInputs in;
-    in.elements = kColumns * kRows;
-    in.base = reader(inputs[0]);
-    in.models = {reader(inputs[1]), reader(inputs[2])};
-    const double cpuStart = threadSeconds();
+// A run's cost: wall and CPU seconds (every thread's).
+struct Cost {
+    double wall = 0;
+    double cpu = 0;
+};
+
+template <typename Work> Cost costOf(const Work& work) {
     const auto start = std::chrono::steady_clock::now();
-    TensorMerger merger(params, std::move(in));
-    merger.setThreads(threads);
-    merger.prepare();
-    std::vector<float> out(1u << 20);
-    for (std::uint64_t at = 0; at < kColumns * kRows; at += out.size()) {
-        merger.next(out.size(), out.data());
+    const double cpuStart = processSeconds();
+    work();
+    return {secondsSince(start), processSeconds() - cpuStart};
+}
+
+// Runs work(thread) on `threads` threads, this one among them.
+template <typename Work> void onThreads(unsigned threads, const Work& work) {
+    std::vector<std::jthread> helpers;
+    for (unsigned t = 1; t < threads; ++t) {
+        helpers.emplace_back(work, t);
     }
-    const double seconds = threads == 1 ? threadSeconds() - cpuStart : secondsSince(start);
-    return double(kColumns * kRows) / seconds;
+    work(0u);
+}
+
+// The three inputs' tensors of one name.
+struct TensorInputs {
+    const TensorInfo* info = nullptr;
+    std::vector<std::span<const std::byte>> data; // base first
+};
+
+std::vector<TensorInputs> tensorsOf(const std::vector<std::shared_ptr<const GgufModel>>& models) {
+    std::vector<TensorInputs> tensors;
+    for (const TensorInfo& t : models[0]->tensors()) {
+        TensorInputs in{&t, {}};
+        for (const auto& model : models) {
+            const auto it = std::find_if(model->tensors().begin(), model->tensors().end(),
+                                         [&](const TensorInfo& u) { return u.name == t.name; });
+            in.data.push_back(model->tensorData(*it));
+        }
+        tensors.push_back(std::move(in));
+    }
+    return tensors;
+}
+
+// Each input's values decoded twice, as the merger reads them for ties (its radix pass over |δ|,
+// then the pass that merges): pieces of 65 536 values handed to the threads in turn, 2048 values of
+// each input at a time.
+void readTwice(const std::vector<TensorInputs>& tensors, unsigned threads) {
+    constexpr std::uint64_t kPiece = 1u << 16;
+    constexpr std::size_t kBlock = 2048;
+    for (const TensorInputs& t : tensors) {
+        const std::uint64_t pieces = (t.info->elements + kPiece - 1) / kPiece;
+        for (int pass = 0; pass < 2; ++pass) {
+            onThreads(threads, [&](unsigned thread) {
+                std::vector<std::vector<float>> block(t.data.size(), std::vector<float>(kBlock));
+                for (std::uint64_t p = thread; p < pieces; p += threads) {
+                    const std::uint64_t end = std::min(t.info->elements, (p + 1) * kPiece);
+                    for (std::uint64_t at = p * kPiece; at < end; at += kBlock) {
+                        const auto count =
+                            static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, end - at));
+                        for (std::size_t i = 0; i < t.data.size(); ++i) {
+                            dequantizeRange(t.info->type, t.data[i], at, count, block[i].data());
+                        }
+                    }
+                }
+            });
+        }
+    }
+}
+
+// Each tensor merged with ties (weight 1, density 0.5 each) as the writer asks for it: in batches of
+// about 2^20 values, pieces of whole rows on every core; each piece encoded to Q8_0 where `encode`.
+void mergeAll(const std::vector<TensorInputs>& tensors, bool encode) {
+    for (const TensorInputs& t : tensors) {
+        TensorMergeParams params;
+        params.method = MergeMethod::Ties;
+        params.models = {{1.0, 0.5, 0.01}, {1.0, 0.5, 0.01}};
+        params.normalize = true;
+        params.stream = t.info->name;
+        TensorMergeInputs in;
+        in.elements = t.info->elements;
+        auto reader = [type = t.info->type](std::span<const std::byte> data) -> ValueReader {
+            return [type, data](std::uint64_t first, std::size_t count, float* out) {
+                dequantizeRange(type, data, first, count, out);
+            };
+        };
+        in.base = reader(t.data[0]);
+        in.models = {reader(t.data[1]), reader(t.data[2])};
+        TensorMerger merger(params, std::move(in));
+        merger.prepare();
+        const std::uint64_t columns = t.info->ne[0];
+        const bool quantized = encode && t.info->nDims >= 2 && columns % 32 == 0;
+        const std::uint64_t rows = std::max<std::uint64_t>(1, (std::uint64_t{1} << 20) / columns);
+        const std::size_t piece = rowsPerPiece(static_cast<std::size_t>(columns)) * columns;
+        for (std::uint64_t at = 0; at < t.info->elements; at += rows * columns) {
+            const auto count = static_cast<std::size_t>(std::min(rows * columns, t.info->elements - at));
+            merger.next(count, piece, [&](std::uint64_t, std::size_t n, const float* values) {
+                if (!quantized) {
+                    return;
+                }
+                std::vector<std::byte> out(storedBytes(TensorType::Q8_0, n));
+                quantizeRows(TensorType::Q8_0, values, static_cast<std::size_t>(n / columns),
+                             static_cast<std::size_t>(columns), nullptr, out.data());
+            });
+        }
+    }
 }
 
 double quantizeQ8(unsigned threads) {
@@ -248,13 +285,8 @@ int main(int argc, char** argv) {
         }
     }
     std::printf("bench_merge: ties of two fine-tunes on a base, Llama-3.2-1B shape with %u blocks\n", blocks);
-    const double arithmeticOne = mergeArithmetic(1);
-    const double arithmetic = mergeArithmetic(0);
     const double q8One = quantizeQ8(1);
     const double q8All = quantizeQ8(0);
-    std::printf("  merge arithmetic (ties, 3 inputs in memory): %.0f M values per CPU second on 1 thread, "
-                "%.0f M values/s on every core\n",
-                arithmeticOne / 1e6, arithmetic / 1e6);
     std::printf("  Q8_0 quantization from memory: %.0f M values/s on 1 thread, %.0f M on every core\n",
                 q8One / 1e6, q8All / 1e6);
     for (const TensorType type : {TensorType::F16, TensorType::Q8_0}) {
@@ -310,37 +342,35 @@ int main(int argc, char** argv) {
             }
         }
 
-        start = std::chrono::steady_clock::now();
-        std::uint64_t values = 0;
+        // The stages again, each alone on the same files in the page cache, on every core: the
+        // least of two runs each.
+        std::vector<std::shared_ptr<const GgufModel>> models;
         for (const std::string& path : paths) {
-            values += decodeAll(path);
+            models.push_back(GgufModel::open(RootedPath(path)));
         }
-        const double read = secondsSince(start);
-        const double quantize = double(values / 3) / q8All;
-        const double merge = double(values / 3) / arithmetic;
-        start = std::chrono::steady_clock::now();
-        const std::string copy = dir + "/bench-merge-" + name + "-copy.gguf";
-        {
-            const auto base = GgufModel::open(RootedPath(paths[0]));
-            if (const JobResult w = writeGguf(RootedPath(copy), specFromFile(base->primary())); !w.isOk()) {
-                std::fprintf(stderr, "cannot copy: %s\n", w.message.c_str());
-                return 1;
-            }
-        }
-        const double write = secondsSince(start) * double(outputBytes) / double(fileBytes(copy));
+        const std::vector<TensorInputs> tensors = tensorsOf(models);
+        const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+        auto least = [](const auto& work) {
+            const Cost a = costOf(work);
+            const Cost b = costOf(work);
+            return Cost{std::min(a.wall, b.wall), std::min(a.cpu, b.cpu)};
+        };
+        const Cost read = least([&] { readTwice(tensors, cores); });
+        const Cost merged = least([&] { mergeAll(tensors, false); });
+        const Cost encoded = least([&] { mergeAll(tensors, true); });
+        models.clear();
 
         std::printf("\n%s inputs: 3 × %.2f GB → %.2f GB of Q8_0\n", name.c_str(), inputBytes / 3e9,
                     outputBytes / 1e9);
         std::printf("  whole merge: %.1f s (%.1f s of CPU) = %.2f GB of inputs/s, peak resident %.0f MiB "
                     "(inputs %.0f MiB)\n",
                     whole, cpu, inputBytes / 1e9 / whole, peak / 1024.0, inputBytes / 1048576.0);
-        // The merger reads the inputs twice (ties' radix pass, then the merge) on every
-        // core, as it merges: each core decodes as fast as this one.
-        const double reads = 2 * read / double(std::max(1u, std::thread::hardware_concurrency()));
-        std::printf("  alone: read the inputs once %.1f s on 1 thread (×2 passes on every core: %.1f s), "
-                    "merge arithmetic %.1f s, quantize %.1f s, write %.1f s\n",
-                    read, reads, merge, quantize, write);
-        std::printf("  sum of the pieces: %.1f s of the %.1f s\n", reads + merge + quantize + write, whole);
+        std::printf(
+            "  stages alone, CPU seconds (wall): reading the inputs twice %.2f (%.2f), merge arithmetic "
+            "%.2f (%.2f), Q8_0 encoding %.2f (%.2f); the rest of the whole merge (writing, "
+            "verifying, validating) %.2f\n",
+            read.cpu, read.wall, merged.cpu - read.cpu, merged.wall - read.wall, encoded.cpu - merged.cpu,
+            encoded.wall - merged.wall, cpu - encoded.cpu);
         if (measured) {
             std::printf(
                 "  from a cold page cache: whole merge %.1f s; the inputs alone read from the disk %.1f s "
@@ -353,7 +383,6 @@ int main(int argc, char** argv) {
             std::filesystem::remove(path);
         }
         std::filesystem::remove(output);
-        std::filesystem::remove(copy);
     }
     return 0;
 }
