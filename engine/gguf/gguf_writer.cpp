@@ -171,7 +171,7 @@ bool verify(const RootedPath& path, const std::string& label, const GgufWriteSpe
             throw FormatError(label + ": verification failed: tensor '" + tensor.name +
                               "' differs from the plan");
         }
-        Digest digest;
+        StripedDigest digest;
         bool same = true;
         for (std::uint64_t at = 0; at < info.bytes && same; at += kChunk) {
             if (stop != nullptr && stop->stopRequested()) {
@@ -356,7 +356,7 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 sent = fileEnd();
                 continue;
             }
-            Digest digest;
+            StripedDigest digest;
             std::optional<Sha256> promised;
             if (source.promised && !source.generate) {
                 promised.emplace();

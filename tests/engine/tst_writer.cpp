@@ -1,15 +1,19 @@
 // The writer: byte-identical round trips of real files, v1/v2 -> v3, alignment,
-// streamed sources, cancel and failure leaving nothing behind, inputs never overwritten.
+// streamed sources, cancel and failure leaving nothing behind, inputs never overwritten; the
+// digests it verifies what it wrote by.
 #include "fixtures.h"
 
 #include "gguf/gguf_writer.h"
 #include "shared_models.h"
+#include "support/digest.h"
 
 #include <QDir>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstring>
+#include <random>
 #include <unistd.h>
+#include <vector>
 
 using namespace organ;
 using namespace organ::testing;
@@ -254,6 +258,80 @@ private slots:
         QVERIFY(!writeGguf(symlink.toStdString(), spec).isOk());
         QVERIFY(!writeGguf(hardlink.toStdString(), spec).isOk());
         QCOMPARE(readAll(input), before);
+    }
+
+    // The writer's four-lane digest and the one-lane one: the same value however the bytes are
+    // split, another for any byte changed, two words swapped, or a byte more.
+    void digestsDoNotDependOnChunks() {
+        checkChunks<Digest>();
+        checkChunks<StripedDigest>();
+    }
+
+    void digestsSeeEveryByteAndItsPlace() {
+        checkChanges<Digest>();
+        checkChanges<StripedDigest>();
+    }
+
+    // The measurement cache's entries are named by the one-lane digest: its values stay as they were.
+    void oneLaneDigestIsUnchanged() {
+        Digest d;
+        d.update(std::string_view("organ-zmeasure-"));
+        d.update(sampleBytes(1000));
+        d.updateValue(std::uint64_t{100000});
+        QCOMPARE(d.value(), std::uint64_t{0x448159C1DAA6F9BAull});
+    }
+
+private:
+    static std::vector<std::byte> sampleBytes(std::size_t n) {
+        std::vector<std::byte> bytes(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            bytes[i] = static_cast<std::byte>(i * 37 + 11);
+        }
+        return bytes;
+    }
+
+    template <class D> static std::uint64_t digestOf(std::span<const std::byte> bytes) {
+        D d;
+        d.update(bytes);
+        return d.value();
+    }
+
+    template <class D> void checkChunks() {
+        std::mt19937 random(7);
+        for (const std::size_t n : {0u, 1u, 7u, 8u, 31u, 32u, 33u, 1000u, 4099u}) {
+            const std::vector<std::byte> bytes = sampleBytes(n);
+            const std::uint64_t whole = digestOf<D>(bytes);
+            for (int trial = 0; trial < 50; ++trial) {
+                D d;
+                for (std::size_t at = 0; at < n;) {
+                    const std::size_t size = std::min<std::size_t>(n - at, random() % 41);
+                    d.update(std::span(bytes).subspan(at, size));
+                    at += size;
+                }
+                QCOMPARE(d.value(), whole);
+            }
+        }
+    }
+
+    template <class D> void checkChanges() {
+        const std::vector<std::byte> bytes = sampleBytes(200);
+        const std::uint64_t original = digestOf<D>(bytes);
+        for (std::size_t i = 0; i < bytes.size(); ++i) {
+            std::vector<std::byte> changed = bytes;
+            changed[i] ^= std::byte{0x01};
+            QVERIFY2(digestOf<D>(changed) != original, qPrintable(QStringLiteral("byte %1").arg(i)));
+        }
+        for (std::size_t word = 0; word + 1 < bytes.size() / 8; ++word) {
+            std::vector<std::byte> swapped = bytes;
+            std::swap_ranges(swapped.begin() + 8 * word, swapped.begin() + 8 * word + 8,
+                             swapped.begin() + 8 * word + 8);
+            QVERIFY2(digestOf<D>(swapped) != original, qPrintable(QStringLiteral("words %1").arg(word)));
+        }
+        std::vector<std::byte> longer = bytes;
+        longer.push_back(std::byte{0});
+        QVERIFY(digestOf<D>(longer) != original);
+        QVERIFY(digestOf<D>(std::vector<std::byte>(8)) != digestOf<D>(std::vector<std::byte>{}));
+        QVERIFY(digestOf<D>(std::vector<std::byte>(32)) != digestOf<D>(std::vector<std::byte>(40)));
     }
 };
 
