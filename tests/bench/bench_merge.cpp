@@ -5,10 +5,12 @@
 // inputs per second and the peak resident memory. Then each stage alone on the same files in the
 // page cache, on every core, in CPU seconds, to say what bounds the run:
 //   read      the inputs decoded twice as the merger reads them (ties' radix pass over |δ|, then the
-//             pass that merges)
-//   merge     TensorMerger on every tensor, less the reading: the merge's own arithmetic
+//             pass that merges), their pages given back behind each batch as the merger does
+//   merge     TensorMerger on every tensor as the writer asks for it, less the reading: the merge's
+//             own arithmetic
 //   encode    the same with each merged piece encoded to Q8_0 as the writer does, less the merge
-//   the rest  of the whole run: the writer's copying into the file, its verification, validation
+//   the rest  of the whole run: the writer (copying into the file, digests, verification), checking
+//             the plan and validating the output
 // Also Q8_0 quantization from memory on its own (values per second on one thread and every core).
 // And from a cold page cache (the inputs' pages evicted with posix_fadvise, no root needed; not
 // measured where they stay, as on a tmpfs): the whole merge again, and the three inputs read from
@@ -169,10 +171,10 @@ template <typename Work> void onThreads(unsigned threads, const Work& work) {
     work(0u);
 }
 
-// The three inputs' tensors of one name.
+// The three inputs' tensors of one name, as `organ merge` reads them (base first).
 struct TensorInputs {
     const TensorInfo* info = nullptr;
-    std::vector<std::span<const std::byte>> data; // base first
+    std::vector<TensorSource> sources;
 };
 
 std::vector<TensorInputs> tensorsOf(const std::vector<std::shared_ptr<const GgufModel>>& models) {
@@ -180,43 +182,58 @@ std::vector<TensorInputs> tensorsOf(const std::vector<std::shared_ptr<const Gguf
     for (const TensorInfo& t : models[0]->tensors()) {
         TensorInputs in{&t, {}};
         for (const auto& model : models) {
-            const auto it = std::find_if(model->tensors().begin(), model->tensors().end(),
-                                         [&](const TensorInfo& u) { return u.name == t.name; });
-            in.data.push_back(model->tensorData(*it));
+            in.sources.push_back(model->tensorSource(*model->findTensor(t.name)));
         }
         tensors.push_back(std::move(in));
     }
     return tensors;
 }
 
+// Gives the pages of values [first, first + count) of each input back to the kernel, as `organ
+// merge` does behind each batch, so that memory stays flat.
+void release(const TensorInputs& t, std::uint64_t first, std::uint64_t count) {
+    const auto& traits = traitsOf(t.info->type);
+    for (const TensorSource& source : t.sources) {
+        const auto offset = static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
+        source.mapping->release(offset + first / traits.blockSize * traits.bytesPerBlock,
+                                count / traits.blockSize * traits.bytesPerBlock);
+    }
+}
+
 // Each input's values decoded twice, as the merger reads them for ties (its radix pass over |δ|,
-// then the pass that merges): pieces of 65 536 values handed to the threads in turn, 2048 values of
-// each input at a time.
+// then the pass that merges): batches of 2^20 values in pieces of 65 536 handed to the threads in
+// turn, 2048 values of each input at a time, each batch's pages given back after it.
 void readTwice(const std::vector<TensorInputs>& tensors, unsigned threads) {
+    constexpr std::uint64_t kBatch = 1u << 20;
     constexpr std::uint64_t kPiece = 1u << 16;
     constexpr std::size_t kBlock = 2048;
     for (const TensorInputs& t : tensors) {
-        const std::uint64_t pieces = (t.info->elements + kPiece - 1) / kPiece;
         for (int pass = 0; pass < 2; ++pass) {
-            onThreads(threads, [&](unsigned thread) {
-                std::vector<std::vector<float>> block(t.data.size(), std::vector<float>(kBlock));
-                for (std::uint64_t p = thread; p < pieces; p += threads) {
-                    const std::uint64_t end = std::min(t.info->elements, (p + 1) * kPiece);
-                    for (std::uint64_t at = p * kPiece; at < end; at += kBlock) {
-                        const auto count =
-                            static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, end - at));
-                        for (std::size_t i = 0; i < t.data.size(); ++i) {
-                            dequantizeRange(t.info->type, t.data[i], at, count, block[i].data());
+            for (std::uint64_t batch = 0; batch < t.info->elements; batch += kBatch) {
+                const std::uint64_t last = std::min(t.info->elements, batch + kBatch);
+                const std::uint64_t pieces = (last - batch + kPiece - 1) / kPiece;
+                onThreads(threads, [&](unsigned thread) {
+                    std::vector<std::vector<float>> block(t.sources.size(), std::vector<float>(kBlock));
+                    for (std::uint64_t p = thread; p < pieces; p += threads) {
+                        const std::uint64_t end = std::min(last, batch + (p + 1) * kPiece);
+                        for (std::uint64_t at = batch + p * kPiece; at < end; at += kBlock) {
+                            const auto count =
+                                static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, end - at));
+                            for (std::size_t i = 0; i < t.sources.size(); ++i) {
+                                dequantizeRange(t.info->type, t.sources[i].bytes, at, count, block[i].data());
+                            }
                         }
                     }
-                }
-            });
+                });
+                release(t, batch, last - batch);
+            }
         }
     }
 }
 
 // Each tensor merged with ties (weight 1, density 0.5 each) as the writer asks for it: in batches of
-// about 2^20 values, pieces of whole rows on every core; each piece encoded to Q8_0 where `encode`.
+// about 2^20 values, pieces of whole rows on every core, each batch's pages given back after it;
+// each piece encoded to Q8_0 where `encode` and the rows are a multiple of 32 long.
 void mergeAll(const std::vector<TensorInputs>& tensors, bool encode) {
     for (const TensorInputs& t : tensors) {
         TensorMergeParams params;
@@ -231,8 +248,9 @@ void mergeAll(const std::vector<TensorInputs>& tensors, bool encode) {
                 dequantizeRange(type, data, first, count, out);
             };
         };
-        in.base = reader(t.data[0]);
-        in.models = {reader(t.data[1]), reader(t.data[2])};
+        in.base = reader(t.sources[0].bytes);
+        in.models = {reader(t.sources[1].bytes), reader(t.sources[2].bytes)};
+        in.done = [&t](std::uint64_t first, std::uint64_t count) { release(t, first, count); };
         TensorMerger merger(params, std::move(in));
         merger.prepare();
         const std::uint64_t columns = t.info->ne[0];
@@ -367,8 +385,8 @@ int main(int argc, char** argv) {
                     whole, cpu, inputBytes / 1e9 / whole, peak / 1024.0, inputBytes / 1048576.0);
         std::printf(
             "  stages alone, CPU seconds (wall): reading the inputs twice %.2f (%.2f), merge arithmetic "
-            "%.2f (%.2f), Q8_0 encoding %.2f (%.2f); the rest of the whole merge (writing, "
-            "verifying, validating) %.2f\n",
+            "%.2f (%.2f), Q8_0 encoding %.2f (%.2f); the rest of the whole merge (the writer, "
+            "checking the plan, validating) %.2f\n",
             read.cpu, read.wall, merged.cpu - read.cpu, merged.wall - read.wall, encoded.cpu - merged.cpu,
             encoded.wall - merged.wall, cpu - encoded.cpu);
         if (measured) {
