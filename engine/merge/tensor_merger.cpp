@@ -63,9 +63,10 @@ inline void keepKeysIn(float* d, std::size_t n, std::uint32_t low, std::uint32_t
 // run of items of one index (keys of a few buckets, a quantized input's repeated levels) then waits
 // on its counter's last increment once in four items, not at every one.
 template <typename Item, typename Index>
-void tally(const Item* items, std::size_t n, std::size_t bins, Index index, std::uint64_t* counts) {
+void tally(const Item* items, std::size_t n, std::size_t bins, Index index, std::uint64_t* counts,
+           std::vector<std::uint32_t>& tallies) {
     constexpr std::size_t kWays = 4;
-    std::vector<std::uint32_t> tallies(kWays * bins, 0);
+    tallies.assign(kWays * bins, 0);
     std::size_t j = 0;
     for (; j + kWays <= n; j += kWays) {
         for (std::size_t way = 0; way < kWays; ++way) {
@@ -93,6 +94,20 @@ std::size_t lowsInBucket(const std::uint32_t* keys, std::size_t n, std::uint32_t
     }
     return m;
 }
+
+// The cuts' working memory, kept by each thread that prepares merges from one tensor to the next: a
+// tensor's histograms alone are megabytes, which the allocator gave back to the kernel in between,
+// so every tensor paid their page faults and zeroing again (2 ms, most of a small tensor's merge).
+// A thread prepares one merger at a time, so one set each is enough.
+struct CutScratch {
+    using Histogram = std::vector<std::uint64_t>;
+    std::vector<std::vector<Histogram>> high; // per thread and model
+    Histogram sum;
+    std::vector<Histogram> low{1}; // the low 16 bits of the keys in a window's cut bucket
+    std::vector<std::uint16_t> lows;
+    std::vector<std::uint32_t> tallies;
+    std::vector<std::vector<std::uint32_t>> kept; // per thread: a piece's keys in the window
+};
 
 bool isTaskArithmetic(MergeMethod method) {
     return method == MergeMethod::TaskArithmetic || method == MergeMethod::DareLinear ||
@@ -395,7 +410,7 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
         std::uint64_t rank = 0;
         std::uint32_t bucket = 0;
         std::uint64_t above = 0;         // elements in buckets above `bucket`
-        std::vector<Histogram> low;      // per thread
+        std::vector<Histogram> low;      // per thread, for a cut outside its window
         std::vector<std::uint64_t> ties; // per piece of the tensor: its elements at the cut's key
     };
     std::vector<Pending> pending;
@@ -428,14 +443,22 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
     // from then on the keys in a window of buckets around it are kept and those above it counted.
     // When the cut falls in its window (nearly always: the values' spread is much the same from
     // batch to batch), it is found among the kept keys, without a second pass over the inputs.
-    std::vector<std::vector<Histogram>> high(threads, std::vector<Histogram>(m_models.size()));
+    // This thread's, named by a local reference: the lambdas below that run on other threads then
+    // reach it, not theirs.
+    thread_local CutScratch threadScratch;
+    CutScratch& scratch = threadScratch;
+    std::vector<std::vector<Histogram>>& high = scratch.high;
+    high.resize(std::max<std::size_t>(high.size(), threads));
+    for (unsigned t = 0; t < threads; ++t) {
+        high[t].resize(m_models.size());
+    }
     auto clearHistograms = [&](const std::vector<Pending*>& cuts) {
-        for (std::vector<Histogram>& perModel : high) {
-            for (Histogram& histogram : perModel) {
+        for (unsigned t = 0; t < threads; ++t) {
+            for (Histogram& histogram : high[t]) {
                 histogram.clear();
             }
             for (const Pending* p : cuts) {
-                perModel[p->model].assign(kBins, 0);
+                high[t][p->model].assign(kBins, 0);
             }
         }
     };
@@ -444,8 +467,9 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
         all.push_back(&p);
     }
     clearHistograms(all);
-    auto summed = [&](std::size_t model) {
-        Histogram sum(kBins, 0);
+    auto summed = [&](std::size_t model) -> const Histogram& {
+        Histogram& sum = scratch.sum;
+        sum.assign(kBins, 0);
         for (unsigned t = 0; t < threads; ++t) {
             const Histogram& counters = high[t][model];
             for (std::size_t b = 0; b < counters.size(); ++b) {
@@ -488,14 +512,17 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
     // The keys of the cut's window in values (less base, unless null) of the given piece, `starts`
     // at its first.
     const detail::GatherWindowFn gatherWindow = detail::mergeKernels().gatherWindow;
-    std::vector<std::vector<std::uint32_t>> scratch(threads, std::vector<std::uint32_t>(kPiece + 16));
+    scratch.kept.resize(std::max<std::size_t>(scratch.kept.size(), threads));
+    for (unsigned t = 0; t < threads; ++t) {
+        scratch.kept[t].resize(kPiece + 16);
+    }
     auto keep = [&](unsigned thread, std::size_t piece, bool starts, std::size_t k, const float* values,
                     const float* base, std::size_t count) {
         Window& w = windows[k];
         if (w.overflowed || w.low > w.high) {
             return;
         }
-        std::uint32_t* kept = scratch[thread].data();
+        std::uint32_t* kept = scratch.kept[thread].data();
         const std::size_t m = gatherWindow(values, base, count, w.low, w.high, kept, w.above[thread]);
         std::vector<std::uint32_t>& keys = w.keys[thread];
         Span& span = w.spans[piece];
@@ -526,7 +553,7 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
         if (first == 0) {
             readBatch(first, c, true, count);
             for (std::size_t k = 0; k < pending.size(); ++k) {
-                const Histogram sum = summed(pending[k].model);
+                const Histogram& sum = summed(pending[k].model);
                 // The rank foreseen in this batch, and a margin of 1/256 of the batch and four
                 // standard deviations of a sampled rank either side (none when the batch is the tensor).
                 const double share = static_cast<double>(c) / static_cast<double>(n);
@@ -567,12 +594,12 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
             m_inputs.done(first, c);
         }
     }
-    // The cut's key from the low 16 bits of its bucket's keys, counted.
-    auto settle = [&](Pending& p) {
+    // The cut's key from the low 16 bits of its bucket's keys, counted in `lows`.
+    auto settle = [&](Pending& p, const std::vector<Histogram>& lows) {
         std::uint64_t above = p.above;
         for (std::size_t b = kBins; b-- > 0;) {
             std::uint64_t inBucket = 0;
-            for (const Histogram& low : p.low) {
+            for (const Histogram& low : lows) {
                 inBucket += low[b];
             }
             if (above + inBucket > p.rank) {
@@ -598,24 +625,28 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
         if (!w.overflowed && w.low <= w.high && above <= p.rank && p.rank < above + kept) {
             // The kept keys' histogram, the keys above the window counted in the bucket above it
             // (a key's high 16 bits are at most 0x7FFF).
-            Histogram sum(kBins, 0);
+            Histogram& sum = scratch.sum;
+            sum.assign(kBins, 0);
             const std::uint32_t low = w.low;
             for (const std::vector<std::uint32_t>& keys : w.keys) {
                 tally(
                     keys.data(), keys.size(), w.high - low + 1,
-                    [low](std::uint32_t key) { return (key >> 16) - low; }, sum.data() + low);
+                    [low](std::uint32_t key) { return (key >> 16) - low; }, sum.data() + low,
+                    scratch.tallies);
             }
             sum[w.high + 1] += above;
             p.bucket = bucketOf(sum, p.rank, p.above);
-            p.low.assign(1, Histogram(kBins, 0));
-            std::vector<std::uint16_t> lows(kept);
+            std::vector<std::uint16_t>& lows = scratch.lows;
+            lows.resize(kept);
             std::size_t inBucket = 0;
             for (const std::vector<std::uint32_t>& keys : w.keys) {
                 inBucket += lowsInBucket(keys.data(), keys.size(), p.bucket, lows.data() + inBucket);
             }
+            scratch.low[0].assign(kBins, 0);
             tally(
-                lows.data(), inBucket, kBins, [](std::uint16_t key) { return key; }, p.low[0].data());
-            settle(p);
+                lows.data(), inBucket, kBins, [](std::uint16_t key) { return key; }, scratch.low[0].data(),
+                scratch.tallies);
+            settle(p, scratch.low);
             // The ties at the cut in each piece, from the piece's kept keys.
             p.ties.resize(pieces);
             for (std::size_t g = 0; g < pieces; ++g) {
@@ -663,7 +694,7 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
             return false;
         }
         for (Pending* p : unresolved) {
-            settle(*p);
+            settle(*p, p->low);
             p->ties.resize(pieces);
         }
         const bool counted = scan(stop, true, [&](unsigned, const Piece& piece) {
