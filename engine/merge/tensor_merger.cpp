@@ -98,7 +98,8 @@ std::size_t lowsInBucket(const std::uint32_t* keys, std::size_t n, std::uint32_t
 // The cuts' working memory, kept by each thread that prepares merges from one tensor to the next: a
 // tensor's histograms alone are megabytes, which the allocator gave back to the kernel in between,
 // so every tensor paid their page faults and zeroing again (2 ms, most of a small tensor's merge).
-// A thread prepares one merger at a time, so one set each is enough.
+// A thread prepares one merger at a time, so one set each is enough. What a large window needs
+// (megabytes of gathered keys) is given back after its tensor.
 struct CutScratch {
     using Histogram = std::vector<std::uint64_t>;
     std::vector<std::vector<Histogram>> high; // per thread and model
@@ -647,6 +648,9 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
                 lows.data(), inBucket, kBins, [](std::uint16_t key) { return key; }, scratch.low[0].data(),
                 scratch.tallies);
             settle(p, scratch.low);
+            if (lows.capacity() > kPiece) {
+                lows = {}; // a large window's keys are not kept for the next tensor
+            }
             // The ties at the cut in each piece, from the piece's kept keys.
             p.ties.resize(pieces);
             for (std::size_t g = 0; g < pieces; ++g) {
