@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 namespace organ {
@@ -95,10 +97,9 @@ std::size_t lowsInBucket(const std::uint32_t* keys, std::size_t n, std::uint32_t
     return m;
 }
 
-// The cuts' working memory, kept by each thread that prepares merges from one tensor to the next: a
-// tensor's histograms alone are megabytes, which the allocator gave back to the kernel in between,
-// so every tensor paid their page faults and zeroing again (2 ms, most of a small tensor's merge).
-// A thread prepares one merger at a time, so one set each is enough. What a large window needs
+// The cuts' working memory, kept from one tensor to the next: a tensor's histograms alone are
+// megabytes, which the allocator gave back to the kernel in between, so every tensor paid their page
+// faults and zeroing again (2 ms, most of a small tensor's merge). What a large window needs
 // (megabytes of gathered keys) is given back after its tensor.
 struct CutScratch {
     using Histogram = std::vector<std::uint64_t>;
@@ -108,6 +109,38 @@ struct CutScratch {
     std::vector<std::uint16_t> lows;
     std::vector<std::uint32_t> tallies;
     std::vector<std::vector<std::uint32_t>> kept; // per thread: a piece's keys in the window
+};
+
+// A set of CutScratch lent to one merger's cuts at a time, and taken back when they are found (or
+// fail): two sets at most are kept for the next tensors, whichever threads prepare merges, so the
+// memory kept stays a few MiB however many threads merge at once.
+class ScratchLease {
+public:
+    ScratchLease() {
+        const std::lock_guard lock(s_mutex);
+        if (!s_free.empty()) {
+            m_scratch = std::move(s_free.back());
+            s_free.pop_back();
+        }
+        if (!m_scratch) {
+            m_scratch = std::make_unique<CutScratch>();
+        }
+    }
+    ~ScratchLease() {
+        const std::lock_guard lock(s_mutex);
+        if (s_free.size() < kKept) {
+            s_free.push_back(std::move(m_scratch));
+        }
+    }
+    ScratchLease(const ScratchLease&) = delete;
+    ScratchLease& operator=(const ScratchLease&) = delete;
+    CutScratch& operator*() const { return *m_scratch; }
+
+private:
+    static constexpr std::size_t kKept = 2;
+    static inline std::mutex s_mutex;
+    static inline std::vector<std::unique_ptr<CutScratch>> s_free;
+    std::unique_ptr<CutScratch> m_scratch;
 };
 
 bool isTaskArithmetic(MergeMethod method) {
@@ -444,10 +477,8 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
     // from then on the keys in a window of buckets around it are kept and those above it counted.
     // When the cut falls in its window (nearly always: the values' spread is much the same from
     // batch to batch), it is found among the kept keys, without a second pass over the inputs.
-    // This thread's, named by a local reference: the lambdas below that run on other threads then
-    // reach it, not theirs.
-    thread_local CutScratch threadScratch;
-    CutScratch& scratch = threadScratch;
+    const ScratchLease lease;
+    CutScratch& scratch = *lease;
     std::vector<std::vector<Histogram>>& high = scratch.high;
     high.resize(std::max<std::size_t>(high.size(), threads));
     for (unsigned t = 0; t < threads; ++t) {

@@ -717,6 +717,110 @@ private slots:
         compare(got, refSignConsensus(base, d, w, p.normalize));
     }
 
+    // The cuts' working memory is lent from one merger to the next: merges one after the other with
+    // other thread counts (up and down), other model counts (one model with no cut), a first batch
+    // that misleads the forecast, other methods, after a merge stopped half-way and one whose reader
+    // throws, and two at once on two threads: each as the reference has it, and a forecast as good
+    // as a first merge's (the cuts found in one pass when the first batch foretells them).
+    void cutsOnLentWorkingMemory() {
+        const std::size_t n = 2 * (1u << 20) + 4099;
+        std::mt19937 rng(23);
+        // Binary fractions, so that each task vector is the same in F32 and in the reference's double.
+        auto inputs = [&](std::size_t models, float firstBatchScale) {
+            std::vector<Values> v(models + 1, Values(n));
+            for (std::size_t i = 0; i < n; ++i) {
+                v[0][i] = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1024;
+                const float scale = i < (1u << 20) ? firstBatchScale : 1.0f;
+                for (std::size_t m = 1; m <= models; ++m) {
+                    v[m][i] =
+                        v[0][i] + scale * static_cast<float>(static_cast<int>(rng() % 20001) - 10000) / 16384;
+                }
+            }
+            return v;
+        };
+        struct Case {
+            MergeMethod method;
+            std::vector<double> weights;
+            std::vector<double> densities;
+            unsigned threads;
+            float firstBatchScale;
+        };
+        // Weights of a few binary digits: the weighted sums, and so the signs elected, are exact in
+        // F32 as in the reference's double.
+        const std::vector<Case> cases{
+            {MergeMethod::Ties, {1.0, 0.5, 0.75}, {0.3, 1.0, 0.5}, 8, 1.0f},
+            {MergeMethod::Ties, {1.0, 0.625}, {0.4, 0.2}, 2, 1.0f / 1024},
+            {MergeMethod::Breadcrumbs, {0.875}, {0.5}, 3, 1.0f},
+            {MergeMethod::Ties, {1.0, 0.5}, {0.3, 0.3}, 1, 1.0f},
+            {MergeMethod::BreadcrumbsTies, {1.0, 0.5, 0.75, 0.25}, {0.6, 0.4, 0.5, 0.3}, 8, 1.0f / 1024},
+            {MergeMethod::Ties, {1.0, 0.375}, {0.3, 0.45}, 2, 1.0f},
+        };
+        auto paramsFor = [](const Case& c) {
+            TensorMergeParams p = paramsOf(c.method, c.weights, 1.0, 0.05);
+            for (std::size_t i = 0; i < c.densities.size(); ++i) {
+                p.models[i].density = c.densities[i];
+            }
+            return p;
+        };
+        // Merges the case as the reference has it; the values its inputs reported done.
+        auto check = [&](const Case& c, const std::vector<Values>& v) {
+            const std::vector<Values> models(v.begin() + 1, v.end());
+            TensorMergeInputs in = inputsOf(&v[0], models);
+            std::uint64_t done = 0;
+            in.done = [&done](std::uint64_t, std::uint64_t count) { done += count; };
+            const TensorMergeParams p = paramsFor(c);
+            TensorMerger merger(p, std::move(in));
+            merger.setThreads(c.threads);
+            if (!merger.prepare()) {
+                return std::uint64_t{0};
+            }
+            Values got(n);
+            merger.next(n, got.data());
+            compare(got, reference(p, v[0], models));
+            return done;
+        };
+        for (std::size_t k = 0; k < cases.size(); ++k) {
+            const Case& c = cases[k];
+            const std::vector<Values> v = inputs(c.weights.size(), c.firstBatchScale);
+            if (k == cases.size() - 1) {
+                // After a merge stopped in its first pass and one whose reader throws.
+                StopToken stop;
+                const std::vector<Values> models(v.begin() + 1, v.end()); // the readers' values
+                TensorMergeInputs in = inputsOf(&v[0], models);
+                in.done = [&stop](std::uint64_t, std::uint64_t) { stop.requestStop(); };
+                TensorMerger stopped(paramsFor(c), std::move(in));
+                stopped.setThreads(8);
+                QVERIFY(!stopped.prepare(&stop));
+                TensorMergeInputs failing = inputsOf(&v[0], models);
+                failing.models[1] = [](std::uint64_t first, std::size_t, float*) {
+                    if (first >= (1u << 20)) {
+                        throw FormatError("a reader that fails half-way");
+                    }
+                };
+                TensorMerger thrown(paramsFor(c), std::move(failing));
+                thrown.setThreads(8);
+                QVERIFY_THROWS_EXCEPTION(FormatError, thrown.prepare());
+            }
+            const std::uint64_t done = check(c, v);
+            if (QTest::currentTestFailed()) {
+                QFAIL(qPrintable(QStringLiteral("case %1").arg(k)));
+            }
+            // The cuts' own pass and the merge's, or three more passes for a misled forecast.
+            QCOMPARE(done, static_cast<std::uint64_t>(c.firstBatchScale == 1.0f ? 2 : 5) * n);
+        }
+        // Two merges preparing at once, each with its own working memory.
+        const std::vector<Values> a = inputs(2, 1.0f);
+        const std::vector<Values> b = inputs(3, 1.0f / 1024);
+        std::uint64_t doneA = 0;
+        std::uint64_t doneB = 0;
+        {
+            std::jthread other([&] { doneB = check(cases[0], b); });
+            doneA = check(cases[3], a);
+        }
+        QCOMPARE(doneA, 2 * static_cast<std::uint64_t>(n));
+        QCOMPARE(doneB, 5 * static_cast<std::uint64_t>(n));
+    }
+
     // The kernels of ties (merge_kernels.h) on every instruction set this CPU runs give the portable
     // kernels' bits: counts not a multiple of any vector width, keys equal to a limit, zeros of
     // either sign, NaN and infinities, a window's edges, normalized or not.
