@@ -22,9 +22,9 @@ ValueReader readerOf(const MergeInput& input) {
     };
 }
 
-// Tells the kernel that an input's pages up to a range's end are done with, so that streaming a
-// large model keeps the resident set small.
-void release(const MergeInput& input, std::uint64_t first, std::uint64_t count) {
+} // namespace
+
+void releaseValues(const MergeInput& input, std::uint64_t first, std::uint64_t count) {
     const TensorSource& source = input.source;
     if (source.mapping) {
         const auto& traits = traitsOf(input.type);
@@ -34,12 +34,14 @@ void release(const MergeInput& input, std::uint64_t first, std::uint64_t count) 
     }
 }
 
+namespace {
+
 std::uint64_t elementsOf(const MergedTensor& t) {
     return t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
 }
 
-// The merger of the tensor, its inputs checked against their promised SHA-256 first and its
-// whole-tensor passes run.
+} // namespace
+
 std::unique_ptr<TensorMerger> preparedMerger(const MergedTensor& t) {
     TensorMergeInputs inputs;
     inputs.elements = elementsOf(t);
@@ -53,16 +55,18 @@ std::unique_ptr<TensorMerger> preparedMerger(const MergedTensor& t) {
     }
     inputs.done = [base = t.base, models = t.models](std::uint64_t first, std::uint64_t count) {
         if (base) {
-            release(*base, first, count);
+            releaseValues(*base, first, count);
         }
         for (const MergeInput& m : models) {
-            release(m, first, count);
+            releaseValues(m, first, count);
         }
     };
     auto merger = std::make_unique<TensorMerger>(t.params, std::move(inputs));
     merger->prepare();
     return merger;
 }
+
+namespace {
 
 // Encodes `rows` merged rows that start at row `first` (within one expert, with its weights).
 void encodeRows(const MergedTensor& t, std::uint64_t first, const float* values, std::uint64_t rows,

@@ -37,6 +37,14 @@ struct MergedTensor {
 enum class MergedReading { Once, Again };
 TensorSource mergedSource(MergedTensor tensor, MergedReading reading, std::shared_ptr<PurifyLog> log = {});
 
+// The merger of the tensor, its inputs checked against their promised SHA-256 first and its
+// whole-tensor passes run; each batch's input pages given back to the kernel once read.
+std::unique_ptr<TensorMerger> preparedMerger(const MergedTensor& tensor);
+
+// Tells the kernel that an input's pages holding values [first, first + count) are done with, so
+// that streaming a large model keeps the resident set small.
+void releaseValues(const MergeInput& input, std::uint64_t first, std::uint64_t count);
+
 // Every merged value of the tensor (its inputs checked first), in storage order.
 std::vector<float> mergedValues(const MergedTensor& tensor);
 

@@ -210,9 +210,7 @@ void interleaveQ4K(const std::byte* weights, std::size_t rows, std::size_t colum
 void interleavedQ4KProduct(const std::byte* interleaved, std::size_t rows, const Q8KActivations& x,
                            float* out, std::size_t outStride) {
     requireGroups(rows);
-    const InstructionSet set = activeInstructionSet();
-    detail::InterleavedDotFn dot =
-        set == InstructionSet::Portable ? nullptr : detail::interleavedQ4KDotX86(set);
+    detail::InterleavedDotFn dot = detail::interleavedQ4KDotX86(activeInstructionSet());
     if (dot == nullptr) {
         dot = detail::interleavedQ4KDotPortable;
     }

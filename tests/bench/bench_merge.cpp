@@ -20,6 +20,7 @@
 #include "bench_models.h"
 #include "gguf/gguf_model.h"
 #include "graft/assembly.h"
+#include "merge/merged_source.h"
 #include "merge/tensor_merger.h"
 #include "proc_status.h"
 #include "quant/dequant.h"
@@ -174,7 +175,7 @@ template <typename Work> void onThreads(unsigned threads, const Work& work) {
 // The three inputs' tensors of one name, as `organ merge` reads them (base first).
 struct TensorInputs {
     const TensorInfo* info = nullptr;
-    std::vector<TensorSource> sources;
+    std::vector<MergeInput> inputs;
 };
 
 std::vector<TensorInputs> tensorsOf(const std::vector<std::shared_ptr<const GgufModel>>& models) {
@@ -182,22 +183,11 @@ std::vector<TensorInputs> tensorsOf(const std::vector<std::shared_ptr<const Gguf
     for (const TensorInfo& t : models[0]->tensors()) {
         TensorInputs in{&t, {}};
         for (const auto& model : models) {
-            in.sources.push_back(model->tensorSource(*model->findTensor(t.name)));
+            in.inputs.push_back({model->tensorSource(*model->findTensor(t.name)), t.type});
         }
         tensors.push_back(std::move(in));
     }
     return tensors;
-}
-
-// Gives the pages of values [first, first + count) of each input back to the kernel, as `organ
-// merge` does behind each batch, so that memory stays flat.
-void release(const TensorInputs& t, std::uint64_t first, std::uint64_t count) {
-    const auto& traits = traitsOf(t.info->type);
-    for (const TensorSource& source : t.sources) {
-        const auto offset = static_cast<std::uint64_t>(source.bytes.data() - source.mapping->bytes().data());
-        source.mapping->release(offset + first / traits.blockSize * traits.bytesPerBlock,
-                                count / traits.blockSize * traits.bytesPerBlock);
-    }
 }
 
 // Each input's values decoded twice, as the merger reads them for ties (its radix pass over |δ|,
@@ -213,53 +203,50 @@ void readTwice(const std::vector<TensorInputs>& tensors, unsigned threads) {
                 const std::uint64_t last = std::min(t.info->elements, batch + kBatch);
                 const std::uint64_t pieces = (last - batch + kPiece - 1) / kPiece;
                 onThreads(threads, [&](unsigned thread) {
-                    std::vector<std::vector<float>> block(t.sources.size(), std::vector<float>(kBlock));
+                    std::vector<std::vector<float>> block(t.inputs.size(), std::vector<float>(kBlock));
                     for (std::uint64_t p = thread; p < pieces; p += threads) {
                         const std::uint64_t end = std::min(last, batch + (p + 1) * kPiece);
                         for (std::uint64_t at = batch + p * kPiece; at < end; at += kBlock) {
                             const auto count =
                                 static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, end - at));
-                            for (std::size_t i = 0; i < t.sources.size(); ++i) {
-                                dequantizeRange(t.info->type, t.sources[i].bytes, at, count, block[i].data());
+                            for (std::size_t i = 0; i < t.inputs.size(); ++i) {
+                                dequantizeRange(t.info->type, t.inputs[i].source.bytes, at, count,
+                                                block[i].data());
                             }
                         }
                     }
                 });
-                release(t, batch, last - batch);
+                for (const MergeInput& input : t.inputs) {
+                    releaseValues(input, batch, last - batch);
+                }
             }
         }
     }
 }
 
-// Each tensor merged with ties (weight 1, density 0.5 each) as the writer asks for it: in batches of
-// about 2^20 values, pieces of whole rows on every core, each batch's pages given back after it;
-// each piece encoded to Q8_0 where `encode` and the rows are a multiple of 32 long.
+// Each tensor merged with ties (weight 1, density 0.5 each) by the engine's own merger, as the
+// writer asks for it: in batches of about 2^20 values, pieces of whole rows on every core, each
+// batch's pages given back after it; each piece encoded to Q8_0 where `encode` and the rows are a
+// multiple of 32 long.
 void mergeAll(const std::vector<TensorInputs>& tensors, bool encode) {
     for (const TensorInputs& t : tensors) {
-        TensorMergeParams params;
-        params.method = MergeMethod::Ties;
-        params.models = {{1.0, 0.5, 0.01}, {1.0, 0.5, 0.01}};
-        params.normalize = true;
-        params.stream = t.info->name;
-        TensorMergeInputs in;
-        in.elements = t.info->elements;
-        auto reader = [type = t.info->type](std::span<const std::byte> data) -> ValueReader {
-            return [type, data](std::uint64_t first, std::size_t count, float* out) {
-                dequantizeRange(type, data, first, count, out);
-            };
-        };
-        in.base = reader(t.sources[0].bytes);
-        in.models = {reader(t.sources[1].bytes), reader(t.sources[2].bytes)};
-        in.done = [&t](std::uint64_t first, std::uint64_t count) { release(t, first, count); };
-        TensorMerger merger(params, std::move(in));
-        merger.prepare();
+        MergedTensor merged;
+        merged.name = t.info->name;
+        merged.params.method = MergeMethod::Ties;
+        merged.params.models = {{1.0, 0.5, 0.01}, {1.0, 0.5, 0.01}};
+        merged.params.normalize = true;
+        merged.params.stream = t.info->name;
+        merged.base = t.inputs[0];
+        merged.models = {t.inputs[1], t.inputs[2]};
+        merged.ne = t.info->ne;
+        const std::unique_ptr<TensorMerger> merger = preparedMerger(merged);
         const std::uint64_t columns = t.info->ne[0];
         const bool quantized = encode && t.info->nDims >= 2 && columns % 32 == 0;
         const std::uint64_t rows = std::max<std::uint64_t>(1, (std::uint64_t{1} << 20) / columns);
         const std::size_t piece = rowsPerPiece(static_cast<std::size_t>(columns)) * columns;
         for (std::uint64_t at = 0; at < t.info->elements; at += rows * columns) {
             const auto count = static_cast<std::size_t>(std::min(rows * columns, t.info->elements - at));
-            merger.next(count, piece, [&](std::uint64_t, std::size_t n, const float* values) {
+            merger->next(count, piece, [&](std::uint64_t, std::size_t n, const float* values) {
                 if (!quantized) {
                     return;
                 }
