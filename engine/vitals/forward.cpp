@@ -47,6 +47,15 @@ void preferLargePages(void* data, std::size_t bytes) {
 #endif
 }
 
+// m made rows × columns, in the memory it has when it holds as many values (Eigen keeps it then).
+void made(Eigen::MatrixXf& m, Eigen::Index rows, Eigen::Index columns) {
+    const bool fresh = m.size() != rows * columns;
+    m.resize(rows, columns);
+    if (fresh) {
+        preferLargePages(m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
+    }
+}
+
 // Calls block(first, count, lowest, seen) for the n queries that follow `past` cached positions, 32
 // at a time: `seen`, the keys the block's last query sees (causal attention); `lowest`, the first
 // key its first query sees in a sliding window of `window` keys (0: none), rounded down to a
@@ -218,11 +227,10 @@ Transformer::RowMatrix Transformer::weight(const std::string& name, std::uint64_
     return weightRows(name, rows, columns, 0, rows);
 }
 
-Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,
-                                      const Eigen::MatrixXf& x, PreparedInput* prepared) const {
+void Transformer::multiply(const std::string& name, std::uint64_t rows, std::uint64_t columns,
+                           const Eigen::MatrixXf& x, Eigen::MatrixXf& y, PreparedInput* prepared) const {
     const ModelWeights::Tensor& tensor = checkedTensor(name, rows, columns);
-    Eigen::MatrixXf y(static_cast<Eigen::Index>(rows), x.cols());
-    preferLargePages(y.data(), static_cast<std::size_t>(y.size()) * sizeof(float));
+    made(y, static_cast<Eigen::Index>(rows), x.cols());
     PreparedInput local;
     PreparedInput& input = prepared != nullptr ? *prepared : local;
     // Quantized weights with a quantized product meet 8-bit activations, as in llama.cpp: Q8_0
@@ -307,7 +315,6 @@ Eigen::MatrixXf Transformer::multiply(const std::string& name, std::uint64_t row
         f32Product(decoded.data(), padded, static_cast<std::size_t>(count), padded, denseColumns, padded,
                    static_cast<std::size_t>(dense.cols()), y.data() + first, static_cast<std::size_t>(rows));
     });
-    return y;
 }
 
 std::uint64_t Transformer::interleavedBytes() const {
@@ -384,29 +391,40 @@ Eigen::VectorXf Transformer::vector(const std::string& name, std::uint64_t size)
 }
 
 Eigen::MatrixXf Transformer::rmsNorm(const Eigen::MatrixXf& x, const Eigen::VectorXf& gain) const {
-    Eigen::MatrixXf out(x.rows(), x.cols());
+    Eigen::MatrixXf out;
+    rmsNorm(x, gain, out);
+    return out;
+}
+
+void Transformer::rmsNorm(const Eigen::MatrixXf& x, const Eigen::VectorXf& gain, Eigen::MatrixXf& out) const {
+    made(out, x.rows(), x.cols());
     for (Eigen::Index c = 0; c < x.cols(); ++c) {
         const float meanSquare = x.col(c).squaredNorm() / static_cast<float>(x.rows());
         const float scale = 1.0f / std::sqrt(meanSquare + static_cast<float>(m_shape.rmsEpsilon));
         out.col(c) = x.col(c).cwiseProduct(gain) * scale;
     }
-    return out;
 }
 
 Eigen::MatrixXf Transformer::norm(const Eigen::MatrixXf& x, const std::string& name) const {
+    Eigen::MatrixXf out;
+    norm(x, name, out);
+    return out;
+}
+
+void Transformer::norm(const Eigen::MatrixXf& x, const std::string& name, Eigen::MatrixXf& out) const {
     const Eigen::VectorXf gain = vector(name + ".weight", static_cast<std::uint64_t>(x.rows()));
     if (!m_shape.layerNorm) {
-        return rmsNorm(x, gain);
+        rmsNorm(x, gain, out);
+        return;
     }
     const Eigen::VectorXf bias = vector(name + ".bias", static_cast<std::uint64_t>(x.rows()));
-    Eigen::MatrixXf out(x.rows(), x.cols());
+    made(out, x.rows(), x.cols());
     for (Eigen::Index c = 0; c < x.cols(); ++c) {
         const Eigen::VectorXf centred = x.col(c).array() - x.col(c).mean();
         const float variance = centred.squaredNorm() / static_cast<float>(x.rows());
         out.col(c) =
             centred.cwiseProduct(gain) / std::sqrt(variance + static_cast<float>(m_shape.rmsEpsilon)) + bias;
     }
-    return out;
 }
 
 // RoPE as llama.cpp applies it: within each head, pairs of the first ropeDims values rotate by
@@ -556,11 +574,12 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
     }
     // weight · input, the input shown to the observer first.
     auto product = [&](const std::string& weight, std::uint64_t rows, std::uint64_t columns,
-                       const Eigen::MatrixXf& input, Transformer::PreparedInput* prepared = nullptr) {
+                       const Eigen::MatrixXf& input, Eigen::MatrixXf& y,
+                       Transformer::PreparedInput* prepared = nullptr) {
         if (m_observer) {
             m_observer(weight, input);
         }
-        return t.multiply(weight, rows, columns, input, prepared);
+        t.multiply(weight, rows, columns, input, y, prepared);
     };
     // y += bias, when the layer has that bias (qwen2's attention).
     auto addBias = [&](Eigen::MatrixXf& y, const std::string& name) {
@@ -568,6 +587,18 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             y.colwise() += t.vector(name, static_cast<std::uint64_t>(y.rows()));
         }
     };
+    // A layer's matrices, kept from one layer to the next (Transformer::multiply).
+    Eigen::MatrixXf h;
+    Eigen::MatrixXf q;
+    Eigen::MatrixXf k;
+    Eigen::MatrixXf v;
+    Eigen::MatrixXf attended;
+    Eigen::MatrixXf attention;
+    Eigen::MatrixXf f;
+    Eigen::MatrixXf gate;
+    Eigen::MatrixXf upped;
+    Eigen::MatrixXf activated;
+    Eigen::MatrixXf ffn;
     for (std::uint32_t l = first; l < shape.blocks; ++l) {
         if (stop != nullptr && stop->stopRequested()) {
             return {};
@@ -576,21 +607,19 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             hidden->push_back(x);
         }
         auto name = [l](const char* suffix) { return layerTensorName(l, suffix); };
-        const Eigen::MatrixXf h = t.norm(x, name("attn_norm"));
-        Eigen::MatrixXf q;
-        Eigen::MatrixXf k;
-        Eigen::MatrixXf v;
+        t.norm(x, name("attn_norm"), h);
         if (shape.fusedQkv) {
-            Eigen::MatrixXf qkv = product(name("attn_qkv.weight"), qDim + 2 * kv, e, h);
+            Eigen::MatrixXf qkv;
+            product(name("attn_qkv.weight"), qDim + 2 * kv, e, h, qkv);
             addBias(qkv, name("attn_qkv.bias"));
             q = qkv.topRows(qDim);
             k = qkv.middleRows(qDim, kv);
             v = qkv.bottomRows(kv);
         } else {
             Transformer::PreparedInput prepared;
-            q = product(name("attn_q.weight"), qDim, e, h, &prepared);
-            k = product(name("attn_k.weight"), kv, e, h, &prepared);
-            v = product(name("attn_v.weight"), kv, e, h, &prepared);
+            product(name("attn_q.weight"), qDim, e, h, q, &prepared);
+            product(name("attn_k.weight"), kv, e, h, k, &prepared);
+            product(name("attn_v.weight"), kv, e, h, v, &prepared);
             addBias(q, name("attn_q.bias"));
             addBias(k, name("attn_k.bias"));
             addBias(v, name("attn_v.bias"));
@@ -618,7 +647,7 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
         const Eigen::Index capacity = m_values[l].cols();
         // The keys a query sees at most (0: all of them before it).
         const Eigen::Index window = shape.slides(l) ? static_cast<Eigen::Index>(shape.slidingWindow) : 0;
-        Eigen::MatrixXf attended(qDim, n);
+        made(attended, qDim, n);
         // The heads on every thread, each writing its own rows of `attended`.
         t.m_pool->run(shape.heads, [&](std::size_t head, std::vector<std::byte>&) {
             const Eigen::Index qRow = static_cast<Eigen::Index>(head) * shape.headSize;
@@ -702,39 +731,38 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
             x = x.rightCols(kept).eval();
             attended = attended.rightCols(kept).eval();
         }
-        Eigen::MatrixXf attention = product(name("attn_output.weight"), e, qDim, attended);
+        product(name("attn_output.weight"), e, qDim, attended, attention);
         addBias(attention, name("attn_output.bias"));
         if (shape.postNorms) {
             attention = t.rmsNorm(attention, t.vector(name("post_attention_norm.weight"), e));
         }
         x += attention;
-        const Eigen::MatrixXf f = t.norm(x, name("ffn_norm"));
+        t.norm(x, name("ffn_norm"), f);
         const ModelWeights::Tensor* down = t.m_weights.tensor(name("ffn_down.weight"));
         if (down == nullptr) {
             throw VitalsUnavailable(t.m_weights.label() + ": vital signs need tensor " +
                                     name("ffn_down.weight"));
         }
         const std::uint64_t ff = down->ne[0];
-        Eigen::MatrixXf gate;
-        Eigen::MatrixXf upped;
         if (shape.fusedGateUp) {
-            const Eigen::MatrixXf both = product(name("ffn_up.weight"), 2 * ff, e, f);
+            Eigen::MatrixXf both;
+            product(name("ffn_up.weight"), 2 * ff, e, f, both);
             gate = both.topRows(static_cast<Eigen::Index>(ff));
             upped = both.bottomRows(static_cast<Eigen::Index>(ff));
         } else if (t.m_weights.tensor(name("ffn_gate.weight")) != nullptr) {
             Transformer::PreparedInput prepared;
-            gate = product(name("ffn_gate.weight"), ff, e, f, &prepared);
-            upped = product(name("ffn_up.weight"), ff, e, f, &prepared);
+            product(name("ffn_gate.weight"), ff, e, f, gate, &prepared);
+            product(name("ffn_up.weight"), ff, e, f, upped, &prepared);
             addBias(gate, name("ffn_gate.bias"));
             addBias(upped, name("ffn_up.bias"));
         } else {
             // No gate (gpt2): the activation of the up projection itself.
-            gate = product(name("ffn_up.weight"), ff, e, f);
+            product(name("ffn_up.weight"), ff, e, f, gate);
             addBias(gate, name("ffn_up.bias"));
             upped = Eigen::MatrixXf::Ones(gate.rows(), gate.cols());
         }
-        Eigen::MatrixXf ffn =
-            product(name("ffn_down.weight"), e, ff, gatedActivation(gate, upped, shape.geglu, *t.m_pool));
+        gatedActivation(gate, upped, shape.geglu, *t.m_pool, activated);
+        product(name("ffn_down.weight"), e, ff, activated, ffn);
         addBias(ffn, name("ffn_down.bias"));
         if (shape.postNorms) {
             ffn = t.rmsNorm(ffn, t.vector(name("post_ffw_norm.weight"), e));
@@ -748,7 +776,8 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
     const Eigen::MatrixXf out = t.norm(x.rightCols(kept), "output_norm");
     const std::string head = t.m_weights.tensor("output.weight") ? "output.weight" : "token_embd.weight";
     // The output projection a slice of the vocabulary at a time, on every thread.
-    Eigen::MatrixXf logits = product(head, shape.vocabulary, e, out);
+    Eigen::MatrixXf logits;
+    product(head, shape.vocabulary, e, out, logits);
     if (shape.finalSoftcap > 0) {
         logits = (logits.array() / shape.finalSoftcap).tanh() * shape.finalSoftcap;
     }
@@ -757,10 +786,17 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
 
 Eigen::MatrixXf gatedActivation(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, bool gelu,
                                 WorkerPool& pool) {
+    Eigen::MatrixXf out;
+    gatedActivation(gate, up, gelu, pool, out);
+    return out;
+}
+
+void gatedActivation(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, bool gelu, WorkerPool& pool,
+                     Eigen::MatrixXf& out) {
     if (up.rows() != gate.rows() || up.cols() != gate.cols()) {
         throw std::invalid_argument("gatedActivation: the gate and the up projection differ in shape");
     }
-    Eigen::MatrixXf out(gate.rows(), gate.cols());
+    made(out, gate.rows(), gate.cols());
     // Runs of values that start at multiples of 64, so that each value takes the path through
     // Eigen's packets, or through its scalar tail (the matrix's last values), that it takes when
     // the matrices are evaluated whole: the bits depend neither on the runs nor on the threads.
@@ -780,7 +816,6 @@ Eigen::MatrixXf gatedActivation(const Eigen::MatrixXf& gate, const Eigen::Matrix
             o = g / (1.0f + (-g).exp()) * u;
         }
     });
-    return out;
 }
 
 std::vector<std::int32_t> greedyContinuation(const Transformer& transformer, std::vector<std::int32_t> prompt,
