@@ -15,6 +15,8 @@
 // And from a cold page cache (the inputs' pages evicted with posix_fadvise, no root needed; not
 // measured where they stay, as on a tmpfs): the whole merge again, and the three inputs read from
 // the disk alone, one after the other as `cat` does: how much the merge adds to the disk's time.
+// During the cold merge, how long the disk was busy (/proc/diskstats' time doing I/O, of the device
+// that holds the files) and how much of the cores' time the merge used: which of the two bounds it.
 //
 //   bench_merge [--blocks N] [--dir D]    (default 4 of the shape's 16 blocks; files in D or /tmp)
 #include "bench_models.h"
@@ -34,11 +36,15 @@
 #include <ctime>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <string>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -95,6 +101,32 @@ bool evict(const std::string& path, std::string& error) {
     }
     ::close(fd);
     return evicted;
+}
+
+// The milliseconds the device holding `path` has spent doing I/O (/proc/diskstats' tenth figure);
+// nothing where the device is not listed (a network, overlay or in-memory file system).
+std::optional<std::uint64_t> diskBusyMs(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        return std::nullopt;
+    }
+    std::ifstream in("/proc/diskstats");
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        unsigned majorNumber = 0;
+        unsigned minorNumber = 0;
+        std::string name;
+        fields >> majorNumber >> minorNumber >> name;
+        if (majorNumber != major(st.st_dev) || minorNumber != minor(st.st_dev)) {
+            continue;
+        }
+        std::uint64_t figure = 0;
+        for (int i = 0; i < 10 && fields >> figure; ++i) {
+        }
+        return fields ? std::optional<std::uint64_t>(figure) : std::nullopt;
+    }
+    return std::nullopt;
 }
 
 // Reads the files one after the other, as `cat` does: the disk's time for them. Nothing when one
@@ -330,6 +362,9 @@ int main(int argc, char** argv) {
         };
         double disk = 0;
         double coldWhole = 0;
+        double coldCpu = 0;
+        std::optional<std::uint64_t> busyBefore;
+        std::optional<std::uint64_t> busyAfter;
         bool measured = false;
         if (evictAll()) {
             if (const std::optional<double> took = readFromDisk(paths, coldError)) {
@@ -338,9 +373,13 @@ int main(int argc, char** argv) {
             }
         }
         if (measured) {
+            busyBefore = diskBusyMs(paths[0]);
             start = std::chrono::steady_clock::now();
+            const double coldCpuStart = processSeconds();
             const GraftOutcome cold = graftChimera(plan, GraftModels::open(plan), RootedPath(output));
             coldWhole = secondsSince(start);
+            coldCpu = processSeconds() - coldCpuStart;
+            busyAfter = diskBusyMs(paths[0]);
             if (!cold.written.isOk() || cold.report.hasErrors()) {
                 std::fprintf(stderr, "the cold merge failed: %s\n", cold.written.message.c_str());
                 return 1;
@@ -381,6 +420,23 @@ int main(int argc, char** argv) {
                 "  from a cold page cache: whole merge %.1f s; the inputs alone read from the disk %.1f s "
                 "(%.2f GB/s): the merge adds %.1f s to the disk's time\n",
                 coldWhole, disk, inputBytes / 1e9 / disk, coldWhole - disk);
+            const double coreShare = coldCpu / (coldWhole * cores);
+            if (busyBefore && busyAfter) {
+                const double busy = double(*busyAfter - *busyBefore) / 1e3;
+                const double diskShare = busy / coldWhole;
+                std::printf(
+                    "  during the cold merge: the disk busy %.1f s of %.1f (%.0f %%), the cores %.1f s of "
+                    "%.1f (%.0f %%): bound by %s\n",
+                    busy, coldWhole, 100 * diskShare, coldCpu, coldWhole * cores, 100 * coreShare,
+                    diskShare >= 0.9 && diskShare >= coreShare ? "the disk"
+                    : coreShare >= 0.9                         ? "the cores"
+                                                               : "the disk and the cores in turn");
+            } else {
+                std::printf(
+                    "  during the cold merge: the cores %.1f s of %.1f (%.0f %%); the disk's busy time "
+                    "not measured (%s is on no device /proc/diskstats lists)\n",
+                    coldCpu, coldWhole * cores, 100 * coreShare, dir.c_str());
+            }
         } else {
             std::printf("  from a cold page cache: not measured (%s)\n", coldError.c_str());
         }
