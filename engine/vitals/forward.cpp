@@ -769,6 +769,10 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
         }
         x += ffn;
     }
+    // Given back before the output projection, the run's largest product.
+    for (Eigen::MatrixXf* m : {&h, &q, &k, &v, &attended, &attention, &f, &gate, &upped, &activated, &ffn}) {
+        *m = Eigen::MatrixXf();
+    }
     if (hidden != nullptr) {
         hidden->push_back(x);
     }
