@@ -2,6 +2,7 @@
 // worked out by hand, then every type on random blocks against the dequantized weights times the
 // dequantized activations, summed slowly in double, on every kernel this CPU runs; the kernels
 // give the same bits as the portable one.
+#include "avxvnni_as_evex.h"
 #include "quant/dequant.h"
 #include "quant/kquant_dot.h"
 #include "quant/kquant_unpack.h"
@@ -345,6 +346,54 @@ private slots:
                                         .arg(out[i])
                                         .arg(slow[2 * i])));
                 QCOMPARE(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(portable[i]));
+            }
+        }
+    }
+
+    // The AVX-VNNI set's K-quant tiles (avxvnni_as_evex.h: its source with AVX-512 VNNI's encoding
+    // of vpdpbusd and vpdpwssd) on a CPU that runs AVX-512 VNNI but not AVX-VNNI: the portable
+    // tiles' bits for every type that meets q8_K, a batch (the 4 × 2 tile) and one token (8 × 1).
+    void avxVnniSourceAsEvex() {
+        const detail::SetKernels* evex = test::avxVnniKernelsAsEvex();
+        if (evex == nullptr) {
+            return; // said why
+        }
+        const detail::KQuantKernels& portable = detail::kernelsOf(InstructionSet::Portable).kQuant;
+        useInstructionSet("portable");
+        for (const TensorType t : {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                                   TensorType::Q6_K, TensorType::IQ4_XS}) {
+            std::mt19937 rng(static_cast<unsigned>(t) + 100);
+            const detail::UnpackFn unpack = detail::superBlockUnpacker(t);
+            QVERIFY(unpack != nullptr);
+            for (const auto& [rows, columns, count] :
+                 {std::tuple<std::size_t, std::size_t, std::size_t>{5, 256, 3},
+                  {19, 512, 9},
+                  {7, 768, 1},
+                  {3, 8192, 37}}) {
+                const std::size_t blocks = columns / 256;
+                const std::vector<std::byte> weights = randomBlocks(t, rows * blocks, rng);
+                std::vector<detail::Unpacked> unpacked(rows * blocks);
+                for (std::size_t i = 0; i < unpacked.size(); ++i) {
+                    unpack(weights.data() + i * traitsOf(t).bytesPerBlock, unpacked[i]);
+                }
+                const std::vector<float> values = randomActivations(columns * count, rng);
+                const Q8KActivations x(values.data(), columns, count);
+                auto run = [&](const detail::KQuantKernels& kernels) {
+                    std::vector<float> out(rows * count, std::nanf(""));
+                    auto rowAt = [&](std::size_t r) { return unpacked.data() + r * blocks; };
+                    auto columnAt = [&](std::size_t c) { return x.column(c); };
+                    detail::runProduct(kernels, rows, count, blocks, rowAt, columnAt, columnAt, out.data(),
+                                       rows);
+                    return out;
+                };
+                const QString difference = test::firstBitDifference(run(evex->kQuant), run(portable));
+                QVERIFY2(difference.isEmpty(),
+                         qPrintable(QStringLiteral("%1 %2×%3×%4 %5")
+                                        .arg(QString::fromLatin1(tensorTypeName(t).data()))
+                                        .arg(rows)
+                                        .arg(columns)
+                                        .arg(count)
+                                        .arg(difference)));
             }
         }
     }

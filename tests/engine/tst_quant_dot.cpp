@@ -1,6 +1,7 @@
 // Quantized products (Q8_0 weights × 8-bit activations) and F16 products: every kernel this CPU
 // runs against the same sums done slowly in double and bit for bit against the portable kernel,
 // on shapes that leave edges beside the tiles; the kernels this CPU cannot run are named.
+#include "avxvnni_as_evex.h"
 #include "quant/dequant.h"
 #include "quant/f16_dot.h"
 #include "quant/kquant_dot.h"
@@ -65,6 +66,11 @@ std::vector<double> slowProduct(const Case& c, const QuantizedActivations& x) {
     return out;
 }
 
+// Rows × columns × tokens: 4k + 3 rows and columns, tiles and the rows and columns beside them;
+// 17 tokens, two of the widest tiles and one token beside them; 8192 × 45, tokens in several runs.
+const std::tuple<std::size_t, std::size_t, std::size_t> kShapes[] = {
+    {67, 96, 7}, {8, 2048, 4}, {5, 32, 1}, {1, 64, 130}, {9, 256, 17}, {5, 8192, 45}};
+
 } // namespace
 
 class TestQuantDot : public QObject {
@@ -91,15 +97,7 @@ private slots:
 
     void kernelsAgreeWithSlowSums() {
         QFETCH(QString, kernel);
-        // 4k + 3 rows and columns: tiles and the rows and columns beside them; 17 columns: two
-        // of the widest tiles and one column beside them; 8192 × 45: columns in several runs.
-        for (const auto& [rows, columns, count] :
-             {std::tuple<std::size_t, std::size_t, std::size_t>{67, 96, 7},
-              {8, 2048, 4},
-              {5, 32, 1},
-              {1, 64, 130},
-              {9, 256, 17},
-              {5, 8192, 45}}) {
+        for (const auto& [rows, columns, count] : kShapes) {
             const Case c = makeCase(rows, columns, count, unsigned(rows * 31 + count));
             const QuantizedActivations x(c.x.data(), columns, count);
             std::vector<float> portable(rows * count, std::nanf(""));
@@ -171,6 +169,44 @@ private slots:
         const std::vector<double> slow = slowProduct(c, x);
         for (std::size_t i = 0; i < out.size(); ++i) {
             QVERIFY(std::abs(out[i] - slow[i]) <= 1e-5 * std::abs(slow[i]));
+        }
+    }
+
+    // The AVX-VNNI set's Q8_0 tiles (avxvnni_as_evex.h: its source with AVX-512 VNNI's encoding of
+    // vpdpbusd) on a CPU that runs AVX-512 VNNI but not AVX-VNNI: the portable tiles' bits, on the
+    // shapes above and on −128 weights against −127 activations.
+    void avxVnniSourceAsEvex() {
+        const detail::SetKernels* evex = test::avxVnniKernelsAsEvex();
+        if (evex == nullptr) {
+            return; // said why
+        }
+        const detail::Q80Kernels& portable = detail::kernelsOf(InstructionSet::Portable).q80;
+        useInstructionSet("portable");
+        auto run = [](const detail::Q80Kernels& kernels, const Case& c, const QuantizedActivations& x) {
+            std::vector<float> out(c.rows * c.count, std::nanf(""));
+            const std::size_t blocks = c.columns / 32;
+            auto rowAt = [&](std::size_t r) { return c.weights.data() + r * blocks * 34; };
+            auto columnAt = [&](std::size_t k) { return x.column(k); };
+            detail::runProduct(kernels, c.rows, c.count, blocks, rowAt, columnAt, columnAt, out.data(),
+                               c.rows);
+            return out;
+        };
+        std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> shapes(std::begin(kShapes),
+                                                                              std::end(kShapes));
+        shapes.emplace_back(4, 64, 4); // −128 weights against −127 activations
+        for (const auto& [rows, columns, count] : shapes) {
+            Case c = makeCase(rows, columns, count, unsigned(rows * 31 + count));
+            if (rows == 4) {
+                for (std::size_t b = 0; b < c.weights.size() / 34; ++b) {
+                    std::memset(c.weights.data() + b * 34 + 2, 0x80, 32);
+                }
+                std::fill(c.x.begin(), c.x.end(), -3.0f);
+            }
+            const QuantizedActivations x(c.x.data(), columns, count);
+            const QString difference = test::firstBitDifference(run(evex->q80, c, x), run(portable, c, x));
+            QVERIFY2(
+                difference.isEmpty(),
+                qPrintable(QStringLiteral("%1×%2×%3 %4").arg(rows).arg(columns).arg(count).arg(difference)));
         }
     }
 
