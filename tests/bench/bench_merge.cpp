@@ -341,17 +341,25 @@ int main(int argc, char** argv) {
         const std::string output = dir + "/bench-merge-" + name + "-ties-q8_0.gguf";
 
         const GraftPlan plan = tiesPlan(paths[0], paths[1], paths[2], type != TensorType::Q8_0);
+        // The whole merge as `organ merge` runs it: its cost, or nothing (`which` failed, said why).
+        const auto wholeMerge = [&](const char* which) -> std::optional<Cost> {
+            GraftOutcome outcome;
+            const Cost cost =
+                costOf([&] { outcome = graftChimera(plan, GraftModels::open(plan), RootedPath(output)); });
+            if (!outcome.written.isOk() || outcome.report.hasErrors()) {
+                std::fprintf(stderr, "the %s failed: %s\n", which, outcome.written.message.c_str());
+                return std::nullopt;
+            }
+            return cost;
+        };
         resetPeakResident();
-        auto start = std::chrono::steady_clock::now();
-        const double cpuStart = processSeconds();
-        const GraftOutcome outcome = graftChimera(plan, GraftModels::open(plan), RootedPath(output));
-        const double whole = secondsSince(start);
-        const double cpu = processSeconds() - cpuStart;
-        const long peak = processStatusKiB("VmHWM:");
-        if (!outcome.written.isOk() || outcome.report.hasErrors()) {
-            std::fprintf(stderr, "the merge failed: %s\n", outcome.written.message.c_str());
+        const std::optional<Cost> warm = wholeMerge("merge");
+        if (!warm) {
             return 1;
         }
+        const double whole = warm->wall;
+        const double cpu = warm->cpu;
+        const long peak = processStatusKiB("VmHWM:");
         const std::uint64_t outputBytes = fileBytes(output);
 
         // The same merge from a cold page cache, and the disk's time for its inputs alone.
@@ -374,16 +382,13 @@ int main(int argc, char** argv) {
         }
         if (measured) {
             busyBefore = diskBusyMs(paths[0]);
-            start = std::chrono::steady_clock::now();
-            const double coldCpuStart = processSeconds();
-            const GraftOutcome cold = graftChimera(plan, GraftModels::open(plan), RootedPath(output));
-            coldWhole = secondsSince(start);
-            coldCpu = processSeconds() - coldCpuStart;
+            const std::optional<Cost> cold = wholeMerge("cold merge");
             busyAfter = diskBusyMs(paths[0]);
-            if (!cold.written.isOk() || cold.report.hasErrors()) {
-                std::fprintf(stderr, "the cold merge failed: %s\n", cold.written.message.c_str());
+            if (!cold) {
                 return 1;
             }
+            coldWhole = cold->wall;
+            coldCpu = cold->cpu;
         }
 
         // The stages again, each alone on the same files in the page cache, on every core: the
