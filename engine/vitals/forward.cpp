@@ -788,13 +788,6 @@ Eigen::MatrixXf TransformerSession::runLayers(Eigen::MatrixXf x, std::uint32_t f
     return logits;
 }
 
-Eigen::MatrixXf gatedActivation(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, bool gelu,
-                                WorkerPool& pool) {
-    Eigen::MatrixXf out;
-    gatedActivation(gate, up, gelu, pool, out);
-    return out;
-}
-
 void gatedActivation(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, bool gelu, WorkerPool& pool,
                      Eigen::MatrixXf& out) {
     if (up.rows() != gate.rows() || up.cols() != gate.cols()) {

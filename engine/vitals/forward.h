@@ -192,10 +192,8 @@ private:
 };
 
 // The FFN's gated activation: act(gate) ⊙ up, act SiLU or (gelu) GELU's tanh approximation, on the
-// pool's threads, with the bits Eigen gives evaluating the whole matrices at once.
-Eigen::MatrixXf gatedActivation(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, bool gelu,
-                                WorkerPool& pool);
-// The same into `out`, in the memory it has when it holds as many values.
+// pool's threads, with the bits Eigen gives evaluating the whole matrices at once; into `out`, in
+// the memory it has when it holds as many values.
 void gatedActivation(const Eigen::MatrixXf& gate, const Eigen::MatrixXf& up, bool gelu, WorkerPool& pool,
                      Eigen::MatrixXf& out);
 

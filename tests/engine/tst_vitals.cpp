@@ -387,10 +387,13 @@ private slots:
                 0.5f * gate.array() * (1.0f + (c * (gate.array() + 0.044715f * gate.array().cube())).tanh());
             const Eigen::MatrixXf wantSilu = silu.cwiseProduct(up);
             const Eigen::MatrixXf wantGelu = gelu.cwiseProduct(up);
+            // Written into the same matrices on each thread count (their memory kept).
+            Eigen::MatrixXf gotSilu;
+            Eigen::MatrixXf gotGelu;
             for (const unsigned threads : {1u, 2u, 3u}) {
                 WorkerPool pool(threads);
-                const Eigen::MatrixXf gotSilu = gatedActivation(gate, up, false, pool);
-                const Eigen::MatrixXf gotGelu = gatedActivation(gate, up, true, pool);
+                gatedActivation(gate, up, false, pool, gotSilu);
+                gatedActivation(gate, up, true, pool, gotGelu);
                 QCOMPARE(gotSilu.rows(), rows);
                 QCOMPARE(gotSilu.cols(), cols);
                 const auto bytes = static_cast<std::size_t>(gate.size()) * sizeof(float);
@@ -404,10 +407,13 @@ private slots:
         }
         // A gate and an up projection of different shapes are refused, not read past their ends.
         WorkerPool pool(2);
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, gatedActivation(Eigen::MatrixXf(64, 3),
-                                                                        Eigen::MatrixXf(64, 2), false, pool));
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                                 gatedActivation(Eigen::MatrixXf(63, 3), Eigen::MatrixXf(64, 3), true, pool));
+        Eigen::MatrixXf out;
+        QVERIFY_THROWS_EXCEPTION(
+            std::invalid_argument,
+            gatedActivation(Eigen::MatrixXf(64, 3), Eigen::MatrixXf(64, 2), false, pool, out));
+        QVERIFY_THROWS_EXCEPTION(
+            std::invalid_argument,
+            gatedActivation(Eigen::MatrixXf(63, 3), Eigen::MatrixXf(64, 3), true, pool, out));
     }
 
     // The logits of the last positions only (what chunked perplexity scores): the last layer after
