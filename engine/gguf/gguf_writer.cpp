@@ -6,6 +6,7 @@
 #include "support/file_copy.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
+#include "support/write_behind.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -339,10 +340,15 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 sent = end;
             }
         };
+        // A chunk made here is written, digested and sent on by a thread of its own while the next
+        // is made: the kernel's copy into the page cache costs a merge as much as quantizing does.
+        // Declared after what its tasks use, so that it ends first.
+        WriteBehind behind;
         for (auto& plan : planned) {
             const TensorSource& source = plan.tensor->source;
             // A file's bytes that need no hash on the way are copied by the kernel.
             if (source.mapping && !source.generate && !source.promised && !source.mapping->isBuffer()) {
+                behind.drain();
                 const std::uint64_t before = done;
                 if (!appendFileRange(
                         *source.mapping, sourceOffset(source), plan.bytes, data.get(), label, buffer,
@@ -356,45 +362,59 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 sent = fileEnd();
                 continue;
             }
-            StripedDigest digest;
-            std::optional<Sha256> promised;
+            struct Digests {
+                StripedDigest digest;
+                std::optional<Sha256> promised;
+            };
+            auto digests = std::make_shared<Digests>();
             if (source.promised && !source.generate) {
-                promised.emplace();
+                digests->promised.emplace();
             }
             for (std::uint64_t at = 0; at < plan.bytes; at += kChunk) {
                 if (stop != nullptr && stop->stopRequested()) {
                     return JobResult::cancelled();
                 }
                 const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, plan.bytes - at));
+                std::vector<std::byte> made;
                 std::span<const std::byte> chunk;
                 if (source.generate) {
-                    buffer.resize(n);
-                    source.generate(at, buffer);
-                    chunk = buffer;
+                    made = behind.buffer();
+                    made.resize(n);
+                    source.generate(at, made);
+                    chunk = made;
                 } else if (source.mapping) {
                     // Read, not touch the mapping: no page fault per 4 KiB, nothing left resident.
-                    buffer.resize(n);
-                    source.mapping->read(sourceOffset(source) + at, buffer);
-                    chunk = buffer;
+                    made = behind.buffer();
+                    made.resize(n);
+                    source.mapping->read(sourceOffset(source) + at, made);
+                    chunk = made;
                 } else {
                     chunk = source.bytes.subspan(static_cast<std::size_t>(at), n);
                 }
-                put(chunk);
-                sendOn();
-                digest.update(chunk);
-                if (promised) {
-                    promised->update(chunk);
-                }
+                // `made` moves with its task; `chunk` still points into it.
+                behind.post(
+                    [&, chunk, digests] {
+                        put(chunk);
+                        sendOn();
+                        digests->digest.update(chunk);
+                        if (digests->promised) {
+                            digests->promised->update(chunk);
+                        }
+                    },
+                    std::move(made));
                 done += n;
                 throttle.report(done, total, "writing");
             }
-            if (promised) {
-                source.promised->check(promised->finishHex());
-            }
-            plan.digest = digest.value();
-            put(std::span(zeros).first(
-                static_cast<std::size_t>(alignUp(plan.bytes, alignment) - plan.bytes)));
+            behind.post([&, digests] {
+                if (digests->promised) {
+                    source.promised->check(digests->promised->finishHex());
+                }
+                plan.digest = digests->digest.value();
+                put(std::span(zeros).first(
+                    static_cast<std::size_t>(alignUp(plan.bytes, alignment) - plan.bytes)));
+            });
         }
+        behind.drain();
         if (::close(data.release()) != 0) {
             throw IoError(label + ": close failed: " + std::strerror(errno));
         }

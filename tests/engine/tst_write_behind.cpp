@@ -1,0 +1,104 @@
+// The writer's own thread (WriteBehind): it runs its tasks in order, one at a time, hands buffers
+// back, holds at most its count in flight and stops at the first failure, which the caller sees.
+#include "support/write_behind.h"
+
+#include <QTest>
+#include <atomic>
+#include <future>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <thread>
+
+using namespace organ;
+
+class TestWriteBehind : public QObject {
+    Q_OBJECT
+
+private slots:
+    void tasksRunInOrderOnTheirThread() {
+        std::vector<int> ran;
+        std::set<std::thread::id> threads;
+        {
+            WriteBehind behind(3);
+            for (int i = 0; i < 2000; ++i) {
+                behind.post([&, i] {
+                    ran.push_back(i);
+                    threads.insert(std::this_thread::get_id());
+                });
+            }
+            behind.drain();
+            QCOMPARE(ran.size(), std::size_t{2000});
+        }
+        for (int i = 0; i < 2000; ++i) {
+            QCOMPARE(ran[static_cast<std::size_t>(i)], i);
+        }
+        QCOMPARE(threads.size(), std::size_t{1});
+        QVERIFY(!threads.contains(std::this_thread::get_id()));
+    }
+
+    // A buffer posted with a task comes back, the same memory, once the task has run; a task sees
+    // the bytes its buffer held when posted.
+    void buffersComeBack() {
+        WriteBehind behind;
+        QCOMPARE(behind.buffer().capacity(), std::size_t{0});
+        std::vector<std::byte> bytes(4096, std::byte{7});
+        const std::byte* memory = bytes.data();
+        const std::span<const std::byte> view = bytes;
+        std::byte seen{};
+        behind.post([&, view] { seen = view[4095]; }, std::move(bytes));
+        behind.drain();
+        QCOMPARE(seen, std::byte{7});
+        std::vector<std::byte> again = behind.buffer();
+        QCOMPARE(static_cast<const std::byte*>(again.data()), memory);
+        QCOMPARE(behind.buffer().capacity(), std::size_t{0});
+    }
+
+    // With two in flight, a third post waits for the first task to end.
+    void postWaitsWhileTheQueueIsFull() {
+        WriteBehind behind(2);
+        std::promise<void> open;
+        std::shared_future<void> opened = open.get_future().share();
+        behind.post([opened] { opened.wait(); });
+        behind.post([] {});
+        std::atomic<bool> posted{false};
+        std::thread third([&] {
+            behind.post([] {});
+            posted = true;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        QVERIFY(!posted.load());
+        open.set_value();
+        third.join();
+        QVERIFY(posted.load());
+        behind.drain();
+    }
+
+    // A task that throws: the tasks after it are skipped and every later call rethrows.
+    void firstFailureStopsTheRest() {
+        WriteBehind behind(4);
+        std::atomic<int> after{0};
+        std::promise<void> open;
+        std::shared_future<void> opened = open.get_future().share();
+        behind.post([opened] { opened.wait(); });
+        behind.post([] { throw std::runtime_error("out.gguf: write failed: No space left on device"); });
+        behind.post([&] { ++after; });
+        open.set_value();
+        try {
+            behind.drain();
+            QFAIL("drain() returned after a failed task");
+        } catch (const std::runtime_error& error) {
+            QCOMPARE(QString::fromUtf8(error.what()),
+                     QStringLiteral("out.gguf: write failed: No space left on device"));
+        }
+        // Time for a task that was not skipped to run.
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        QCOMPARE(after.load(), 0);
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, behind.post([&] { ++after; }));
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, behind.buffer());
+        QCOMPARE(after.load(), 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestWriteBehind)
+#include "tst_write_behind.moc"
