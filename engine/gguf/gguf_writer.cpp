@@ -372,6 +372,7 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
             }
             for (std::uint64_t at = 0; at < plan.bytes; at += kChunk) {
                 if (stop != nullptr && stop->stopRequested()) {
+                    behind.drain(); // a write that failed first says so
                     return JobResult::cancelled();
                 }
                 const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, plan.bytes - at));

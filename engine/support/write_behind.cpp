@@ -73,7 +73,7 @@ void WriteBehind::run() {
             m_failure = failure;
             m_queue.clear();
         }
-        if (entry.buffer.capacity() != 0) {
+        if (entry.buffer.capacity() != 0 && m_free.size() <= m_inFlight) {
             m_free.push_back(std::move(entry.buffer));
         }
         m_changed.notify_all();

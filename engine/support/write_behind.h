@@ -13,10 +13,10 @@ namespace organ {
 
 // Runs tasks in the order they are posted on a thread of its own, so that writing one chunk of a
 // file overlaps making the next. A task may come with a buffer: it is kept alive until the task
-// has run, then handed back by buffer() for the caller to fill again. At most `inFlight` tasks
-// wait or run; post() blocks while that many do. After a task fails, the rest are skipped and the
-// failure is rethrown by the next post(), buffer() or drain(). Destroying it skips what has not
-// started and waits for the task running.
+// has run, then handed back by buffer() for the caller to fill again (at most `inFlight` + 1 are
+// kept for that). At most `inFlight` tasks wait or run; post() blocks while that many do. After a
+// task fails, the rest are skipped and the failure is rethrown by the next post(), buffer() or
+// drain(). Destroying it skips what has not started and waits for the task running.
 class WriteBehind {
 public:
     using Task = std::function<void()>;

@@ -5,9 +5,11 @@
 #include <QTest>
 #include <atomic>
 #include <future>
+#include <memory>
 #include <set>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 using namespace organ;
@@ -37,17 +39,27 @@ private slots:
         QVERIFY(!threads.contains(std::this_thread::get_id()));
     }
 
-    // A buffer posted with a task comes back, the same memory, once the task has run; a task sees
-    // the bytes its buffer held when posted.
+    // A buffer posted with a task comes back, the same memory, once the task has run, and not
+    // before; a task sees the bytes its buffer held when posted.
     void buffersComeBack() {
         WriteBehind behind;
         QCOMPARE(behind.buffer().capacity(), std::size_t{0});
         std::vector<std::byte> bytes(4096, std::byte{7});
         const std::byte* memory = bytes.data();
         const std::span<const std::byte> view = bytes;
+        std::promise<void> open;
+        std::shared_future<void> opened = open.get_future().share();
         std::byte seen{};
-        behind.post([&, view] { seen = view[4095]; }, std::move(bytes));
+        behind.post(
+            [&, view, opened] {
+                opened.wait();
+                seen = view[4095];
+            },
+            std::move(bytes));
+        const std::size_t whileRunning = behind.buffer().capacity();
+        open.set_value();
         behind.drain();
+        QCOMPARE(whileRunning, std::size_t{0});
         QCOMPARE(seen, std::byte{7});
         std::vector<std::byte> again = behind.buffer();
         QCOMPARE(static_cast<const std::byte*>(again.data()), memory);
@@ -67,11 +79,60 @@ private slots:
             posted = true;
         });
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        QVERIFY(!posted.load());
+        const bool postedEarly = posted.load();
         open.set_value();
         third.join();
+        QVERIFY(!postedEarly);
         QVERIFY(posted.load());
         behind.drain();
+    }
+
+    // A post waiting for room is woken by a failure, and throws it.
+    void failureWakesAWaitingPost() {
+        WriteBehind behind(1);
+        std::promise<void> open;
+        std::shared_future<void> opened = open.get_future().share();
+        behind.post([opened] {
+            opened.wait();
+            throw std::runtime_error("out.gguf: write failed: File too large");
+        });
+        std::atomic<bool> ran{false};
+        std::string message;
+        std::thread second([&] {
+            try {
+                behind.post([&] { ran = true; });
+            } catch (const std::runtime_error& error) {
+                message = error.what();
+            }
+        });
+        open.set_value();
+        second.join();
+        QCOMPARE(QString::fromStdString(message), QStringLiteral("out.gguf: write failed: File too large"));
+        QVERIFY(!ran.load());
+    }
+
+    // Destroyed while a task runs: it waits for that task and skips those not started.
+    void destructionSkipsWhatWaits() {
+        auto behind = std::make_unique<WriteBehind>(3);
+        std::promise<void> open;
+        std::shared_future<void> opened = open.get_future().share();
+        std::promise<void> started;
+        std::atomic<bool> first{false};
+        std::atomic<bool> second{false};
+        behind->post([opened, &started, &first] {
+            started.set_value();
+            opened.wait();
+            first = true;
+        });
+        behind->post([&] { second = true; });
+        started.get_future().wait();
+        std::thread destroying([&] { behind.reset(); });
+        // Time for the destructor to drop what waits; it then waits for the running task.
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        open.set_value();
+        destroying.join();
+        QVERIFY(first.load());
+        QVERIFY(!second.load());
     }
 
     // A task that throws: the tasks after it are skipped and every later call rethrows.
