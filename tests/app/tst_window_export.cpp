@@ -215,7 +215,11 @@ private slots:
                 if (dialog == nullptr) {
                     return false;
                 }
-                dialog->selectFile(m_dir.filePath(QStringLiteral("second.png")));
+                // The folder, then the name typed (selectFile() leaves the name alone once the name
+                // field has the focus, which it gets at a moment of its own).
+                dialog->setDirectory(m_dir.path());
+                dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"))
+                    ->setText(QStringLiteral("second.png"));
                 QMetaObject::invokeMethod(dialog, "accept", Qt::QueuedConnection);
                 return true;
             })

@@ -5,7 +5,6 @@
 #include "anatomy_filter_proxy.h"
 #include "assembly_controller.h"
 #include "demo_models.h"
-#include "purify/purify_model.h"
 #include "graft_document.h"
 #include "job_ends.h"
 #include "job_status.h"
@@ -14,6 +13,7 @@
 #include "model_view.h"
 #include "organs/organ_directory.h"
 #include "organs_controller.h"
+#include "purify/purify_model.h"
 #include "shared_models.h"
 #include "surgery_controller.h"
 #include "theta_heatmap.h"
@@ -207,7 +207,11 @@ private slots:
             }
             title = dialog->windowTitle();
             proposed = dialog->directory().absolutePath();
-            dialog->selectFile(target);
+            // As a user does: go to the folder, type the name (selectFile() leaves the name alone
+            // once the name field has the focus, which it gets at a moment of its own).
+            dialog->setDirectory(QFileInfo(target).absolutePath());
+            dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"))
+                ->setText(QFileInfo(target).fileName());
             QMetaObject::invokeMethod(dialog, "accept", Qt::QueuedConnection);
             return true;
         });
@@ -225,7 +229,9 @@ private slots:
         QCOMPARE(proposed, QFileInfo(written).absolutePath());
         QVERIFY(ended.wait(20000));
         QCOMPARE(ended.front().at(0).toBool(), true);
-        std::ifstream manifest(QString(target + QStringLiteral("/manifest.json")).toStdString());
+        const QString manifestPath = target + QStringLiteral("/manifest.json");
+        QVERIFY2(QFileInfo::exists(manifestPath), qPrintable(manifestPath));
+        std::ifstream manifest(manifestPath.toStdString());
         const auto json = nlohmann::json::parse(manifest);
         QCOMPARE(json.at("source").at("file").get<std::string>(), std::string("stories260K-f32.gguf"));
         if (QMessageBox* box = visibleMessageBox()) {
