@@ -341,7 +341,8 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
             }
         };
         // A chunk made here is written, digested and sent on by a thread of its own while the next
-        // is made: the kernel's copy into the page cache costs a merge as much as quantizing does.
+        // is made: the kernel's copy into the page cache cost a merge into Q8_0 more CPU time than
+        // the encoding did (docs/merging.md).
         // Declared after what its tasks use, so that it ends first.
         WriteBehind behind;
         for (auto& plan : planned) {
