@@ -4,6 +4,7 @@
 #include "support/digest.h"
 #include "support/errors.h"
 #include "support/file_copy.h"
+#include "support/read_ahead.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/write_behind.h"
@@ -14,8 +15,10 @@
 #include <fcntl.h>
 #include <future>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <sys/stat.h>
+#include <system_error>
 #include <unistd.h>
 #include <unordered_set>
 
@@ -229,10 +232,20 @@ GgufWriteSpec specFromFile(const GgufFile& file) {
         spec.metadata.emplace_back(entry.key, entry.value);
     }
     for (const auto& info : file.tensors()) {
-        spec.tensors.push_back(
-            {info.name, info.type, info.nDims, info.ne, {file.tensorData(info), {}, file.mapping(), {}, {}}});
+        spec.tensors.push_back({info.name,
+                                info.type,
+                                info.nDims,
+                                info.ne,
+                                {file.tensorData(info), {}, file.mapping(), {}, {}, {}}});
     }
     return spec;
+}
+
+std::vector<FileSpan> readsOf(const TensorSource& source) {
+    if (source.generate || !source.mapping || source.mapping->isBuffer() || source.bytes.empty()) {
+        return {};
+    }
+    return {{source.mapping, sourceOffset(source), source.bytes.size()}};
 }
 
 TensorSource madeSource(std::function<std::vector<std::byte>()> make, std::uint64_t size, bool once,
@@ -340,12 +353,47 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 sent = end;
             }
         };
+        // What generated tensors read from files (a merge's inputs) is brought into the page cache
+        // ahead of them, so that the disk reads the next tensors' inputs while this one's are
+        // computed (docs/merging.md). Advice only: without a thread for it, nothing is read ahead.
+        std::vector<std::vector<FileSpan>> steps;
+        std::vector<std::size_t> stepOf(planned.size(), 0);
+        std::vector<std::uint64_t> readBytes(planned.size(), 0);
+        for (std::size_t i = 0; i < planned.size(); ++i) {
+            const TensorSource& source = planned[i].tensor->source;
+            if (source.generate && !source.reads.empty()) {
+                stepOf[i] = steps.size();
+                steps.push_back(source.reads);
+                for (const FileSpan& span : source.reads) {
+                    readBytes[i] += span.length;
+                }
+            }
+        }
+        const std::uint64_t window =
+            steps.empty() ? 0 : spec.readAheadWindow.value_or(ReadAhead::defaultWindow());
+        std::unique_ptr<ReadAhead> ahead;
+        if (window != 0) {
+            try {
+                ahead = std::make_unique<ReadAhead>(std::move(steps), window);
+            } catch (const std::system_error&) {
+                // No thread for it: the inputs are read as the tensors need them.
+            }
+        }
+        // Where the tensor's reads stand when `at` of its bytes are made (as far into them).
+        const auto readAheadTo = [&](std::size_t index, std::uint64_t at) {
+            if (ahead && readBytes[index] != 0) {
+                const double share = static_cast<double>(at) / static_cast<double>(planned[index].bytes);
+                ahead->reached(stepOf[index],
+                               static_cast<std::uint64_t>(share * static_cast<double>(readBytes[index])));
+            }
+        };
         // A chunk made here is written, digested and sent on by a thread of its own while the next
         // is made: the kernel's copy into the page cache cost a merge into Q8_0 more CPU time than
         // the encoding did (docs/merging.md).
         // Declared after what its tasks use, so that it ends first.
         WriteBehind behind;
-        for (auto& plan : planned) {
+        for (std::size_t index = 0; index < planned.size(); ++index) {
+            auto& plan = planned[index];
             const TensorSource& source = plan.tensor->source;
             // A file's bytes that need no hash on the way are copied by the kernel.
             if (source.mapping && !source.generate && !source.promised && !source.mapping->isBuffer()) {
@@ -380,6 +428,7 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 std::vector<std::byte> made;
                 std::span<const std::byte> chunk;
                 if (source.generate) {
+                    readAheadTo(index, at);
                     made = behind.buffer();
                     made.resize(n);
                     source.generate(at, made);

@@ -23,6 +23,9 @@ struct TensorSource {
     std::shared_ptr<const MappedFile> mapping; // set when `bytes` lies in this mapping
     std::shared_ptr<const void> owner;         // keeps a buffer behind `bytes` alive
     std::optional<PromisedSha256> promised;
+    // What `generate` reads, in the order it reads it (through the files' mappings): the writer
+    // brings these bytes into the page cache ahead of it (support/read_ahead.h).
+    std::vector<FileSpan> reads;
 };
 
 // A source of `size` bytes that `make` makes whole when they are first asked for, then served chunk
@@ -35,6 +38,9 @@ TensorSource madeSource(std::function<std::vector<std::byte>()> make, std::uint6
 // The SHA-256 of a source's `bytes`, read through its mapping with pread a few MiB at a time
 // (memory stays flat, nothing is left resident). Not for generated sources.
 std::string sha256Of(const TensorSource& source);
+// The source's bytes as a span of the file they lie in, for `reads`: none when they are not a
+// file's (a buffer, a generated source).
+std::vector<FileSpan> readsOf(const TensorSource& source);
 // Reads the source and checks the SHA-256 it was promised; nothing when it has no promise.
 // Throws FormatError naming the file.
 void checkPromise(const TensorSource& source);
@@ -50,6 +56,9 @@ struct TensorToWrite {
 struct GgufWriteSpec {
     std::vector<std::pair<std::string, MetaValue>> metadata; // in file order
     std::vector<TensorToWrite> tensors;                      // in file order
+    // How far past the tensor being written its sources' `reads` are brought into the page cache
+    // ahead (support/read_ahead.h); none: ReadAhead::defaultWindow(), 0: not at all.
+    std::optional<std::uint64_t> readAheadWindow;
 
     void set(const std::string& key, MetaValue value); // replaces or appends
 };

@@ -20,6 +20,7 @@ namespace {
 // source's promised SHA-256 is checked before its first bytes are converted.
 TensorSource conversionSource(const GgufModel& model, const TensorInfo& source, TensorType target) {
     TensorSource out;
+    out.reads = readsOf(model.tensorSource(source));
     const TensorType from = source.type;
     auto checked = std::make_shared<std::once_flag>();
     out.generate = [in = model.tensorSource(source), from, target, checked](std::uint64_t offset,

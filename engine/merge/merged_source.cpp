@@ -180,6 +180,15 @@ TensorSource mergedSource(MergedTensor tensor, MergedReading reading, std::share
     // Named, so that the output is never this input.
     const std::shared_ptr<const MappedFile> mapping =
         tensor.base ? tensor.base->source.mapping : tensor.models.front().source.mapping;
+    // The inputs' bytes, read side by side.
+    std::vector<FileSpan> reads;
+    if (tensor.base) {
+        reads = readsOf(tensor.base->source);
+    }
+    for (const MergeInput& m : tensor.models) {
+        const std::vector<FileSpan> more = readsOf(m.source);
+        reads.insert(reads.end(), more.begin(), more.end());
+    }
     TensorSource source;
     if (tensor.purify) {
         auto logged = std::make_shared<std::once_flag>();
@@ -218,6 +227,7 @@ TensorSource mergedSource(MergedTensor tensor, MergedReading reading, std::share
         }
     }
     source.mapping = mapping;
+    source.reads = reads;
     return source;
 }
 

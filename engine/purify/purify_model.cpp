@@ -93,7 +93,10 @@ TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, co
         }
         return std::move(made.bytes);
     };
-    return madeSource(std::move(make), storedBytes(target, tensor.elements), once, tensor.name);
+    TensorSource source =
+        madeSource(std::move(make), storedBytes(target, tensor.elements), once, tensor.name);
+    source.reads = readsOf(model.tensorSource(tensor));
+    return source;
 }
 
 void setPurifyMetadata(GgufWriteSpec& spec, const PurifyParams& params,

@@ -33,6 +33,7 @@ TensorSource quantizedSource(const GgufModel& model, const TensorInfo& tensor, T
     }
     TensorSource source;
     source.mapping = model.tensorMapping(tensor); // named, so that the output is never this input
+    source.reads = readsOf(model.tensorSource(tensor));
     // An organ directory's tensor file is checked against its manifest's SHA-256 before its
     // values are used, once, whichever part of the output is asked for first.
     source.generate = [in = model.tensorSource(tensor), checked = std::make_shared<std::once_flag>(),

@@ -74,6 +74,13 @@ private:
     std::shared_ptr<const void> m_owner;
 };
 
+// Bytes of a mapped file.
+struct FileSpan {
+    std::shared_ptr<const MappedFile> file;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+};
+
 // Registers an identity as an input (MappedFile::isOpenAsInput) for as long as it lives: an
 // organ directory's folder while the directory or a model of it is open, so that nothing is
 // written inside it (checkOutputTarget).

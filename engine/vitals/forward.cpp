@@ -5,6 +5,7 @@
 #include "quant/dequant.h"
 #include "quant/f16_dot.h"
 #include "support/errors.h"
+#include "support/system_memory.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
 #include "vitals/tokenizer.h"
@@ -12,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <new>
 #include <numbers>
@@ -69,27 +69,6 @@ void forCausalBlocks(Eigen::Index past, Eigen::Index n, Eigen::Index window, Blo
             window > 0 ? std::max<Eigen::Index>(0, past + first + 1 - window) / 8 * 8 : 0;
         block(first, count, lowest, past + first + count);
     }
-}
-
-// The memory a copy may take from: /proc/meminfo's MemAvailable, or less where the process's
-// control group (v2) limits it to less; 0 where neither is known (not Linux).
-std::uint64_t availableMemory() {
-    std::uint64_t available = 0;
-    std::ifstream meminfo("/proc/meminfo");
-    for (std::string line; std::getline(meminfo, line);) {
-        if (line.rfind("MemAvailable:", 0) == 0) {
-            available = std::strtoull(line.c_str() + 13, nullptr, 10) * 1024;
-            break;
-        }
-    }
-    std::ifstream limit("/sys/fs/cgroup/memory.max");
-    std::ifstream current("/sys/fs/cgroup/memory.current");
-    std::uint64_t max = 0;
-    std::uint64_t used = 0;
-    if (limit >> max && current >> used) { // "max" (no limit) reads as no number
-        available = std::min(available, max > used ? max - used : 0);
-    }
-    return available;
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "fixtures.h"
 
 #include "gguf/gguf_writer.h"
+#include "page_cache.h"
 #include "shared_models.h"
 #include "support/digest.h"
 
@@ -11,6 +12,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <unistd.h>
 #include <vector>
@@ -185,6 +187,84 @@ private slots:
             QCOMPARE(static_cast<int>(data[i]), int(i % 251));
         }
         QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("*.partial*")}).size(), 0);
+    }
+
+    // What generated tensors read from files comes into the page cache ahead of them, as far as
+    // the window past the tensor being written: while a tensor is made, the next one's input
+    // arrives, and the one after it waits.
+    void generatedTensorsInputsAreReadAhead() {
+        QTemporaryDir dir(QDir::currentPath() + QStringLiteral("/organ-read-ahead-XXXXXX")); // not a tmpfs
+        QVERIFY(dir.isValid());
+        constexpr std::uint64_t kBytes = 8u << 20;
+        // The inputs 40 MiB apart: the kernel's own readahead after one (read_ahead_kb, 8 MiB on
+        // some disks) does not reach the next.
+        constexpr std::uint64_t kApart = 40u << 20;
+        const std::string input = dir.filePath(QStringLiteral("input.bin")).toStdString();
+        {
+            const std::vector<char> bytes(kBytes, 'x');
+            std::ofstream file(input, std::ios::binary);
+            for (std::uint64_t i = 0; i < 3; ++i) {
+                file.seekp(static_cast<std::streamoff>(i * kApart));
+                file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+            }
+        }
+        const std::uint64_t size = 2 * kApart + kBytes;
+        const auto mapping = MappedFile::open(RootedPath(input));
+        if (!evictFromPageCache(input, size)) {
+            QSKIP("this file system keeps a file's pages in memory (a tmpfs): nothing to read ahead");
+        }
+        const auto pages =
+            static_cast<std::size_t>(kBytes / static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)));
+        const auto inputOf = [&](std::uint64_t i) { return residentPages(input, kBytes, i * kApart); };
+        // Up to about ten seconds for the thread to read what it should.
+        const auto arrives = [&](std::uint64_t i) {
+            for (int wait = 0; wait < 1000; ++wait) {
+                if (inputOf(i) == pages) {
+                    return true;
+                }
+                QTest::qSleep(10);
+            }
+            return false;
+        };
+        bool secondArrived = false;
+        bool thirdWaited = true;
+        bool thirdArrived = false;
+        GgufWriteSpec spec;
+        spec.readAheadWindow = 2 * kBytes; // the tensor being written and the next
+        // A tensor from memory first: no input to read, so the steps are not the tensors' places.
+        auto bytes = std::make_shared<std::vector<std::byte>>(64);
+        TensorToWrite first;
+        first.name = "from memory";
+        first.type = TensorType::I8;
+        first.ne[0] = 64;
+        first.source.bytes = *bytes;
+        first.source.owner = bytes;
+        spec.tensors.push_back(std::move(first));
+        for (std::uint64_t i = 0; i < 3; ++i) {
+            TensorToWrite t;
+            t.name = "t" + std::to_string(i);
+            t.type = TensorType::I8;
+            t.ne[0] = 1u << 20;
+            t.source.reads = {{mapping, i * kApart, kBytes}};
+            t.source.generate = [&, i](std::uint64_t offset, std::span<std::byte> out) {
+                std::fill(out.begin(), out.end(), std::byte{0});
+                if (offset == 0 && i == 0) {
+                    secondArrived = arrives(1);
+                    for (int look = 0; look < 20 && thirdWaited; ++look) {
+                        thirdWaited = inputOf(2) == 0;
+                        QTest::qSleep(10);
+                    }
+                } else if (offset == 0 && i == 1) {
+                    thirdArrived = arrives(2);
+                }
+            };
+            spec.tensors.push_back(std::move(t));
+        }
+        const JobResult result = writeGguf(path(QStringLiteral("read-ahead.gguf")).toStdString(), spec);
+        QVERIFY2(result.isOk(), result.message.c_str());
+        QVERIFY2(secondArrived, "the second tensor's input was not read while the first was made");
+        QVERIFY2(thirdWaited, "the third tensor's input was read past the window");
+        QVERIFY2(thirdArrived, "the third tensor's input was not read while the second was made");
     }
 
     void cancelLeavesNoFile() {
