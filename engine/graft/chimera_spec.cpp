@@ -19,12 +19,13 @@ namespace {
 // Decodes the source elements behind a range of target bytes and encodes them again; the
 // source's promised SHA-256 is checked before its first bytes are converted.
 TensorSource conversionSource(const GgufModel& model, const TensorInfo& source, TensorType target) {
+    TensorSource in = model.tensorSource(source);
     TensorSource out;
-    out.reads = readsOf(model.tensorSource(source));
+    out.reads = readsOf(in);
     const TensorType from = source.type;
     auto checked = std::make_shared<std::once_flag>();
-    out.generate = [in = model.tensorSource(source), from, target, checked](std::uint64_t offset,
-                                                                            std::span<std::byte> bytes) {
+    out.generate = [in = std::move(in), from, target, checked](std::uint64_t offset,
+                                                               std::span<std::byte> bytes) {
         std::call_once(*checked, [&in] { checkPromise(in); });
         const auto data = in.bytes;
         const auto& mapping = in.mapping;

@@ -84,7 +84,9 @@ TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, co
     // The bytes and the mapping that holds them, never the model: a planned chimera's spec may
     // outlive the GraftModels it was made from (the vital signs run it on the engine thread).
     auto logged = std::make_shared<std::once_flag>();
-    auto make = [from = model.tensorSource(tensor), tensor, name, target, params, log, logged,
+    TensorSource from = model.tensorSource(tensor);
+    std::vector<FileSpan> reads = readsOf(from);
+    auto make = [from = std::move(from), tensor, name, target, params, log, logged,
                  importance = std::move(importance)] {
         PurifiedBytes made = purifyData(tensor, from, target, params, importance);
         made.report.name = name;
@@ -95,7 +97,7 @@ TensorSource purifiedSource(const GgufModel& model, const TensorInfo& tensor, co
     };
     TensorSource source =
         madeSource(std::move(make), storedBytes(target, tensor.elements), once, tensor.name);
-    source.reads = readsOf(model.tensorSource(tensor));
+    source.reads = std::move(reads);
     return source;
 }
 

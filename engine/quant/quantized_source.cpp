@@ -33,13 +33,13 @@ TensorSource quantizedSource(const GgufModel& model, const TensorInfo& tensor, T
     }
     TensorSource source;
     source.mapping = model.tensorMapping(tensor); // named, so that the output is never this input
-    source.reads = readsOf(model.tensorSource(tensor));
+    TensorSource in = model.tensorSource(tensor);
+    source.reads = readsOf(in);
     // An organ directory's tensor file is checked against its manifest's SHA-256 before its
     // values are used, once, whichever part of the output is asked for first.
-    source.generate = [in = model.tensorSource(tensor), checked = std::make_shared<std::once_flag>(),
-                       from = tensor.type, name = tensor.name, target, importance = std::move(importance),
-                       threads, columns, rowBytes, rows,
-                       rowsPerExpert](std::uint64_t offset, std::span<std::byte> out) {
+    source.generate = [in = std::move(in), checked = std::make_shared<std::once_flag>(), from = tensor.type,
+                       name = tensor.name, target, importance = std::move(importance), threads, columns,
+                       rowBytes, rows, rowsPerExpert](std::uint64_t offset, std::span<std::byte> out) {
         std::call_once(*checked, [&in] { checkPromise(in); });
         const std::span<const std::byte> data = in.bytes;
         const std::shared_ptr<const MappedFile>& mapping = in.mapping;
