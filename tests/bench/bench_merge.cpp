@@ -24,6 +24,7 @@
 #include "graft/assembly.h"
 #include "merge/merged_source.h"
 #include "merge/tensor_merger.h"
+#include "page_cache.h"
 #include "proc_status.h"
 #include "quant/dequant.h"
 #include "quant/quantize.h"
@@ -42,7 +43,6 @@
 #include <span>
 #include <sstream>
 #include <string>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <thread>
@@ -82,22 +82,13 @@ bool evict(const std::string& path, std::string& error) {
         error = path + ": fdatasync: " + std::strerror(errno);
     } else if (const int advised = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); advised != 0) {
         error = path + ": posix_fadvise: " + std::strerror(advised);
+    } else if (const std::optional<std::size_t> resident = testing::residentPages(path, fileBytes(path));
+               !resident) {
+        error = path + ": cannot tell which pages are in memory: " + std::strerror(errno);
+    } else if (*resident != 0) {
+        error = path + ": its pages stay in memory (a tmpfs?)";
     } else {
-        const std::size_t size = fileBytes(path);
-        const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-        std::vector<unsigned char> resident((size + page - 1) / page);
-        void* mapped = size == 0 ? MAP_FAILED : ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-        if (mapped == MAP_FAILED || ::mincore(mapped, size, resident.data()) != 0) {
-            error = path + ": cannot tell which pages are in memory: " + std::strerror(errno);
-        } else if (std::any_of(resident.begin(), resident.end(),
-                               [](unsigned char r) { return (r & 1) != 0; })) {
-            error = path + ": its pages stay in memory (a tmpfs?)";
-        } else {
-            evicted = true;
-        }
-        if (mapped != MAP_FAILED) {
-            ::munmap(mapped, size);
-        }
+        evicted = true;
     }
     ::close(fd);
     return evicted;

@@ -215,7 +215,9 @@ private slots:
         }
         const auto pages =
             static_cast<std::size_t>(kBytes / static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)));
-        const auto inputOf = [&](std::uint64_t i) { return residentPages(input, kBytes, i * kApart); };
+        const auto inputOf = [&](std::uint64_t i) {
+            return residentPages(input, kBytes, i * kApart).value_or(0);
+        };
         // Up to about ten seconds for the thread to read what it should.
         const auto arrives = [&](std::uint64_t i) {
             for (int wait = 0; wait < 1000; ++wait) {
