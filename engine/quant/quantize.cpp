@@ -247,9 +247,20 @@ void quantizeBlocks(TensorType type, const float* in, std::size_t blocks, std::b
         return;
     }
 #if defined(__x86_64__) || defined(__i386__)
-    if (type == TensorType::Q8_0 && activeInstructionSet() != InstructionSet::Portable) {
-        detail::quantizeQ8_0Avx2(in, blocks, out);
-        return;
+    if (activeInstructionSet() != InstructionSet::Portable) {
+        switch (type) {
+        case TensorType::Q8_0:
+            detail::quantizeQ8_0Avx2(in, blocks, out);
+            return;
+        case TensorType::F16:
+            detail::encodeF16Avx2(in, blocks, out);
+            return;
+        case TensorType::BF16:
+            detail::encodeBF16Avx2(in, blocks, out);
+            return;
+        default:
+            break;
+        }
     }
 #endif
     for (std::size_t b = 0; b < blocks; ++b) {

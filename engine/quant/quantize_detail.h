@@ -20,8 +20,11 @@ void encodeIQ4_NL(const float* x, const float* importance, std::byte* out);
 void encodeIQ4_XS(const float* x, const float* importance, std::byte* out);
 
 #if defined(__x86_64__) || defined(__i386__)
-// Blocks of Q8_0 written with AVX2 (quantize_x86.cpp): the portable encoder's bytes.
+// Blocks of Q8_0, and `count` values as F16 or BF16, written with AVX2 (quantize_x86.cpp): the
+// portable encoders' bytes.
 void quantizeQ8_0Avx2(const float* x, std::size_t blocks, std::byte* out);
+void encodeF16Avx2(const float* x, std::size_t count, std::byte* out);
+void encodeBF16Avx2(const float* x, std::size_t count, std::byte* out);
 #endif
 
 } // namespace organ::detail

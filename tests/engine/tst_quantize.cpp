@@ -7,6 +7,7 @@
 #include "support/instruction_set.h"
 
 #include <QTest>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -183,6 +184,55 @@ private slots:
             QVERIFY2(out == portable, instructionSetName(set).data());
         }
         useInstructionSet(instructionSetName(supportedInstructionSets().front()));
+    }
+
+    // Every instruction set writes F16 and BF16 as floatToHalf and floatToBfloat16 do, bit for
+    // bit: random values over the whole range, ties of each kind, NaNs with payloads and signs,
+    // infinities, values that round past the largest finite one, subnormal results, ±0, and counts
+    // that are no multiple of a vector (the tail written one value at a time).
+    void halvesAlikeOnEveryInstructionSet() {
+        std::mt19937 rng(5);
+        std::vector<float> values;
+        for (int i = 0; i < 20000; ++i) {
+            values.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+        }
+        const std::uint32_t special[] = {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF812345u, 0x7FBFFFFFu,
+                                         0x7F800000u, 0xFF800000u, 0x477FEFFFu, 0x477FF000u, 0xC77FF000u,
+                                         0x00000001u, 0x80000001u, 0x33000000u, 0x33000001u, 0x387FE000u,
+                                         0x387FF000u, 0x38800000u, 0x3F801000u, 0x3F803000u, 0x3F808000u,
+                                         0x3F818000u, 0x3F807FFFu, 0x00000000u, 0x80000000u, 0x7F7FFFFFu};
+        for (const std::uint32_t bits : special) {
+            values.push_back(std::bit_cast<float>(bits));
+        }
+        for (const TensorType type : {TensorType::F16, TensorType::BF16}) {
+            for (const std::size_t count :
+                 {values.size(), std::size_t{7}, std::size_t{15}, std::size_t{17}}) {
+                // The specials, at the end, are in every count's last values.
+                const float* in = values.data() + values.size() - count;
+                std::vector<std::byte> want(2 * count);
+                for (std::size_t i = 0; i < count; ++i) {
+                    const std::uint16_t h =
+                        type == TensorType::F16 ? floatToHalf(in[i]) : floatToBfloat16(in[i]);
+                    std::memcpy(want.data() + 2 * i, &h, 2);
+                }
+                for (const InstructionSet set : supportedInstructionSets()) {
+                    useInstructionSet(instructionSetName(set));
+                    std::vector<std::byte> out(want.size(), std::byte{0x5A});
+                    quantizeBlocks(type, in, count, out.data());
+                    const QByteArray what = QByteArray(instructionSetName(set).data()) + " " +
+                                            tensorTypeName(type).data() + " of " +
+                                            QByteArray::number(qulonglong(count));
+                    QVERIFY2(out == want, what.constData());
+                }
+            }
+        }
+        useInstructionSet(instructionSetName(supportedInstructionSets().front()));
+        // The rules themselves, on values whose halves are known.
+        QCOMPARE(floatToHalf(65504.0f), std::uint16_t(0x7BFF));
+        QCOMPARE(floatToHalf(std::bit_cast<float>(0x477FF000u)), std::uint16_t(0x7C00));
+        QCOMPARE(floatToHalf(std::bit_cast<float>(0x33000000u)), std::uint16_t(0x0000)); // 2^-25: tie, even
+        QCOMPARE(floatToHalf(std::bit_cast<float>(0x33000001u)), std::uint16_t(0x0001));
+        QCOMPARE(floatToHalf(std::bit_cast<float>(0xFF812345u)), std::uint16_t(0xFE00));
     }
 
     void bfloat16Rounding() {
