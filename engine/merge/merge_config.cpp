@@ -5,6 +5,7 @@
 #include "support/text_format.h"
 
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <yaml-cpp/yaml.h>
 
@@ -198,6 +199,11 @@ public:
                 }
                 const std::uint64_t first = whole(range[0], "layer_range");
                 const std::uint64_t end = whole(range[1], "layer_range");
+                if (end > std::numeric_limits<std::uint32_t>::max()) {
+                    fail(range, "'layer_range' [" + std::to_string(first) + ", " + std::to_string(end) +
+                                    ") goes past the largest layer number, " +
+                                    std::to_string(std::numeric_limits<std::uint32_t>::max()));
+                }
                 if (end <= first || end - first > kMaxLayerRange) {
                     fail(range, "'layer_range' [" + std::to_string(first) + ", " + std::to_string(end) +
                                     ") is empty or too long");
@@ -284,8 +290,18 @@ public:
             if (!config.spec.parameters.empty() || config.spec.normalize || config.spec.rescale) {
                 fail(root["parameters"], "passthrough takes no parameters");
             }
-            if (config.stack.empty() && config.spec.models.size() != 1) {
-                fail(root, "passthrough takes 'slices' (or one model, copied)");
+            if (config.stack.empty()) {
+                if (config.spec.models.size() != 1) {
+                    fail(root, "passthrough takes 'slices' (or one model, copied)");
+                }
+                const MergeModel& copied = config.spec.models.front();
+                if (!copied.parameters.empty()) {
+                    fail(root["models"][0], "passthrough takes no parameters");
+                }
+                if (!config.spec.base.empty() && config.spec.base != copied.model) {
+                    fail(root["base_model"], "passthrough copies its one model: base_model '" +
+                                                 config.spec.base + "' is not '" + copied.model + "'");
+                }
             }
         } else if (auto problem = mergeSpecProblem(config.spec)) {
             fail(root, *problem);

@@ -340,9 +340,46 @@ dtype: bfloat16
             << QStringLiteral("is not supported");
         QTest::newRow("invalid UTF-8 in a key") << QByteArray("merge_method: linear\nb\xff\xfe: 1\n" + models)
                                                 << QStringLiteral("is not supported");
-        QTest::newRow("an alias bomb in a gradient")
-            << QByteArray("merge_method: linear\nx: &a [1,1,1,1,1,1,1,1]\n" + models)
-            << QStringLiteral("'x' is not supported");
+        // Each level four aliases of the last: 4^11 numbers if expanded, refused at its first item.
+        QByteArray bomb = "merge_method: linear\nmodels:\n  - model: models/a.gguf\n    parameters:\n"
+                          "      weight: [&a0 [1, 1, 1, 1]";
+        for (int level = 1; level < 12; ++level) {
+            const QByteArray last = "*a" + QByteArray::number(level - 1);
+            bomb += ", &a" + QByteArray::number(level) + " [" + last + ", " + last + ", " + last + ", " +
+                    last + "]";
+        }
+        bomb += "]\n";
+        QTest::newRow("an alias bomb in a gradient") << bomb << QStringLiteral("'weight' must be a number");
+        QTest::newRow("a layer past 2^32")
+            << QByteArray("merge_method: ties\nbase_model: models/base.gguf\nslices:\n  - sources:\n"
+                          "      - model: models/a.gguf\n        layer_range: [4294967296, 4294967298]\n")
+            << QStringLiteral("'layer_range' [4294967296, 4294967298) goes past the largest layer number");
+        QTest::newRow("passthrough of two models")
+            << QByteArray(
+                   "merge_method: passthrough\nmodels:\n  - model: models/a.gguf\n  - model: models/b.gguf\n")
+            << QStringLiteral("passthrough takes 'slices' (or one model, copied)");
+        QTest::newRow("passthrough, a model's parameters")
+            << QByteArray("merge_method: passthrough\nmodels:\n  - model: models/a.gguf\n    parameters: "
+                          "{weight: 1}\n")
+            << QStringLiteral("line 3: passthrough takes no parameters");
+        QTest::newRow("passthrough, parameters")
+            << QByteArray(
+                   "merge_method: passthrough\nparameters: {weight: 1}\nmodels:\n  - model: models/a.gguf\n")
+            << QStringLiteral("passthrough takes no parameters");
+        QTest::newRow("passthrough, a base other than its model")
+            << QByteArray("merge_method: passthrough\nbase_model: models/base.gguf\nmodels:\n  - model: "
+                          "models/a.gguf\n")
+            << QStringLiteral(
+                   "passthrough copies its one model: base_model 'models/base.gguf' is not 'models/a.gguf'");
+        QTest::newRow("passthrough, a slice's parameters")
+            << QByteArray("merge_method: passthrough\nslices:\n  - sources:\n      - model: models/a.gguf\n"
+                          "        layer_range: [0, 1]\n        parameters: {weight: 1}\n")
+            << QStringLiteral("passthrough takes no parameters");
+        QTest::newRow("passthrough, a slice of two sources")
+            << QByteArray(
+                   "merge_method: passthrough\nslices:\n  - sources:\n      - model: models/a.gguf\n"
+                   "        layer_range: [0, 1]\n      - model: models/b.gguf\n        layer_range: [0, 1]\n")
+            << QStringLiteral("a passthrough slice has one source");
     }
     void refusedConfigurations() {
         QFETCH(QByteArray, yaml);
