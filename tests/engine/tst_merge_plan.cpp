@@ -6,6 +6,7 @@
 #include "fixtures.h"
 #include "gguf/specimen.h"
 #include "graft/assembly.h"
+#include "graft/chimera_spec.h"
 #include "merge/tensor_merger.h"
 #include "quant/dequant.h"
 #include "quant/quantize.h"
@@ -359,6 +360,66 @@ private slots:
             QCOMPARE(QString::fromUtf8(error.what()),
                      QStringLiteral("plan.json: operation 1: no model called \"c\""));
         }
+    }
+
+    // Every tensor the writer makes names what it reads, for the writer's read-ahead: a merged
+    // tensor its base's bytes and then each model's, in the plan's order; a converted, quantized or
+    // purified one its own bytes in the base; the spans are the tensors' places in their files.
+    void generatedTensorsNameTheirReads() {
+        GraftOperation merge = mergeOperation(R"({"method": "task_arithmetic", "base": "base",
+            "models": [{"model": "b", "parameters": {"weight": 0.5}}, {"model": "a", "parameters": {"weight": 0.5}}]})");
+        merge.select.system = System::Skeleton;
+        GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}}, merge);
+        GraftOperation purify;
+        purify.kind = GraftOperation::Kind::Purify;
+        purify.select.names = {"blk.1.ffn_up.weight"};
+        plan.operations.push_back(purify);
+        GraftOperation quantize;
+        quantize.kind = GraftOperation::Kind::Quantize;
+        quantize.quantize.fileType = QuantFileType::Q8_0;
+        plan.operations.push_back(quantize);
+        const GraftModels models = GraftModels::open(plan);
+        const CompatibilityReport report = checkGraft(plan, models);
+        QVERIFY2(!report.hasErrors(), qPrintable(findingsOf(report)));
+        const GgufWriteSpec spec = chimeraSpec(plan, models, report.layout, ChimeraSources::Writer);
+        const auto base = GgufModel::open(model("base.gguf"));
+        const auto a = GgufModel::open(model("a.gguf"));
+        const auto b = GgufModel::open(model("b.gguf"));
+        const auto spanOf = [&](const GgufModel& m, const char* file, const std::string& name) {
+            const TensorInfo* t = m.findTensor(name);
+            return std::tuple{model(file), t->fileOffset, t->bytes};
+        };
+        int merged = 0;
+        int purified = 0;
+        int converted = 0;
+        for (const TensorToWrite& t : spec.tensors) {
+            std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>> reads;
+            for (const FileSpan& span : t.source.reads) {
+                reads.emplace_back(span.file->path(), span.offset, span.length);
+            }
+            if (!t.source.generate) {
+                QVERIFY2(reads.empty(), t.name.c_str()); // copied as it is: read by the copy itself
+                continue;
+            }
+            if (t.name.find("attn_") != std::string::npos) {
+                ++merged;
+                QCOMPARE(reads,
+                         (decltype(reads){spanOf(*base, "base.gguf", t.name), spanOf(*b, "b.gguf", t.name),
+                                          spanOf(*a, "a.gguf", t.name)}));
+            } else {
+                ++(t.name == "blk.1.ffn_up.weight" ? purified : converted);
+                QCOMPARE(reads, (decltype(reads){spanOf(*base, "base.gguf", t.name)}));
+            }
+        }
+        QCOMPARE(merged, 12);
+        QCOMPARE(purified, 1);
+        QVERIFY(converted > 0);
+        // A tensor from memory names no reads: there is no file to read ahead.
+        const std::vector<std::byte> bytes(64);
+        TensorSource fromMemory;
+        fromMemory.mapping = MappedFile::fromBuffer("buffer", bytes);
+        fromMemory.bytes = fromMemory.mapping->bytes();
+        QVERIFY(readsOf(fromMemory).empty());
     }
 
     void planJsonKeepsIt() {

@@ -73,11 +73,17 @@ private slots:
         std::shared_future<void> opened = open.get_future().share();
         behind.post([opened] { opened.wait(); });
         behind.post([] {});
+        std::atomic<bool> posting{false};
         std::atomic<bool> posted{false};
         std::thread third([&] {
+            posting = true;
             behind.post([] {});
             posted = true;
         });
+        // Once the third thread is in post, a post that did not wait would return at once.
+        while (!posting.load()) {
+            std::this_thread::yield();
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         const bool postedEarly = posted.load();
         open.set_value();

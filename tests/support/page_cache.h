@@ -2,11 +2,15 @@
 
 // What of a file is in the page cache, for tests of reading ahead.
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <optional>
 #include <string>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 #include <vector>
 
@@ -39,18 +43,64 @@ inline std::optional<std::size_t> residentPages(const std::string& path, std::ui
     return resident;
 }
 
-// Writes the file's pages back and drops them from the page cache; false where they stay (a tmpfs
-// keeps a file's pages in memory), with nothing to read ahead.
-inline bool evictFromPageCache(const std::string& path, std::uint64_t bytes) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) {
+// Whether the folder's file system keeps its files' pages in memory (a tmpfs or ramfs), where
+// nothing can be evicted from the page cache.
+inline bool keepsPagesInMemory(const std::string& folder) {
+    struct statfs fs {};
+    if (::statfs(folder.c_str(), &fs) != 0) {
         return false;
     }
-    ::fdatasync(fd);
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    return fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
+}
+
+// The first of the current folder, /var/tmp and /tmp whose files' pages can be evicted; empty when
+// every one keeps them in memory.
+inline std::string folderOnDisk() {
+    char current[4096];
+    std::vector<std::string> candidates;
+    if (::getcwd(current, sizeof current) != nullptr) {
+        candidates.emplace_back(current);
+    }
+    candidates.emplace_back("/var/tmp");
+    candidates.emplace_back("/tmp");
+    for (const std::string& folder : candidates) {
+        if (::access(folder.c_str(), W_OK) == 0 && !keepsPagesInMemory(folder)) {
+            return folder;
+        }
+    }
+    return {};
+}
+
+// Writes the file's pages back and drops them from the page cache; what went wrong when they could
+// not be dropped (more than half of them still in memory afterwards included).
+inline std::optional<std::string> evictFromPageCache(const std::string& path, std::uint64_t bytes) {
+    const auto failed = [&](const char* what, int error) {
+        return std::optional<std::string>(path + ": " + what + ": " + std::strerror(error));
+    };
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) {
+        return failed("open", errno);
+    }
+    if (::fdatasync(fd) != 0) {
+        const int error = errno;
+        ::close(fd);
+        return failed("fdatasync", error);
+    }
+    const int advised = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     ::close(fd);
+    if (advised != 0) {
+        return failed("posix_fadvise", advised);
+    }
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    return residentPages(path, bytes).value_or(0) <= bytes / page / 2;
+    const auto resident = residentPages(path, bytes);
+    if (!resident) {
+        return failed("mincore", errno);
+    }
+    if (*resident > bytes / page / 2) {
+        return path + ": " + std::to_string(*resident) + " of its " + std::to_string(bytes / page) +
+               " pages stayed in the page cache after POSIX_FADV_DONTNEED";
+    }
+    return std::nullopt;
 }
 
 } // namespace organ::testing
