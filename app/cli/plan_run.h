@@ -11,8 +11,9 @@
 
 namespace organ::cli {
 
-// While alive, Ctrl-C (SIGINT) and SIGTERM stop the job through `stop` instead of killing the
-// process, so that it ends cancelled with nothing written; a second one kills as usual.
+// While alive, Ctrl-C (SIGINT), SIGTERM and SIGHUP stop the job through `stop` instead of killing
+// the process, so that it ends cancelled with nothing written (a second one kills as usual), and
+// SIGPIPE is ignored (stdout piped to a reader that left does not kill the job).
 class StopOnInterrupt {
 public:
     explicit StopOnInterrupt(StopToken& stop);

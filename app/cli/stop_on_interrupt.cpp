@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <iterator>
 
 namespace organ::cli {
 namespace {
@@ -16,9 +17,13 @@ extern "C" void requestStopOnInterrupt(int) {
 
 } // namespace
 
+// SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed, an ssh session dropped) stop the job;
+// SIGPIPE (stdout a pipe whose reader left) is ignored, so that the job ends as it would have.
+constexpr int kStopping[] = {SIGINT, SIGTERM, SIGHUP};
+
 struct StopOnInterrupt::Saved {
-    struct sigaction interrupt {};
-    struct sigaction terminate {};
+    struct sigaction stopping[std::size(kStopping)]{};
+    struct sigaction pipe {};
 };
 
 StopOnInterrupt::StopOnInterrupt(StopToken& stop) : m_saved(std::make_unique<Saved>()) {
@@ -27,13 +32,20 @@ StopOnInterrupt::StopOnInterrupt(StopToken& stop) : m_saved(std::make_unique<Sav
     action.sa_handler = requestStopOnInterrupt;
     action.sa_flags = SA_RESETHAND;
     sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &m_saved->interrupt);
-    sigaction(SIGTERM, &action, &m_saved->terminate);
+    for (std::size_t i = 0; i < std::size(kStopping); ++i) {
+        sigaction(kStopping[i], &action, &m_saved->stopping[i]);
+    }
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, &m_saved->pipe);
 }
 
 StopOnInterrupt::~StopOnInterrupt() {
-    sigaction(SIGINT, &m_saved->interrupt, nullptr);
-    sigaction(SIGTERM, &m_saved->terminate, nullptr);
+    for (std::size_t i = 0; i < std::size(kStopping); ++i) {
+        sigaction(kStopping[i], &m_saved->stopping[i], nullptr);
+    }
+    sigaction(SIGPIPE, &m_saved->pipe, nullptr);
     interrupted.store(nullptr);
 }
 

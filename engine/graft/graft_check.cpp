@@ -304,6 +304,11 @@ private:
         }
         const auto& merge = *m_report.layout.merge;
         add(Finding::Severity::Info, m_mergeOperation, mergeSummary(merge, m_report.layout.tensorsMerged));
+        if (m_report.layout.tensorsMerged == 0) {
+            add(Finding::Severity::Error, m_mergeOperation,
+                "merge: no tensor is merged: none of the selected tensors is in every model with the "
+                "base's shape");
+        }
         if (!m_keptFromMerge.empty()) {
             add(Finding::Severity::Warning, m_mergeOperation,
                 "merge: " + std::to_string(m_keptFromMerge.size()) + " tensor" +

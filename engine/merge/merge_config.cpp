@@ -17,6 +17,9 @@ namespace {
 constexpr std::size_t kMaxSlices = 1024;
 constexpr std::uint32_t kMaxLayerRange = 65536;
 constexpr std::size_t kMaxModels = 64;
+// All the numbers of the parameters, an alias counted as often as it is used: each limit above
+// holds alone, and aliases would otherwise multiply them (64 models × 256 rules × 1024 points).
+constexpr std::size_t kMaxNumbers = 65536;
 
 class Reader {
 public:
@@ -89,6 +92,11 @@ public:
 
     // A number, or a gradient: a list of numbers.
     std::vector<double> points(const YAML::Node& node, const std::string& what) const {
+        m_numbers += node.IsSequence() ? node.size() : 1;
+        if (m_numbers > kMaxNumbers) {
+            fail(node, "the parameters come to more than " + std::to_string(kMaxNumbers) +
+                           " numbers (an alias counted each time it is used)");
+        }
         if (node.IsScalar()) {
             return {number(node, what)};
         }
@@ -311,6 +319,7 @@ public:
 
 private:
     std::string m_label;
+    mutable std::size_t m_numbers = 0;
 };
 
 } // namespace

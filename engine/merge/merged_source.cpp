@@ -5,6 +5,7 @@
 #include "support/errors.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -139,10 +140,14 @@ private:
         const std::uint64_t pieceRows = rowsPerPiece(static_cast<std::size_t>(columns));
         const std::uint64_t first = m_nextRow;
         m_pending.resize(static_cast<std::size_t>(rows * m_rowBytes));
+        std::atomic<bool> notFinite{false};
         try {
             m_merger->next(static_cast<std::size_t>(rows * columns),
                            static_cast<std::size_t>(pieceRows * columns),
                            [&](std::uint64_t at, std::size_t count, const float* values) {
+                               if (countNotFinite(values, count) != 0) {
+                                   notFinite = true;
+                               }
                                const std::uint64_t row = at / columns;
                                encodeRows(m_tensor, row, values, count / columns,
                                           m_pending.data() + (row - first) * m_rowBytes);
@@ -150,6 +155,12 @@ private:
         } catch (...) {
             drop(); // half a batch is no batch
             throw;
+        }
+        if (notFinite) {
+            drop();
+            throw FormatError(m_tensor.name +
+                              ": the merge gives values that are not finite numbers (a NaN or an infinity in "
+                              "an input, or weights so large that the sums overflow)");
         }
         m_pendingFrom = m_nextRow * m_rowBytes;
         m_nextRow += rows;

@@ -5,6 +5,7 @@
 #include "support/errors.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <exception>
 #include <memory>
@@ -958,6 +959,14 @@ std::vector<float> mergeTensorValues(const TensorMergeParams& params, const Tens
     std::vector<float> out(static_cast<std::size_t>(inputs.elements));
     merger.next(out.size(), out.data());
     return out;
+}
+
+ORGAN_VECTOR_CLONES std::size_t countNotFinite(const float* values, std::size_t n) {
+    std::size_t count = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        count += (std::bit_cast<std::uint32_t>(values[j]) & 0x7F800000u) == 0x7F800000u ? 1 : 0;
+    }
+    return count;
 }
 
 } // namespace organ

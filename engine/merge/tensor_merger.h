@@ -155,4 +155,7 @@ private:
 // Every merged value of a tensor at once (small tensors, tests, a merge that is purified next).
 std::vector<float> mergeTensorValues(const TensorMergeParams& params, const TensorMergeInputs& inputs);
 
+// How many of `n` values are infinities or NaNs.
+std::size_t countNotFinite(const float* values, std::size_t n);
+
 } // namespace organ

@@ -22,15 +22,30 @@ namespace organ {
 namespace {
 
 // A partial file of `target` is "<target>.partial.<pid>.<random>".
+// The start of a partial's name: the target's name, cut at a character's start where it is long, so
+// that the partial's name ("….partial.<pid>.<random>") stays within a file system's 255 bytes.
+std::string partialStem(const std::string& target) {
+    constexpr std::size_t kLongest = 200;
+    std::string label = fileLabel(target);
+    if (label.size() > kLongest) {
+        std::size_t cut = kLongest;
+        while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0u) == 0x80u) {
+            --cut;
+        }
+        label.resize(cut);
+    }
+    return label;
+}
+
 std::string partialPrefix(const std::string& target) {
-    return fileLabel(target) + ".partial.";
+    return partialStem(target) + ".partial.";
 }
 
 // The process that made `name`, a partial of `target` left beside it: "<target>.partial.<pid>.
 // <random>" (SafeOutput's file), "<target>.partial-<pid>.<random>" (SafeFolderOutput's folder) or
 // "<target>.partial-<pid>-<n>" (an organ directory of an earlier version); 0 when it is none.
 long partialOwner(const std::string& name, const std::string& target) {
-    const std::string prefix = fileLabel(target) + ".partial";
+    const std::string prefix = partialStem(target) + ".partial";
     const std::size_t digits = prefix.size() + 1;
     if (!name.starts_with(prefix) || name.size() <= digits ||
         (name[prefix.size()] != '.' && name[prefix.size()] != '-')) {
@@ -188,6 +203,33 @@ std::shared_ptr<const FileRoot> openFolderOf(const RootedPath& target) {
     }
 }
 
+// A new file `label` in `folder` that one of `inputs` names too: a file this run writes besides
+// (a report given the output's name), which does not exist yet either.
+void refuseNamedTwice(const FileRoot& folder, const std::string& label,
+                      const std::vector<std::string>& inputs) {
+    struct stat here {};
+    if (::fstat(folder.descriptor(), &here) != 0) {
+        return;
+    }
+    const FileIdentity folderIdentity{static_cast<std::uint64_t>(here.st_dev),
+                                      static_cast<std::uint64_t>(here.st_ino)};
+    for (const std::string& input : inputs) {
+        FileIdentity identity;
+        if (fileLabel(input) != label || identityOf(input, identity)) {
+            continue; // another name, or a file that exists (compared by identity when the target does)
+        }
+        const auto slash = input.find_last_of('/');
+        const std::string parent = slash == std::string::npos ? "."
+                                   : slash == 0               ? "/"
+                                                              : input.substr(0, slash);
+        FileIdentity parentIdentity;
+        if (identityOf(parent, parentIdentity) && parentIdentity == folderIdentity) {
+            throw IoError(label + ": named for two files of this run (" + fileLabel(input) +
+                          " is written too); give each its own name");
+        }
+    }
+}
+
 // The target's folder, opened, after the checks of checkOutputTarget.
 std::shared_ptr<const FileRoot> openTargetFolder(const RootedPath& target,
                                                  const std::vector<std::string>& inputs) {
@@ -207,6 +249,7 @@ std::shared_ptr<const FileRoot> openTargetFolder(const RootedPath& target,
     // the rename); elsewhere the file it leads to is what the user named.
     struct stat st {};
     if (::fstatat(folder->descriptor(), label.c_str(), &st, target.root ? AT_SYMLINK_NOFOLLOW : 0) != 0) {
+        refuseNamedTwice(*folder, label, inputs);
         return folder; // a new file
     }
     if (!S_ISREG(st.st_mode)) {
@@ -345,7 +388,7 @@ SafeFolderOutput::SafeFolderOutput(const RootedPath& target) : m_target(target.p
     }
     m_warnings = removeStalePartials(*m_parent, m_target);
     const int parent = m_parent->descriptor();
-    m_partialName = newPartialName(label, label + ".partial-", [&](const std::string& name) {
+    m_partialName = newPartialName(label, partialStem(m_target) + ".partial-", [&](const std::string& name) {
         return ::mkdirat(parent, name.c_str(), 0755) == 0;
     });
     UniqueFd partial(

@@ -509,6 +509,17 @@ private slots:
         QCOMPARE(process.exitCode(), 1);
         QVERIFY2(err.contains("cancelled; nothing written"), err.constData());
         QVERIFY(QDir(QFileInfo(cancelled).path()).isEmpty());
+        // The same when its terminal goes away (SIGHUP: a closed window, a dropped ssh session).
+        QProcess hungUp;
+        const QByteArray hungUpErr = interruptOrganCliWhen(
+            hungUp,
+            {QStringLiteral("imatrix"), base, QStringLiteral("--text"), text, QStringLiteral("--chunk"),
+             QStringLiteral("16"), QStringLiteral("-o"), cancelled},
+            "running chunks", SIGHUP);
+        QCOMPARE(hungUp.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(hungUp.exitCode(), 1);
+        QVERIFY2(hungUpErr.contains("cancelled; nothing written"), hungUpErr.constData());
+        QVERIFY(QDir(QFileInfo(cancelled).path()).isEmpty());
     }
 
     // organ extract / organ assemble --organs: byte for byte back, a changed organ refused.

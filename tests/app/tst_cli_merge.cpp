@@ -184,9 +184,9 @@ private slots:
                          path(QStringLiteral("models/nan.gguf")), QStringLiteral("-o"), dead,
                          QStringLiteral("--vitals"), path(QStringLiteral("story.txt"))});
         QCOMPARE(refused.exitCode, 1);
-        QVERIFY2(refused.err.contains(
-                     QStringLiteral("the merge's vital signs: dead.gguf (planned): its outputs are not "
-                                    "finite numbers")),
+        QVERIFY2(refused.err.contains(QStringLiteral(
+                     "the merge's vital signs: output_norm.weight: the merge gives values that "
+                     "are not finite numbers")),
                  qPrintable(refused.err));
         QVERIFY(refused.err.contains(QStringLiteral("dead.gguf not written")));
         QVERIFY(!QFileInfo::exists(dead));
@@ -350,6 +350,21 @@ dtype: bfloat16
         }
         bomb += "]\n";
         QTest::newRow("an alias bomb in a gradient") << bomb << QStringLiteral("'weight' must be a number");
+        // 64 models, each naming one list of 256 filtered values of a 1024-point gradient: every
+        // limit held alone, 16 Mi numbers together.
+        QByteArray amplified = "merge_method: linear\nmodels:\n  - model: models/a.gguf\n    parameters:\n"
+                               "      weight: &w [";
+        for (int rule = 0; rule < 256; ++rule) {
+            amplified +=
+                rule == 0 ? QByteArray("{filter: f0, value: &g [" + QByteArray("1,").repeated(1023) + "1]}")
+                          : QByteArray(", {filter: f" + QByteArray::number(rule) + ", value: *g}");
+        }
+        amplified += "]\n";
+        for (int m = 1; m < 64; ++m) {
+            amplified += "  - model: models/b.gguf\n    parameters: {weight: *w}\n";
+        }
+        QTest::newRow("aliases multiplying the limits")
+            << amplified << QStringLiteral("the parameters come to more than 65536 numbers");
         QTest::newRow("a layer past 2^32")
             << QByteArray("merge_method: ties\nbase_model: models/base.gguf\nslices:\n  - sources:\n"
                           "      - model: models/a.gguf\n        layer_range: [4294967296, 4294967298]\n")
@@ -400,6 +415,59 @@ dtype: bfloat16
         }
         QVERIFY(!QFileInfo::exists(out));
         QCOMPARE(inputs(), before);
+    }
+
+    // The report and the merge given one name: refused before anything is written. And a merge
+    // whose stdout is a pipe nobody reads any more (`organ merge … | head -1`) still writes its output.
+    void reportAndOutputApart() {
+        const QString out = path(QStringLiteral("one-name.gguf"));
+        const QStringList quick{QStringLiteral("merge"),
+                                QStringLiteral("--method"),
+                                QStringLiteral("linear"),
+                                QStringLiteral("--model"),
+                                path(QStringLiteral("models/a.gguf")),
+                                QStringLiteral("--model"),
+                                path(QStringLiteral("models/b.gguf"))};
+        const CliRun clash =
+            runOrganCli(quick + QStringList{QStringLiteral("--json"), out, QStringLiteral("-o"), out});
+        QCOMPARE(clash.exitCode, 1);
+        QVERIFY2(clash.err.contains(QStringLiteral("one-name.gguf: named for two files")),
+                 qPrintable(clash.err));
+        QVERIFY(!QFileInfo::exists(out));
+        const QString viaDot = m_dir.path() + QStringLiteral("/./one-name.gguf");
+        QCOMPARE(runOrganCli(quick + QStringList{QStringLiteral("--json"), viaDot, QStringLiteral("-o"), out})
+                     .exitCode,
+                 1);
+        QVERIFY(!QFileInfo::exists(out));
+
+        // The reader of the pipe has left before the merge prints its report.
+        QStringList command{QString::fromLocal8Bit(qgetenv("ORGAN_CLI"))};
+        command << quick << QStringLiteral("-o") << out;
+        QString line;
+        for (const QString& word : command) {
+            line += QStringLiteral("'") + word + QStringLiteral("' ");
+        }
+        const CliRun piped =
+            runProgram(QStringLiteral("bash"),
+                       {QStringLiteral("-c"), line + QStringLiteral("| (exit 0); echo ${PIPESTATUS[0]}")});
+        QCOMPARE(piped.out.trimmed(), QStringLiteral("0"));
+        QVERIFY(GgufModel::open(out.toStdString()) != nullptr);
+    }
+
+    // Weights so large that the merged values overflow: refused with the tensor named, nothing
+    // written (the check without --vitals as with it).
+    void notFiniteMergesAreNotWritten() {
+        const QString out = path(QStringLiteral("overflow.gguf"));
+        const CliRun run = runOrganCli(
+            {QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("task_arithmetic"),
+             QStringLiteral("--base"), path(QStringLiteral("models/base.gguf")), QStringLiteral("--model"),
+             path(QStringLiteral("models/a.gguf")) + QStringLiteral(":3e38"), QStringLiteral("--model"),
+             path(QStringLiteral("models/b.gguf")) + QStringLiteral(":3e38"), QStringLiteral("-o"), out});
+        QCOMPARE(run.exitCode, 1);
+        QVERIFY2(run.err.contains(QStringLiteral("the merge gives values that are not finite numbers")),
+                 qPrintable(run.err));
+        QVERIFY(!QFileInfo::exists(out));
+        QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("overflow.gguf.partial*")}).size(), 0);
     }
 
     // A configuration that is no small regular file is refused before it is read, never waited on.

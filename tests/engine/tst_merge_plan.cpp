@@ -238,6 +238,17 @@ private slots:
         QVERIFY(std::ranges::equal(merged->tensorData(*merged->findTensor("blk.2.ffn_up.weight")),
                                    base->tensorData(*base->findTensor("blk.2.ffn_up.weight"))));
         QCOMPARE(merged->find("organ.merge.tensors")->arraySize(), std::uint64_t(29));
+        // When no tensor is merged at all (the one selected is the one the model lacks), the plan is
+        // refused: a copy of the base stamped as a merge is no merge.
+        GraftOperation lacking = mergeOperation(R"({"method": "task_arithmetic", "base": "base",
+            "models": [{"model": "a", "parameters": {"weight": 1}}]})");
+        lacking.select.names = {"blk.2.ffn_up.weight"};
+        GraftPlan nothing = planOf(model("base.gguf"), {{"a", model("a-lacking.gguf")}}, lacking);
+        const GraftModels nothingModels = GraftModels::open(nothing);
+        const QString none = findingsOf(checkGraft(nothing, nothingModels));
+        QVERIFY2(none.contains(QStringLiteral("merge: no tensor is merged")), qPrintable(none));
+        QVERIFY(!graftChimera(nothing, nothingModels, model("nothing.gguf")).written.isOk());
+        QVERIFY(!QFile::exists(path(QStringLiteral("nothing.gguf"))));
 
         GraftPlan other = planOf(model("base.gguf"), {{"o", model("other-vocabulary.gguf")}},
                                  mergeOperation(R"({"method": "task_arithmetic", "base": "base",

@@ -247,6 +247,41 @@ private slots:
         }
     }
 
+    // A name as long as a file system allows (255 bytes) can be written, as a file and as an organ
+    // directory: the partial's name is cut to fit, at a character's start, and a killed run's
+    // partial of such a name is still found and removed.
+    void longestNamesAreWritten() {
+        const QString longName = QStringLiteral("é").repeated(40) + QStringLiteral("x").repeated(167) +
+                                 QStringLiteral(".json"); // 252 bytes
+        QCOMPARE(longName.toUtf8().size(), 252);
+        const QString file = path(longName);
+        const pid_t dead = exitedProcess();
+        const QByteArray stem = longName.toUtf8().left(200);
+        const QString staleFile =
+            path(QString::fromUtf8(stem) + QStringLiteral(".partial.%1.abc123").arg(dead));
+        QVERIFY(writeAll(staleFile, "partial"));
+        std::vector<std::string> warnings;
+        writeFileSafely(file.toStdString(), "{}", {}, &warnings);
+        QCOMPARE(readAll(file), QByteArray("{}"));
+        QVERIFY(!QFileInfo::exists(staleFile));
+        QCOMPARE(warnings.size(), std::size_t(1));
+        // 200 bytes would cut the last é in two: the stem ends before it.
+        const QString cutName = QStringLiteral("y").repeated(199) + QStringLiteral("é").repeated(26);
+        writeFileSafely(path(cutName).toStdString(), "{}");
+        QCOMPARE(readAll(path(cutName)), QByteArray("{}"));
+        const QString folder = path(QStringLiteral("o").repeated(250));
+        const JobResult done = extractOrgans(*GgufModel::open(m_model.toStdString()), folder.toStdString());
+        QVERIFY2(done.isOk(), done.message.c_str());
+        QVERIFY(QFileInfo(folder).isDir());
+        const QStringList partials =
+            QDir(m_dir.path())
+                .entryList({QStringLiteral("o").repeated(200) + QStringLiteral("*partial*"),
+                            QString::fromUtf8(stem) + QStringLiteral("*partial*"),
+                            QStringLiteral("y").repeated(199) + QStringLiteral("*partial*")},
+                           QDir::AllEntries | QDir::Hidden | QDir::System);
+        QVERIFY2(partials.isEmpty(), qPrintable(partials.join(u' ')));
+    }
+
     // A manifest's array costs its bytes, not a value object per element: ten million u8
     // values (30 MB) took 1.43 GB to open. Past kMaxManifestValues it is refused, cheaply.
     void manifestArraysCostBoundedMemory() {

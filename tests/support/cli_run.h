@@ -3,6 +3,8 @@
 #include <QProcess>
 #include <QString>
 #include <QStringList>
+#include <csignal>
+#include <sys/types.h>
 
 namespace organ::testing {
 
@@ -42,10 +44,11 @@ inline CliRun runOrganCli(const QStringList& args, const QProcessEnvironment& ex
     return runProgram(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")), args, extra);
 }
 
-// Runs the organ command line with `args` and stops it as Ctrl-C would (SIGTERM) once its stderr
-// says `marker` (or it has ended): what it printed on stderr; `process` tells how it ended.
-inline QByteArray interruptOrganCliWhen(QProcess& process, const QStringList& args,
-                                        const QByteArray& marker) {
+// Runs the organ command line with `args` and stops it with `signal` (SIGTERM, as Ctrl-C would) once
+// its stderr says `marker` (or it has ended): what it printed on stderr; `process` tells how it
+// ended.
+inline QByteArray interruptOrganCliWhen(QProcess& process, const QStringList& args, const QByteArray& marker,
+                                        int signal = SIGTERM) {
     process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")), args);
     QByteArray err;
     if (!process.waitForStarted()) {
@@ -55,7 +58,9 @@ inline QByteArray interruptOrganCliWhen(QProcess& process, const QStringList& ar
         process.waitForReadyRead(100);
         err += process.readAllStandardError();
     }
-    process.terminate();
+    if (process.state() == QProcess::Running) {
+        ::kill(static_cast<pid_t>(process.processId()), signal);
+    }
     process.waitForFinished(60000);
     return err + process.readAllStandardError();
 }
