@@ -225,9 +225,14 @@ MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent),
         m_global.normalize->setChecked(normalizesByDefault(method()));
     }
     connect(m_method, &QComboBox::currentIndexChanged, this, [this] {
-        m_global.normalize->setChecked(normalizesByDefault(method()));
+        // The method's default, until normalize is chosen (or the planned merge says it).
+        if (!m_normalizeChosen) {
+            const QSignalBlocker block(m_global.normalize);
+            m_global.normalize->setChecked(normalizesByDefault(method()));
+        }
         update();
     });
+    connect(m_global.normalize, &QCheckBox::toggled, this, [this] { m_normalizeChosen = true; });
     for (const Row& row : m_rows) {
         connect(row.use, &QCheckBox::toggled, this, &MergeDialog::update);
         for (QDoubleSpinBox* box : {row.weight, row.density, row.gamma}) {
@@ -238,6 +243,8 @@ MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent),
     connect(m_global.normalize, &QCheckBox::toggled, this, &MergeDialog::update);
     connect(m_global.rescale, &QCheckBox::toggled, this, &MergeDialog::update);
     connect(m_varying.target, &QComboBox::currentIndexChanged, this, [this] {
+        // The user's choice, kept while another method hides it and shown again when it returns.
+        m_wantedCurve = m_varying.target->currentData().toString();
         // A parameter that starts to vary starts flat at the value it had.
         if (const auto target = curveTarget()) {
             prepareCurve(*target);
@@ -298,7 +305,6 @@ std::optional<MergeDialog::CurveTarget> MergeDialog::curveTarget() const {
 }
 
 void MergeDialog::fillCurveTargets() {
-    const QString previous = m_varying.target->currentData().toString();
     const QSignalBlocker block(m_varying.target);
     m_varying.target->clear();
     m_varying.target->addItem(tr("nothing: every layer gets the numbers above"), QString());
@@ -307,7 +313,7 @@ void MergeDialog::fillCurveTargets() {
             t.row < 0 ? tr("t")
                       : tr("%1 of %2").arg(t.name, QFileInfo(m_rows[std::size_t(t.row)].path).fileName()),
             targetKey(t.row, t.name));
-        if (targetKey(t.row, t.name) == previous) {
+        if (targetKey(t.row, t.name) == m_wantedCurve) {
             m_varying.target->setCurrentIndex(m_varying.target->count() - 1);
         }
     }
@@ -353,9 +359,13 @@ void MergeDialog::takePlanned(const MergeSpec& planned) {
         points = *c;
     }
     m_global.normalize->setChecked(planned.normalize.value_or(normalizesByDefault(planned.method)));
+    m_normalizeChosen = planned.normalize.has_value();
     m_global.rescale->setChecked(planned.rescale.value_or(true));
     m_global.seed->setValue(
         int(std::min<std::uint64_t>(planned.seed, std::uint64_t(m_global.seed->maximum()))));
+    if (curve) {
+        m_wantedCurve = targetKey(curve->row, curve->name);
+    }
     fillCurveTargets();
     if (curve) {
         m_varying.target->setCurrentIndex(
@@ -436,8 +446,30 @@ QString MergeDialog::problem() const {
         })) {
         return tr("Check %1: the tensors come from it").arg(QFileInfo(m_setup.donor).fileName());
     }
-    const auto problem = mergeSpecProblem(s);
-    return problem ? QString::fromStdString(*problem) : QString();
+    if (const auto problem = mergeSpecProblem(s)) {
+        return QString::fromStdString(*problem);
+    }
+    // Each layer's parameters as the plan will resolve them (a curve's weights may sum to 0 at
+    // one layer only), and the tensors outside the blocks'.
+    // The error names the place, not a tensor the user may not be merging.
+    std::vector<std::pair<std::string, std::string>> places;
+    for (std::uint32_t l = 0; l < m_setup.blocks; ++l) {
+        places.emplace_back("blk." + std::to_string(l) + ".attn_q.weight", "layer " + std::to_string(l));
+    }
+    places.emplace_back("token_embd.weight", "the token embedding");
+    places.emplace_back("output.weight", "the output");
+    for (const auto& [name, place] : places) {
+        try {
+            resolveTensorParams(s, TensorPlace::of(name, m_setup.blocks), name);
+        } catch (const std::exception& error) {
+            std::string message = error.what();
+            if (const auto at = message.find(name); at != std::string::npos) {
+                message.replace(at, name.size(), place);
+            }
+            return QString::fromStdString(message);
+        }
+    }
+    return {};
 }
 
 void MergeDialog::update() {

@@ -89,7 +89,9 @@ private:
     Varying m_varying;
     QLabel* m_problem = nullptr;
     QPushButton* m_ok = nullptr;
-    bool m_updating = false; // update() is filling the fields: their signals change nothing
+    bool m_updating = false;        // update() is filling the fields: their signals change nothing
+    bool m_normalizeChosen = false; // by the user or the planned merge: a new method keeps it
+    QString m_wantedCurve;          // the curve's target as last chosen, shown whenever it exists
 };
 
 } // namespace organ::widgets

@@ -421,6 +421,55 @@ private slots:
         QCOMPARE(spec.models.size(), std::size_t(2));
         QCOMPARE(spec.models[1].parameters.at("density"), ParamValue::number(0.5));
         QVERIFY(dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeGamma_1"))->isEnabled() == false);
+        // linear with normalize, weights that sum to 0: refused here, as the plan would refuse it.
+        pick("linear");
+        dialog.findChild<QCheckBox*>(QStringLiteral("mergeUse_0"))->setChecked(true);
+        dialog.findChild<QCheckBox*>(QStringLiteral("mergeUse_2"))->setChecked(false);
+        dialog.findChild<QCheckBox*>(QStringLiteral("mergeNormalize"))->setChecked(true);
+        dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeWeight_0"))->setValue(0.5);
+        dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeWeight_1"))->setValue(-0.5);
+        QVERIFY2(
+            dialog.problem().contains(QStringLiteral("sum to 0, and linear's normalize divides by the sum")),
+            qPrintable(dialog.problem()));
+        QVERIFY(!ok->isEnabled());
+        dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeWeight_1"))->setValue(0.5);
+        QVERIFY2(dialog.problem().isEmpty(), qPrintable(dialog.problem()));
+    }
+
+    // A method tried and left keeps what the user set: normalize as chosen, and the parameter that
+    // varies over the layers with its curve.
+    void methodSwitchKeepsTheSettings() {
+        widgets::MergeDialog::Setup setup;
+        setup.recipient = QStringLiteral("/m/base.gguf");
+        setup.donors = {QStringLiteral("/m/farm.gguf"), QStringLiteral("/m/sea.gguf")};
+        setup.donor = QStringLiteral("/m/sea.gguf");
+        setup.what = QStringLiteral("9 tensors");
+        setup.blocks = 6;
+        widgets::MergeDialog dialog(setup);
+        auto* method = dialog.findChild<QComboBox*>(QStringLiteral("mergeMethod"));
+        auto pick = [&](const char* name) {
+            method->setCurrentIndex(method->findText(QString::fromLatin1(name)));
+        };
+        pick("ties");
+        auto* normalize = dialog.findChild<QCheckBox*>(QStringLiteral("mergeNormalize"));
+        normalize->setChecked(!normalize->isChecked());
+        const bool chosen = normalize->isChecked();
+        auto* target = dialog.findChild<QComboBox*>(QStringLiteral("mergeCurveParam"));
+        target->setCurrentIndex(target->findText(QStringLiteral("weight of sea.gguf")));
+        QVERIFY(target->currentIndex() > 0);
+        dialog.curve()->setPoints({0.1, 0.5, 0.9});
+        const MergeSpec before = dialog.spec();
+        pick("slerp");
+        QCOMPARE(target->currentIndex(), 0); // slerp takes no weight
+        pick("ties");
+        QCOMPARE(target->currentText(), QStringLiteral("weight of sea.gguf"));
+        QCOMPARE(normalize->isChecked(), chosen);
+        const MergeSpec after = dialog.spec();
+        QCOMPARE(after.normalize, before.normalize);
+        QCOMPARE(after.models.size(), before.models.size());
+        for (std::size_t i = 0; i < after.models.size(); ++i) {
+            QVERIFY(after.models[i].parameters == before.models[i].parameters);
+        }
     }
 
     // The curve: points are clamped to the parameter's range, a new count resamples the shape, and
