@@ -339,8 +339,10 @@ GraftDocument::MergeRequest GraftDocument::evaluateMerge(const TensorDrag& drag,
             return result;
         }
         const TensorAnatomy& a = from->anatomy.tensors[std::size_t(t)];
+        // A role across layers (a heatmap row's label) merges in place on any cell, as it replaces.
         const bool fits =
             target.kind == DropTarget::Kind::Model ||
+            (drag.pick == TensorDrag::Pick::Role && target.kind == DropTarget::Kind::Tensor) ||
             (target.kind == DropTarget::Kind::System && a.system == target.system) ||
             (target.kind == DropTarget::Kind::Layer && a.layer == target.layer &&
              (!target.hasSystem || a.system == target.system)) ||

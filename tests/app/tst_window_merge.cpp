@@ -148,6 +148,28 @@ private slots:
         m_plan = nullptr;
     }
 
+    // A role across layers (the donor heatmap's row label) merged on any cell merges that role in
+    // every layer, as a plain drop replaces it in every layer.
+    void roleRowMergesAcrossLayers() {
+        widgets::ThetaHeatmap* from = m_farm->heatmap();
+        widgets::ThetaHeatmap* to = m_base->heatmap();
+        const auto& roles = from->roles();
+        const auto role = std::find(roles.begin(), roles.end(), std::string("ffn_up"));
+        QVERIFY(role != roles.end());
+        std::unique_ptr<QMimeData> row(model::encodeTensorDrag(*from->dragForRow(int(role - roles.begin()))));
+        const int cell =
+            to->tensorAt(to->columnOfLayer(3),
+                         int(std::find(to->roles().begin(), to->roles().end(), std::string("ffn_up")) -
+                             to->roles().begin()));
+        QVERIFY(cell >= 0);
+        QString merged;
+        QVERIFY2(to->canDropAt(row.get(), to->pixelOfTensor(cell), &merged, true), qPrintable(merged));
+        QString replaced;
+        QVERIFY2(to->canDropAt(row.get(), to->pixelOfTensor(cell), &replaced, false), qPrintable(replaced));
+        QVERIFY2(merged.startsWith(QStringLiteral("Merges 6 tensors")), qPrintable(merged));
+        QVERIFY2(replaced.contains(QStringLiteral("6 tensors")), qPrintable(replaced));
+    }
+
     // Shift + drop of layer 2 on layer 2 → the dialog → one merge operation; the preview's θ are
     // those of the written file, and Check chimera's vital signs those of the written file.
     void shiftDropMergesALayer() {
