@@ -36,7 +36,8 @@ VitalsController::VitalsController(widgets::ModelPane* recipient, widgets::Model
         }
         QString error;
         if (!checkChimera(&error)) {
-            m_surgery->panel()->setChimeraVitals(error.toHtmlEscaped(), m_surgery->document()->revision());
+            m_surgery->panel()->setChimeraVitals(error.toHtmlEscaped(),
+                                                 m_surgery->document()->chimeraRevision());
         }
     });
     connect(m_surgery->document(), &model::GraftDocument::changed, this,
@@ -48,7 +49,7 @@ VitalsController::VitalsController(widgets::ModelPane* recipient, widgets::Model
 
 void VitalsController::updatePlannedChimera() {
     const model::GraftDocument* document = m_surgery->document();
-    const bool current = m_chimera && m_chimeraRevision == document->revision();
+    const bool current = m_chimera && m_chimeraRevision == document->chimeraRevision();
     for (widgets::ModelView* view : m_recipient->views()) {
         const bool planned = !document->isEmpty() &&
                              document->base() == QString::fromStdString(view->snapshot().model->path());
@@ -181,7 +182,7 @@ bool VitalsController::checkChimera(QString* error) {
         m_surgery->panel()->setChecking(
             tr("Checking the chimera: running it and its %1…")
                 .arg(model::countOf(qint64(parents.size()), tr("parent"), tr("parents"))));
-        m_checkRevision = document->revision();
+        m_checkRevision = document->chimeraRevision();
         m_check = run(
             chimera, std::move(parents), tr("Checking the chimera"),
             [this](const QString& stage) {

@@ -162,9 +162,20 @@ QString GraftDocument::donorId(const QString& path) const {
 }
 
 void GraftDocument::setPlan(const GraftPlan& plan, const QString& fileName) {
+    // The plan as the chimera's tensors and vital signs see it: without the name it is given.
+    const auto unnamed = [](GraftPlan p) {
+        std::erase_if(p.operations, [](const GraftOperation& o) {
+            return o.kind == GraftOperation::Kind::SetMetadata && o.key == "general.name";
+        });
+        return graftPlanToJson(p);
+    };
+    const bool renamedOnly = unnamed(m_plan) == unnamed(plan);
     m_plan = plan;
     m_fileName = fileName;
     ++m_revision;
+    if (!renamedOnly) {
+        m_chimeraRevision = m_revision;
+    }
     recheck();
 }
 

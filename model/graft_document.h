@@ -205,6 +205,9 @@ public:
     // Counts every change of the plan (edits, undo, redo, load): what was computed for one
     // revision (a chimera's check) is stale at another.
     quint64 revision() const { return m_revision; }
+    // The revision of the last change to what the chimera computes: naming it (general.name, as
+    // Assemble chimera… does) leaves its vital signs current.
+    quint64 chimeraRevision() const { return m_chimeraRevision; }
     // What the last edit did, for the status bar, once: empty after undo and redo, which the
     // undo stack names itself.
     QString takeEditMessage();
@@ -239,6 +242,7 @@ private:
     QString m_editMessage;
     QString m_fileName;
     quint64 m_revision = 0;
+    quint64 m_chimeraRevision = 0;
 };
 
 } // namespace organ::model

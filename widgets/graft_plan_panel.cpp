@@ -158,7 +158,7 @@ void GraftPlanPanel::refresh() {
     const auto& report = m_document->report();
     m_assemble->setEnabled(rows > 0 && m_document->unavailable().isEmpty() && !report.hasErrors());
     m_check->setEnabled(m_assemble->isEnabled() || m_checking); // while checking: its Cancel
-    if (m_shownVitalsFor != m_document->revision()) {
+    if (m_shownVitalsFor != m_document->chimeraRevision()) {
         m_vitalsArea->hide(); // the plan changed since: its vital signs are not this plan's
     }
 

@@ -484,6 +484,24 @@ private slots:
         QCOMPARE(table.index(0, GraftPlanModel::Status).data().toString(), QStringLiteral("no effect"));
     }
 
+    // Naming the chimera (as Assemble chimera… does) is a change of the plan but not of what the
+    // chimera computes: its vital signs stay current; any other edit, and undoing one, does not.
+    void namingKeepsTheChimeraRevision() {
+        auto t = trees();
+        QVERIFY(dragAndDrop(*t, {tensorIndex(t->donor, "blk.1.ffn_up.weight")},
+                            tensorIndex(t->recipient, "blk.1.ffn_up.weight")));
+        const quint64 grafted = t->document.chimeraRevision();
+        const quint64 revision = t->document.revision();
+        t->document.setChimeraName(QStringLiteral("renamed chimera"));
+        QCOMPARE(t->document.chimeraName(), QStringLiteral("renamed chimera"));
+        QVERIFY(t->document.revision() > revision);
+        QCOMPARE(t->document.chimeraRevision(), grafted);
+        t->document.undoStack()->undo(); // the name goes: still the same tensors
+        QCOMPARE(t->document.chimeraRevision(), grafted);
+        t->document.undoStack()->undo(); // the graft goes
+        QVERIFY(t->document.chimeraRevision() > grafted);
+    }
+
     // Save → load gives the same plan; a plan saved by `organ graft` opens too. Closing a
     // donor removes its operations (one undoable step).
     void saveLoadAndModels() {
