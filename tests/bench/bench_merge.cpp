@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -301,15 +302,25 @@ double quantizeQ8(unsigned threads) {
 int main(int argc, char** argv) {
     std::uint32_t blocks = 4;
     std::string dir = "/tmp";
+    const auto usage = [] {
+        std::fprintf(stderr, "usage: bench_merge [--blocks N (1-16)] [--dir D]\n");
+        return 2;
+    };
+    if (argc % 2 == 0) {
+        return usage(); // an option without its value
+    }
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];
+        const std::string_view value = argv[i + 1];
         if (arg == "--blocks") {
-            blocks = static_cast<std::uint32_t>(std::stoul(argv[i + 1]));
+            const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), blocks);
+            if (error != std::errc() || end != value.data() + value.size() || blocks == 0 || blocks > 16) {
+                return usage();
+            }
         } else if (arg == "--dir") {
             dir = argv[i + 1];
         } else {
-            std::fprintf(stderr, "usage: bench_merge [--blocks N] [--dir D]\n");
-            return 2;
+            return usage();
         }
     }
     std::printf("bench_merge: ties of two fine-tunes on a base, Llama-3.2-1B shape with %u blocks\n", blocks);
@@ -338,7 +349,13 @@ int main(int argc, char** argv) {
             const Cost cost =
                 costOf([&] { outcome = graftChimera(plan, GraftModels::open(plan), RootedPath(output)); });
             if (!outcome.written.isOk() || outcome.report.hasErrors()) {
-                std::fprintf(stderr, "the %s failed: %s\n", which, outcome.written.message.c_str());
+                std::string why = outcome.written.message;
+                for (const Finding& f : outcome.report.findings) {
+                    if (f.severity == Finding::Severity::Error) {
+                        why += (why.empty() ? "" : "; ") + f.message;
+                    }
+                }
+                std::fprintf(stderr, "the %s failed: %s\n", which, why.c_str());
                 return std::nullopt;
             }
             return cost;
