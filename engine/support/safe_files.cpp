@@ -21,7 +21,6 @@
 namespace organ {
 namespace {
 
-// A partial file of `target` is "<target>.partial.<pid>.<random>".
 // The start of a partial's name: the target's name, cut at a character's start where it is long, so
 // that the partial's name ("….partial.<pid>.<random>") stays within a file system's 255 bytes.
 std::string partialStem(const std::string& target) {
@@ -37,6 +36,7 @@ std::string partialStem(const std::string& target) {
     return label;
 }
 
+// A partial file of `target` is "<stem>.partial.<pid>.<random>".
 std::string partialPrefix(const std::string& target) {
     return partialStem(target) + ".partial.";
 }
