@@ -69,6 +69,13 @@ std::unique_ptr<TensorMerger> preparedMerger(const MergedTensor& t) {
 
 namespace {
 
+// A merge is never written with values that are not finite numbers.
+[[noreturn]] void refuseNotFinite(const std::string& tensor) {
+    throw FormatError(tensor +
+                      ": the merge gives values that are not finite numbers (a NaN or an infinity in "
+                      "an input, or weights so large that the sums overflow)");
+}
+
 // Encodes `rows` merged rows that start at row `first` (within one expert, with its weights).
 void encodeRows(const MergedTensor& t, std::uint64_t first, const float* values, std::uint64_t rows,
                 std::byte* out) {
@@ -158,9 +165,7 @@ private:
         }
         if (notFinite) {
             drop();
-            throw FormatError(m_tensor.name +
-                              ": the merge gives values that are not finite numbers (a NaN or an infinity in "
-                              "an input, or weights so large that the sums overflow)");
+            refuseNotFinite(m_tensor.name);
         }
         m_pendingFrom = m_nextRow * m_rowBytes;
         m_nextRow += rows;
@@ -206,6 +211,9 @@ TensorSource mergedSource(MergedTensor tensor, MergedReading reading, std::share
         const std::string name = tensor.name;
         auto make = [tensor = std::move(tensor), log, logged] {
             std::vector<float> values = mergedValues(tensor);
+            if (countNotFinite(values.data(), values.size()) != 0) {
+                refuseNotFinite(tensor.name);
+            }
             TensorInfo info;
             info.name = tensor.name;
             info.type = TensorType::F32;
@@ -238,7 +246,7 @@ TensorSource mergedSource(MergedTensor tensor, MergedReading reading, std::share
         }
     }
     source.mapping = mapping;
-    source.reads = reads;
+    source.reads = std::move(reads);
     return source;
 }
 

@@ -373,6 +373,31 @@ private slots:
         }
     }
 
+    // Merged values that are not finite are never written, a merged tensor purified next included.
+    void notFiniteMergesAreRefused() {
+        GraftOperation merge = mergeOperation(R"({"method": "task_arithmetic", "base": "base",
+            "models": [{"model": "a", "parameters": {"weight": 3e38}}, {"model": "b", "parameters": {"weight": 3e38}}]})");
+        merge.select.system = System::Skeleton;
+        for (const bool purified : {false, true}) {
+            GraftPlan plan =
+                planOf(model("base.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}}, merge);
+            if (purified) {
+                GraftOperation purify;
+                purify.kind = GraftOperation::Kind::Purify;
+                purify.select.system = System::Skeleton;
+                plan.operations.push_back(purify);
+            }
+            const GraftModels models = GraftModels::open(plan);
+            const std::string out = model(purified ? "overflow-purified.gguf" : "overflow.gguf");
+            const GraftOutcome outcome = graftChimera(plan, models, out);
+            QVERIFY(!outcome.written.isOk());
+            QVERIFY2(outcome.written.message.find(": the merge gives values that are not finite numbers") !=
+                         std::string::npos,
+                     outcome.written.message.c_str());
+            QVERIFY(!QFile::exists(QString::fromStdString(out)));
+        }
+    }
+
     // Every tensor the writer makes names what it reads, for the writer's read-ahead: a merged
     // tensor its base's bytes and then each model's, in the plan's order; a converted, quantized or
     // purified one its own bytes in the base; the spans are the tensors' places in their files.
