@@ -34,6 +34,28 @@ QString findingsOf(const CompatibilityReport& report) {
     return text;
 }
 
+// Purifies the tensors of those names, or of that system.
+GraftOperation purifyOperation(std::vector<std::string> names) {
+    GraftOperation o;
+    o.kind = GraftOperation::Kind::Purify;
+    o.select.names = std::move(names);
+    return o;
+}
+
+GraftOperation purifyOperation(System system) {
+    GraftOperation o;
+    o.kind = GraftOperation::Kind::Purify;
+    o.select.system = system;
+    return o;
+}
+
+GraftOperation quantizeOperation(QuantFileType type) {
+    GraftOperation o;
+    o.kind = GraftOperation::Kind::Quantize;
+    o.quantize.fileType = type;
+    return o;
+}
+
 GraftOperation mergeOperation(const std::string& json) {
     GraftOperation o;
     o.kind = GraftOperation::Kind::Merge;
@@ -338,14 +360,8 @@ private slots:
         GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}},
                                 mergeOperation(R"({"method": "model_stock", "base": "base",
                                     "models": [{"model": "a"}, {"model": "b"}]})"));
-        GraftOperation purify;
-        purify.kind = GraftOperation::Kind::Purify;
-        purify.select.names = {"blk.1.attn_q.weight"};
-        plan.operations.push_back(purify);
-        GraftOperation quantize;
-        quantize.kind = GraftOperation::Kind::Quantize;
-        quantize.quantize.fileType = QuantFileType::Q8_0;
-        plan.operations.push_back(quantize);
+        plan.operations.push_back(purifyOperation({"blk.1.attn_q.weight"}));
+        plan.operations.push_back(quantizeOperation(QuantFileType::Q8_0));
         const GraftModels models = GraftModels::open(plan);
         const CompatibilityReport report = checkGraft(plan, models);
         QVERIFY2(!report.hasErrors(), qPrintable(findingsOf(report)));
@@ -382,10 +398,7 @@ private slots:
             GraftPlan plan =
                 planOf(model("base.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}}, merge);
             if (purified) {
-                GraftOperation purify;
-                purify.kind = GraftOperation::Kind::Purify;
-                purify.select.system = System::Skeleton;
-                plan.operations.push_back(purify);
+                plan.operations.push_back(purifyOperation(System::Skeleton));
             }
             const GraftModels models = GraftModels::open(plan);
             const std::string out = model(purified ? "overflow-purified.gguf" : "overflow.gguf");
@@ -406,14 +419,8 @@ private slots:
             "models": [{"model": "b", "parameters": {"weight": 0.5}}, {"model": "a", "parameters": {"weight": 0.5}}]})");
         merge.select.system = System::Skeleton;
         GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}}, merge);
-        GraftOperation purify;
-        purify.kind = GraftOperation::Kind::Purify;
-        purify.select.names = {"blk.1.ffn_up.weight"};
-        plan.operations.push_back(purify);
-        GraftOperation quantize;
-        quantize.kind = GraftOperation::Kind::Quantize;
-        quantize.quantize.fileType = QuantFileType::Q8_0;
-        plan.operations.push_back(quantize);
+        plan.operations.push_back(purifyOperation({"blk.1.ffn_up.weight"}));
+        plan.operations.push_back(quantizeOperation(QuantFileType::Q8_0));
         const GraftModels models = GraftModels::open(plan);
         const CompatibilityReport report = checkGraft(plan, models);
         QVERIFY2(!report.hasErrors(), qPrintable(findingsOf(report)));
