@@ -75,6 +75,17 @@ class TestWindowMerge : public QObject {
         return drop.isAccepted();
     }
 
+    // The dialog alone, for a base and two donors of six blocks, the tensors from `donor`.
+    static widgets::MergeDialog::Setup dialogSetup(const QString& donor) {
+        widgets::MergeDialog::Setup setup;
+        setup.recipient = QStringLiteral("/m/base.gguf");
+        setup.donors = {QStringLiteral("/m/farm.gguf"), QStringLiteral("/m/sea.gguf")};
+        setup.donor = donor;
+        setup.what = QStringLiteral("9 tensors");
+        setup.blocks = 6;
+        return setup;
+    }
+
     // The Merge… dialog answered: ties, the farm at density 0.6, its weight varying over the
     // layers (the curve's last point dragged up to 1.5 with the mouse), then Add to plan.
     static ModalSteps::Step answerTies(QString* title, std::vector<double>* curve) {
@@ -400,13 +411,7 @@ private slots:
     // The dialog on its own: what each method takes, and the merges it refuses before the plan
     // sees them (the merge spec's own words).
     void dialogRefusesWhatCannotMerge() {
-        widgets::MergeDialog::Setup setup;
-        setup.recipient = QStringLiteral("/m/base.gguf");
-        setup.donors = {QStringLiteral("/m/farm.gguf"), QStringLiteral("/m/sea.gguf")};
-        setup.donor = QStringLiteral("/m/farm.gguf");
-        setup.what = QStringLiteral("9 tensors");
-        setup.blocks = 6;
-        widgets::MergeDialog dialog(setup);
+        widgets::MergeDialog dialog(dialogSetup(QStringLiteral("/m/farm.gguf")));
         auto* method = dialog.findChild<QComboBox*>(QStringLiteral("mergeMethod"));
         auto* ok = dialog.findChild<QPushButton*>(QStringLiteral("mergeAdd"));
         auto pick = [&](const char* name) {
@@ -461,13 +466,7 @@ private slots:
     // A method tried and left keeps what the user set: normalize as chosen, and the parameter that
     // varies over the layers with its curve.
     void methodSwitchKeepsTheSettings() {
-        widgets::MergeDialog::Setup setup;
-        setup.recipient = QStringLiteral("/m/base.gguf");
-        setup.donors = {QStringLiteral("/m/farm.gguf"), QStringLiteral("/m/sea.gguf")};
-        setup.donor = QStringLiteral("/m/sea.gguf");
-        setup.what = QStringLiteral("9 tensors");
-        setup.blocks = 6;
-        widgets::MergeDialog dialog(setup);
+        widgets::MergeDialog dialog(dialogSetup(QStringLiteral("/m/sea.gguf")));
         auto* method = dialog.findChild<QComboBox*>(QStringLiteral("mergeMethod"));
         auto pick = [&](const char* name) {
             method->setCurrentIndex(method->findText(QString::fromLatin1(name)));
