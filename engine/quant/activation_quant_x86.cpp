@@ -108,21 +108,15 @@ ORGAN_TARGET void quantizeQ8KAvx2(const float* x, std::size_t count, Q8KBlock* o
     }
 }
 
-// F16C's conversion rounds to nearest even as floatToHalf does; only a NaN's bits differ, so a NaN
-// is first made floatToHalf's (a quiet NaN with the sign and no payload). Stored in
-// HalfActivations' layout: a column's block b at 16 b from its start.
+// floatToHalf's halves (halvesOf), stored in HalfActivations' layout: a column's block b at 16 b
+// from its start.
 ORGAN_TARGET void halvesAvx2(const float* x, std::size_t size, std::size_t count, std::uint16_t* out) {
-    const __m256 quietNan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000));
-    const __m256 sign = _mm256_set1_ps(-0.0f);
     for (std::size_t c = 0; c < count; ++c) {
         std::uint16_t* column = out + HalfActivations::columnOffset(size, c);
         const float* values = x + c * size;
         for (std::size_t b = 0; b < size / 8; ++b) {
-            const __m256 v = _mm256_loadu_ps(values + 8 * b);
-            const __m256 nan = _mm256_or_ps(_mm256_and_ps(v, sign), quietNan);
-            const __m256 clean = _mm256_blendv_ps(v, nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
             _mm_storeu_si128(reinterpret_cast<__m128i*>(column + 16 * b),
-                             _mm256_cvtps_ph(clean, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                             halvesOf(_mm256_loadu_ps(values + 8 * b)));
         }
     }
 }
