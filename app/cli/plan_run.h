@@ -12,8 +12,9 @@
 namespace organ::cli {
 
 // While alive, Ctrl-C (SIGINT), SIGTERM and SIGHUP stop the job through `stop` instead of killing
-// the process, so that it ends cancelled with nothing written (a second one kills as usual), and
-// SIGPIPE is ignored (stdout piped to a reader that left does not kill the job).
+// the process, so that it ends cancelled with nothing written (a second one kills as usual). From
+// then on SIGPIPE is ignored, to the process's end: stdout piped to a reader that left kills
+// neither the job nor the process when it flushes the job's last lines at exit.
 class StopOnInterrupt {
 public:
     explicit StopOnInterrupt(StopToken& stop);

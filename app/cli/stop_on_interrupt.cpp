@@ -18,12 +18,13 @@ extern "C" void requestStopOnInterrupt(int) {
 } // namespace
 
 // SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed, an ssh session dropped) stop the job;
-// SIGPIPE (stdout a pipe whose reader left) is ignored, so that the job ends as it would have.
+// SIGPIPE (stdout a pipe whose reader left) is ignored, so that the job ends as it would have. It
+// stays ignored after the job: what the job printed last is still buffered in std::cout, and is
+// flushed when the process exits.
 constexpr int kStopping[] = {SIGINT, SIGTERM, SIGHUP};
 
 struct StopOnInterrupt::Saved {
     struct sigaction stopping[std::size(kStopping)]{};
-    struct sigaction pipe {};
 };
 
 StopOnInterrupt::StopOnInterrupt(StopToken& stop) : m_saved(std::make_unique<Saved>()) {
@@ -38,14 +39,13 @@ StopOnInterrupt::StopOnInterrupt(StopToken& stop) : m_saved(std::make_unique<Sav
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     sigemptyset(&ignore.sa_mask);
-    sigaction(SIGPIPE, &ignore, &m_saved->pipe);
+    sigaction(SIGPIPE, &ignore, nullptr);
 }
 
 StopOnInterrupt::~StopOnInterrupt() {
     for (std::size_t i = 0; i < std::size(kStopping); ++i) {
         sigaction(kStopping[i], &m_saved->stopping[i], nullptr);
     }
-    sigaction(SIGPIPE, &m_saved->pipe, nullptr);
     interrupted.store(nullptr);
 }
 
