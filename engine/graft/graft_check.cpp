@@ -303,7 +303,8 @@ private:
             return;
         }
         const auto& merge = *m_report.layout.merge;
-        add(Finding::Severity::Info, m_mergeOperation, mergeSummary(merge, m_report.layout.tensorsMerged));
+        add(Finding::Severity::Info, m_mergeOperation,
+            mergeSummary(merge, m_models, m_report.layout.tensorsMerged));
         if (m_report.layout.tensorsMerged == 0) {
             add(Finding::Severity::Error, m_mergeOperation,
                 "merge: no tensor is merged: none of the selected tensors is in every model with the "

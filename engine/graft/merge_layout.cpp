@@ -1,6 +1,7 @@
 #include "graft/merge_layout.h"
 
 #include "support/errors.h"
+#include "support/text_format.h"
 
 namespace organ {
 namespace {
@@ -15,6 +16,12 @@ std::vector<std::string> inputIds(const MergeSpec& spec) {
         ids.push_back(spec.models[i].model);
     }
     return ids;
+}
+
+// How messages name the model of `id`: its file.
+std::string inputName(const GraftModels& models, const std::string& id) {
+    const GgufModel* model = models.find(id);
+    return model != nullptr ? fileLabel(model->path()) : id;
 }
 
 } // namespace
@@ -32,9 +39,10 @@ MergeResolution resolveMerge(const MergeSpec& spec, const GraftModels& models, c
             const MetaValue* theirs = model.find("tokenizer.ggml.tokens");
             const bool same =
                 vocabulary == nullptr ? theirs == nullptr : theirs != nullptr && *vocabulary == *theirs;
-            if (!fits || !same) {
-                out.error = tensor + ": the vocabularies of the base and '" + id +
-                            "' differ; their embedding rows mean other tokens and are not merged";
+            if (!same) {
+                out.error = tensor + ": the vocabularies of " + inputName(models, "base") + " and " +
+                            inputName(models, id) +
+                            " differ; their embedding rows mean other tokens and are not merged";
                 return out;
             }
         }
@@ -60,11 +68,11 @@ MergeResolution resolveMerge(const MergeSpec& spec, const GraftModels& models, c
     return out;
 }
 
-std::string mergeSummary(const MergeSpec& spec, std::size_t tensors) {
+std::string mergeSummary(const MergeSpec& spec, const GraftModels& models, std::size_t tensors) {
     const std::vector<std::string> ids = inputIds(spec);
     std::string from;
     for (std::size_t i = 0; i < ids.size(); ++i) {
-        from += (i == 0 ? "" : i + 1 == ids.size() ? " and " : ", ") + ids[i];
+        from += (i == 0 ? "" : i + 1 == ids.size() ? " and " : ", ") + inputName(models, ids[i]);
     }
     return "merge (" + std::string(mergeMethodName(spec.method)) + "): " + std::to_string(tensors) +
            " tensor" + (tensors == 1 ? "" : "s") + " from " + from;

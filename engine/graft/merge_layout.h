@@ -21,7 +21,7 @@ struct MergeResolution {
 MergeResolution resolveMerge(const MergeSpec& spec, const GraftModels& models, const std::string& tensor,
                              const TensorPlace& place, const TensorInfo& expected);
 
-// "merge (ties): 57 tensors from base, farm and sea".
-std::string mergeSummary(const MergeSpec& spec, std::size_t tensors);
+// "merge (ties): 57 tensors from base.gguf, farm.gguf and sea.gguf": the models named by their files.
+std::string mergeSummary(const MergeSpec& spec, const GraftModels& models, std::size_t tensors);
 
 } // namespace organ

@@ -143,9 +143,10 @@ public:
         return out;
     }
 
-    // The parameters of a model (per model) or of the merge (global: also its switches).
-    void parameters(const YAML::Node& node, std::map<std::string, ParamValue>& out, MergeConfig* global,
-                    const std::string& what) const {
+    // The parameters of a model (per model) or of the merge (global: also its switches), each
+    // value checked against `method` where it stands.
+    void parameters(const YAML::Node& node, MergeMethod method, std::map<std::string, ParamValue>& out,
+                    MergeConfig* global, const std::string& what) const {
         if (!node.IsMap()) {
             fail(node, what + "parameters must be a mapping");
         }
@@ -165,11 +166,14 @@ public:
                 global->notes.push_back("int8_mask: mergekit's way to save memory, no effect here");
             } else {
                 out[name] = value(entry.second, what + "'" + name + "'");
+                if (auto problem = mergeParameterProblem(method, name, out[name])) {
+                    fail(entry.first, what + *problem);
+                }
             }
         }
     }
 
-    MergeModel model(const YAML::Node& node, const std::set<std::string>& keys) const {
+    MergeModel model(const YAML::Node& node, MergeMethod method, const std::set<std::string>& keys) const {
         checkKeys(node, keys, "a model");
         if (!node["model"]) {
             fail(node, "a model lacks 'model' (its path)");
@@ -177,7 +181,7 @@ public:
         MergeModel m;
         m.model = string(node["model"], "'model'");
         if (node["parameters"]) {
-            parameters(node["parameters"], m.parameters, nullptr, "model '" + m.model + "': ");
+            parameters(node["parameters"], method, m.parameters, nullptr, "model '" + m.model + "': ");
         }
         return m;
     }
@@ -200,7 +204,7 @@ public:
                                         : "a slice needs 'sources': [{model, layer_range, parameters}]");
             }
             for (const auto& source : sources) {
-                MergeModel m = model(source, {"model", "layer_range", "parameters"});
+                MergeModel m = model(source, config.spec.method, {"model", "layer_range", "parameters"});
                 const YAML::Node range = source["layer_range"];
                 if (!range || !range.IsSequence() || range.size() != 2) {
                     fail(source, "'layer_range' must be [first, end) (two numbers)");
@@ -269,7 +273,7 @@ public:
                                  " {model, parameters}");
             }
             for (const auto& m : models) {
-                config.spec.models.push_back(model(m, {"model", "parameters"}));
+                config.spec.models.push_back(model(m, config.spec.method, {"model", "parameters"}));
             }
         } else if (root["slices"]) {
             slices(root["slices"], config);
@@ -277,7 +281,7 @@ public:
             fail(root, "'models' (or 'slices') is missing");
         }
         if (root["parameters"]) {
-            parameters(root["parameters"], config.spec.parameters, &config, "");
+            parameters(root["parameters"], config.spec.method, config.spec.parameters, &config, "");
         }
         if (root["dtype"]) {
             config.notes.push_back("dtype " + string(root["dtype"], "'dtype'") +

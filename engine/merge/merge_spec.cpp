@@ -2,6 +2,7 @@
 
 #include "support/errors.h"
 
+#include <charconv>
 #include <cmath>
 
 namespace organ {
@@ -26,7 +27,9 @@ std::optional<std::string> valueProblem(const std::string& name, const ParamValu
         for (const ParamRule& rule : value.rules) {
             for (const double v : rule.points) {
                 if (v < 0 || v > 1) {
-                    return "'" + name + "' is a share from 0 to 1, not " + std::to_string(v);
+                    char text[32];
+                    const auto end = std::to_chars(text, text + sizeof text, v).ptr;
+                    return "'" + name + "' is a share from 0 to 1, not " + std::string(text, end);
                 }
             }
         }
@@ -38,12 +41,7 @@ std::optional<std::string> parametersProblem(const MergeSpec& spec,
                                              const std::map<std::string, ParamValue>& values,
                                              const std::string& where) {
     for (const auto& [name, value] : values) {
-        if (!takesParameter(spec.method, name) || isSwitch(name)) {
-            return where + "'" + name + "' is not a parameter of " +
-                   std::string(mergeMethodName(spec.method)) + " (it takes " + parameterNamesOf(spec.method) +
-                   ")";
-        }
-        if (auto problem = valueProblem(name, value)) {
+        if (auto problem = mergeParameterProblem(spec.method, name, value)) {
             return where + *problem;
         }
     }
@@ -57,6 +55,18 @@ std::optional<double> lookUp(const std::map<std::string, ParamValue>& values, co
 }
 
 } // namespace
+
+std::optional<std::string> mergeParameterProblem(MergeMethod method, const std::string& name,
+                                                 const ParamValue& value) {
+    if (method == MergeMethod::Passthrough) {
+        return std::string("passthrough takes no parameters");
+    }
+    if (!takesParameter(method, name) || isSwitch(name)) {
+        return "'" + name + "' is not a parameter of " + std::string(mergeMethodName(method)) +
+               " (it takes " + parameterNamesOf(method) + ")";
+    }
+    return valueProblem(name, value);
+}
 
 std::vector<std::size_t> MergeSpec::mergedModels() const {
     std::vector<std::size_t> out;

@@ -42,6 +42,11 @@ struct MergeSpec {
     void renameModels(const std::function<std::string(const std::string&)>& rename);
 };
 
+// What is wrong with parameter `name` holding `value` in a merge by `method`: not one of its
+// parameters (those it takes named), or a share (density, gamma) outside [0, 1].
+std::optional<std::string> mergeParameterProblem(MergeMethod method, const std::string& name,
+                                                 const ParamValue& value);
+
 // What is wrong with the merge, whatever the models hold: a method that needs a base without one,
 // too few or too many models, a parameter the method does not take (named), a value out of range
 // (density and gamma in [0, 1]). Nothing when it is sound.

@@ -335,7 +335,7 @@ private slots:
         const bool said =
             std::any_of(check.body["findings"].begin(), check.body["findings"].end(), [](const auto& f) {
                 return f["message"].template get<std::string>().starts_with(
-                    "merge (dare_ties): 39 tensors from base, b and c");
+                    "merge (dare_ties): 39 tensors from a.gguf, b.gguf and s4.gguf");
             });
         QVERIFY2(said, check.body.dump().c_str());
         const Answer assemble =

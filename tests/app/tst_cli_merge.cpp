@@ -163,7 +163,7 @@ private slots:
         const CliRun run = runOrganCli(
             {QStringLiteral("merge"), yaml, QStringLiteral("-o"), out, QStringLiteral("--json"), json});
         QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
-        QVERIFY2(run.out.contains(QStringLiteral("merge (ties): 30 tensors from base, a and b")),
+        QVERIFY2(run.out.contains(QStringLiteral("merge (ties): 30 tensors from base.gguf, a.gguf and b.gguf")),
                  qPrintable(run.out));
         QVERIFY(run.out.contains(QStringLiteral("wrote ")));
         QVERIFY(run.err.contains(QStringLiteral("note: dtype bfloat16 ignored")));
@@ -323,7 +323,7 @@ dtype: bfloat16
         const CliRun run = runOrganCli({QStringLiteral("merge"), config(QStringLiteral("slerp.yaml"), slerp),
                                         QStringLiteral("-o"), out});
         QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
-        QVERIFY2(run.out.contains(QStringLiteral("merge (slerp): 30 tensors from base and a")),
+        QVERIFY2(run.out.contains(QStringLiteral("merge (slerp): 30 tensors from base.gguf and a.gguf")),
                  qPrintable(run.out));
         QByteArray cut = slerp;
         cut.replace("[0, 3]", "[0, 2]");
@@ -355,7 +355,7 @@ dtype: bfloat16
             << QByteArray(
                    "merge_method: linear\nmodels:\n  - model: models/a.gguf\n    parameters: {weight: 1, "
                    "density: 0.5}\n")
-            << QStringLiteral("'density' is not a parameter of linear");
+            << QStringLiteral("line 4: model 'models/a.gguf': 'density' is not a parameter of linear");
         QTest::newRow("an unknown method") << QByteArray("merge_method: della\n" + models)
                                            << QStringLiteral("merge_method 'della' is not supported");
         QTest::newRow("no method") << models << QStringLiteral("'merge_method' is missing");
@@ -383,7 +383,9 @@ dtype: bfloat16
         QTest::newRow("density 2") << QByteArray(
                                           "merge_method: ties\nbase_model: models/base.gguf\nmodels:\n  - "
                                           "model: models/a.gguf\n    parameters: {weight: 1, density: 2}\n")
-                                   << QStringLiteral("'density' is a share from 0 to 1");
+                                   << QStringLiteral(
+                                          "line 5: model 'models/a.gguf': 'density' is a share from 0 "
+                                          "to 1, not 2\n");
         QTest::newRow("NaN weight") << QByteArray(
                                            "merge_method: linear\nmodels:\n  - model: models/a.gguf\n    "
                                            "parameters: {weight: .nan}\n")
@@ -452,11 +454,11 @@ dtype: bfloat16
         QTest::newRow("passthrough, a model's parameters")
             << QByteArray("merge_method: passthrough\nmodels:\n  - model: models/a.gguf\n    parameters: "
                           "{weight: 1}\n")
-            << QStringLiteral("line 3: passthrough takes no parameters");
+            << QStringLiteral("line 4: model 'models/a.gguf': passthrough takes no parameters");
         QTest::newRow("passthrough, parameters")
             << QByteArray(
                    "merge_method: passthrough\nparameters: {weight: 1}\nmodels:\n  - model: models/a.gguf\n")
-            << QStringLiteral("passthrough takes no parameters");
+            << QStringLiteral("line 2: passthrough takes no parameters");
         QTest::newRow("passthrough, a base other than its model")
             << QByteArray("merge_method: passthrough\nbase_model: models/base.gguf\nmodels:\n  - model: "
                           "models/a.gguf\n")

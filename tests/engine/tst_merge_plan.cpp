@@ -93,6 +93,9 @@ private slots:
         SpecimenShape other = shape;
         other.vocabulary = 300;
         QVERIFY(writeSpecimen(model("other-vocabulary.gguf"), 4, other).isOk());
+        SpecimenShape wider = shape;
+        wider.embedding = 128;
+        QVERIFY(writeSpecimen(model("other-width.gguf"), 5, wider).isOk());
         // The same models in other types, as organ quantize writes them.
         for (const auto& [from, to, type] : {std::tuple{"base.gguf", "base-q8_0.gguf", QuantFileType::Q8_0},
                                              {"a.gguf", "a-f16.gguf", QuantFileType::F16},
@@ -114,7 +117,7 @@ private slots:
         const CompatibilityReport report = checkGraft(plan, models);
         QVERIFY2(!report.hasErrors(), qPrintable(findingsOf(report)));
         QVERIFY2(findingsOf(report).contains(
-                     QStringLiteral("merge (task_arithmetic): 30 tensors from base, a and b")),
+                     QStringLiteral("merge (task_arithmetic): 30 tensors from base.gguf, a.gguf and b.gguf")),
                  qPrintable(findingsOf(report)));
         const std::string out = model("merged.gguf");
         const GraftOutcome outcome = graftChimera(plan, models, out);
@@ -277,11 +280,22 @@ private slots:
                                      "models": [{"model": "o", "parameters": {"weight": 1}}]})"));
         const GraftModels otherModels = GraftModels::open(other);
         const QString refused = findingsOf(checkGraft(other, otherModels));
-        QVERIFY2(refused.contains(
-                     QStringLiteral("token_embd.weight: the vocabularies of the base and 'o' differ")),
+        QVERIFY2(refused.contains(QStringLiteral("token_embd.weight: the vocabularies of base.gguf and "
+                                                 "other-vocabulary.gguf differ")),
                  qPrintable(refused));
         QVERIFY(!graftChimera(other, otherModels, model("never.gguf")).written.isOk());
         QVERIFY(!QFile::exists(path(QStringLiteral("never.gguf"))));
+
+        // The same vocabulary in rows of another width: no tensor fits, which is what is said (not
+        // that the vocabularies differ).
+        GraftPlan wide = planOf(model("base.gguf"), {{"w", model("other-width.gguf")}},
+                                mergeOperation(R"({"method": "task_arithmetic", "base": "base",
+                                    "models": [{"model": "w", "parameters": {"weight": 1}}]})"));
+        const GraftModels wideModels = GraftModels::open(wide);
+        const QString wideFindings = findingsOf(checkGraft(wide, wideModels));
+        QVERIFY2(!wideFindings.contains(QStringLiteral("vocabularies")), qPrintable(wideFindings));
+        QVERIFY2(wideFindings.contains(QStringLiteral("merge: no tensor is merged")),
+                 qPrintable(wideFindings));
     }
 
     // A plan built in code (the window's) whose merge names a model the plan does not hold is
