@@ -69,6 +69,11 @@ std::string fixedDecimals(double value, int digits) {
 }
 
 std::string fileLabel(std::string_view path) {
+    const auto end = path.find_last_not_of('/');
+    if (end == std::string_view::npos) {
+        return std::string(path.empty() ? "" : "/");
+    }
+    path = path.substr(0, end + 1);
     const auto slash = path.find_last_of('/');
     return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }

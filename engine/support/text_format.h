@@ -22,7 +22,7 @@ std::string padText(std::string text, std::size_t width, bool alignRight = false
 // "36.65": a fixed number of decimals.
 std::string fixedDecimals(double value, int digits);
 
-// The last path component, which is how messages name a file.
+// The last path component, which is how messages name a file ("models/" is "models", "/" is "/").
 std::string fileLabel(std::string_view path);
 
 } // namespace organ

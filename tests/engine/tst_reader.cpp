@@ -254,6 +254,11 @@ private slots:
         QCOMPARE(humanCount(999), std::string("999"));
         QCOMPARE(humanCount(70553706496ull), std::string("70.55 B"));
         QCOMPARE(fileLabel("/a/b/model.gguf"), std::string("model.gguf"));
+        QCOMPARE(fileLabel("model.gguf"), std::string("model.gguf"));
+        QCOMPARE(fileLabel("models/organs//"), std::string("organs"));
+        QCOMPARE(fileLabel("./"), std::string("."));
+        QCOMPARE(fileLabel("//"), std::string("/"));
+        QCOMPARE(fileLabel(""), std::string());
     }
 
     void removedTypesAreUnknown() {
