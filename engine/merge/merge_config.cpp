@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <set>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 namespace organ {
@@ -337,7 +338,12 @@ MergeConfig mergeConfigFromYaml(std::string_view text, const std::string& label)
                                       ? std::string()
                                       : "line " + std::to_string(error.mark.line + 1) + ", column " +
                                             std::to_string(error.mark.column + 1) + ": ";
-        throw FormatError(label + ": not valid YAML: " + where + error.msg);
+        // yaml-cpp says "bad file" when it stops at its depth limit.
+        const auto* deep = dynamic_cast<const YAML::DeepRecursion*>(&error);
+        throw FormatError(label + ": not valid YAML: " + where +
+                          (deep != nullptr ? "nested deeper than the " + std::to_string(deep->depth()) +
+                                                 " levels the YAML reader goes"
+                                           : error.msg));
     }
     if (documents.size() != 1) {
         throw FormatError(label + ": " + std::to_string(documents.size()) +

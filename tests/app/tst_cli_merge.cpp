@@ -163,8 +163,9 @@ private slots:
         const CliRun run = runOrganCli(
             {QStringLiteral("merge"), yaml, QStringLiteral("-o"), out, QStringLiteral("--json"), json});
         QVERIFY2(run.exitCode == 0, qPrintable(run.err + run.out));
-        QVERIFY2(run.out.contains(QStringLiteral("merge (ties): 30 tensors from base.gguf, a.gguf and b.gguf")),
-                 qPrintable(run.out));
+        QVERIFY2(
+            run.out.contains(QStringLiteral("merge (ties): 30 tensors from base.gguf, a.gguf and b.gguf")),
+            qPrintable(run.out));
         QVERIFY(run.out.contains(QStringLiteral("wrote ")));
         QVERIFY(run.err.contains(QStringLiteral("note: dtype bfloat16 ignored")));
         QVERIFY(run.err.contains(QStringLiteral("note: int8_mask")));
@@ -374,7 +375,10 @@ dtype: bfloat16
         QTest::newRow("deep nesting")
             << QByteArray("merge_method: linear\nmodels: " + QByteArray(100000, '[') +
                           QByteArray(100000, ']'))
-            << QStringLiteral("not valid YAML");
+            << QStringLiteral("not valid YAML: line 2, column ");
+        QTest::newRow("nesting past the YAML reader's depth")
+            << QByteArray("merge_method: linear\nmodels: " + QByteArray(600, '[') + QByteArray(600, ']'))
+            << QStringLiteral("nested deeper than the 500 levels the YAML reader goes");
         QTest::newRow("a long gradient")
             << QByteArray(
                    "merge_method: linear\nmodels:\n  - model: models/a.gguf\n    parameters: {weight: [" +
