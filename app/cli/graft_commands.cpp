@@ -3,6 +3,7 @@
 #include "graft/assembly.h"
 #include "organs/organ_directory.h"
 #include "plan_run.h"
+#include "support/errors.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -248,7 +249,16 @@ int runPlanCommand(const std::vector<std::string>& args) {
     try {
         const GraftPlan plan = loadGraftPlan(parsed.positional().front());
         const GraftModels models = GraftModels::open(plan);
-        const CompatibilityReport report = checkGraft(plan, models);
+        CompatibilityReport report = checkGraft(plan, models);
+        // What organ assemble --plan would refuse besides the models (which checkGraft compares
+        // with the output): the plan itself as its output, a folder or special file there.
+        if (!plan.output.empty()) {
+            try {
+                checkOutputTarget(plan.output, {parsed.positional().front()});
+            } catch (const IoError& error) {
+                report.findings.push_back({Finding::Severity::Error, error.what(), {}, -1, false});
+            }
+        }
         if (parsed.flag("--json")) {
             nlohmann::json document = findingsToJson(report.findings);
             document["plan"] = parsed.positional().front();

@@ -310,6 +310,21 @@ private slots:
         const Run bad = runOrgan({QStringLiteral("plan"), QStringLiteral("check"), badPlan});
         QCOMPARE(bad.exitCode, 1);
         QVERIFY(bad.err.contains(QStringLiteral("bad-plan.json: plan: lacks \"base\"")));
+
+        // A plan whose output is the plan itself: the check says what assemble would refuse.
+        const QString selfPlan = m_dir.filePath(QStringLiteral("self-plan.json"));
+        QVERIFY(writeAll(
+            selfPlan,
+            R"({"format": "organ-graft-plan", "version": 1, "base": ")" + healthy.toUtf8() +
+                R"(", "output": "self-plan.json", "operations": [{"op": "remove_layer", "layer": 0}]})"));
+        const QByteArray selfBytes = readAll(selfPlan);
+        const Run selfCheck = runOrgan({QStringLiteral("plan"), QStringLiteral("check"), selfPlan});
+        QCOMPARE(selfCheck.exitCode, 1);
+        QVERIFY2(selfCheck.out.contains(
+                     QStringLiteral("self-plan.json: refusing to write over a file that is also an input")),
+                 qPrintable(selfCheck.out));
+        QCOMPARE(runOrgan({QStringLiteral("assemble"), QStringLiteral("--plan"), selfPlan}).exitCode, 1);
+        QCOMPARE(readAll(selfPlan), selfBytes);
     }
 
     // A plan whose chimera llama.cpp would refuse writes nothing; --keep-invalid writes it,
