@@ -56,13 +56,33 @@ QString countOf(qint64 n, const QString& one, const QString& many) {
     return QString::number(n) + u' ' + (n == 1 ? one : many);
 }
 
+QString breakableText(const QString& text) {
+    constexpr int kEscapeRun = 16; // a break may come before an escape (\xBD) after this many
+    constexpr int kLongestRun = 32;
+    QString out;
+    out.reserve(text.size() + text.size() / kEscapeRun);
+    int run = 0;
+    for (const QChar c : text) {
+        if (c.isSpace()) {
+            run = 0;
+        } else if ((run >= kEscapeRun && c == u'\\') || run >= kLongestRun) {
+            out += QChar(0x200B);
+            run = 0;
+        }
+        out += c;
+        run += c.isSpace() ? 0 : 1;
+    }
+    return out;
+}
+
 QString sampleHtml(const std::string& prompt, const std::string& continuation) {
     if (continuation.empty()) {
         return {};
     }
     return QCoreApplication::translate("organ::model", "<br><b>Sample</b> (after the prompt in italics, the "
                                                        "model's own words): <i>%1</i>%2")
-        .arg(displayText(prompt).toHtmlEscaped(), displayText(continuation).toHtmlEscaped());
+        .arg(breakableText(displayText(prompt)).toHtmlEscaped(),
+             breakableText(displayText(continuation)).toHtmlEscaped());
 }
 
 QString finiteNumber(double value, int decimals) {

@@ -36,8 +36,13 @@ QString displayText(std::string_view raw);
 // A measured number with `decimals` decimals, "—" when it is not finite (a NaN perplexity).
 QString finiteNumber(double value, int decimals);
 
+// `text` with a zero-width space where a run of characters without a space grows long (before an
+// escape such as \xBD, or anywhere past 32 characters), so that a label wraps it.
+QString breakableText(const QString& text);
+
 // A model's greedy sample in rich text, on a line of its own: the prompt in italics, then what
-// the model wrote after it, with a word saying so; empty when there is none.
+// the model wrote after it, with a word saying so; empty when there is none. Long runs without a
+// space (a sample of byte escapes) are breakable.
 QString sampleHtml(const std::string& prompt, const std::string& continuation);
 
 // "1 layer", "5 layers": a count with its noun in the right number.

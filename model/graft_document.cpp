@@ -841,6 +841,10 @@ GraftDocument::OperationSummary GraftDocument::summary(int operation) const {
     return s;
 }
 
+QString GraftDocument::modelName(const std::string& id) {
+    return id == "base" ? tr("the recipient") : q(id);
+}
+
 QString GraftDocument::describe(int operation) const {
     if (operation < 0 || operation >= int(m_plan.operations.size())) {
         return {};
@@ -900,7 +904,7 @@ QString GraftDocument::describe(const GraftOperation& o) const {
     case Kind::Merge: {
         QStringList models;
         for (const MergeModel& m : o.merge.models) {
-            models << q(m.model);
+            models << modelName(m.model);
         }
         return tr("merge %1 with %2 (%3)")
             .arg(o.select.isEmpty()       ? tr("every tensor")

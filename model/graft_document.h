@@ -136,6 +136,8 @@ public:
     void recover(const QString& path);
     void markSaved();
     QString fileName() const { return m_fileName; }
+    // How the window names a model of the plan: "the recipient" for the plan's base, else its id.
+    static QString modelName(const std::string& id);
 
     // Per operation: the chimera tensors it sets and their bytes in the donor, and its
     // findings' worst severity.

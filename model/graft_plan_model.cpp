@@ -44,11 +44,11 @@ QVariant GraftPlanModel::data(const QModelIndex& index, int role) const {
             if (operation.kind == GraftOperation::Kind::Merge) {
                 QStringList models;
                 for (const MergeModel& m : operation.merge.models) {
-                    models << QString::fromStdString(m.model);
+                    models << GraftDocument::modelName(m.model);
                 }
                 return models.join(QStringLiteral(", "));
             }
-            return QString::fromStdString(operation.donor.empty() ? std::string("base") : operation.donor);
+            return GraftDocument::modelName(operation.donor.empty() ? std::string("base") : operation.donor);
         case Tensors:
             return checked ? QVariant(s.tensors) : QVariant();
         case Bytes:
@@ -69,6 +69,22 @@ QVariant GraftPlanModel::data(const QModelIndex& index, int role) const {
                                       operation.kind == GraftOperation::Kind::MapLayer)
                        ? tr("no effect")
                        : tr("ok");
+        }
+    }
+    // The view elides long operations and model lists: the whole text on hover; the status's
+    // findings in full beside it.
+    if (role == Qt::ToolTipRole) {
+        if (index.column() == Operation || index.column() == Donor) {
+            return data(index, Qt::DisplayRole);
+        }
+        if (index.column() == Status && checked) {
+            QStringList lines;
+            for (const Finding& f : m_document->report().findings) {
+                if (f.operation == op && f.severity != Finding::Severity::Info) {
+                    lines << QString::fromStdString(findingLine(f));
+                }
+            }
+            return lines.isEmpty() ? QVariant() : QVariant(lines.join(u'\n'));
         }
     }
     if (role == Qt::ForegroundRole && index.column() == Status && checked) {

@@ -88,11 +88,11 @@ GraftPlanPanel::GraftPlanPanel(model::GraftDocument* document, QWidget* parent)
     m_operations->horizontalHeader()->setSectionResizeMode(model::GraftPlanModel::Operation,
                                                            QHeaderView::Stretch);
     m_operations->setWordWrap(false);
-    // Beside the operations: the chimera's check (scrolling when long), then the findings. The
-    // operations keep the dock's height whatever the check says.
-    auto* side = new QWidget(split);
-    auto* sideLayout = new QVBoxLayout(side);
-    sideLayout->setContentsMargins(0, 0, 0, 0);
+    // Beside the operations: the chimera's check (scrolling when long) over the findings, the
+    // line between them to drag. The operations keep the dock's height whatever the check says.
+    auto* side = m_side = new QSplitter(Qt::Vertical, split);
+    side->setObjectName(QStringLiteral("planSide"));
+    side->setChildrenCollapsible(false);
     m_vitals = wrappedLabel(side, QStringLiteral("chimeraVitals"), Qt::RichText, true);
     m_vitals->setAlignment(Qt::AlignTop | Qt::AlignLeft);
     m_vitalsArea = verticalScroll(m_vitals, side, QStringLiteral("chimeraVitalsArea"));
@@ -100,8 +100,11 @@ GraftPlanPanel::GraftPlanPanel(model::GraftDocument* document, QWidget* parent)
     m_findings = new QListWidget(side);
     m_findings->setObjectName(QStringLiteral("planFindings"));
     m_findings->setWordWrap(true);
-    sideLayout->addWidget(m_vitalsArea, 3);
-    sideLayout->addWidget(m_findings, 2);
+    m_findings->setMinimumHeight(m_findings->fontMetrics().lineSpacing() * 2 + 2 * m_findings->frameWidth());
+    side->addWidget(m_vitalsArea);
+    side->addWidget(m_findings);
+    side->setStretchFactor(0, 3);
+    side->setStretchFactor(1, 1);
     split->addWidget(m_operations);
     split->addWidget(side);
     split->setStretchFactor(0, 3);
@@ -215,13 +218,22 @@ void GraftPlanPanel::refresh() {
     m_summary->setText(text);
 }
 
+void GraftPlanPanel::showVitals() {
+    if (!m_vitalsArea->isHidden()) {
+        return; // as the user left the line between it and the findings
+    }
+    m_vitalsArea->show();
+    const int height = m_side->height();
+    m_side->setSizes({height * 3 / 4, height - height * 3 / 4});
+}
+
 void GraftPlanPanel::setChecking(const QString& text) {
     m_checking = !text.isEmpty();
     m_check->setText(m_checking ? tr("Cancel check") : tr("Check chimera"));
     m_check->setEnabled(m_checking || m_assemble->isEnabled());
     if (m_checking) {
         m_vitals->setText(text);
-        m_vitalsArea->show();
+        showVitals();
     }
 }
 
@@ -230,7 +242,7 @@ void GraftPlanPanel::setChimeraVitals(const QString& html, quint64 revision) {
     m_check->setText(tr("Check chimera"));
     m_shownVitalsFor = revision;
     m_vitals->setText(html);
-    m_vitalsArea->show();
+    showVitals();
     refresh();
 }
 

@@ -5,6 +5,7 @@
 class QLabel;
 class QListWidget;
 class QScrollArea;
+class QSplitter;
 class QTableView;
 class QToolButton;
 
@@ -44,6 +45,8 @@ signals:
 private:
     void refresh();
     int currentRow() const;
+    // Shows the check, three quarters of the side's height when it was hidden.
+    void showVitals();
 
     model::GraftDocument* m_document;
     model::GraftPlanModel* m_model = nullptr;
@@ -59,6 +62,7 @@ private:
     QToolButton* m_check = nullptr;
     QLabel* m_vitals = nullptr;
     QScrollArea* m_vitalsArea = nullptr;
+    QSplitter* m_side = nullptr; // the check over the findings
     bool m_checking = false;
     quint64 m_shownVitalsFor = 0; // the revision of the plan the shown vital signs are of
 };

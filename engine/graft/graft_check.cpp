@@ -286,6 +286,9 @@ private:
         if (r.error) {
             add(Finding::Severity::Error, slot.mergeOperation, "merge: " + *r.error, {out.name});
         } else if (r.keptAsItStands) {
+            if (m_keptFromMerge.empty()) {
+                m_firstKeptBecause = out.name + ": " + r.keptBecause;
+            }
             m_keptFromMerge.push_back(out.name);
         } else {
             out.merge = r.merge;
@@ -315,7 +318,8 @@ private:
                 "merge: " + std::to_string(m_keptFromMerge.size()) + " tensor" +
                     (m_keptFromMerge.size() == 1 ? " is" : "s are") +
                     " not in every model with the same shape and kept as " +
-                    (m_keptFromMerge.size() == 1 ? "it stands" : "they stand") + " (the base's)",
+                    (m_keptFromMerge.size() == 1 ? "it stands" : "they stand") + " (the base's); " +
+                    (m_keptFromMerge.size() == 1 ? "" : "the first, ") + m_firstKeptBecause,
                 m_keptFromMerge);
         }
         if (!m_mergedAsF16.empty()) {
@@ -670,6 +674,7 @@ private:
     int m_quantizeOperation = -1;
     int m_mergeOperation = -1;
     std::vector<std::string> m_keptFromMerge;
+    std::string m_firstKeptBecause; // the first kept tensor and why
     std::vector<std::string> m_mergedAsF16;
     std::vector<std::string> m_purified;
     std::vector<std::string> m_storedAsF16;

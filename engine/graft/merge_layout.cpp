@@ -48,6 +48,9 @@ MergeResolution resolveMerge(const MergeSpec& spec, const GraftModels& models, c
         }
         if (!fits) {
             out.keptAsItStands = true;
+            out.keptBecause = inputName(models, id) +
+                              (t == nullptr ? " lacks it" : " has it " + t->shapeText()) + ", the base " +
+                              expected.shapeText();
             return out;
         }
     }

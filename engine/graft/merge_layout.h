@@ -16,6 +16,7 @@ struct MergeResolution {
     // A model lacks the tensor or has another shape: it is kept as it stands (the spec takes it from
     // the base), and the report names it.
     bool keptAsItStands = false;
+    std::string keptBecause;          // "b.gguf has it 64 × 128, the base 64 × 176", "b.gguf lacks it"
     std::optional<std::string> error; // a vocabulary that differs, a parameter that is missing
 };
 MergeResolution resolveMerge(const MergeSpec& spec, const GraftModels& models, const std::string& tensor,

@@ -403,6 +403,14 @@ private slots:
         QVERIFY(linear.base.empty());
         QCOMPARE(linear.models.size(), std::size_t(2));
         QCOMPARE(linear.models[0].model, std::string("base"));
+        // The window names the plan's base the recipient, as its panes do.
+        QVERIFY2(m_plan->describe(0).contains(QStringLiteral(" with the recipient and ")),
+                 qPrintable(m_plan->describe(0)));
+        QVERIFY2(
+            m_window->surgery()->panel()->operationsView()->model()->index(0, 2).data().toString().startsWith(
+                QStringLiteral("the recipient, ")),
+            qPrintable(
+                m_window->surgery()->panel()->operationsView()->model()->index(0, 2).data().toString()));
         QVERIFY(!m_plan->report().hasErrors());
         QCOMPARE(m_plan->report().layout.tensorsMerged,
                  std::uint64_t(m_base->snapshot().model->tensors().size()));

@@ -256,6 +256,10 @@ private slots:
         });
         QVERIFY2(kept != report.findings.end(), qPrintable(findingsOf(report)));
         QCOMPARE(kept->tensors, std::vector<std::string>{"blk.2.ffn_up.weight"});
+        QVERIFY2(
+            kept->message.ends_with("(the base's); blk.2.ffn_up.weight: a-lacking.gguf lacks it, the base "
+                                    "64 × 128"),
+            kept->message.c_str());
         const std::string out = model("kept.gguf");
         QVERIFY(graftChimera(plan, models, out).written.isOk());
         const auto merged = GgufModel::open(out);
@@ -296,6 +300,10 @@ private slots:
         QVERIFY2(!wideFindings.contains(QStringLiteral("vocabularies")), qPrintable(wideFindings));
         QVERIFY2(wideFindings.contains(QStringLiteral("merge: no tensor is merged")),
                  qPrintable(wideFindings));
+        QVERIFY2(
+            wideFindings.contains(QStringLiteral("the first, token_embd.weight: other-width.gguf has it 128 "
+                                                 "× 512, the base 64 × 512")),
+            qPrintable(wideFindings));
     }
 
     // A plan built in code (the window's) whose merge names a model the plan does not hold is

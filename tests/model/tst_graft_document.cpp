@@ -470,14 +470,23 @@ private slots:
                  QStringLiteral("replace blk.1.ffn_up.weight from stories260K-f32"));
         QCOMPARE(table.index(2, GraftPlanModel::Operation).data().toString(),
                  QStringLiteral("remove layer 0"));
+        QCOMPARE(table.index(2, GraftPlanModel::Donor).data().toString(), QStringLiteral("the recipient"));
         QCOMPARE(table.index(3, GraftPlanModel::Operation).data().toString(),
                  QStringLiteral("stack layers: base 0–2, base 1–2, base 3–4"));
         QCOMPARE(table.index(3, GraftPlanModel::Status).data().toString(), QStringLiteral("ok"));
+        QCOMPARE(table.index(0, GraftPlanModel::Operation).data(Qt::ToolTipRole).toString(),
+                 QStringLiteral("map organ of layer 1 (3 tensors) from stories260K-f32 onto layer 3"));
+        QVERIFY(table.index(3, GraftPlanModel::Status).data(Qt::ToolTipRole).isNull());
         QVERIFY(!t->document.report().hasErrors());
         // An operation that cannot apply shows its error in its row.
         t->document.removeLayer(recipient, 9);
         QVERIFY(t->document.report().hasErrors());
         QCOMPARE(table.index(4, GraftPlanModel::Status).data().toString(), QStringLiteral("1 error"));
+        QVERIFY2(table.index(4, GraftPlanModel::Status)
+                     .data(Qt::ToolTipRole)
+                     .toString()
+                     .startsWith(QStringLiteral("error: ")),
+                 qPrintable(table.index(4, GraftPlanModel::Status).data(Qt::ToolTipRole).toString()));
         undo->undo();
         // The stack rebuilds the layers from the base: the grafts before it are overridden.
         QCOMPARE(table.index(0, GraftPlanModel::Tensors).data().toInt(), 0);

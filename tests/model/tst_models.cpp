@@ -12,6 +12,7 @@
 #include "token_table_model.h"
 
 #include <QAbstractItemModelTester>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -47,6 +48,28 @@ private slots:
         QCOMPARE(model::finiteNumber(4.41629, 3), QStringLiteral("4.416"));
         QCOMPARE(model::finiteNumber(std::nan(""), 3), QStringLiteral("—"));
         QCOMPARE(model::finiteNumber(INFINITY, 1), QStringLiteral("—"));
+    }
+
+    // A sample of byte escapes with no space wraps: a break at most every 32 characters, before
+    // an escape where it can; the text itself unchanged.
+    void samplesWrap() {
+        const std::string bytes(200, '\xbd');
+        const QString html = model::sampleHtml("Once", "word " + bytes);
+        QString plain = html;
+        plain.remove(QRegularExpression(QStringLiteral("<[^>]*>")));
+        int run = 0;
+        int longest = 0;
+        for (const QChar c : plain) {
+            run = c.isSpace() || c == QChar(0x200B) ? 0 : run + 1;
+            longest = std::max(longest, run);
+        }
+        QVERIFY2(longest <= 32, qPrintable(plain));
+        QVERIFY(plain.contains(QChar(0x200B) + QStringLiteral("\\xBD")));
+        plain.remove(QChar(0x200B));
+        QVERIFY2(plain.endsWith(QStringLiteral("word ") + QStringLiteral("\\xBD").repeated(200)),
+                 qPrintable(plain));
+        QCOMPARE(model::breakableText(QStringLiteral("short words stay as they are")),
+                 QStringLiteral("short words stay as they are"));
     }
 
     void anatomyTreeBySystem() {
