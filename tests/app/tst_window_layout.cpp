@@ -17,7 +17,9 @@
 #include "window_test_support.h"
 #include "worker_wait.h"
 
+#include <QListWidget>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTableView>
@@ -157,6 +159,15 @@ private slots:
         // The check's result sits beside the operations: they keep their rows.
         QVERIFY(window.surgery()->panel()->vitalsLabel()->isVisible());
         QCOMPARE(operations->viewport()->height(), rowsBeforeCheck);
+        // Over the findings, it takes most of the side; the findings keep two lines.
+        const auto* checkArea =
+            window.surgery()->panel()->findChild<QScrollArea*>(QStringLiteral("chimeraVitalsArea"));
+        const auto* findings =
+            window.surgery()->panel()->findChild<QListWidget*>(QStringLiteral("planFindings"));
+        QVERIFY(checkArea != nullptr && findings != nullptr);
+        QVERIFY2(checkArea->height() >= 2 * findings->height(),
+                 qPrintable(QStringLiteral("%1 over %2").arg(checkArea->height()).arg(findings->height())));
+        QVERIFY(findings->height() >= 2 * findings->fontMetrics().lineSpacing());
         // The header's two lines in one font; the sample says what it is.
         QVERIFY(!recipient->headerText().contains(QStringLiteral("<small>")));
         QVERIFY2(recipient->vitalsPage()->summaryText().contains(
