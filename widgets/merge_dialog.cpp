@@ -195,13 +195,15 @@ MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent),
     curveRow->addWidget(m_varying.points);
     curveLayout->addLayout(curveRow);
     auto* curveHint =
-        new QLabel(tr("Drag a point up or down (or click it and use the arrow keys): the dots are "
-                      "the values the layers get, as a mergekit gradient gives them."),
+        new QLabel(tr("Drag a point up or down (or click it and use the arrow keys; double-click it to "
+                      "type a value): the dots are the values the layers get, as a mergekit gradient "
+                      "gives them."),
                    varies);
     curveHint->setWordWrap(true);
     curveLayout->addWidget(curveHint);
     m_varying.curve = new ParamCurveEditor(varies);
     m_varying.curve->setBlocks(setup.blocks);
+    m_varying.points->setMaximum(m_varying.curve->maxPointCount());
     m_varying.curve->setPoints({0.5, 0.5, 0.5});
     curveLayout->addWidget(m_varying.curve, 1);
     columns->addWidget(varies, 2);
@@ -370,6 +372,8 @@ void MergeDialog::takePlanned(const MergeSpec& planned) {
     if (curve) {
         m_varying.target->setCurrentIndex(
             std::max(0, m_varying.target->findData(targetKey(curve->row, curve->name))));
+        // A plan's gradient may have more points than layers: it is shown as it is.
+        m_varying.points->setMaximum(std::max(m_varying.curve->maxPointCount(), int(points.size())));
         m_varying.points->setValue(int(points.size()));
         prepareCurve(*curve);
         m_varying.curve->setPoints(points);

@@ -3,6 +3,8 @@
 #include "chart_style.h"
 #include "merge/merge_parameter.h"
 
+#include <QInputDialog>
+#include <QToolTip>
 #include <algorithm>
 #include <cmath>
 
@@ -31,8 +33,18 @@ ParamCurveEditor::ParamCurveEditor(QWidget* parent) : QCustomPlot(parent) {
     m_currentHandle->setLineStyle(QCPGraph::lsNone);
     m_currentHandle->setScatterStyle(QCPScatterStyle(
         QCPScatterStyle::ssCircle, QPen(QColor(0xe0, 0x7b, 0x1a), 2), QColor(0xe0, 0x7b, 0x1a), 11));
+    m_idle = new QCPItemText(this);
+    m_idle->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_idle->position->setCoords(0.5, 0.5);
+    m_idle->setText(tr("No parameter varies over the layers:\nchoose one above to shape it here."));
+    m_idle->setTextAlignment(Qt::AlignCenter);
+    setMouseTracking(true);
     followPalette(this);
     redraw();
+}
+
+int ParamCurveEditor::maxPointCount() const {
+    return std::clamp(int(m_blocks), 2, kMaxPoints);
 }
 
 void ParamCurveEditor::setBlocks(std::uint32_t blocks) {
@@ -71,7 +83,7 @@ void ParamCurveEditor::setPoints(std::vector<double> points) {
 }
 
 void ParamCurveEditor::setPointCount(int count) {
-    count = std::clamp(count, 2, kMaxPoints);
+    count = std::clamp(count, 2, maxPointCount());
     if (count == int(m_points.size())) {
         return;
     }
@@ -109,6 +121,15 @@ void ParamCurveEditor::redraw() {
     if (m_current >= 0) {
         m_currentHandle->addData(xOfPoint(m_current), m_points[std::size_t(m_current)]);
     }
+    const bool active = isEnabled();
+    const QColor line =
+        active ? QColor(0x3b, 0x6e, 0xb4) : palette().color(QPalette::Disabled, QPalette::Text);
+    m_curve->setPen(QPen(line, 1.5));
+    m_curve->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, line, 4));
+    m_handles->setVisible(active);
+    m_currentHandle->setVisible(active);
+    m_idle->setVisible(!active);
+    m_idle->setColor(palette().color(QPalette::Active, QPalette::Text));
     const double margin = std::max(0.4, 0.03 * m_blocks);
     xAxis->setRange(-margin, double(m_blocks - 1) + margin);
     const double pad = (m_high - m_low) * 0.08;
@@ -126,17 +147,42 @@ void ParamCurveEditor::moveTo(int index, double value) {
     emit pointsChanged();
 }
 
-void ParamCurveEditor::mousePressEvent(QMouseEvent* event) {
-    m_dragged = -1;
+int ParamCurveEditor::pointAt(QPointF pixel) const {
+    int found = -1;
     double nearest = kGrabPixels;
     for (int j = 0; j < int(m_points.size()); ++j) {
-        const QPointF d = pixelOfPoint(j) - event->position();
+        const QPointF d = pixelOfPoint(j) - pixel;
         const double distance = std::hypot(d.x(), d.y());
         if (distance <= nearest) {
             nearest = distance;
-            m_dragged = j;
+            found = j;
         }
     }
+    return found;
+}
+
+QString ParamCurveEditor::pointText(int index) const {
+    // The blocks whose value this point moves: those strictly between its neighbours.
+    const double x = xOfPoint(index);
+    const double step = double(m_blocks - 1) / double(m_points.size() - 1);
+    QStringList layers;
+    for (std::uint32_t l = 0; l < m_blocks; ++l) {
+        if (std::abs(double(l) - x) < step - 1e-9) {
+            layers << QString::number(l);
+        }
+    }
+    const QString at =
+        std::abs(x - std::round(x)) < 1e-9
+            ? tr("at layer %1").arg(std::lround(x))
+            : tr("between layers %1 and %2").arg(int(std::floor(x))).arg(int(std::floor(x)) + 1);
+    return tr("Point %1 of %2, %3: %4\nShapes layer(s) %5. Double-click to type a value.")
+        .arg(index + 1)
+        .arg(m_points.size())
+        .arg(at, QString::number(m_points[std::size_t(index)], 'f', 3), layers.join(QStringLiteral(", ")));
+}
+
+void ParamCurveEditor::mousePressEvent(QMouseEvent* event) {
+    m_dragged = isEnabled() ? pointAt(event->position()) : -1;
     if (m_dragged >= 0 && event->button() == Qt::LeftButton) {
         m_current = m_dragged;
         redraw();
@@ -149,10 +195,50 @@ void ParamCurveEditor::mousePressEvent(QMouseEvent* event) {
 void ParamCurveEditor::mouseMoveEvent(QMouseEvent* event) {
     if (m_dragged >= 0 && (event->buttons() & Qt::LeftButton)) {
         moveTo(m_dragged, yAxis->pixelToCoord(event->position().y()));
+        QToolTip::showText(event->globalPosition().toPoint(), pointText(m_dragged), this);
         event->accept();
         return;
     }
+    const int hovered = isEnabled() ? pointAt(event->position()) : -1;
+    if (hovered >= 0) {
+        QToolTip::showText(event->globalPosition().toPoint(), pointText(hovered), this);
+    } else {
+        QToolTip::hideText();
+    }
     QCustomPlot::mouseMoveEvent(event);
+}
+
+void ParamCurveEditor::mouseDoubleClickEvent(QMouseEvent* event) {
+    const int index = isEnabled() ? pointAt(event->position()) : -1;
+    if (index < 0 || event->button() != Qt::LeftButton) {
+        QCustomPlot::mouseDoubleClickEvent(event);
+        return;
+    }
+    m_current = index;
+    redraw();
+    bool ok = false;
+    const double value =
+        QInputDialog::getDouble(this, tr("Point %1").arg(index + 1),
+                                tr("%1 at point %2 of %3:")
+                                    .arg(yAxis->label().isEmpty() ? tr("Value") : yAxis->label())
+                                    .arg(index + 1)
+                                    .arg(m_points.size()),
+                                m_points[std::size_t(index)], m_low, m_high, 3, &ok);
+    if (ok) {
+        moveTo(index, value);
+    }
+    event->accept();
+}
+
+void ParamCurveEditor::changeEvent(QEvent* event) {
+    QCustomPlot::changeEvent(event);
+    if (event->type() == QEvent::EnabledChange) {
+        if (!isEnabled()) {
+            m_dragged = -1;
+            m_current = -1;
+        }
+        redraw();
+    }
 }
 
 void ParamCurveEditor::mouseReleaseEvent(QMouseEvent* event) {

@@ -11,7 +11,9 @@ namespace organ::widgets {
 // A merge parameter that varies over the blocks, as mergekit's gradients say it: k control
 // points spread evenly from the first block to the last, the value piecewise linear between them
 // (merge-v1, "Parameters that vary over the model"). A point is dragged up or down with the mouse
-// (or moved with the arrow keys once clicked); the dots show the value each block gets.
+// (or moved with the arrow keys once clicked), or given an exact value by a double-click; hovering
+// it tells its value and the layers it shapes. The dots show the value each block gets. Disabled
+// (no parameter varies), the curve is grey, without points to drag, and says so.
 class ParamCurveEditor : public QCustomPlot {
     Q_OBJECT
 public:
@@ -24,8 +26,11 @@ public:
     // At least two points; the curve is redrawn.
     void setPoints(std::vector<double> points);
     const std::vector<double>& points() const { return m_points; }
-    // The curve resampled at `count` points (2–16): the shape is kept as far as that many can.
+    // The curve resampled at `count` points (2 to maxPointCount()): the shape is kept as far as
+    // that many can.
     void setPointCount(int count);
+    // As many points as blocks (every point then shapes a block), at most 16, at least 2.
+    int maxPointCount() const;
     // Where control point `index` is drawn, in the widget's pixels.
     QPointF pixelOfPoint(int index) const;
     QSize sizeHint() const override { return {440, 200}; }
@@ -38,9 +43,13 @@ protected:
     void mouseMoveEvent(QMouseEvent* event) override;
     void mouseReleaseEvent(QMouseEvent* event) override;
     void keyPressEvent(QKeyEvent* event) override;
+    void mouseDoubleClickEvent(QMouseEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     double xOfPoint(int index) const;
+    int pointAt(QPointF pixel) const; // -1 when none is within grabbing distance
+    QString pointText(int index) const;
     void redraw();
     void moveTo(int index, double value);
 
@@ -53,6 +62,7 @@ private:
     QCPGraph* m_curve = nullptr;
     QCPGraph* m_handles = nullptr;
     QCPGraph* m_currentHandle = nullptr;
+    QCPItemText* m_idle = nullptr; // says why the curve is grey
 };
 
 } // namespace organ::widgets

@@ -30,6 +30,7 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QGroupBox>
+#include <QInputDialog>
 #include <QLabel>
 #include <QMimeData>
 #include <QPushButton>
@@ -37,6 +38,7 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 #include <QToolButton>
 #include <QTreeView>
 #include <QUndoStack>
@@ -521,6 +523,41 @@ private slots:
         QTest::keyClick(&editor, Qt::Key_Up);
         QCOMPARE(editor.points()[1], 0.42);
         QCOMPARE(editor.points()[0], 0.2);
+
+        // No more points than layers: each then shapes a layer.
+        QCOMPARE(editor.maxPointCount(), 6);
+        editor.setPointCount(10);
+        QCOMPARE(editor.points().size(), std::size_t(6));
+
+        // A double-click types a value, exactly.
+        QTimer::singleShot(0, &editor, [] {
+            auto* input = qobject_cast<QInputDialog*>(QApplication::activeModalWidget());
+            QVERIFY(input != nullptr);
+            input->setDoubleValue(0.375);
+            input->accept();
+        });
+        QTest::mouseDClick(&editor, Qt::LeftButton, {}, editor.pixelOfPoint(2).toPoint());
+        QCOMPARE(editor.points()[2], 0.375);
+
+        // Disabled (nothing varies), the points to drag are gone and a click moves nothing.
+        auto handlePixels = [&] {
+            const QImage image = editor.grab().toImage();
+            int count = 0;
+            for (int y = 0; y < image.height(); ++y) {
+                for (int x = 0; x < image.width(); ++x) {
+                    count += image.pixelColor(x, y) == QColor(0xe0, 0x7b, 0x1a);
+                }
+            }
+            return count;
+        };
+        QVERIFY(handlePixels() > 0);
+        editor.setEnabled(false);
+        settle(&editor);
+        QCOMPARE(handlePixels(), 0);
+        const std::vector<double> before = editor.points();
+        QTest::mouseClick(&editor, Qt::LeftButton, {}, editor.pixelOfPoint(1).toPoint());
+        QTest::keyClick(&editor, Qt::Key_Up);
+        QCOMPARE(editor.points(), before);
     }
 };
 
