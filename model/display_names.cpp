@@ -61,16 +61,18 @@ QString breakableText(const QString& text) {
     constexpr int kLongestRun = 32;
     QString out;
     out.reserve(text.size() + text.size() / kEscapeRun);
-    int run = 0;
+    int run = 0; // characters since the last space or break
     for (const QChar c : text) {
         if (c.isSpace()) {
             run = 0;
-        } else if ((run >= kEscapeRun && c == u'\\') || run >= kLongestRun) {
-            out += QChar(0x200B);
-            run = 0;
+        } else {
+            if ((run >= kEscapeRun && c == u'\\') || run >= kLongestRun) {
+                out += QChar(0x200B);
+                run = 0;
+            }
+            ++run;
         }
         out += c;
-        run += c.isSpace() ? 0 : 1;
     }
     return out;
 }

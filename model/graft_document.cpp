@@ -845,6 +845,14 @@ QString GraftDocument::modelName(const std::string& id) {
     return id == "base" ? tr("the recipient") : q(id);
 }
 
+QStringList GraftDocument::modelNames(const MergeSpec& merge) {
+    QStringList names;
+    for (const MergeModel& m : merge.models) {
+        names << modelName(m.model);
+    }
+    return names;
+}
+
 QString GraftDocument::describe(int operation) const {
     if (operation < 0 || operation >= int(m_plan.operations.size())) {
         return {};
@@ -902,15 +910,11 @@ QString GraftDocument::describe(const GraftOperation& o) const {
                                                 .arg(type, q(fileLabel(o.quantize.imatrix)));
     }
     case Kind::Merge: {
-        QStringList models;
-        for (const MergeModel& m : o.merge.models) {
-            models << modelName(m.model);
-        }
         return tr("merge %1 with %2 (%3)")
             .arg(o.select.isEmpty()       ? tr("every tensor")
                  : o.select.names.empty() ? tr("a selection")
                                           : selectionText(o.select.names),
-                 listText(models), q(std::string(mergeMethodName(o.merge.method))));
+                 listText(modelNames(o.merge)), q(std::string(mergeMethodName(o.merge.method))));
     }
     }
     return {};

@@ -138,6 +138,8 @@ public:
     QString fileName() const { return m_fileName; }
     // How the window names a model of the plan: "the recipient" for the plan's base, else its id.
     static QString modelName(const std::string& id);
+    // The models a merge combines, each named so.
+    static QStringList modelNames(const MergeSpec& merge);
 
     // Per operation: the chimera tensors it sets and their bytes in the donor, and its
     // findings' worst severity.

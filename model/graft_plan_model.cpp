@@ -42,11 +42,7 @@ QVariant GraftPlanModel::data(const QModelIndex& index, int role) const {
             return m_document->describe(op);
         case Donor:
             if (operation.kind == GraftOperation::Kind::Merge) {
-                QStringList models;
-                for (const MergeModel& m : operation.merge.models) {
-                    models << GraftDocument::modelName(m.model);
-                }
-                return models.join(QStringLiteral(", "));
+                return GraftDocument::modelNames(operation.merge).join(QStringLiteral(", "));
             }
             return GraftDocument::modelName(operation.donor.empty() ? std::string("base") : operation.donor);
         case Tensors:

@@ -22,9 +22,7 @@ ParamCurveEditor::ParamCurveEditor(QWidget* parent) : QCustomPlot(parent) {
     setMinimumSize(320, 180);
     xAxis->setLabel(tr("layer"));
     xAxis->setTicker(integerTicker());
-    m_curve = addGraph();
-    m_curve->setPen(QPen(QColor(0x3b, 0x6e, 0xb4), 1.5));
-    m_curve->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(0x3b, 0x6e, 0xb4), 4));
+    m_curve = addGraph(); // its pen is redraw()'s: blue, or grey while disabled
     m_handles = addGraph();
     m_handles->setLineStyle(QCPGraph::lsNone);
     m_handles->setScatterStyle(

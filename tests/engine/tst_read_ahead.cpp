@@ -164,8 +164,7 @@ private slots:
     void itBringsPagesIntoThePageCache() {
         const std::string folder = folderOnDisk();
         if (folder.empty()) {
-            QSKIP("the current folder, /var/tmp and /tmp keep their files' pages in memory (a tmpfs): "
-                  "nothing to evict and read ahead");
+            QSKIP(kNoFolderOnDisk);
         }
         QTemporaryDir dir(QString::fromStdString(folder) + QStringLiteral("/read-ahead-XXXXXX"));
         QVERIFY(dir.isValid());

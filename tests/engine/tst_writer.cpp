@@ -67,8 +67,8 @@ private slots:
     }
 
     // Tensors of a file are copied file to file by the kernel (copy_file_range), or through a buffer
-    // where it refuses (a source on another file system: /dev/shm, /tmp or /var/tmp, the first on one): either
-    // way the output is the one the bytes written from memory give, byte for byte.
+    // where it refuses (a source on another file system: /dev/shm, /tmp or /var/tmp, the first on one):
+    // either way the output is the one the bytes written from memory give, byte for byte.
     void copiesFileToFileAsFromMemory_data() {
         QTest::addColumn<QString>("folder");
         QTest::newRow("same file system") << m_dir.path();
@@ -213,8 +213,7 @@ private slots:
     void generatedTensorsInputsAreReadAhead() {
         const std::string folder = folderOnDisk();
         if (folder.empty()) {
-            QSKIP("the current folder, /var/tmp and /tmp keep their files' pages in memory (a tmpfs): "
-                  "nothing to evict and read ahead");
+            QSKIP(kNoFolderOnDisk);
         }
         QTemporaryDir dir(QString::fromStdString(folder) + QStringLiteral("/organ-read-ahead-XXXXXX"));
         QVERIFY(dir.isValid());

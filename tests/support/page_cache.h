@@ -53,6 +53,11 @@ inline bool keepsPagesInMemory(const std::string& folder) {
     return fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
 }
 
+// Why a test that evicts pages skips when folderOnDisk() finds no folder.
+inline constexpr const char* kNoFolderOnDisk =
+    "the current folder, /var/tmp and /tmp keep their files' pages in memory (a tmpfs): nothing to evict "
+    "and read ahead";
+
 // The first of the current folder, /var/tmp and /tmp whose files' pages can be evicted; empty when
 // every one keeps them in memory.
 inline std::string folderOnDisk() {
