@@ -512,11 +512,11 @@ QString GraftDocument::mergeText() const {
     const MergeSpec& spec = m_plan.operations[std::size_t(index)].merge;
     QStringList models;
     if (!spec.base.empty()) {
-        models << q(spec.base);
+        models << modelName(spec.base);
     }
     for (const MergeModel& m : spec.models) {
         if (m.model != spec.base) {
-            models << q(m.model);
+            models << modelName(m.model);
         }
     }
     return tr("%1 of %2").arg(q(std::string(mergeMethodName(spec.method))), listText(models));
@@ -881,7 +881,7 @@ QString GraftDocument::describe(const GraftOperation& o) const {
     case Kind::StackLayers: {
         QStringList ranges;
         for (const auto& r : o.stack) {
-            ranges << tr("%1 %2–%3").arg(q(r.model)).arg(r.first).arg(r.last);
+            ranges << tr("%1 %2–%3").arg(modelName(r.model)).arg(r.first).arg(r.last);
         }
         return tr("stack layers: %1").arg(ranges.join(QStringLiteral(", ")));
     }

@@ -196,13 +196,13 @@ public:
     };
     std::vector<Purification> purifications() const;
 
-    // Recipient tensors the plan merges, and how ("ties of base, farm and sea").
+    // Recipient tensors the plan merges, and how ("ties of the recipient, farm and sea").
     struct Merged {
         int recipientTensor = -1;
         std::string name; // in the chimera
     };
     std::vector<Merged> mergedTensors() const;
-    QString mergeText() const; // "ties of base, farm and sea", empty when the plan merges nothing
+    QString mergeText() const; // "ties of the recipient, farm and sea", empty when the plan merges nothing
 
     // Internal: the undo commands set the plan (and the file it is saved as) through this.
     void setPlan(const GraftPlan& plan, const QString& fileName);

@@ -244,7 +244,7 @@ private slots:
                             [](const auto& c) { return c.merged && c.theta.has_value(); }),
             60000);
         const QString legend = m_base->planPreviewLabel()->text();
-        QVERIFY2(legend.contains(QStringLiteral("merged: ties of base and family-farm-f16 (9")) &&
+        QVERIFY2(legend.contains(QStringLiteral("merged: ties of the recipient and family-farm-f16 (9")) &&
                      legend.contains(QStringLiteral("Δθ mean")),
                  qPrintable(legend));
         // The recipient's tree marks what the plan merges, in the merge's colour.
@@ -252,7 +252,7 @@ private slots:
         const QModelIndex upRow = tree->indexOfTensor(tensorOf(m_base, "blk.2.ffn_up.weight"));
         QVERIFY2(upRow.data(Qt::ToolTipRole)
                      .toString()
-                     .endsWith(QStringLiteral("\nThe plan merges it (ties of base and family-farm-f16)")),
+                     .endsWith(QStringLiteral("\nThe plan merges it (ties of the recipient and family-farm-f16)")),
                  qPrintable(upRow.data(Qt::ToolTipRole).toString()));
         QCOMPARE(layerNode(m_base, QStringLiteral("organ"), QStringLiteral("layer 2"))
                      .data(Qt::ToolTipRole)

@@ -472,7 +472,7 @@ private slots:
                  QStringLiteral("remove layer 0"));
         QCOMPARE(table.index(2, GraftPlanModel::Donor).data().toString(), QStringLiteral("the recipient"));
         QCOMPARE(table.index(3, GraftPlanModel::Operation).data().toString(),
-                 QStringLiteral("stack layers: base 0–2, base 1–2, base 3–4"));
+                 QStringLiteral("stack layers: the recipient 0–2, the recipient 1–2, the recipient 3–4"));
         QCOMPARE(table.index(3, GraftPlanModel::Status).data().toString(), QStringLiteral("ok"));
         QCOMPARE(table.index(0, GraftPlanModel::Operation).data(Qt::ToolTipRole).toString(),
                  QStringLiteral("map organ of layer 1 (3 tensors) from stories260K-f32 onto layer 3"));
