@@ -308,16 +308,23 @@ std::vector<int> ModelView::heatmapPick(int tensor) const {
     return tensors;
 }
 
+// The tensors under the pointer (or selected), and the whole model whatever is under it.
 void ModelView::addMergeAction(QMenu& menu, std::vector<int> tensors) {
-    const QString what =
-        tensors.empty() ? tr("this model")
-        : tensors.size() == 1
-            ? model::displayText(m_snapshot->model->tensors()[std::size_t(tensors.front())].name)
-            : tr("%n tensors", nullptr, int(tensors.size()));
-    QAction* action = menu.addAction(tr("Merge %1 into the recipient…").arg(what), this,
-                                     [this, tensors] { emit mergeRequested(tensors); });
-    action->setObjectName(QStringLiteral("mergeAction"));
-    action->setToolTip(tr("Or drag onto the recipient with Shift held"));
+    menu.setToolTipsVisible(true);
+    if (!tensors.empty()) {
+        const QString what =
+            tensors.size() == 1
+                ? model::displayText(m_snapshot->model->tensors()[std::size_t(tensors.front())].name)
+                : tr("%n tensors", nullptr, int(tensors.size()));
+        QAction* action = menu.addAction(tr("Merge %1 into the recipient…").arg(what), this,
+                                         [this, tensors] { emit mergeRequested(tensors); });
+        action->setObjectName(QStringLiteral("mergeAction"));
+        action->setToolTip(tr("Or drag onto the recipient with Shift held"));
+    }
+    QAction* whole = menu.addAction(tr("Merge the whole model into the recipient…"), this,
+                                    [this] { emit mergeRequested({}); });
+    whole->setObjectName(QStringLiteral("mergeModelAction"));
+    whole->setToolTip(tr("Every tensor this model shares with the recipient"));
     menu.addSeparator();
 }
 

@@ -32,6 +32,7 @@
 #include <QGroupBox>
 #include <QInputDialog>
 #include <QLabel>
+#include <QMenu>
 #include <QMimeData>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -250,10 +251,11 @@ private slots:
         // The recipient's tree marks what the plan merges, in the merge's colour.
         model::AnatomyTreeModel* tree = m_base->anatomyModel();
         const QModelIndex upRow = tree->indexOfTensor(tensorOf(m_base, "blk.2.ffn_up.weight"));
-        QVERIFY2(upRow.data(Qt::ToolTipRole)
-                     .toString()
-                     .endsWith(QStringLiteral("\nThe plan merges it (ties of the recipient and family-farm-f16)")),
-                 qPrintable(upRow.data(Qt::ToolTipRole).toString()));
+        QVERIFY2(
+            upRow.data(Qt::ToolTipRole)
+                .toString()
+                .endsWith(QStringLiteral("\nThe plan merges it (ties of the recipient and family-farm-f16)")),
+            qPrintable(upRow.data(Qt::ToolTipRole).toString()));
         QCOMPARE(layerNode(m_base, QStringLiteral("organ"), QStringLiteral("layer 2"))
                      .data(Qt::ToolTipRole)
                      .toString(),
@@ -398,7 +400,26 @@ private slots:
                                       Qt::QueuedConnection);
             return true;
         });
-        emit sea->mergeRequested({});
+        // From the menu of one of its layers: that layer's tensors, or the whole model.
+        sea->showPage(widgets::ModelView::Page::Anatomy);
+        QStringList offered;
+        QTimer::singleShot(0, [&offered] {
+            auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+            QVERIFY(menu != nullptr);
+            for (QAction* action : menu->actions()) {
+                offered << action->text();
+                if (action->objectName() == QStringLiteral("mergeModelAction")) {
+                    action->trigger();
+                }
+            }
+            menu->close();
+        });
+        const QModelIndex layer = sea->anatomyProxy()->mapFromSource(
+            layerNode(sea, QStringLiteral("organ"), QStringLiteral("layer 1")));
+        emit sea->anatomyView()->customContextMenuRequested(sea->anatomyView()->visualRect(layer).center());
+        QVERIFY2(offered.contains(QStringLiteral("Merge 3 tensors into the recipient…")) &&
+                     offered.contains(QStringLiteral("Merge the whole model into the recipient…")),
+                 qPrintable(offered.join(QStringLiteral(" | "))));
         QTRY_VERIFY(third.done());
         QTRY_VERIFY(m_plan->plan().operations.front().merge.method == MergeMethod::Linear);
         const MergeSpec& linear = m_plan->plan().operations.front().merge;
