@@ -36,6 +36,8 @@ ParamCurveEditor::ParamCurveEditor(QWidget* parent) : QCustomPlot(parent) {
     m_idle->position->setCoords(0.5, 0.5);
     m_idle->setText(tr("No parameter varies over the layers:\nchoose one above to shape it here."));
     m_idle->setTextAlignment(Qt::AlignCenter);
+    m_idle->setPadding(QMargins(8, 4, 8, 4));
+    m_idle->setPen(Qt::NoPen);
     setMouseTracking(true);
     followPalette(this);
     redraw();
@@ -128,6 +130,7 @@ void ParamCurveEditor::redraw() {
     m_currentHandle->setVisible(active);
     m_idle->setVisible(!active);
     m_idle->setColor(palette().color(QPalette::Active, QPalette::Text));
+    m_idle->setBrush(palette().color(QPalette::Base)); // the plot's background: no line through it
     const double margin = std::max(0.4, 0.03 * m_blocks);
     xAxis->setRange(-margin, double(m_blocks - 1) + margin);
     const double pad = (m_high - m_low) * 0.08;

@@ -579,6 +579,34 @@ private slots:
         QTest::mouseClick(&editor, Qt::LeftButton, {}, editor.pixelOfPoint(1).toPoint());
         QTest::keyClick(&editor, Qt::Key_Up);
         QCOMPARE(editor.points(), before);
+        // Its notice is on the plot's background: the flat grey line does not run through it.
+        editor.setPoints({0.5, 0.5});
+        settle(&editor);
+        const QImage image = editor.grab().toImage();
+        const int lineY = int(std::lround(editor.yAxis->coordToPixel(0.5)));
+        const QRect plot = editor.axisRect()->rect();
+        const QColor grey = editor.palette().color(QPalette::Disabled, QPalette::Text);
+        auto lineAt = [&](int x) {
+            for (int y = lineY - 1; y <= lineY + 1; ++y) {
+                const QColor c = image.pixelColor(x, y);
+                if (std::abs(c.red() - grey.red()) + std::abs(c.green() - grey.green()) +
+                        std::abs(c.blue() - grey.blue()) <
+                    40) {
+                    return true;
+                }
+            }
+            return false;
+        };
+        int besideNotice = 0;
+        int underNotice = 0;
+        for (int x = plot.left() + 2; x < plot.left() + plot.width() / 8; ++x) {
+            besideNotice += lineAt(x);
+        }
+        for (int x = plot.center().x() - plot.width() / 8; x < plot.center().x() + plot.width() / 8; ++x) {
+            underNotice += lineAt(x);
+        }
+        QVERIFY2(besideNotice > 5 && underNotice == 0,
+                 qPrintable(QStringLiteral("%1 %2").arg(besideNotice).arg(underNotice)));
     }
 };
 
