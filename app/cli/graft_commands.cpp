@@ -77,30 +77,41 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
         },
         printingTo(printer), &stop);
     printer.finish();
-    if (run.json) {
+    const bool written = !checkFailed && !stoppedBefore && outcome.written.isOk();
+    // The outcome to --json, whatever it is, after what was said on the terminal; its own failure
+    // fails the command, the output kept when it was written.
+    auto reported = [&](int status) {
+        if (!run.json) {
+            return status;
+        }
         nlohmann::json document = graftOutcomeToJson(outcome, output);
         if (run.moreJson) {
             run.moreJson(document);
         }
-        if (!writeReport(command.c_str(), *run.json, dumpJson(document, 2) + "\n", inputs)) {
-            return kExitInvalid;
+        if (writeReport(command.c_str(), *run.json, dumpJson(document, 2) + "\n", inputs)) {
+            return status;
         }
-    }
+        if (written) {
+            std::cerr << "organ " << command << ": " << escapeText(fileLabel(output))
+                      << " was written; its report was not\n";
+        }
+        return kExitInvalid;
+    };
     if (checkFailed || stoppedBefore) {
         std::cerr << "organ " << command << ": " << escapeText(fileLabel(output))
                   << (checkFailed ? " not written: the plan has errors\n" : " not written\n");
-        return kExitInvalid;
+        return reported(kExitInvalid);
     }
     for (const auto& warning : outcome.written.warnings) {
         std::cerr << "organ " << command << ": warning: " << escapeText(warning) << "\n";
     }
     if (outcome.written.status == JobResult::Status::Cancelled) {
         std::cerr << "organ " << command << ": cancelled; nothing written\n";
-        return kExitInvalid;
+        return reported(kExitInvalid);
     }
     if (!outcome.written.isOk()) {
         std::cerr << "organ " << command << ": " << escapeText(outcome.written.message) << "\n";
-        return kExitInvalid;
+        return reported(kExitInvalid);
     }
     std::cout << "wrote " << escapeText(output)
               << (isOrganDirectoryTarget(output) ? " (an organ directory)" : "") << "\n";
@@ -115,7 +126,7 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
         std::cerr << "organ " << command << ": " << escapeText(fileLabel(output))
                   << " is invalid (llama.cpp will not load it) and was kept because of --keep-invalid\n";
     }
-    return status;
+    return reported(status);
 }
 
 TensorSelector selectorFrom(const Arguments& args) {

@@ -18,6 +18,7 @@
 #include <QTest>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -29,21 +30,24 @@ using namespace organ::testing;
 
 namespace {
 
-// Runs the organ command line with `args`, stdout a pipe whose reader leaves once the first line
-// has come and stderr a pipe kept full until then, so that the program waits at its first progress
-// line: after its first line on stdout, before its last. Its exit status; -2 when a signal killed
-// it, -3 when the first line did not come within a minute (it is then killed).
-int exitWhenStdoutReaderLeaves(const QStringList& args) {
+// Runs the organ command line with `args`, stdout and stderr pipes, stderr kept full until the
+// first line has come on stdout, so that the program waits at its first progress line: after its
+// first line on stdout, before its last. Then calls `paused` and, when `leave`, closes stdout (its
+// reader leaves), and reads stderr to its end into `err` (when given). The program's exit status;
+// -2 when a signal killed it, -3 when the first line did not come within a minute (it is then
+// killed). SIGPIPE is at its default in the program.
+int runPausedAtFirstLine(const QStringList& args, const std::function<void()>& paused, bool leave,
+                         QString* err = nullptr) {
     int out[2];
-    int err[2];
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    int errPipe[2];
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(errPipe, O_CLOEXEC) != 0) {
         return -1;
     }
-    fcntl(err[1], F_SETFL, O_NONBLOCK);
+    fcntl(errPipe[1], F_SETFL, O_NONBLOCK);
     const char filler[4096] = {};
-    while (write(err[1], filler, sizeof filler) > 0) {
+    while (write(errPipe[1], filler, sizeof filler) > 0) {
     }
-    fcntl(err[1], F_SETFL, 0);
+    fcntl(errPipe[1], F_SETFL, 0);
     std::vector<std::string> words{qgetenv("ORGAN_CLI").toStdString()};
     for (const QString& arg : args) {
         words.push_back(arg.toStdString());
@@ -56,7 +60,7 @@ int exitWhenStdoutReaderLeaves(const QStringList& args) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, errPipe[1], STDERR_FILENO);
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
     sigset_t pipeSignal;
@@ -69,7 +73,7 @@ int exitWhenStdoutReaderLeaves(const QStringList& args) {
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     close(out[1]);
-    close(err[1]);
+    close(errPipe[1]);
     bool lineCame = false;
     char buffer[4096];
     pollfd reader{out[0], POLLIN, 0};
@@ -80,17 +84,32 @@ int exitWhenStdoutReaderLeaves(const QStringList& args) {
         }
         lineCame = std::memchr(buffer, '\n', static_cast<std::size_t>(n)) != nullptr;
     }
-    close(out[0]);
     if (spawned != 0) {
-        close(err[0]);
+        close(out[0]);
+        close(errPipe[0]);
         return -1;
     }
     if (!lineCame) {
         kill(child, SIGKILL);
+    } else if (paused) {
+        paused();
     }
-    while (read(err[0], buffer, sizeof buffer) > 0) {
+    if (leave) {
+        close(out[0]);
     }
-    close(err[0]);
+    QByteArray said;
+    for (ssize_t n = 0; (n = read(errPipe[0], buffer, sizeof buffer)) > 0;) {
+        said.append(buffer, n);
+    }
+    close(errPipe[0]);
+    if (!leave) {
+        while (read(out[0], buffer, sizeof buffer) > 0) {
+        }
+        close(out[0]);
+    }
+    if (err != nullptr) {
+        *err = QString::fromUtf8(said.replace('\0', QByteArray()));
+    }
     int status = 0;
     waitpid(child, &status, 0);
     if (!lineCame) {
@@ -523,8 +542,23 @@ dtype: bfloat16
         QVERIFY(!QFileInfo::exists(out));
 
         // The reader of the pipe leaves after the report, before "wrote …" is flushed at exit.
-        QCOMPARE(exitWhenStdoutReaderLeaves(quick + QStringList{QStringLiteral("-o"), out}), 0);
+        QCOMPARE(runPausedAtFirstLine(quick + QStringList{QStringLiteral("-o"), out}, {}, true), 0);
         QVERIFY(GgufModel::open(out.toStdString()) != nullptr);
+
+        // The report's folder gone while the merge is written: the merge is kept, and said to be.
+        const QString folder = path(QStringLiteral("reports"));
+        QVERIFY(QDir().mkpath(folder));
+        const QString kept = path(QStringLiteral("kept.gguf"));
+        QString err;
+        QCOMPARE(runPausedAtFirstLine(
+                     quick + QStringList{QStringLiteral("--json"), folder + QStringLiteral("/merge.json"),
+                                         QStringLiteral("-o"), kept},
+                     [&] { QVERIFY(QDir().rmdir(folder)); }, false, &err),
+                 1);
+        QVERIFY2(err.contains(QStringLiteral("merge.json")) &&
+                     err.contains(QStringLiteral("organ merge: kept.gguf was written; its report was not\n")),
+                 qPrintable(err));
+        QVERIFY(GgufModel::open(kept.toStdString()) != nullptr);
     }
 
     // Weights so large that the merged values overflow: refused with the tensor named, nothing
