@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <regex>
 
 namespace organ {
 namespace {
@@ -33,15 +32,30 @@ void checkShard(const GgufFile& shard, unsigned index, std::uint64_t count) {
 
 } // namespace
 
+// By hand: std::regex recurses once per character of `(.*)`, and a path of some 26 000
+// characters overflowed the stack.
 bool parseSplitName(const std::string& path, SplitName& out) {
-    static const std::regex pattern(R"(^(.*)-(\d{5})-of-(\d{5})\.gguf$)");
-    std::smatch match;
-    if (!std::regex_match(path, match, pattern)) {
+    constexpr std::string_view kShape = "-00000-of-00000.gguf";
+    if (path.size() < kShape.size()) {
         return false;
     }
-    out.prefix = match[1].str();
-    out.part = static_cast<unsigned>(std::stoul(match[2].str()));
-    out.count = static_cast<unsigned>(std::stoul(match[3].str()));
+    const std::string_view tail = std::string_view(path).substr(path.size() - kShape.size());
+    auto number = [&](std::size_t at) {
+        unsigned value = 0;
+        for (std::size_t i = at; i < at + 5; ++i) {
+            value = value * 10 + unsigned(tail[i] - '0');
+        }
+        return value;
+    };
+    for (std::size_t i = 0; i < kShape.size(); ++i) {
+        const bool digit = kShape[i] == '0';
+        if (digit ? tail[i] < '0' || tail[i] > '9' : tail[i] != kShape[i]) {
+            return false;
+        }
+    }
+    out.prefix = path.substr(0, path.size() - kShape.size());
+    out.part = number(1);
+    out.count = number(10);
     return out.part >= 1 && out.part <= out.count;
 }
 

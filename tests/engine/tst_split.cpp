@@ -60,6 +60,23 @@ private slots:
         QVERIFY(!parseSplitName("/m/x-00000-of-00002.gguf", split));
         QVERIFY(!parseSplitName("/m/x-00003-of-00002.gguf", split));
         QCOMPARE(splitPartPath("a/b", 2, 10), std::string("a/b-00002-of-00010.gguf"));
+        QVERIFY(parseSplitName("-00001-of-00001.gguf", split));
+        QCOMPARE(split.prefix, std::string());
+        for (const char* other : {"x-0000a-of-00002.gguf", "x-00001-of-0002.gguf", "x-00001_of-00002.gguf",
+                                  "x-00001-of-00002.GGUF", "x-00001-of-00002.ggufx", "00001-of-00002.gguf",
+                                  "x-00001-of-00002gguf", "x-+0001-of-00002.gguf"}) {
+            QVERIFY2(!parseSplitName(other, split), other);
+        }
+        QVERIFY(parseSplitName("x-00002-of-99999.gguf", split));
+        QCOMPARE(split.count, 99999u);
+        // A path of any length: a regular expression recursed per character and overflowed the
+        // stack from some 26 000 of them.
+        const std::string longPrefix(200000, 'a');
+        QVERIFY(parseSplitName(longPrefix + "-00001-of-00002.gguf", split));
+        QCOMPARE(split.prefix, longPrefix);
+        QVERIFY(!parseSplitName(longPrefix + ".gguf", split));
+        QVERIFY2(openError(longPrefix + ".gguf").contains(QStringLiteral("File name too long")),
+                 qPrintable(openError(longPrefix + ".gguf")));
     }
 
     void opensWholeSetFromAnyPart() {
