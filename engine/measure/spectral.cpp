@@ -2,6 +2,7 @@
 
 #include "anatomy/anatomy.h"
 #include "quant/dequant.h"
+#include "support/free_vector.h"
 #include "support/parallel_items.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
@@ -105,7 +106,7 @@ std::vector<double> matrixEigenvalues(const GgufModel& model, const TensorInfo& 
         Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
             values.data(), Eigen::Index(rows), Eigen::Index(columns))
             .cast<double>();
-    values = {};
+    freeVector(values);
     return eigenvaluesOf(w);
 }
 

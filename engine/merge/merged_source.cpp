@@ -3,6 +3,7 @@
 #include "quant/dequant.h"
 #include "quant/quantize.h"
 #include "support/errors.h"
+#include "support/free_vector.h"
 
 #include <algorithm>
 #include <atomic>
@@ -133,7 +134,7 @@ private:
     // The merger and the last batch's bytes go: a later read starts the tensor again.
     void drop() {
         m_merger.reset();
-        m_pending = {};
+        freeVector(m_pending);
         m_pendingFrom = 0;
         m_nextRow = 0;
     }

@@ -3,6 +3,7 @@
 #include "merge/dare_mask.h"
 #include "merge/merge_kernels.h"
 #include "support/errors.h"
+#include "support/free_vector.h"
 
 #include <algorithm>
 #include <bit>
@@ -681,7 +682,7 @@ bool TensorMerger::prepareCuts(const StopToken* stop) {
                 scratch.tallies);
             settle(p, scratch.low);
             if (lows.capacity() > kPiece) {
-                lows = {}; // a large window's keys are not kept for the next tensor
+                freeVector(lows); // a large window's keys are not kept for the next tensor
             }
             // The ties at the cut in each piece, from the piece's kept keys.
             p.ties.resize(pieces);

@@ -7,6 +7,7 @@
 #include "quant/dequant.h"
 #include "quant/quantize.h"
 #include "support/errors.h"
+#include "support/free_vector.h"
 #include "support/text_format.h"
 
 #include <algorithm>
@@ -48,7 +49,7 @@ TensorType purifiedType(TensorType type) {
 PurifiedBytes purifyValues(const TensorInfo& t, std::vector<float> values, std::span<const std::byte> stored,
                            TensorType target, const PurifyParams& params, std::span<const float> importance) {
     const Purified purified = purify(values, t.ne[0], params);
-    values = {};
+    freeVector(values);
     PurifiedBytes out;
     out.bytes.resize(static_cast<std::size_t>(storedBytes(target, t.elements)));
     if (importance.empty()) {

@@ -16,6 +16,7 @@
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
@@ -116,6 +117,45 @@ int runPausedAtFirstLine(const QStringList& args, const std::function<void()>& p
         return -3;
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+}
+
+// Runs the organ command line with `args`, its output thrown away, and gives its peak resident
+// memory in KiB (VmHWM, read every 10 ms while it runs: wait4's figure counts the memory of the
+// process that spawned it), or -1 when it did not run or exit 0.
+long peakKiBOfOrgan(const QStringList& args) {
+    std::vector<std::string> words{qgetenv("ORGAN_CLI").toStdString()};
+    for (const QString& arg : args) {
+        words.push_back(arg.toStdString());
+    }
+    std::vector<char*> argv;
+    for (std::string& word : words) {
+        argv.push_back(word.data());
+    }
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t child = -1;
+    const int spawned = posix_spawn(&child, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) {
+        return -1;
+    }
+    long peak = 0;
+    int status = 0;
+    while (waitpid(child, &status, WNOHANG) == 0) {
+        QFile file(QStringLiteral("/proc/%1/status").arg(child));
+        if (file.open(QIODevice::ReadOnly)) {
+            for (const QByteArray& line : file.readAll().split('\n')) {
+                if (line.startsWith("VmHWM:")) {
+                    peak = std::max(peak, line.mid(6).trimmed().split(' ').front().toLong());
+                }
+            }
+        }
+        usleep(10000);
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? peak : -1;
 }
 
 std::string metaString(const GgufModel& model, const char* key) {
@@ -559,6 +599,34 @@ dtype: bfloat16
                      err.contains(QStringLiteral("organ merge: kept.gguf was written; its report was not\n")),
                  qPrintable(err));
         QVERIFY(GgufModel::open(kept.toStdString()) != nullptr);
+    }
+
+    // Memory stays flat in the model's size: a merge of many tensors (here 194, 143 MB of output)
+    // kept each tensor's last batch of merged bytes until the end, the whole output in memory.
+    void memoryStaysFlat() {
+        SpecimenShape shape;
+        shape.embedding = 256;
+        shape.feedForward = 704;
+        shape.blocks = 48;
+        // One model three times: what the merge gives does not matter here, its memory does.
+        const QStringList models{path(QStringLiteral("deep-1.gguf")), path(QStringLiteral("deep-2.gguf")),
+                                 path(QStringLiteral("deep-3.gguf"))};
+        QVERIFY(writeSpecimen(models[0].toStdString(), 1, shape).isOk());
+        QVERIFY(QFile::copy(models[0], models[1]) && QFile::copy(models[0], models[2]));
+        const QString out = path(QStringLiteral("deep-merge.gguf"));
+        const long peak =
+            peakKiBOfOrgan({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("ties"),
+                            QStringLiteral("--density"), QStringLiteral("0.5"), QStringLiteral("--base"),
+                            models[0], QStringLiteral("--model"), models[1], QStringLiteral("--model"),
+                            models[2], QStringLiteral("-o"), out});
+        const qint64 written = QFileInfo(out).size();
+        for (const QString& file : models + QStringList{out}) {
+            QFile::remove(file);
+        }
+        QVERIFY(peak > 0);
+        QVERIFY2(written > 128'000'000, qPrintable(QString::number(written)));
+        QVERIFY2(peak < 96 * 1024,
+                 qPrintable(QStringLiteral("peak %1 KiB for %2 bytes written").arg(peak).arg(written)));
     }
 
     // Weights so large that the merged values overflow: refused with the tensor named, nothing
