@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -75,6 +77,33 @@ namespace {
     throw FormatError(tensor +
                       ": the merge gives values that are not finite numbers (a NaN or an infinity in "
                       "an input, or weights so large that the sums overflow)");
+}
+
+// Merged values up to F16's largest cannot overflow any type the engine writes (the quantized
+// types keep their scales in F16 or wider); above it, the encoded bytes are decoded to check.
+constexpr std::uint32_t kF16LargestBits = std::bit_cast<std::uint32_t>(65504.0f);
+
+// Whether `count` encoded values decode to finite numbers.
+bool decodesFinite(TensorType type, std::span<const std::byte> bytes, std::uint64_t count) {
+    constexpr std::uint64_t kSlice = std::uint64_t(1) << 16;
+    std::vector<float> values(static_cast<std::size_t>(std::min(kSlice, count)));
+    for (std::uint64_t at = 0; at < count; at += kSlice) {
+        const auto n = static_cast<std::size_t>(std::min(kSlice, count - at));
+        dequantizeRange(type, bytes, at, n, values.data());
+        if (largestMagnitudeBits(values.data(), n) >= kNotFiniteBits) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Merged values that the output's type cannot hold are never written as infinities.
+[[noreturn]] void refuseTooLarge(const std::string& tensor, TensorType type, std::uint32_t largestBits) {
+    char largest[32];
+    std::snprintf(largest, sizeof largest, "%.3g", double(std::bit_cast<float>(largestBits)));
+    throw FormatError(tensor + ": the merged values reach " + largest + ", more than " +
+                      std::string(tensorTypeName(type)) +
+                      " holds (written, they would be infinities): the weights are too large");
 }
 
 // Encodes `rows` merged rows that start at row `first` (within one expert, with its weights).
@@ -149,17 +178,26 @@ private:
         const std::uint64_t first = m_nextRow;
         m_pending.resize(static_cast<std::size_t>(rows * m_rowBytes));
         std::atomic<bool> notFinite{false};
+        std::atomic<std::uint32_t> tooLarge{0}; // the largest |value| as bits, where it overflowed
         try {
-            m_merger->next(static_cast<std::size_t>(rows * columns),
-                           static_cast<std::size_t>(pieceRows * columns),
-                           [&](std::uint64_t at, std::size_t count, const float* values) {
-                               if (countNotFinite(values, count) != 0) {
-                                   notFinite = true;
-                               }
-                               const std::uint64_t row = at / columns;
-                               encodeRows(m_tensor, row, values, count / columns,
-                                          m_pending.data() + (row - first) * m_rowBytes);
-                           });
+            m_merger->next(
+                static_cast<std::size_t>(rows * columns), static_cast<std::size_t>(pieceRows * columns),
+                [&](std::uint64_t at, std::size_t count, const float* values) {
+                    const std::uint32_t largest = largestMagnitudeBits(values, count);
+                    if (largest >= kNotFiniteBits) {
+                        notFinite = true;
+                    }
+                    const std::uint64_t row = at / columns;
+                    std::byte* encoded = m_pending.data() + (row - first) * m_rowBytes;
+                    encodeRows(m_tensor, row, values, count / columns, encoded);
+                    if (largest > kF16LargestBits && largest < kNotFiniteBits &&
+                        !decodesFinite(m_tensor.target, std::span(encoded, (count / columns) * m_rowBytes),
+                                       count)) {
+                        std::uint32_t seen = tooLarge;
+                        while (seen < largest && !tooLarge.compare_exchange_weak(seen, largest)) {
+                        }
+                    }
+                });
         } catch (...) {
             drop(); // half a batch is no batch
             throw;
@@ -167,6 +205,10 @@ private:
         if (notFinite) {
             drop();
             refuseNotFinite(m_tensor.name);
+        }
+        if (tooLarge != 0) {
+            drop();
+            refuseTooLarge(m_tensor.name, m_tensor.target, tooLarge);
         }
         m_pendingFrom = m_nextRow * m_rowBytes;
         m_nextRow += rows;
@@ -212,7 +254,8 @@ TensorSource mergedSource(MergedTensor tensor, MergedReading reading, std::share
         const std::string name = tensor.name;
         auto make = [tensor = std::move(tensor), log, logged] {
             std::vector<float> values = mergedValues(tensor);
-            if (countNotFinite(values.data(), values.size()) != 0) {
+            const std::uint32_t largest = largestMagnitudeBits(values.data(), values.size());
+            if (largest >= kNotFiniteBits) {
                 refuseNotFinite(tensor.name);
             }
             TensorInfo info;
@@ -223,6 +266,9 @@ TensorSource mergedSource(MergedTensor tensor, MergedReading reading, std::share
             const std::vector<float> stored = values;
             PurifiedBytes made = purifyValues(info, std::move(values), std::as_bytes(std::span(stored)),
                                               tensor.target, *tensor.purify, tensor.importance);
+            if (largest > kF16LargestBits && !decodesFinite(tensor.target, made.bytes, stored.size())) {
+                refuseTooLarge(tensor.name, tensor.target, largest);
+            }
             if (log) {
                 std::call_once(*logged, [&] { log->add(std::move(made.report)); });
             }

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -898,6 +899,13 @@ void TensorMerger::mergeNext(std::size_t count, std::size_t pieceSize, Place pla
     // taken in one pass over a block's values (merge_kernels.h).
     const bool consensusOfCuts = usesSignConsensus(m_params.method) &&
                                  (sparsifying == Sparsify::Magnitude || sparsifying == Sparsify::Breadcrumbs);
+    // A NaN or an infinity in an input gives NaNs in the merged block, which is then never written:
+    // where the cuts, the masks or the sign election may leave an entry out (ties, dare,
+    // breadcrumbs), it would otherwise vanish, or skew a whole tensor's sums (dare's rescale).
+    const bool dropsEntries = sparsifying != Sparsify::None || usesSignConsensus(m_params.method);
+    auto notFinite = [](const std::vector<float>& values, std::size_t n) {
+        return !values.empty() && largestMagnitudeBits(values.data(), n) >= kNotFiniteBits;
+    };
     // Batches of whole pieces, about kBatch values.
     const std::size_t batch = std::max(pieceSize, kBatch / pieceSize * pieceSize);
     while (count > 0) {
@@ -907,6 +915,13 @@ void TensorMerger::mergeNext(std::size_t count, std::size_t pieceSize, Place pla
             m_position, c, pieceSize, taskVectors && !consensusOfCuts,
             [&](unsigned thread, const Piece& piece, Block& block) {
                 float* o = place(thread, piece) + (block.first - piece.first);
+                if (dropsEntries && (notFinite(block.base, block.count) ||
+                                     std::ranges::any_of(block.values, [&](const std::vector<float>& v) {
+                                         return notFinite(v, block.count);
+                                     }))) {
+                    std::fill_n(o, block.count, std::numeric_limits<float>::quiet_NaN());
+                    return;
+                }
                 if (consensusOfCuts) {
                     mergeByConsensus(block, o);
                     return;
@@ -962,12 +977,12 @@ std::vector<float> mergeTensorValues(const TensorMergeParams& params, const Tens
     return out;
 }
 
-ORGAN_VECTOR_CLONES std::size_t countNotFinite(const float* values, std::size_t n) {
-    std::size_t count = 0;
+ORGAN_VECTOR_CLONES std::uint32_t largestMagnitudeBits(const float* values, std::size_t n) {
+    std::uint32_t largest = 0;
     for (std::size_t j = 0; j < n; ++j) {
-        count += (std::bit_cast<std::uint32_t>(values[j]) & 0x7F800000u) == 0x7F800000u ? 1 : 0;
+        largest = std::max(largest, std::bit_cast<std::uint32_t>(values[j]) & 0x7FFFFFFFu);
     }
-    return count;
+    return largest;
 }
 
 } // namespace organ

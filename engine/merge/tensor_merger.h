@@ -155,7 +155,9 @@ private:
 // Every merged value of a tensor at once (small tensors, tests, a merge that is purified next).
 std::vector<float> mergeTensorValues(const TensorMergeParams& params, const TensorMergeInputs& inputs);
 
-// How many of `n` values are infinities or NaNs.
-std::size_t countNotFinite(const float* values, std::size_t n);
+// The largest |value| of `n` values as the bits of a float: ordered as the magnitudes are, and
+// at least kNotFiniteBits when one is an infinity or a NaN (0 for none).
+std::uint32_t largestMagnitudeBits(const float* values, std::size_t n);
+inline constexpr std::uint32_t kNotFiniteBits = 0x7F800000u;
 
 } // namespace organ

@@ -14,6 +14,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
@@ -643,6 +644,32 @@ dtype: bfloat16
                  qPrintable(run.err));
         QVERIFY(!QFileInfo::exists(out));
         QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("overflow.gguf.partial*")}).size(), 0);
+
+        // Finite merged values that the output's type cannot hold: F16 overflows above 65 504, Q8_0's
+        // F16 scale above about 8.3 million. They were written as infinities.
+        for (const QString& type : {QStringLiteral("F16"), QStringLiteral("Q8_0")}) {
+            for (const QString& weight : {QStringLiteral("1e10"), QStringLiteral("1e3")}) {
+                const CliRun large = runOrganCli(
+                    {QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("task_arithmetic"),
+                     QStringLiteral("--base"), path(QStringLiteral("models/base.gguf")),
+                     QStringLiteral("--model"), path(QStringLiteral("models/a.gguf")) + u':' + weight,
+                     QStringLiteral("--out-type"), type, QStringLiteral("-o"), out});
+                if (weight == QStringLiteral("1e3")) {
+                    QVERIFY2(large.exitCode == 0, qPrintable(large.err));
+                    QVERIFY(QFile::remove(out));
+                    continue;
+                }
+                QCOMPARE(large.exitCode, 1);
+                QVERIFY2(
+                    large.err.contains(QRegularExpression(
+                        QStringLiteral("organ merge: [a-z_.0-9]+weight: the merged values reach [0-9.e+]+, "
+                                       "more than %1 holds \\(written, they would be infinities\\): "
+                                       "the weights are too large\n")
+                            .arg(type))),
+                    qPrintable(large.err));
+                QVERIFY(!QFileInfo::exists(out));
+            }
+        }
     }
 
     // A configuration that is no small regular file is refused before it is read, never waited on.

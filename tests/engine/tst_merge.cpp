@@ -999,6 +999,45 @@ private slots:
         QVERIFY(kept > 1000 && kept < 1400);
     }
 
+    // A NaN or an infinity in any input shows in the merged values (which are then never written),
+    // whatever the method: where a cut, a mask or the sign election leaves its entry out, it
+    // vanished, and dare's rescale of the whole tensor went wrong.
+    void notFiniteInputsShow() {
+        const std::size_t n = 5000;
+        const auto base = randomValues(n, 21);
+        const auto a = randomValues(n, 22);
+        const auto b = randomValues(n, 23);
+        for (const MergeMethod method :
+             {MergeMethod::Linear, MergeMethod::Slerp, MergeMethod::TaskArithmetic, MergeMethod::Ties,
+              MergeMethod::DareLinear, MergeMethod::DareTies, MergeMethod::Breadcrumbs,
+              MergeMethod::BreadcrumbsTies, MergeMethod::ModelStock}) {
+            const bool hasBase = method != MergeMethod::Linear;
+            const std::size_t models = method == MergeMethod::Slerp ? 1 : 2;
+            for (const float bad :
+                 {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+                for (std::size_t where = hasBase ? 0 : 1; where <= models; ++where) {
+                    for (const unsigned seed : {0u, 1u, 2u, 3u}) {
+                        std::vector<Values> inputs{base, a, b};
+                        inputs[where][1234] = bad;
+                        auto p = paramsOf(method, std::vector<double>(models, 0.5), 0.3, 0.05);
+                        p.seed = seed;
+                        p.t = 0.5;
+                        const std::vector<Values> merged(inputs.begin() + 1,
+                                                         inputs.begin() + 1 + std::ptrdiff_t(models));
+                        const Values got =
+                            mergeTensorValues(p, inputsOf(hasBase ? &inputs[0] : nullptr, merged));
+                        QVERIFY2(largestMagnitudeBits(got.data(), got.size()) >= kNotFiniteBits,
+                                 qPrintable(QStringLiteral("%1, input %2, %3, seed %4")
+                                                .arg(QString::fromUtf8(mergeMethodName(method).data()))
+                                                .arg(where)
+                                                .arg(double(bad))
+                                                .arg(seed)));
+                    }
+                }
+            }
+        }
+    }
+
     // The same seed gives the same values, another seed others; the tensor's name and the model's
     // place are part of the draw.
     void dareDeterministic() {

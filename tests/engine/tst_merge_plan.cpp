@@ -431,6 +431,26 @@ private slots:
                      outcome.written.message.c_str());
             QVERIFY(!QFile::exists(QString::fromStdString(out)));
         }
+        // Finite merged values too large for the plan's Q8_0 (its scales are F16): refused, not
+        // written as infinities, purified next or not.
+        GraftOperation large = mergeOperation(R"({"method": "task_arithmetic", "base": "base",
+            "models": [{"model": "a", "parameters": {"weight": 1e10}}]})");
+        large.select.system = System::Skeleton;
+        for (const bool purified : {false, true}) {
+            GraftPlan plan = planOf(model("base.gguf"), {{"a", model("a.gguf")}}, large);
+            if (purified) {
+                plan.operations.push_back(purifyOperation(System::Skeleton));
+            }
+            plan.operations.push_back(quantizeOperation(QuantFileType::Q8_0));
+            const GraftModels models = GraftModels::open(plan);
+            const std::string out = model(purified ? "large-purified.gguf" : "large.gguf");
+            const GraftOutcome outcome = graftChimera(plan, models, out);
+            QVERIFY(!outcome.written.isOk());
+            QVERIFY2(outcome.written.message.find(
+                         ", more than Q8_0 holds (written, they would be infinities)") != std::string::npos,
+                     outcome.written.message.c_str());
+            QVERIFY(!QFile::exists(QString::fromStdString(out)));
+        }
     }
 
     // Every tensor the writer makes names what it reads, for the writer's read-ahead: a merged
