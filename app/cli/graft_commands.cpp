@@ -57,7 +57,7 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
     }
     ProgressPrinter printer(fileLabel(output));
     bool checkFailed = false;
-    bool stoppedBefore = false;
+    std::optional<std::string> stoppedBefore; // why, when beforeWriting stopped the job
     StopToken stop;
     const StopOnInterrupt interrupt(stop);
     const GraftOutcome outcome = graftChimera(
@@ -70,9 +70,12 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
                 return f.severity == Finding::Severity::Error &&
                        !(run.options.keepInvalid && f.fromValidation);
             });
-            if (!checkFailed && run.beforeWriting && !run.beforeWriting(report, *models)) {
-                stoppedBefore = true;
-                stop.requestStop();
+            if (!checkFailed && run.beforeWriting) {
+                stoppedBefore = run.beforeWriting(report, *models);
+                if (stoppedBefore) {
+                    std::cerr << "organ " << command << ": " << escapeText(*stoppedBefore) << "\n";
+                    stop.requestStop();
+                }
             }
         },
         printingTo(printer), &stop);
@@ -85,6 +88,17 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
             return status;
         }
         nlohmann::json document = graftOutcomeToJson(outcome, output);
+        if (written) {
+            document["error"] = nullptr;
+        } else if (checkFailed) {
+            document["error"] = "the plan has errors";
+        } else if (stoppedBefore) {
+            document["error"] = *stoppedBefore;
+        } else {
+            document["error"] = outcome.written.status == JobResult::Status::Cancelled
+                                    ? std::string("cancelled")
+                                    : outcome.written.message;
+        }
         if (run.moreJson) {
             run.moreJson(document);
         }

@@ -146,22 +146,21 @@ int runMerge(const std::vector<std::string>& args) {
     std::optional<VitalsReport> vitals;
     run.options.keepInvalid = parsed.flag("--keep-invalid");
     run.json = parsed.option("--json");
-    run.beforeWriting = [&](const CompatibilityReport& report, const GraftModels& models) {
-        if (const auto problem = mergeConfigProblem(config, models)) {
-            std::cerr << "organ merge: " << escapeText(*problem) << "\n";
-            return false;
+    run.beforeWriting = [&](const CompatibilityReport& report,
+                            const GraftModels& models) -> std::optional<std::string> {
+        if (auto problem = mergeConfigProblem(config, models)) {
+            return problem;
         }
         if (!textPath) {
-            return true;
+            return std::nullopt;
         }
         try {
             vitals = mergeVitals(plan, models, report, request);
         } catch (const std::exception& error) {
-            std::cerr << "organ merge: the merge's vital signs: " << escapeText(error.what()) << "\n";
-            return false;
+            return std::string("the merge's vital signs: ") + error.what();
         }
         std::cout << vitalsText(*vitals) << std::flush;
-        return true;
+        return std::nullopt;
     };
     run.moreJson = [&](nlohmann::json& document) {
         nlohmann::json merge;

@@ -30,11 +30,13 @@ private:
 // How runPlan runs a plan besides writing it.
 struct PlanRun {
     AssemblyOptions options;
-    std::optional<std::string> json; // where graftOutcomeToJson goes, whatever the outcome
+    // Where graftOutcomeToJson goes, whatever the outcome, with `error`: why nothing was written
+    // (null when it was).
+    std::optional<std::string> json;
     std::vector<std::string> inputs; // files besides the plan's models never to write over
-    // Runs once the report has no errors, before anything is written; false stops the job (it has
-    // said why on stderr) and nothing is written.
-    std::function<bool(const CompatibilityReport&, const GraftModels&)> beforeWriting;
+    // Runs once the report has no errors, before anything is written; a problem stops the job
+    // (it is said on stderr and in the JSON outcome's `error`) and nothing is written.
+    std::function<std::optional<std::string>(const CompatibilityReport&, const GraftModels&)> beforeWriting;
     // Adds to the JSON outcome.
     std::function<void(nlohmann::json&)> moreJson;
 };

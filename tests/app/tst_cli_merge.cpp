@@ -245,6 +245,7 @@ private slots:
         QCOMPARE(recorded, expected);
         const QJsonObject outcome = QJsonDocument::fromJson(readAll(json)).object();
         QCOMPARE(outcome.value(QStringLiteral("written")).toBool(), true);
+        QVERIFY(outcome.contains(QStringLiteral("error")) && outcome.value(QStringLiteral("error")).isNull());
         QCOMPARE(outcome.value(QStringLiteral("merge")).toObject().value(QStringLiteral("method")).toString(),
                  QStringLiteral("ties"));
         QCOMPARE(outcome.value(QStringLiteral("notes")).toArray().size(), 2);
@@ -314,12 +315,12 @@ private slots:
         }
         QVERIFY(writeFixture(path(QStringLiteral("models/nan.gguf")), spec));
         const QString dead = path(QStringLiteral("dead.gguf"));
-        const CliRun refused =
-            runOrganCli({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("slerp"),
-                         QStringLiteral("--t"), QStringLiteral("0.5"), QStringLiteral("--base"),
-                         path(QStringLiteral("models/base.gguf")), QStringLiteral("--model"),
-                         path(QStringLiteral("models/nan.gguf")), QStringLiteral("-o"), dead,
-                         QStringLiteral("--vitals"), path(QStringLiteral("story.txt"))});
+        const CliRun refused = runOrganCli(
+            {QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("slerp"),
+             QStringLiteral("--t"), QStringLiteral("0.5"), QStringLiteral("--base"),
+             path(QStringLiteral("models/base.gguf")), QStringLiteral("--model"),
+             path(QStringLiteral("models/nan.gguf")), QStringLiteral("-o"), dead, QStringLiteral("--vitals"),
+             path(QStringLiteral("story.txt")), QStringLiteral("--json"), path(QStringLiteral("dead.json"))});
         QCOMPARE(refused.exitCode, 1);
         QVERIFY2(refused.err.contains(QStringLiteral(
                      "the merge's vital signs: output_norm.weight: the merge gives values that "
@@ -327,6 +328,15 @@ private slots:
                  qPrintable(refused.err));
         QVERIFY(refused.err.contains(QStringLiteral("dead.gguf not written")));
         QVERIFY(!QFileInfo::exists(dead));
+        // The JSON outcome says why, as the terminal does.
+        const QJsonObject deadOutcome =
+            QJsonDocument::fromJson(readAll(path(QStringLiteral("dead.json")))).object();
+        QCOMPARE(deadOutcome.value(QStringLiteral("written")).toBool(true), false);
+        QVERIFY2(
+            deadOutcome.value(QStringLiteral("error"))
+                .toString()
+                .startsWith(QStringLiteral("the merge's vital signs: output_norm.weight: the merge gives")),
+            qPrintable(deadOutcome.value(QStringLiteral("error")).toString()));
     }
 
     // mergekit's passthrough slices become the plan's stack; out_type quantizes as organ quantize.
@@ -638,10 +648,16 @@ dtype: bfloat16
             {QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("task_arithmetic"),
              QStringLiteral("--base"), path(QStringLiteral("models/base.gguf")), QStringLiteral("--model"),
              path(QStringLiteral("models/a.gguf")) + QStringLiteral(":3e38"), QStringLiteral("--model"),
-             path(QStringLiteral("models/b.gguf")) + QStringLiteral(":3e38"), QStringLiteral("-o"), out});
+             path(QStringLiteral("models/b.gguf")) + QStringLiteral(":3e38"), QStringLiteral("-o"), out,
+             QStringLiteral("--json"), path(QStringLiteral("overflow.json"))});
         QCOMPARE(run.exitCode, 1);
         QVERIFY2(run.err.contains(QStringLiteral("the merge gives values that are not finite numbers")),
                  qPrintable(run.err));
+        QVERIFY(QJsonDocument::fromJson(readAll(path(QStringLiteral("overflow.json"))))
+                    .object()
+                    .value(QStringLiteral("error"))
+                    .toString()
+                    .contains(QStringLiteral(": the merge gives values that are not finite numbers")));
         QVERIFY(!QFileInfo::exists(out));
         QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("overflow.gguf.partial*")}).size(), 0);
 
