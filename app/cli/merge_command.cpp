@@ -11,6 +11,8 @@
 #include "vitals/vitals_report.h"
 
 #include <charconv>
+#include <cmath>
+#include <filesystem>
 #include <iostream>
 
 namespace organ::cli {
@@ -38,12 +40,24 @@ MergeConfig quickConfig(const Arguments& parsed) {
         double weight = 1;
         if (colon != std::string::npos) {
             const std::string_view tail = std::string_view(given).substr(colon + 1);
-            const auto [end, error] = std::from_chars(tail.data(), tail.data() + tail.size(), weight);
-            if (error == std::errc() && end == tail.data() + tail.size() && !tail.empty()) {
+            const std::string_view number = tail.starts_with('+') ? tail.substr(1) : tail;
+            const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), weight);
+            if (error == std::errc() && end == number.data() + number.size() && !number.empty() &&
+                std::isfinite(weight)) {
                 model.model = given.substr(0, colon);
+            } else if (std::error_code ignored;
+                       !tail.empty() && !std::filesystem::exists(given, ignored) &&
+                       (std::filesystem::exists(given.substr(0, colon), ignored) ||
+                        std::string_view("0123456789+-.").find(tail.front()) != std::string_view::npos)) {
+                // A weight meant, and not a number: not a file named with a colon.
+                throw UsageError{"--model " + escapeText(given) + ": the weight '" +
+                                 escapeText(std::string(tail)) + "' is not a finite number in range"};
             } else {
                 weight = 1;
             }
+        }
+        if (model.model.empty()) {
+            throw UsageError{"--model '" + escapeText(given) + "' names no model"};
         }
         if (takesParameter(config.spec.method, "weight")) {
             model.parameters["weight"] = ParamValue::number(weight);

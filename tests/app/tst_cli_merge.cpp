@@ -280,6 +280,35 @@ private slots:
                                           QStringLiteral("--model"), b, QStringLiteral("-o"), out});
         QCOMPARE(slerp.exitCode, 2);
         QVERIFY(slerp.err.contains(QStringLiteral("slerp needs the parameter 't'")));
+        // A weight that is no number is said to be one, not taken for part of the file's name; a
+        // leading + is a sign.
+        const std::vector<std::pair<QString, QString>> weights{
+            {a + QStringLiteral(":1e999"),
+             QStringLiteral(": the weight '1e999' is not a finite number in range")},
+            {a + QStringLiteral(":nan"),
+             QStringLiteral(": the weight 'nan' is not a finite number in range")},
+            {a + QStringLiteral(":0x10"),
+             QStringLiteral(": the weight '0x10' is not a finite number in range")},
+            {a + QStringLiteral(":1,5"),
+             QStringLiteral(": the weight '1,5' is not a finite number in range")},
+            {path(QStringLiteral("models/missing.gguf:2,5")),
+             QStringLiteral(": the weight '2,5' is not a finite number in range")},
+            {QStringLiteral(":1"), QStringLiteral("--model ':1' names no model")},
+            {QString(), QStringLiteral("--model '' names no model")},
+        };
+        for (const auto& [model, message] : weights) {
+            const CliRun refused = runOrganCli({QStringLiteral("merge"), QStringLiteral("--method"),
+                                                QStringLiteral("linear"), QStringLiteral("--model"), model,
+                                                QStringLiteral("--model"), b, QStringLiteral("-o"), out});
+            QCOMPARE(refused.exitCode, 2);
+            QVERIFY2(refused.err.contains(message), qPrintable(refused.err));
+        }
+        QVERIFY(QFile::remove(out));
+        QCOMPARE(runOrganCli({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("linear"),
+                              QStringLiteral("--model"), a + QStringLiteral(":+0.5"),
+                              QStringLiteral("--model"), b, QStringLiteral("-o"), out})
+                     .exitCode,
+                 0);
     }
 
     // --vitals: the merge's vital signs and its models' on the text, before anything is written.
