@@ -212,8 +212,11 @@ void SurgeryController::populateMenus(QMenu* edit, QMenu* graft) {
     edit->addAction(redo);
     graft->addAction(tr("&Open plan…"), this, &SurgeryController::openPlanDialog)
         ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
-    graft->addAction(tr("&Save plan…"), this, &SurgeryController::savePlanDialog)
-        ->setShortcut(QKeySequence::Save);
+    QAction* save = graft->addAction(tr("&Save plan"), this, &SurgeryController::savePlanNow);
+    save->setShortcut(QKeySequence::Save);
+    save->setObjectName(QStringLiteral("savePlanAction"));
+    graft->addAction(tr("Save plan &as…"), this, &SurgeryController::savePlanDialog)
+        ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
     graft->addAction(tr("&Assemble chimera…"), m_assembly, &AssemblyController::assembleDialog)
         ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_B));
     graft->addAction(tr("&Quantize recipient…"), this, &SurgeryController::quantizeRecipient)
@@ -232,18 +235,26 @@ widgets::ModelView* SurgeryController::findView(const QString& path) const {
     return nullptr;
 }
 
-bool SurgeryController::confirmQuit() {
+bool SurgeryController::confirmUnsaved(const QString& question) {
     if (m_document->isEmpty() || !m_document->isModified()) {
         return true;
     }
-    const auto answer = QMessageBox::question(
-        m_window, tr("Unsaved graft plan"), tr("The graft plan has unsaved changes. Save it?"),
-        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    const auto answer = QMessageBox::question(m_window, tr("Unsaved graft plan"), question,
+                                              QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel,
+                                              QMessageBox::Save);
     if (answer == QMessageBox::Save) {
-        savePlanDialog();
+        savePlanNow();
         return !m_document->isModified();
     }
     return answer == QMessageBox::Discard;
+}
+
+bool SurgeryController::confirmQuit() {
+    return confirmUnsaved(tr("The graft plan has unsaved changes. Save it?"));
+}
+
+bool SurgeryController::confirmReplace() {
+    return confirmUnsaved(tr("The graft plan has unsaved changes. Save it before another plan replaces it?"));
 }
 
 void SurgeryController::updateRoles() {
@@ -560,12 +571,33 @@ bool SurgeryController::savePlan(const QString& path, QString* error) {
 }
 
 void SurgeryController::openPlanDialog() {
-    const QString path = QFileDialog::getOpenFileName(m_window, tr("Open graft plan"), QString(),
+    if (!confirmReplace()) {
+        return;
+    }
+    // Where this plan is, else where the last file was written.
+    const QString folder = m_document->fileName().isEmpty()
+                               ? widgets::proposedWriteFolder(QDir::homePath())
+                               : QFileInfo(m_document->fileName()).absolutePath();
+    const QString path = QFileDialog::getOpenFileName(m_window, tr("Open graft plan"), folder,
                                                       tr("Graft plans (*.json);;All files (*)"));
     QString error;
     if (!path.isEmpty() && !openPlan(path, &error)) {
         m_host.showError(tr("Cannot open the plan"), error);
     }
+}
+
+void SurgeryController::savePlanNow() {
+    if (m_document->fileName().isEmpty()) {
+        savePlanDialog();
+        return;
+    }
+    QString error;
+    if (!savePlan(m_document->fileName(), &error)) {
+        m_host.showError(tr("Cannot save the plan"), error);
+        return;
+    }
+    m_window->statusBar()->showMessage(
+        tr("Saved the plan to %1").arg(QDir::toNativeSeparators(m_document->fileName())), 10000);
 }
 
 void SurgeryController::savePlanDialog() {

@@ -66,6 +66,8 @@ public:
     bool confirmClose(widgets::ModelView* view);
     // Before the window closes: an unsaved plan is saved, discarded, or the close cancelled.
     bool confirmQuit();
+    // Before another plan replaces this one: the same question.
+    bool confirmReplace();
 
     // Adds a purify operation on the recipient's `tensors` (as the plan makes them) with these
     // parameters; its preview's θ are computed on the engine thread.
@@ -78,6 +80,9 @@ public slots:
     void openPlanDialog();
     // Graft → Quantize recipient… and the recipient's context menu: the Quantize… dialog.
     void quantizeRecipient();
+    // Saves the plan to its file (Ctrl+S), asking for one when it has none.
+    void savePlanNow();
+    // Asks where to save the plan (Save plan as…).
     void savePlanDialog();
     // Offers back, one by one, the plans autosaved by sessions that crashed or were killed.
     void offerRecovery();
@@ -91,6 +96,8 @@ private:
         QString key;
     };
     bool loadPlan(const QString& path, QString* error, const std::function<void()>& load);
+    // Whether an unsaved plan may go: saved, discarded, or not (`question` asked).
+    bool confirmUnsaved(const QString& question);
     void startPurifyPreview(std::vector<PurifyPreviewTensor> tensors, const PurifyParams& params);
     // The recipient's Purify… (tree or heatmap): asks for the method and its parameters.
     void purifyDialog(const std::vector<int>& tensors);

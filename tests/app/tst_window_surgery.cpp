@@ -703,6 +703,45 @@ private slots:
         saveScreenshot(&window, QStringLiteral("surgery-preview.png"));
     }
 
+    // Open plan… with unsaved changes asks first (it replaced them, with no undo); Save plan
+    // (Ctrl+S) writes a plan that has a file to it without asking where.
+    void unsavedPlanIsAskedAbout() {
+        app::MainWindow& window = *m_window;
+        model::GraftDocument* plan = m_plan;
+        healInTheTree();
+        QVERIFY(plan->isModified());
+        const std::size_t operations = plan->plan().operations.size();
+        QString asked;
+        ModalSteps cancel;
+        cancel.then([&](QWidget* active) {
+            auto* box = qobject_cast<QMessageBox*>(active);
+            if (box == nullptr) {
+                return false;
+            }
+            asked = box->text();
+            box->button(QMessageBox::Cancel)->click();
+            return true;
+        });
+        window.surgery()->openPlanDialog();
+        QVERIFY(cancel.done());
+        QCOMPARE(asked, QStringLiteral(
+                            "The graft plan has unsaved changes. Save it before another plan replaces it?"));
+        QCOMPARE(plan->plan().operations.size(), operations);
+        QVERIFY(plan->isModified());
+
+        const QString planPath = m_dir.filePath(QStringLiteral("ctrl-s-plan.json"));
+        QString error;
+        QVERIFY2(window.surgery()->savePlan(planPath, &error), qPrintable(error));
+        plan->removeLayer(QString::fromStdString(m_recipient->snapshot().model->path()), 0);
+        QVERIFY(plan->isModified());
+        QAction* save = window.findChild<QAction*>(QStringLiteral("savePlanAction"));
+        QVERIFY(save != nullptr);
+        QCOMPARE(save->shortcut(), QKeySequence(QKeySequence::Save));
+        save->trigger(); // no dialog: a modal one would block here
+        QVERIFY(!plan->isModified());
+        QCOMPARE(loadGraftPlan(planPath.toStdString()).operations.size(), operations + 1);
+    }
+
     // Save the plan; `organ assemble --plan` runs it. A plan made by `organ graft` opens
     // here and makes the same chimera. Assemble from the window, open the result.
     void plansAndAssembly() {
