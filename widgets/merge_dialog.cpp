@@ -87,6 +87,28 @@ std::optional<std::vector<double>> curveOf(const std::map<std::string, ParamValu
     return it->second.rules.front().points;
 }
 
+// Whether a spin box (one number) or the curve (one gradient for every tensor) shows the value.
+bool fieldShows(const ParamValue& value) {
+    return value.rules.size() == 1 && value.rules.front().filter.empty() &&
+           !value.rules.front().points.empty();
+}
+
+// A value as the plan gives it: "self_attn: 0.1; otherwise 0.9", a gradient's points joined by →.
+QString valueText(const ParamValue& value) {
+    QStringList rules;
+    for (const ParamRule& rule : value.rules) {
+        QStringList points;
+        for (const double p : rule.points) {
+            points << QString::number(p, 'g', 4);
+        }
+        const QString gradient = points.join(QStringLiteral(" → "));
+        rules << (rule.filter.empty()
+                      ? (value.rules.size() > 1 ? MergeDialog::tr("otherwise %1").arg(gradient) : gradient)
+                      : QStringLiteral("%1: %2").arg(QString::fromStdString(rule.filter), gradient));
+    }
+    return rules.join(QStringLiteral("; "));
+}
+
 } // namespace
 
 MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent), m_setup(setup) {
@@ -162,7 +184,8 @@ MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent),
     layout->addWidget(models);
 
     auto* global = new QHBoxLayout;
-    m_global.t = numberBox(this, QStringLiteral("mergeT"), 0, 1, 0.5);
+    // t beyond [0, 1] extrapolates; the spec allows it, and a plan may say it.
+    m_global.t = numberBox(this, QStringLiteral("mergeT"), -10, 10, 0.5);
     global->addWidget(new QLabel(tr("t"), this));
     global->addWidget(m_global.t);
     m_global.normalize = new QCheckBox(tr("normalize the weights"), this);
@@ -208,6 +231,11 @@ MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent),
     curveLayout->addWidget(m_varying.curve, 1);
     columns->addWidget(varies, 2);
 
+    m_keptNote = new QLabel(this);
+    m_keptNote->setObjectName(QStringLiteral("mergeKept"));
+    m_keptNote->setWordWrap(true);
+    m_keptNote->hide();
+    outer->addWidget(m_keptNote);
     m_problem = new QLabel(this);
     m_problem->setObjectName(QStringLiteral("mergeProblem"));
     m_problem->setWordWrap(true);
@@ -322,6 +350,14 @@ void MergeDialog::fillCurveTargets() {
 }
 
 void MergeDialog::takePlanned(const MergeSpec& planned) {
+    // A value neither a field nor the curve shows is kept as the plan gives it.
+    auto keep = [this](int row, const QString& name, const std::map<std::string, ParamValue>& parameters) {
+        const auto it = parameters.find(name.toStdString());
+        if (it != parameters.end() &&
+            (!fieldShows(it->second) || it->second.rules.front().points.size() > 1)) {
+            m_kept[targetKey(row, name)] = it->second;
+        }
+    };
     m_method->setCurrentIndex(std::max(0, m_method->findData(int(planned.method))));
     // The planned merge's models, and the donor whose tensors are being merged now.
     for (Row& row : m_rows) {
@@ -349,6 +385,8 @@ void MergeDialog::takePlanned(const MergeSpec& planned) {
                 if (const auto c = curveOf(m.parameters, QString::fromLatin1(name)); c && !curve) {
                     curve = CurveTarget{k, QString::fromLatin1(name)};
                     points = *c;
+                } else {
+                    keep(k, QString::fromLatin1(name), m.parameters);
                 }
             }
         }
@@ -359,6 +397,8 @@ void MergeDialog::takePlanned(const MergeSpec& planned) {
     if (const auto c = curveOf(planned.parameters, QStringLiteral("t")); c && !curve) {
         curve = CurveTarget{-1, QStringLiteral("t")};
         points = *c;
+    } else {
+        keep(-1, QStringLiteral("t"), planned.parameters);
     }
     m_global.normalize->setChecked(planned.normalize.value_or(normalizesByDefault(planned.method)));
     m_normalizeChosen = planned.normalize.has_value();
@@ -390,10 +430,16 @@ QDoubleSpinBox* MergeDialog::boxOf(const CurveTarget& target) const {
                                                      : row.gamma;
 }
 
-// Weights may leave [0, 1] (a negative weight subtracts a model); t, density and gamma may not.
+// A weight is drawn from −1 to 2 (a negative weight subtracts a model), t, density and gamma from
+// 0 to 1; each may take what its field takes (a weight or t from −10 to 10), the drawing widened.
 void MergeDialog::prepareCurve(const CurveTarget& target) {
     const QDoubleSpinBox* box = boxOf(target);
-    m_varying.curve->setValueRange(box->minimum() < 0 ? -1.0 : 0.0, box->maximum() > 1 ? 2.0 : 1.0);
+    if (target.name == QLatin1String("weight")) {
+        m_varying.curve->setValueRange(-1, 2);
+    } else {
+        m_varying.curve->setValueRange(0, 1);
+    }
+    m_varying.curve->setLimits(box->minimum(), box->maximum());
     m_varying.curve->setValueLabel(target.row < 0 ? QStringLiteral("t") : target.name);
 }
 
@@ -410,6 +456,9 @@ MergeSpec MergeDialog::spec() const {
             ParamValue v;
             v.rules.push_back({std::string(), m_varying.curve->points()});
             return v;
+        }
+        if (const auto kept = m_kept.find(targetKey(row, name)); kept != m_kept.end()) {
+            return kept->second;
         }
         return ParamValue::number(number);
     };
@@ -495,10 +544,37 @@ void MergeDialog::update() {
         for (auto [name, box] : {std::pair{"weight", row.weight}, std::pair{"density", row.density},
                                  std::pair{"gamma", row.gamma}}) {
             const bool onCurve = curve && curve->row == k && curve->name == QLatin1String(name);
-            box->setEnabled(merged && takesParameter(m, name) && !onCurve);
+            const auto kept = m_kept.find(targetKey(k, QString::fromLatin1(name)));
+            box->setEnabled(merged && takesParameter(m, name) && !onCurve && kept == m_kept.end());
+            box->setToolTip(kept == m_kept.end() || onCurve
+                                ? QString()
+                                : tr("Kept as the plan gives it: %1").arg(valueText(kept->second)));
         }
     }
-    m_global.t->setEnabled(takesParameter(m, "t") && !(curve && curve->row < 0));
+    const auto keptT = m_kept.find(targetKey(-1, QStringLiteral("t")));
+    const bool tOnCurve = curve && curve->row < 0;
+    m_global.t->setEnabled(takesParameter(m, "t") && !tOnCurve && keptT == m_kept.end());
+    m_global.t->setToolTip(keptT == m_kept.end() || tOnCurve
+                               ? QString()
+                               : tr("Kept as the plan gives it: %1").arg(valueText(keptT->second)));
+    QStringList kept;
+    for (const auto& [key, value] : m_kept) {
+        const int row = key.section(QLatin1Char(':'), 0, 0).toInt();
+        const QString name = key.section(QLatin1Char(':'), 1);
+        const bool shown =
+            row < 0 ? takesParameter(m, "t")
+                    : m_rows[std::size_t(row)].use->isChecked() && takesParameter(m, name.toStdString());
+        if (shown && !(curve && curve->row == row && curve->name == name)) {
+            kept << (row < 0
+                         ? QStringLiteral("t")
+                         : tr("%1 of %2").arg(name, QFileInfo(m_rows[std::size_t(row)].path).fileName())) +
+                        QStringLiteral(" (") + valueText(value) + u')';
+        }
+    }
+    m_keptNote->setText(tr("Kept as the plan gives them (more than a field shows; choose one under “Varies "
+                           "over the layers” to draw it instead): %1")
+                            .arg(kept.join(QStringLiteral(", "))));
+    m_keptNote->setVisible(!kept.isEmpty());
     m_global.normalize->setEnabled(takesParameter(m, "normalize"));
     m_global.rescale->setEnabled(takesParameter(m, "rescale"));
     m_global.seed->setEnabled(usesSeed(m));

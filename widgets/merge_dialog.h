@@ -4,6 +4,7 @@
 
 #include <QDialog>
 #include <QStringList>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -92,6 +93,10 @@ private:
     bool m_updating = false;        // update() is filling the fields: their signals change nothing
     bool m_normalizeChosen = false; // by the user or the planned merge: a new method keeps it
     QString m_wantedCurve;          // the curve's target as last chosen, shown whenever it exists
+    // The planned merge's values the fields cannot show (filters, several rules), by target key:
+    // kept as they are, their fields disabled, unless chosen to vary over the layers.
+    std::map<QString, ParamValue> m_kept;
+    QLabel* m_keptNote = nullptr;
 };
 
 } // namespace organ::widgets

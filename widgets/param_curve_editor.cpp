@@ -55,8 +55,14 @@ void ParamCurveEditor::setBlocks(std::uint32_t blocks) {
 void ParamCurveEditor::setValueRange(double low, double high) {
     m_low = low;
     m_high = high;
+    setLimits(low, high);
+}
+
+void ParamCurveEditor::setLimits(double min, double max) {
+    m_min = min;
+    m_max = max;
     for (double& p : m_points) {
-        p = std::clamp(p, m_low, m_high);
+        p = std::clamp(p, m_min, m_max);
     }
     redraw();
 }
@@ -74,7 +80,7 @@ void ParamCurveEditor::setPoints(std::vector<double> points) {
         points.resize(kMaxPoints);
     }
     for (double& p : points) {
-        p = std::clamp(p, m_low, m_high);
+        p = std::clamp(p, m_min, m_max);
     }
     m_points = std::move(points);
     m_current = std::min(m_current, int(m_points.size()) - 1);
@@ -133,13 +139,16 @@ void ParamCurveEditor::redraw() {
     m_idle->setBrush(palette().color(QPalette::Base)); // the plot's background: no line through it
     const double margin = std::max(0.4, 0.03 * m_blocks);
     xAxis->setRange(-margin, double(m_blocks - 1) + margin);
-    const double pad = (m_high - m_low) * 0.08;
-    yAxis->setRange(m_low - pad, m_high + pad);
+    const auto [lowest, highest] = std::minmax_element(m_points.begin(), m_points.end());
+    const double low = std::min(m_low, *lowest);
+    const double high = std::max(m_high, *highest);
+    const double pad = (high - low) * 0.08;
+    yAxis->setRange(low - pad, high + pad);
     replot(rpQueuedReplot);
 }
 
 void ParamCurveEditor::moveTo(int index, double value) {
-    const double clamped = std::clamp(value, m_low, m_high);
+    const double clamped = std::clamp(value, m_min, m_max);
     if (m_points[std::size_t(index)] == clamped) {
         return;
     }
@@ -186,6 +195,9 @@ void ParamCurveEditor::mousePressEvent(QMouseEvent* event) {
     m_dragged = isEnabled() ? pointAt(event->position()) : -1;
     if (m_dragged >= 0 && event->button() == Qt::LeftButton) {
         m_current = m_dragged;
+        const auto [lowest, highest] = std::minmax_element(m_points.begin(), m_points.end());
+        m_dragLow = std::min(m_low, *lowest);
+        m_dragHigh = std::max(m_high, *highest);
         redraw();
         event->accept();
         return;
@@ -195,7 +207,7 @@ void ParamCurveEditor::mousePressEvent(QMouseEvent* event) {
 
 void ParamCurveEditor::mouseMoveEvent(QMouseEvent* event) {
     if (m_dragged >= 0 && (event->buttons() & Qt::LeftButton)) {
-        moveTo(m_dragged, yAxis->pixelToCoord(event->position().y()));
+        moveTo(m_dragged, std::clamp(yAxis->pixelToCoord(event->position().y()), m_dragLow, m_dragHigh));
         QToolTip::showText(event->globalPosition().toPoint(), pointText(m_dragged), this);
         event->accept();
         return;
@@ -224,7 +236,7 @@ void ParamCurveEditor::mouseDoubleClickEvent(QMouseEvent* event) {
                                     .arg(yAxis->label().isEmpty() ? tr("Value") : yAxis->label())
                                     .arg(index + 1)
                                     .arg(m_points.size()),
-                                m_points[std::size_t(index)], m_low, m_high, 3, &ok);
+                                m_points[std::size_t(index)], m_min, m_max, 3, &ok);
     if (ok) {
         moveTo(index, value);
     }

@@ -20,8 +20,11 @@ public:
     explicit ParamCurveEditor(QWidget* parent = nullptr);
 
     void setBlocks(std::uint32_t blocks);
-    // The values a point may take; points outside are brought in.
+    // The values drawn, and those a point may take (points outside are brought in) until
+    // setLimits() allows more: a point typed or moved by the keys beyond the drawn range widens
+    // the drawing.
     void setValueRange(double low, double high);
+    void setLimits(double min, double max);
     void setValueLabel(const QString& label);
     // At least two points; the curve is redrawn.
     void setPoints(std::vector<double> points);
@@ -54,8 +57,12 @@ private:
     void moveTo(int index, double value);
 
     std::uint32_t m_blocks = 1;
-    double m_low = 0;
+    double m_low = 0; // drawn
     double m_high = 1;
+    double m_min = 0; // allowed
+    double m_max = 1;
+    double m_dragLow = 0; // what a drag may reach: the range drawn when it began
+    double m_dragHigh = 1;
     std::vector<double> m_points{1, 1};
     int m_dragged = -1;
     int m_current = -1;

@@ -524,6 +524,84 @@ private slots:
         }
     }
 
+    // A planned merge's values that no field shows (a filtered weight, a second gradient) are kept
+    // as they are, their fields disabled and said why; t beyond 1 and a weight beyond 2 are shown
+    // as they are, the curve widened. The dialog rewrote them all (t 5 → 1, weight 9 → 2, the
+    // filter lost).
+    void dialogKeepsWhatItCannotShow() {
+        ParamValue filtered;
+        filtered.rules = {{"self_attn", {0.1}}, {"", {0.9}}};
+        ParamValue density;
+        density.rules = {{"", {0.2, 0.8}}};
+        ParamValue weight;
+        weight.rules = {{"", {0.3, 0.6, 0.9}}};
+        MergeSpec ties;
+        ties.method = MergeMethod::Ties;
+        ties.base = "/m/base.gguf";
+        ties.models = {{"/m/farm.gguf", {{"weight", filtered}, {"density", density}}},
+                       {"/m/sea.gguf", {{"weight", weight}, {"density", ParamValue::number(0.5)}}}};
+        widgets::MergeDialog::Setup setup = dialogSetup(QStringLiteral("/m/farm.gguf"));
+        setup.planned = ties;
+        widgets::MergeDialog dialog(setup);
+        dialog.show();
+        settle(&dialog);
+        // The first gradient is the curve (farm's density); the sea's weight gradient and the
+        // farm's filtered weight are kept.
+        QCOMPARE(dialog.findChild<QComboBox*>(QStringLiteral("mergeCurveParam"))->currentText(),
+                 QStringLiteral("density of farm.gguf"));
+        const MergeSpec got = dialog.spec();
+        QVERIFY(got.models.at(0).parameters.at("weight") == filtered);
+        QVERIFY(got.models.at(0).parameters.at("density") == density);
+        QVERIFY(got.models.at(1).parameters.at("weight") == weight);
+        auto* farmWeight = dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeWeight_1"));
+        QVERIFY(!farmWeight->isEnabled());
+        QCOMPARE(farmWeight->toolTip(),
+                 QStringLiteral("Kept as the plan gives it: self_attn: 0.1; otherwise 0.9"));
+        auto* note = dialog.findChild<QLabel*>(QStringLiteral("mergeKept"));
+        QVERIFY(note->isVisible());
+        QVERIFY2(
+            note->text().contains(QStringLiteral("weight of farm.gguf (self_attn: 0.1; otherwise 0.9)")) &&
+                note->text().contains(QStringLiteral("weight of sea.gguf (0.3 → 0.6 → 0.9)")),
+            qPrintable(note->text()));
+        saveScreenshot(&dialog, QStringLiteral("merge-dialog-kept.png"));
+        // Drawn instead: the curve replaces the kept value.
+        auto* target = dialog.findChild<QComboBox*>(QStringLiteral("mergeCurveParam"));
+        target->setCurrentIndex(target->findText(QStringLiteral("weight of sea.gguf")));
+        dialog.curve()->setPoints({0.25, 0.75});
+        QVERIFY(dialog.spec().models.at(1).parameters.at("weight") == (ParamValue{{{"", {0.25, 0.75}}}}));
+        QVERIFY(!note->text().contains(QStringLiteral("sea.gguf")));
+
+        // slerp at t = 5 (the spec extrapolates): shown and kept.
+        MergeSpec slerp;
+        slerp.method = MergeMethod::Slerp;
+        slerp.base = "/m/base.gguf";
+        slerp.models = {{"/m/farm.gguf", {}}};
+        slerp.parameters["t"] = ParamValue::number(5);
+        setup.planned = slerp;
+        widgets::MergeDialog far(setup);
+        QCOMPARE(far.findChild<QDoubleSpinBox*>(QStringLiteral("mergeT"))->value(), 5.0);
+        QVERIFY(far.spec().parameters.at("t") == ParamValue::number(5));
+
+        // A weight of 9 made to vary: the curve starts at 9, drawn past its usual −1 … 2, and
+        // takes a typed 7.
+        widgets::MergeDialog heavy(dialogSetup(QStringLiteral("/m/farm.gguf")));
+        heavy.findChild<QDoubleSpinBox*>(QStringLiteral("mergeWeight_1"))->setValue(9);
+        auto* heavyTarget = heavy.findChild<QComboBox*>(QStringLiteral("mergeCurveParam"));
+        heavyTarget->setCurrentIndex(heavyTarget->findText(QStringLiteral("weight of farm.gguf")));
+        QCOMPARE(heavy.curve()->points().front(), 9.0);
+        QVERIFY(heavy.curve()->yAxis->range().upper > 9);
+        heavy.show();
+        settle(&heavy);
+        QTimer::singleShot(0, &heavy, [] {
+            auto* input = qobject_cast<QInputDialog*>(QApplication::activeModalWidget());
+            QVERIFY(input != nullptr);
+            input->setDoubleValue(7);
+            input->accept();
+        });
+        QTest::mouseDClick(heavy.curve(), Qt::LeftButton, {}, heavy.curve()->pixelOfPoint(0).toPoint());
+        QCOMPARE(heavy.curve()->points().front(), 7.0);
+    }
+
     // The curve: points are clamped to the parameter's range, a new count resamples the shape, and
     // the arrow keys move the point clicked.
     void curveEditor() {
