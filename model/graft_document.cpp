@@ -625,7 +625,7 @@ void GraftDocument::removeOperationsUsing(const QString& path) {
                            [&](const LayerRange& r) { return r.model == id; }) ||
                std::ranges::count(o.merge.modelIds(), id) > 0;
     });
-    push(tr("Remove the grafts from %1").arg(QFileInfo(path).fileName()), std::move(after));
+    push(tr("Remove the operations that use %1").arg(QFileInfo(path).fileName()), std::move(after));
 }
 
 void GraftDocument::adopt(const GraftPlan& plan, const QString& text) {

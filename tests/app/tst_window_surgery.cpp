@@ -513,7 +513,7 @@ private slots:
         QApplication::sendEvent(to->plot(), &drop);
         QVERIFY(!drop.isAccepted());
         QVERIFY2(window.statusBar()->currentMessage().startsWith(
-                     QStringLiteral("Not grafted: blk.1.ffn_up.weight cannot "
+                     QStringLiteral("Not added to the plan: blk.1.ffn_up.weight cannot "
                                     "replace blk.1.attn_q.weight")),
                  qPrintable(window.statusBar()->currentMessage()));
         window.statusBar()->clearMessage();
