@@ -59,8 +59,12 @@ GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, cons
 }
 
 nlohmann::json graftOutcomeToJson(const GraftOutcome& outcome, const std::string& output) {
+    const JobResult& written = outcome.written;
     return {{"output", output},
-            {"written", outcome.written.isOk()},
+            {"written", written.isOk()},
+            {"error", written.isOk()                                   ? nlohmann::json()
+                      : written.status == JobResult::Status::Cancelled ? nlohmann::json("cancelled")
+                                                                       : nlohmann::json(written.message)},
             {"check", findingsToJson(outcome.report.findings)},
             {"validation", findingsToJson(outcome.validation)},
             {"purified", purifiedToJson(outcome.purified)}};

@@ -42,8 +42,9 @@ GraftOutcome graftChimera(const GraftPlan& plan, const GraftModels& models, cons
                           const std::function<void(const CompatibilityReport&)>& checked = {},
                           const ProgressFn& progress = {}, const StopToken* stop = nullptr);
 
-// `organ assemble --json` (and `organ graft --json`): the output, whether it was written, the
-// check's and the validation's findings, and what purify operations did.
+// `organ assemble --json` (and `organ graft --json`): the output, whether it was written and why
+// not (`error`, null when it was), the check's and the validation's findings, and what purify
+// operations did.
 nlohmann::json graftOutcomeToJson(const GraftOutcome& outcome, const std::string& output);
 
 } // namespace organ

@@ -661,12 +661,13 @@ private slots:
         editor.setPoints({0.5, 0.5});
         settle(&editor);
         const QImage image = editor.grab().toImage();
-        const int lineY = int(std::lround(editor.yAxis->coordToPixel(0.5)));
+        const double ratio = image.devicePixelRatio(); // the image's pixels per the widget's
+        const int lineY = int(std::lround(editor.yAxis->coordToPixel(0.5) * ratio));
         const QRect plot = editor.axisRect()->rect();
         const QColor grey = editor.palette().color(QPalette::Disabled, QPalette::Text);
         auto lineAt = [&](int x) {
-            for (int y = lineY - 1; y <= lineY + 1; ++y) {
-                const QColor c = image.pixelColor(x, y);
+            for (int y = lineY - int(ratio); y <= lineY + int(ratio); ++y) {
+                const QColor c = image.pixelColor(int(x * ratio), y);
                 if (std::abs(c.red() - grey.red()) + std::abs(c.green() - grey.green()) +
                         std::abs(c.blue() - grey.blue()) <
                     40) {
