@@ -8,6 +8,7 @@
 #include "model_view.h"
 
 #include <QFileInfo>
+#include <algorithm>
 #include <set>
 
 namespace organ::app {
@@ -32,6 +33,37 @@ void MergeController::askHow(const model::GraftDocument::MergeRequest& request) 
         const QString path = QString::fromStdString(view->snapshot().model->path());
         if (!setup.donors.contains(path)) {
             setup.donors << path;
+        }
+    }
+    // A donor none of whose tensors of these names has the recipient's shape cannot take part.
+    for (const QString& path : setup.donors) {
+        const auto donor = m_document->model(path);
+        if (path == request.donor || donor == nullptr) {
+            continue;
+        }
+        const TensorInfo* example = nullptr; // the first tensor it has in another shape
+        const bool fits = std::ranges::any_of(request.names, [&](const std::string& name) {
+            const TensorInfo* mine = recipient->model->findTensor(name);
+            const TensorInfo* theirs = donor->model->findTensor(name);
+            if (mine == nullptr || theirs == nullptr) {
+                return false;
+            }
+            if (mine->ne != theirs->ne) {
+                example = example != nullptr ? example : theirs;
+                return false;
+            }
+            return true;
+        });
+        if (!fits) {
+            const TensorInfo* mine = example ? recipient->model->findTensor(example->name) : nullptr;
+            setup.unfit[path] =
+                example == nullptr
+                    ? tr("%1 has none of these tensors").arg(QFileInfo(path).fileName())
+                    : tr("None of these tensors has the recipient's shape in %1 (%2: %3 there, %4 in the "
+                         "recipient)")
+                          .arg(QFileInfo(path).fileName(), QString::fromStdString(example->name),
+                               QString::fromStdString(example->shapeText()),
+                               QString::fromStdString(mine->shapeText()));
         }
     }
     setup.what = request.names.size() == 1

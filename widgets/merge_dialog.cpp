@@ -15,6 +15,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <limits>
+#include <numeric>
 
 namespace organ::widgets {
 namespace {
@@ -85,6 +86,11 @@ std::optional<std::vector<double>> curveOf(const std::map<std::string, ParamValu
         return std::nullopt;
     }
     return it->second.rules.front().points;
+}
+
+// What a curve target's item holds: "row:name" ("-1:t" for the whole merge's t).
+QString targetKey(int row, const QString& name) {
+    return QString::number(row) + QLatin1Char(':') + name;
 }
 
 // Whether a spin box (one number) or the curve (one gradient for every tensor) shows the value.
@@ -172,6 +178,12 @@ MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent),
         row.use = new QCheckBox(k == 0 ? tr("%1 (recipient, the base)").arg(name) : name, models);
         row.use->setObjectName(QStringLiteral("mergeUse_%1").arg(k));
         row.use->setChecked(k == 0 || paths[k] == setup.donor);
+        if (const auto unfit = setup.unfit.find(paths[k]); unfit != setup.unfit.end() && k > 0) {
+            row.unfit = unfit->second;
+            row.use->setChecked(false);
+            row.use->setText(tr("%1 (cannot take part)").arg(name));
+            row.use->setToolTip(row.unfit);
+        }
         row.weight = numberBox(models, QStringLiteral("mergeWeight_%1").arg(k), -10, 10, k == 0 ? 0.5 : 0.5);
         row.density = numberBox(models, QStringLiteral("mergeDensity_%1").arg(k), 0, 1, 0.5);
         row.gamma = numberBox(models, QStringLiteral("mergeGamma_%1").arg(k), 0, 1, 0.01);
@@ -275,11 +287,30 @@ MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent),
     connect(m_varying.target, &QComboBox::currentIndexChanged, this, [this] {
         // The user's choice, kept while another method hides it and shown again when it returns.
         m_wantedCurve = m_varying.target->currentData().toString();
-        // A parameter that starts to vary starts flat at the value it had.
+        // The curve left is kept for its parameter, whose field takes the curve's mean meanwhile
+        // (its first point would stand for all the layers).
+        if (!m_shownCurve.isEmpty()) {
+            const std::vector<double> left = m_varying.curve->points();
+            m_curves[m_shownCurve] = left;
+            const int row = m_shownCurve.section(QLatin1Char(':'), 0, 0).toInt();
+            if (row < int(m_rows.size())) {
+                boxOf({row, m_shownCurve.section(QLatin1Char(':'), 1)})
+                    ->setValue(std::accumulate(left.begin(), left.end(), 0.0) / double(left.size()));
+            }
+        }
+        m_shownCurve.clear();
+        // A parameter that starts to vary starts flat at the value it had, or as its curve was.
         if (const auto target = curveTarget()) {
             prepareCurve(*target);
-            m_varying.curve->setPoints(
-                std::vector<double>(std::size_t(m_varying.points->value()), boxOf(*target)->value()));
+            m_shownCurve = targetKey(target->row, target->name);
+            if (const auto kept = m_curves.find(m_shownCurve); kept != m_curves.end()) {
+                const QSignalBlocker block(m_varying.points);
+                m_varying.points->setValue(int(kept->second.size()));
+                m_varying.curve->setPoints(kept->second);
+            } else {
+                m_varying.curve->setPoints(
+                    std::vector<double>(std::size_t(m_varying.points->value()), boxOf(*target)->value()));
+            }
         }
         update();
     });
@@ -314,15 +345,6 @@ std::vector<MergeDialog::CurveTarget> MergeDialog::curveTargets() const {
     }
     return out;
 }
-
-namespace {
-
-// What a curve target's item holds: "row:name" ("-1:t" for the whole merge's t).
-QString targetKey(int row, const QString& name) {
-    return QString::number(row) + QLatin1Char(':') + name;
-}
-
-} // namespace
 
 std::optional<MergeDialog::CurveTarget> MergeDialog::curveTarget() const {
     const QString key = m_varying.target->currentData().toString();
@@ -417,6 +439,7 @@ void MergeDialog::takePlanned(const MergeSpec& planned) {
         m_varying.points->setValue(int(points.size()));
         prepareCurve(*curve);
         m_varying.curve->setPoints(points);
+        m_shownCurve = targetKey(curve->row, curve->name);
     }
 }
 
@@ -532,11 +555,17 @@ void MergeDialog::update() {
     m_updating = true;
     const MergeMethod m = method();
     m_methodHint->setText(methodHint(m));
+    if (needsBase(m)) {
+        m_rows.front().use->setChecked(true);
+    }
+    // First, so that the fields below are enabled for the curve as it now is (a model checked
+    // again brings its curve back).
+    fillCurveTargets();
     const auto curve = curveTarget();
     for (int k = 0; k < int(m_rows.size()); ++k) {
         Row& row = m_rows[std::size_t(k)];
         // Beside a base the recipient is the base, not one of the models merged.
-        row.use->setEnabled(k > 0 || !needsBase(m));
+        row.use->setEnabled((k > 0 || !needsBase(m)) && row.unfit.isEmpty());
         if (k == 0 && needsBase(m)) {
             row.use->setChecked(true);
         }
@@ -578,7 +607,6 @@ void MergeDialog::update() {
     m_global.normalize->setEnabled(takesParameter(m, "normalize"));
     m_global.rescale->setEnabled(takesParameter(m, "rescale"));
     m_global.seed->setEnabled(usesSeed(m));
-    fillCurveTargets();
     const bool varies = curveTarget().has_value();
     m_varying.curve->setEnabled(varies);
     m_varying.points->setEnabled(varies);

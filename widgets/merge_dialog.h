@@ -33,6 +33,7 @@ public:
         QString what;                     // "9 tensors of layer 3"
         std::uint32_t blocks = 1;         // the recipient's, for the curve
         std::optional<MergeSpec> planned; // the plan's merge, by path: its values come first
+        std::map<QString, QString> unfit; // open donors none of the merged tensors fit, by path: why
     };
     explicit MergeDialog(const Setup& setup, QWidget* parent = nullptr);
 
@@ -49,6 +50,7 @@ protected:
 private:
     struct Row {
         QString path;
+        QString unfit; // why it cannot take part, when it cannot
         QCheckBox* use = nullptr;
         QDoubleSpinBox* weight = nullptr;
         QDoubleSpinBox* density = nullptr;
@@ -93,6 +95,8 @@ private:
     bool m_updating = false;        // update() is filling the fields: their signals change nothing
     bool m_normalizeChosen = false; // by the user or the planned merge: a new method keeps it
     QString m_wantedCurve;          // the curve's target as last chosen, shown whenever it exists
+    QString m_shownCurve;           // the target the curve draws now, empty when nothing varies
+    std::map<QString, std::vector<double>> m_curves; // each target's curve as it was left
     // The planned merge's values the fields cannot show (filters, several rules), by target key:
     // kept as they are, their fields disabled, unless chosen to vary over the layers.
     std::map<QString, ParamValue> m_kept;

@@ -5,6 +5,7 @@
 // writes — and its Δ from the recipient, and Check chimera gives the merge's vital signs against
 // each parent: those of the written file, taken again here.
 #include "anatomy_filter_proxy.h"
+#include "gguf/specimen.h"
 #include "graft/assembly.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
@@ -439,6 +440,42 @@ private slots:
                  std::uint64_t(m_base->snapshot().model->tensors().size()));
     }
 
+    // An open donor whose tensors have other shapes cannot take part: its box is off, disabled and
+    // says why (it could be checked and added, the plan then in error).
+    void unfitDonorCannotTakePart() {
+        const QString narrow = m_dir.filePath(QStringLiteral("narrow.gguf"));
+        QVERIFY(writeSpecimen(narrow.toStdString(), 5).isOk());
+        QCOMPARE(m_window->openFiles({narrow}, app::MainWindow::Side::Donor), 1);
+        QString text;
+        QString tip;
+        bool enabled = true;
+        bool checked = true;
+        ModalSteps steps;
+        steps.then([&](QWidget* active) {
+            if (active->objectName() != QStringLiteral("mergeDialog")) {
+                return false;
+            }
+            for (QCheckBox* use : active->findChildren<QCheckBox*>()) {
+                if (use->objectName().startsWith(QStringLiteral("mergeUse_")) &&
+                    use->text().startsWith(QStringLiteral("narrow.gguf"))) {
+                    text = use->text();
+                    tip = use->toolTip();
+                    enabled = use->isEnabled();
+                    checked = use->isChecked();
+                }
+            }
+            qobject_cast<QDialog*>(active)->reject();
+            return true;
+        });
+        emit m_farm->mergeRequested({});
+        QTRY_VERIFY(steps.done());
+        QCOMPARE(text, QStringLiteral("narrow.gguf (cannot take part)"));
+        QVERIFY(!enabled && !checked);
+        QVERIFY2(tip.startsWith(
+                     QStringLiteral("None of these tensors has the recipient's shape in narrow.gguf (")),
+                 qPrintable(tip));
+    }
+
     // The dialog on its own: what each method takes, and the merges it refuses before the plan
     // sees them (the merge spec's own words).
     void dialogRefusesWhatCannotMerge() {
@@ -600,6 +637,37 @@ private slots:
         });
         QTest::mouseDClick(heavy.curve(), Qt::LeftButton, {}, heavy.curve()->pixelOfPoint(0).toPoint());
         QCOMPARE(heavy.curve()->points().front(), 7.0);
+    }
+
+    // A curve left keeps its shape for when its parameter varies again, and the parameter's field
+    // takes the curve's mean meanwhile (it took the first point: a t curve 0 → 1 left slerp at 0,
+    // the recipient unchanged). A model unchecked and checked again brings its curve back, its
+    // field disabled (it was enabled beside the curve).
+    void curveSwitchesKeepTheirShape() {
+        widgets::MergeDialog dialog(dialogSetup(QStringLiteral("/m/sea.gguf")));
+        auto* method = dialog.findChild<QComboBox*>(QStringLiteral("mergeMethod"));
+        auto* target = dialog.findChild<QComboBox*>(QStringLiteral("mergeCurveParam"));
+        method->setCurrentIndex(method->findText(QStringLiteral("slerp")));
+        target->setCurrentIndex(target->findText(QStringLiteral("t")));
+        dialog.curve()->setPoints({0.2, 1});
+        target->setCurrentIndex(0);
+        QCOMPARE(dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeT"))->value(), 0.6);
+        QVERIFY(dialog.spec().parameters.at("t") == ParamValue::number(0.6));
+        target->setCurrentIndex(target->findText(QStringLiteral("t")));
+        QCOMPARE(dialog.curve()->points(), (std::vector<double>{0.2, 1}));
+        QCOMPARE(dialog.findChild<QSpinBox*>(QStringLiteral("mergeCurvePoints"))->value(), 2);
+
+        method->setCurrentIndex(method->findText(QStringLiteral("ties")));
+        auto* farm = dialog.findChild<QCheckBox*>(QStringLiteral("mergeUse_1"));
+        farm->setChecked(true);
+        target->setCurrentIndex(target->findText(QStringLiteral("density of farm.gguf")));
+        dialog.curve()->setPoints({0.2, 0.8});
+        farm->setChecked(false);
+        QCOMPARE(target->currentIndex(), 0);
+        farm->setChecked(true);
+        QCOMPARE(target->currentText(), QStringLiteral("density of farm.gguf"));
+        QVERIFY(!dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeDensity_1"))->isEnabled());
+        QCOMPARE(dialog.curve()->points(), (std::vector<double>{0.2, 0.8}));
     }
 
     // The curve: points are clamped to the parameter's range, a new count resamples the shape, and
