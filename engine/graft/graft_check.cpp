@@ -261,6 +261,9 @@ private:
                 return;
             }
         }
+        for (const std::string& noOp : mergeSpecNoOps(o.merge)) {
+            add(Finding::Severity::Warning, index, "merge: " + noOp);
+        }
         m_mergeOperation = index;
         m_report.layout.merge = o.merge;
         const auto blocks = static_cast<std::uint32_t>(m_body.layers.size());

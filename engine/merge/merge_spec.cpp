@@ -2,6 +2,7 @@
 
 #include "support/errors.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -96,6 +97,41 @@ void MergeSpec::renameModels(const std::function<std::string(const std::string&)
     for (MergeModel& m : models) {
         m.model = rename(m.model);
     }
+}
+
+std::vector<std::string> mergeSpecNoOps(const MergeSpec& spec) {
+    // Whether the parameter, as the model has it or the merge does, is 0 for every tensor.
+    auto zeroEverywhere = [&](const MergeModel* model, const char* name) {
+        const ParamValue* value = nullptr;
+        if (model != nullptr) {
+            if (const auto it = model->parameters.find(name); it != model->parameters.end()) {
+                value = &it->second;
+            }
+        }
+        if (value == nullptr) {
+            if (const auto it = spec.parameters.find(name); it != spec.parameters.end()) {
+                value = &it->second;
+            }
+        }
+        return value != nullptr && !value->rules.empty() &&
+               std::ranges::all_of(value->rules, [](const ParamRule& r) {
+                   return std::ranges::all_of(r.points, [](double p) { return p == 0; });
+               });
+    };
+    std::vector<std::string> out;
+    for (const std::size_t i : spec.mergedModels()) {
+        const MergeModel& m = spec.models[i];
+        if (takesParameter(spec.method, "weight") && zeroEverywhere(&m, "weight")) {
+            out.push_back(m.model + " contributes nothing: its weight is 0 everywhere");
+        } else if (sparsifyOf(spec.method) != Sparsify::None && zeroEverywhere(&m, "density")) {
+            out.push_back(m.model + " contributes nothing: its density is 0 everywhere, so none of its "
+                                    "differences is kept");
+        }
+    }
+    if (takesParameter(spec.method, "t") && zeroEverywhere(nullptr, "t")) {
+        out.push_back("t is 0 everywhere: slerp gives the base as it stands");
+    }
+    return out;
 }
 
 std::optional<std::string> mergeSpecProblem(const MergeSpec& spec) {

@@ -51,6 +51,10 @@ std::optional<std::string> mergeParameterProblem(MergeMethod method, const std::
 // too few or too many models, a parameter the method does not take (named), a value out of range
 // (density and gamma in [0, 1]). Nothing when it is sound.
 std::optional<std::string> mergeSpecProblem(const MergeSpec& spec);
+// What a sound merge leaves out whatever the models hold, for a warning: a merged model whose
+// weight, or whose density where the method thins by it, is 0 everywhere ("farm contributes
+// nothing: its weight is 0 everywhere"), and slerp at t = 0 everywhere (the base as it stands).
+std::vector<std::string> mergeSpecNoOps(const MergeSpec& spec);
 
 // A plan's merge operation: {"method", "base", "models": [{"model", "parameters"}], "parameters",
 // "seed"}; the keys are added to `out`. Reading ignores other keys (the operation's own).

@@ -308,6 +308,44 @@ private slots:
 
     // A plan built in code (the window's) whose merge names a model the plan does not hold is
     // refused by the check, never followed to a model that is not there.
+    // A merge that leaves a model out whatever it holds is said to, as a warning: a weight of 0
+    // everywhere, a density of 0 everywhere where the method thins by it, slerp at t = 0. A
+    // weight of 0 in some layers only is a choice, not said.
+    void mergesThatDoNothingAreSaid() {
+        const std::vector<std::pair<const char*, QString>> cases{
+            {R"({"method": "ties", "base": "base", "models": [{"model": "a", "parameters": {"weight": 0, "density": 0.5}},
+                 {"model": "b", "parameters": {"weight": 1, "density": 0.5}}]})",
+             QStringLiteral("merge: a contributes nothing: its weight is 0 everywhere")},
+            {R"({"method": "dare_linear", "base": "base", "parameters": {"density": [0, 0]},
+                 "models": [{"model": "a", "parameters": {"weight": 1}}]})",
+             QStringLiteral(
+                 "merge: a contributes nothing: its density is 0 everywhere, so none of its differences "
+                 "is kept")},
+            {R"({"method": "slerp", "base": "base", "parameters": {"t": 0}, "models": [{"model": "a"}]})",
+             QStringLiteral("merge: t is 0 everywhere: slerp gives the base as it stands")},
+            {R"({"method": "ties", "base": "base", "models": [{"model": "a", "parameters": {"weight": [0, 1], "density": 0.5}}]})",
+             QString()},
+        };
+        for (const auto& [json, warning] : cases) {
+            const GraftPlan plan = planOf(
+                model("base.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}}, mergeOperation(json));
+            const GraftModels opened = GraftModels::open(plan);
+            const CompatibilityReport report = checkGraft(plan, opened);
+            QVERIFY2(!report.hasErrors(), qPrintable(findingsOf(report)));
+            const auto warnings = std::ranges::count_if(report.findings, [](const Finding& f) {
+                return f.severity == Finding::Severity::Warning &&
+                       (f.message.find("contributes nothing") != std::string::npos ||
+                        f.message.starts_with("merge: t is 0"));
+            });
+            if (warning.isEmpty()) {
+                QCOMPARE(warnings, 0);
+            } else {
+                QVERIFY2(warnings == 1, qPrintable(findingsOf(report)));
+                QVERIFY2(findingsOf(report).contains(warning), qPrintable(findingsOf(report)));
+            }
+        }
+    }
+
     void unknownModelRefused() {
         for (const char* json : {R"({"method": "task_arithmetic", "base": "base",
                                      "models": [{"model": "ghost", "parameters": {"weight": 1}}]})",
