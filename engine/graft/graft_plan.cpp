@@ -93,9 +93,10 @@ public:
         if (v == nullptr) {
             return {};
         }
-        if (!v->is_array() ||
-            !std::all_of(v->begin(), v->end(), [](const auto& s) { return s.is_string(); })) {
-            fail(std::string("\"") + key + "\" must be an array of strings");
+        if (!v->is_array() || !std::all_of(v->begin(), v->end(), [](const auto& s) {
+                return s.is_string() && !s.template get<std::string>().empty();
+            })) {
+            fail(std::string("\"") + key + "\" must be an array of strings, none empty");
         }
         return v->get<std::vector<std::string>>();
     }
@@ -516,7 +517,7 @@ GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label
         }
     }
     if (const auto* output = f.optional("output")) {
-        if (!output->is_string()) {
+        if (!output->is_string() || output->get<std::string>().empty()) {
             f.fail("\"output\" must be a path");
         }
         plan.output = output->get<std::string>();

@@ -1,8 +1,8 @@
 // Grafts: the healing graft of the damaged stories model, conversion into a Q8_0 and into a
 // Q4_K_M recipient, refusals with clear reports, stacking, plans as JSON, cancel, failed writes.
 #include "anatomy/model_validation.h"
-#include "gguf/specimen.h"
 #include "fixtures.h"
+#include "gguf/specimen.h"
 #include "graft/assembly.h"
 #include "quant/quantize.h"
 #include "quant/quantize_model.h"
@@ -556,6 +556,15 @@ private slots:
         QTest::newRow("layer not a number")
             << head + QStringLiteral(R"("operations": [{"op": "remove_layer", "layer": -1}]})")
             << QStringLiteral("\"layer\" must be a layer number");
+        // An empty output passed plan check and was refused by assemble; an empty name matched
+        // nothing without a word.
+        QTest::newRow("empty output") << head + QStringLiteral(R"("output": "", "operations": []})")
+                                      << QStringLiteral("\"output\" must be a path");
+        QTest::newRow("empty name")
+            << head +
+                   QStringLiteral(
+                       R"("operations": [{"op": "replace", "donor": "b", "names": ["", "output.weight"]}]})")
+            << QStringLiteral("\"names\" must be an array of strings, none empty");
     }
 
     void badPlans() {
