@@ -63,6 +63,10 @@ public:
         if (!node.IsScalar() || node.Scalar().empty()) {
             fail(node, what + " must be a name or a path");
         }
+        // A path is cut at its first NUL when opened: "a.gguf\0x" would open a.gguf.
+        if (node.Scalar().find('\0') != std::string::npos) {
+            fail(node, what + " holds a NUL character, which no name or path has");
+        }
         return node.Scalar();
     }
 

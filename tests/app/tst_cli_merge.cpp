@@ -443,6 +443,10 @@ dtype: bfloat16
         QTest::newRow("a key mergekit has and we do not")
             << QByteArray("merge_method: linear\ntokenizer_source: base\n" + models)
             << QStringLiteral("line 2: the configuration: 'tokenizer_source' is not supported");
+        QTest::newRow("a path with a NUL")
+            << QByteArray("merge_method: linear\nmodels:\n  - model: \"models/a.gguf\\0x\"\n    parameters: "
+                          "{weight: 1}\n  - model: models/b.gguf\n    parameters: {weight: 1}\n")
+            << QStringLiteral("line 3: 'model' holds a NUL character, which no name or path has");
         QTest::newRow("a key of a model")
             << QByteArray("merge_method: linear\nmodels:\n  - model: models/a.gguf\n    "
                           "lora: x.safetensors\n")
