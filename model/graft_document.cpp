@@ -76,7 +76,7 @@ QString selectionText(const std::vector<std::string>& names) {
     }
     std::map<std::pair<std::size_t, QString>, int> roleOrder; // anatomical order
     QStringList outside;
-    std::set<std::size_t> systems;
+    std::map<std::size_t, std::set<std::uint32_t>> systems; // each system's layers
     std::set<std::uint32_t> layers;
     for (const auto& name : names) {
         const TensorAnatomy a = classifyTensor(name);
@@ -86,7 +86,7 @@ QString selectionText(const std::vector<std::string>& names) {
             continue;
         }
         layers.insert(*a.layer);
-        systems.insert(static_cast<std::size_t>(a.system));
+        systems[static_cast<std::size_t>(a.system)].insert(*a.layer);
         roleOrder[{a.order, role}] = 0;
     }
     QStringList roles;
@@ -99,15 +99,28 @@ QString selectionText(const std::vector<std::string>& names) {
         if (roles.size() <= 2) {
             parts << listText(roles) + u' ' + trText("of %1").arg(layersText(layers));
         } else {
-            QStringList systemNames;
-            for (std::size_t system : systems) {
+            auto nameOf = [](std::size_t system) {
                 const auto n = systemName(static_cast<System>(system));
-                systemNames << QString::fromUtf8(n.data(), qsizetype(n.size()));
+                return QString::fromUtf8(n.data(), qsizetype(n.size()));
+            };
+            // One span of layers for all the systems, or each system with its own.
+            const bool sameLayers = std::ranges::all_of(
+                systems, [&](const auto& entry) { return entry.second == systems.begin()->second; });
+            QStringList described;
+            if (sameLayers) {
+                QStringList systemNames;
+                for (const auto& [system, unused] : systems) {
+                    systemNames << nameOf(system);
+                }
+                described << trText("%1 of %2").arg(listText(systemNames), layersText(layers));
+            } else {
+                for (const auto& [system, its] : systems) {
+                    described << trText("%1 of %2").arg(nameOf(system), layersText(its));
+                }
             }
-            parts << trText("%1 of %2 (%3)")
-                         .arg(listText(systemNames), layersText(layers),
-                              countOf(qint64(names.size() - std::size_t(outside.size())), trText("tensor"),
-                                      trText("tensors")));
+            parts << trText("%1 (%2)").arg(listText(described),
+                                           countOf(qint64(names.size() - std::size_t(outside.size())),
+                                                   trText("tensor"), trText("tensors")));
         }
     }
     if (!outside.isEmpty()) {

@@ -180,6 +180,19 @@ private slots:
                            QStringLiteral("blk.1.ffn_up.weight"), QStringLiteral("token_embd.weight")}
             << QStringLiteral(
                    "replace skeleton and organ of layer 1 (3 tensors) and token_embd from healthy");
+        // Each system with its layers where they differ: "skeleton and organ of layers 0–3" said
+        // all 16 skeleton tensors of those layers were taken where only layer 2's were.
+        QStringList mixed{QStringLiteral("blk.2.attn_q.weight"), QStringLiteral("blk.2.attn_k.weight"),
+                          QStringLiteral("blk.2.attn_v.weight"), QStringLiteral("blk.2.attn_output.weight")};
+        for (int layer = 0; layer < 4; ++layer) {
+            for (const char* role : {"ffn_gate", "ffn_up", "ffn_down"}) {
+                mixed << QStringLiteral("blk.%1.%2.weight").arg(layer).arg(QLatin1String(role));
+            }
+        }
+        QTest::newRow("systems, layers apart")
+            << replace << mixed
+            << QStringLiteral(
+                   "replace skeleton of layer 2 and organ of layers 0–3 (16 tensors) from healthy");
         QTest::newRow("map a role") << map << QStringList{QStringLiteral("blk.3.ffn_up.weight")}
                                     << QStringLiteral("map blk.1.ffn_up.weight from healthy onto layer 3");
         QTest::newRow("map a layer's organs")
