@@ -246,6 +246,11 @@ void ThetaHeatmap::buildPlot() {
             }
             highlightTensor(tensor);
             emit tensorClicked(tensor);
+        } else if (selects && !m_selected.empty() && event->button() == Qt::LeftButton &&
+                   !(event->modifiers() & Qt::ControlModifier)) {
+            // A click where no tensor is lets the selection go.
+            m_selected.clear();
+            drawSelection();
         }
     });
     connect(m_plot, &QCustomPlot::mouseRelease, this, [this](QMouseEvent*) {

@@ -359,6 +359,13 @@ private slots:
         QCOMPARE(
             from->dragText(*from->dragAtPixel(from->pixelOfTensor(tensorOf(donor, "blk.2.ffn_up.weight")))),
             QStringLiteral("blk.2.ffn_up.weight"));
+        // A plain click where no tensor is (ffn_up has none in the global column) clears the
+        // selection: it stayed, and the menu there offered to merge it.
+        QCOMPARE(from->tensorAt(0, kFfnUpRow), -1);
+        const QPoint blank(int(from->plot()->xAxis->coordToPixel(0)),
+                           from->pixelOfTensor(tensorOf(donor, "blk.2.ffn_up.weight")).y());
+        QTest::mouseClick(from->plot(), Qt::LeftButton, {}, blank);
+        QVERIFY(from->selectedTensors().empty());
         // Undo both with the keyboard (Ctrl+Z), redo one (Ctrl+Shift+Z), undo it again.
         QVERIFY(QTest::qWaitForWindowActive(&window));
         QTest::keyClick(&window, Qt::Key_Z, Qt::ControlModifier);
