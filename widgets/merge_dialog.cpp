@@ -555,6 +555,7 @@ void MergeDialog::update() {
     m_updating = true;
     const MergeMethod m = method();
     m_methodHint->setText(methodHint(m));
+    // Beside a base the recipient is the base, not one of the models merged.
     if (needsBase(m)) {
         m_rows.front().use->setChecked(true);
     }
@@ -564,11 +565,7 @@ void MergeDialog::update() {
     const auto curve = curveTarget();
     for (int k = 0; k < int(m_rows.size()); ++k) {
         Row& row = m_rows[std::size_t(k)];
-        // Beside a base the recipient is the base, not one of the models merged.
         row.use->setEnabled((k > 0 || !needsBase(m)) && row.unfit.isEmpty());
-        if (k == 0 && needsBase(m)) {
-            row.use->setChecked(true);
-        }
         const bool merged = row.use->isChecked() && (k > 0 || !needsBase(m));
         for (auto [name, box] : {std::pair{"weight", row.weight}, std::pair{"density", row.density},
                                  std::pair{"gamma", row.gamma}}) {
