@@ -118,7 +118,7 @@ QString ModelView::headerText() const {
     }
     QString measured = tr("θ not measured yet");
     if (const ModelMeasurement* m = measurement(); m != nullptr && m->model.measured != 0) {
-        measured = tr("θ mean %1° &nbsp;·&nbsp; signal %2")
+        measured = tr("θ&nbsp;mean&nbsp;%1° &nbsp;·&nbsp; signal&nbsp;%2")
                        .arg(m->model.thetaMean, 0, 'f', 2)
                        .arg(m->model.signalMean, 0, 'f', 3);
     }
@@ -132,13 +132,15 @@ QString ModelView::headerText() const {
                    .arg(adapterType ? text(std::string(*adapterType)).toUpper().toHtmlEscaped() : tr("an"),
                         arch.toHtmlEscaped());
     }
+    // Lines break between the items only: "995.16 KiB" split over two lines read as two items.
+    auto whole = [](const QString& item) { return QString(item).replace(u' ', QStringLiteral("&nbsp;")); };
     const QString pattern =
-        tr("<b>%1</b> &nbsp; %2 &nbsp;·&nbsp; %3 parameters &nbsp;·&nbsp; %4 &nbsp;·&nbsp; %5") +
+        tr("<b>%1</b> &nbsp; %2 &nbsp;·&nbsp; %3&nbsp;parameters &nbsp;·&nbsp; %4 &nbsp;·&nbsp; %5") +
         QStringLiteral(" &nbsp;·&nbsp; ") + measured +
-        tr("<br>%6 &nbsp;·&nbsp; %7 bits/weight &nbsp;·&nbsp; %8 &nbsp;·&nbsp; GGUF v%9");
+        tr("<br>%6 &nbsp;·&nbsp; %7&nbsp;bits/weight &nbsp;·&nbsp; %8 &nbsp;·&nbsp; GGUF&nbsp;v%9");
     return pattern
-        .arg(text(s.name).toHtmlEscaped(), kind, text(humanCount(s.parameters)), text(humanBytes(s.fileSize)),
-             model::countOf(s.layers, tr("layer"), tr("layers")))
+        .arg(text(s.name).toHtmlEscaped(), kind, whole(text(humanCount(s.parameters))),
+             whole(text(humanBytes(s.fileSize))), whole(model::countOf(s.layers, tr("layer"), tr("layers"))))
         .arg(files.toHtmlEscaped())
         .arg(s.bitsPerWeight, 0, 'f', 2)
         .arg(text(s.quantizationMix).toHtmlEscaped())

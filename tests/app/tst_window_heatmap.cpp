@@ -32,6 +32,7 @@
 #include <QProcess>
 #include <QProgressDialog>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSemaphore>
 #include <QSettings>
 #include <QSignalSpy>
@@ -382,7 +383,11 @@ private slots:
         inspector->imagePlot()->replot();
         QCOMPARE(inspector->imagePlot()->yAxis->range().size(), 32000.0);
         saveScreenshot(&window, QStringLiteral("main-window-inspector-tall.png"));
-        QVERIFY(view->headerText().contains(QStringLiteral("1 layer ")));
+        // An item's number and unit stay on one line.
+        QVERIFY2(view->headerText().contains(QStringLiteral("1&nbsp;layer ")),
+                 qPrintable(view->headerText()));
+        QVERIFY2(view->headerText().contains(QRegularExpression(QStringLiteral("[0-9.]+&nbsp;[KMG]?i?B "))),
+                 qPrintable(view->headerText()));
         view->showPage(widgets::ModelView::Page::Heatmap);
         QCustomPlot* layers = view->systemCharts()->layerPlot();
         layers->replot();

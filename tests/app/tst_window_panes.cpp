@@ -83,8 +83,8 @@ private slots:
         widgets::ModelView* view = window.currentView();
         QVERIFY(view != nullptr);
         QCOMPARE(window.windowTitle(), QStringLiteral("stories260K-f32 — Organ Workbench"));
-        QVERIFY(view->headerText().contains(QStringLiteral("292.80 K")));
-        QVERIFY(view->headerText().contains(QStringLiteral("5 layers")));
+        QVERIFY(view->headerText().contains(QStringLiteral("292.80&nbsp;K&nbsp;parameters")));
+        QVERIFY(view->headerText().contains(QStringLiteral("5&nbsp;layers")));
         QAbstractItemModel* tree = view->anatomyView()->model();
         QCOMPARE(tree->rowCount(), 4);
         QVERIFY(view->anatomyView()->isExpanded(tree->index(0, 0)));
@@ -139,7 +139,7 @@ private slots:
         QVERIFY(waitForJobs(finished, 1, 20000));
         QCOMPARE(perTensor.count(), 48);
         QVERIFY(view->measurement() != nullptr);
-        QVERIFY2(view->headerText().contains(QStringLiteral("θ mean 36.65°")),
+        QVERIFY2(view->headerText().contains(QStringLiteral("θ&nbsp;mean&nbsp;36.65°")),
                  qPrintable(view->headerText()));
         const auto& tensors = view->snapshot().model->tensors();
         const int embd = int(view->snapshot().model->findTensor("token_embd.weight") - tensors.data());
@@ -358,7 +358,7 @@ private slots:
         widgets::ModelView* twin = donors->views().at(1);
         QCOMPARE(twin->results(), window.currentView()->results());
         QVERIFY(twin->measurement() != nullptr);
-        QVERIFY2(twin->headerText().contains(QStringLiteral("θ mean")), qPrintable(twin->headerText()));
+        QVERIFY2(twin->headerText().contains(QStringLiteral("θ&nbsp;mean")), qPrintable(twin->headerText()));
         donors->tabs()->setCurrentIndex(0);
         window.currentView()->tabs()->setCurrentIndex(1);
         donors->currentView()->tabs()->setCurrentIndex(1);
