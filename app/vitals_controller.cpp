@@ -12,6 +12,7 @@
 #include "vitals_page.h"
 
 #include <QFileInfo>
+#include <QLabel>
 #include <QPointer>
 #include <set>
 
@@ -32,6 +33,13 @@ VitalsController::VitalsController(widgets::ModelPane* recipient, widgets::Model
     connect(m_surgery->panel(), &widgets::GraftPlanPanel::checkRequested, this, [this] {
         if (m_check != 0) {
             m_host.jobs->cancel(m_check); // the button's Cancel while a check runs
+            return;
+        }
+        // Pressed again with nothing changed: the check shown is the plan's; said, not run again.
+        if (m_chimera && m_chimeraRevision == m_surgery->document()->chimeraRevision() &&
+            !m_surgery->panel()->vitalsLabel()->isHidden()) {
+            m_host.say(tr("The chimera's vital signs shown are current: the plan has not changed since they "
+                          "were taken"));
             return;
         }
         QString error;

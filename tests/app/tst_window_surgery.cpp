@@ -225,6 +225,14 @@ private slots:
                      text.contains(QStringLiteral("KL to <b>stories260K-damaged-f32.gguf</b>")),
                  qPrintable(text));
         QVERIFY(panel->vitalsLabel()->isVisible());
+        // Pressed again with the plan unchanged: said to be current, not run again.
+        JobEnds again(window.jobs(), "vitals");
+        check->click();
+        QVERIFY(!panel->isChecking());
+        QCOMPARE(window.statusBar()->currentMessage(),
+                 QStringLiteral("The chimera's vital signs shown are current: the plan has not changed since "
+                                "they were taken"));
+        QCOMPARE(panel->vitalsLabel()->text(), text);
         settle(&window);
         saveScreenshot(&window, QStringLiteral("vitals-check-chimera.png"));
         // Nothing was written beside the recipient.
