@@ -424,7 +424,10 @@ void SurgeryController::updatePreview() {
                 }
                 return purifiedTheta(purifyKey(from.path, from.tensor->name, t.targetType, *layoutPurify));
             });
-        QString legend = tr("<b>Plan preview</b> (dashed outlines, the donor's θ):");
+        // Dashed outlines are replaced cells': said only where there are some.
+        const bool replaces = std::any_of(perDonor.begin(), perDonor.end(), [](int n) { return n > 0; });
+        QString legend = replaces ? tr("<b>Plan preview</b> (dashed outlines, the donor's θ):")
+                                  : tr("<b>Plan preview</b>:");
         for (std::size_t k = 0; k < plan.donors.size(); ++k) {
             if (perDonor[k] == 0 && !mergeText.isEmpty()) {
                 continue; // a donor the plan only merges from: the merge's entry names it

@@ -249,6 +249,8 @@ private slots:
         QVERIFY2(legend.contains(QStringLiteral("merged: ties of the recipient and family-farm-f16 (9")) &&
                      legend.contains(QStringLiteral("Δθ mean")),
                  qPrintable(legend));
+        // A plan that only merges has no dashed outlines to speak of.
+        QVERIFY2(legend.startsWith(QStringLiteral("<b>Plan preview</b>: ")), qPrintable(legend));
         // The recipient's tree marks what the plan merges, in the merge's colour.
         model::AnatomyTreeModel* tree = m_base->anatomyModel();
         const QModelIndex upRow = tree->indexOfTensor(tensorOf(m_base, "blk.2.ffn_up.weight"));
