@@ -9,6 +9,7 @@
 
 #include <QApplication>
 #include <QCheckBox>
+#include <QFontMetrics>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <cmath>
@@ -106,6 +107,13 @@ void ThetaHeatmap::buildPlot() {
         m_plot->replot();
         return;
     }
+
+    // A line for each role's name (and the importance row): a pane too short for them scrolls,
+    // where the names ran into each other. Below and above the cells: the layer axis with its
+    // turned names, its title and a margin.
+    constexpr int kAxesHeight = 110;
+    const int line = QFontMetrics(m_plot->yAxis->tickLabelFont()).lineSpacing();
+    m_plot->setMinimumHeight(std::max(200, (rows + 1) * line + kAxesHeight));
 
     auto makeMap = [&](QCPColorMap*& map) {
         map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);

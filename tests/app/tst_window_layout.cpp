@@ -13,10 +13,12 @@
 #include "model_view.h"
 #include "shared_models.h"
 #include "surgery_controller.h"
+#include "theta_heatmap.h"
 #include "vitals_page.h"
 #include "window_test_support.h"
 #include "worker_wait.h"
 
+#include <QFontMetrics>
 #include <QListWidget>
 #include <QPushButton>
 #include <QScrollArea>
@@ -100,6 +102,14 @@ private slots:
         if (QTest::currentTestFailed()) {
             return;
         }
+        // The heatmap keeps a line for each role's name: a shorter pane scrolls (at 1024 × 680 the
+        // names ran into each other).
+        const widgets::ThetaHeatmap* map = window.currentView()->heatmap();
+        const int line = QFontMetrics(map->plot()->yAxis->tickLabelFont()).lineSpacing();
+        QVERIFY2(map->plot()->minimumHeight() >= int(map->roles().size()) * line + 100,
+                 qPrintable(QStringLiteral("%1 px at the least for %2 roles")
+                                .arg(map->plot()->minimumHeight())
+                                .arg(map->roles().size())));
 
         // The donor's vital signs: "plans are made on the recipient" under its suggestion.
         takeVitals(window, window.pane(app::MainWindow::Side::Donor)->currentView());
