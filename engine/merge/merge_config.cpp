@@ -1,5 +1,7 @@
 #include "merge/merge_config.h"
 
+#include "gguf/gguf_model.h"
+
 #include "support/errors.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
@@ -25,6 +27,8 @@ constexpr std::size_t kMaxNumbers = 65536;
 class Reader {
 public:
     explicit Reader(std::string label) : m_label(std::move(label)) {}
+    // The line where each model was first named.
+    const std::map<std::string, int>& lines() const { return m_lines; }
 
     [[noreturn]] void fail(const YAML::Node& node, const std::string& problem) const {
         const YAML::Mark mark = node.Mark();
@@ -185,6 +189,7 @@ public:
         }
         MergeModel m;
         m.model = string(node["model"], "'model'");
+        m_lines.emplace(m.model, node["model"].Mark().line + 1);
         if (node["parameters"]) {
             parameters(node["parameters"], method, m.parameters, nullptr, "model '" + m.model + "': ");
         }
@@ -267,6 +272,7 @@ public:
         config.spec.method = *parsed;
         if (root["base_model"]) {
             config.spec.base = string(root["base_model"], "'base_model'");
+            m_lines.emplace(config.spec.base, root["base_model"].Mark().line + 1);
         }
         if (root["models"] && root["slices"]) {
             fail(root, "give 'models' or 'slices', not both");
@@ -328,6 +334,7 @@ public:
 
 private:
     std::string m_label;
+    mutable std::map<std::string, int> m_lines; // model() is const: it records where it read
     mutable std::size_t m_numbers = 0;
 };
 
@@ -354,18 +361,46 @@ MergeConfig mergeConfigFromYaml(std::string_view text, const std::string& label)
                           " YAML documents; a merge configuration is one");
     }
     try {
-        return Reader(label).config(documents.front());
+        Reader reader(label);
+        MergeConfig config = reader.config(documents.front());
+        config.lines = reader.lines();
+        return config;
     } catch (const YAML::Exception& error) {
         throw FormatError(label + ": " + error.msg);
     }
 }
 
+namespace {
+
+// "org/name" as mergekit names a model on the Hugging Face hub: relative, one slash, no .gguf.
+bool isHubId(const std::string& given) {
+    return std::ranges::count(given, '/') == 1 && !given.starts_with('.') && !given.starts_with('/') &&
+           !hasGgufExtension(given);
+}
+
+} // namespace
+
 MergeConfig readMergeConfig(const RootedPath& path) {
     MergeConfig config = mergeConfigFromYaml(readSmallFile(path, kMaxMergeConfigBytes), fileLabel(path.path));
     const std::filesystem::path folder = std::filesystem::path(path.path).parent_path();
+    // Resolved, and there: a model that is not is refused at its line (opening it later named the
+    // file alone).
     auto resolve = [&](std::string& p) {
-        if (!p.empty() && std::filesystem::path(p).is_relative()) {
+        if (p.empty()) {
+            return;
+        }
+        const std::string given = p;
+        if (std::filesystem::path(p).is_relative()) {
             p = (folder / p).lexically_normal().string();
+        }
+        if (std::error_code error; !std::filesystem::exists(p, error)) {
+            const auto line = config.lines.find(given);
+            throw FormatError(
+                fileLabel(path.path) +
+                (line != config.lines.end() ? ": line " + std::to_string(line->second) : std::string()) +
+                ": model '" + given + "': no such file or folder" +
+                (isHubId(given) ? " (models are GGUF files or organ directories, not Hugging Face ids)"
+                                : ""));
         }
     };
     resolve(config.spec.base);

@@ -5,6 +5,7 @@
 #include "support/rooted_files.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@ struct MergeConfig {
     std::optional<std::pair<std::uint32_t, std::uint32_t>> wholeRange;
     std::optional<QuantFileType> outType; // out_type: the output quantized as organ quantize does
     std::vector<std::string> notes;       // what was read and has no effect here (dtype, int8_mask)
+    std::map<std::string, int> lines;     // the line where each model is first named, by path as given
 };
 
 // A configuration file is small: larger ones are refused before they are parsed.
@@ -40,7 +42,8 @@ inline constexpr std::uint64_t kMaxMergeConfigBytes = 1u << 20;
 // FormatError "<label>: <problem>" (with the line and column of a YAML syntax error).
 MergeConfig mergeConfigFromYaml(std::string_view text, const std::string& label);
 // Reads and parses the file (at most kMaxMergeConfigBytes); relative model paths are resolved
-// against the file's folder. Throws FormatError or IoError naming the file.
+// against the file's folder, and a model that is not there is refused at its line. Throws
+// FormatError or IoError naming the file.
 MergeConfig readMergeConfig(const RootedPath& path);
 
 } // namespace organ
