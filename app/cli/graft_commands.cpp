@@ -88,16 +88,11 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
             return status;
         }
         nlohmann::json document = graftOutcomeToJson(outcome, output);
-        if (written) {
-            document["error"] = nullptr;
-        } else if (checkFailed) {
+        // What stopped the job here, before the writer: graftOutcomeToJson knows only the writer's.
+        if (checkFailed) {
             document["error"] = "the plan has errors";
         } else if (stoppedBefore) {
             document["error"] = *stoppedBefore;
-        } else {
-            document["error"] = outcome.written.status == JobResult::Status::Cancelled
-                                    ? std::string("cancelled")
-                                    : outcome.written.message;
         }
         if (run.moreJson) {
             run.moreJson(document);

@@ -32,6 +32,28 @@ using namespace organ::testing;
 
 namespace {
 
+// The argument vector of the organ command line (ORGAN_CLI) with `args`, for posix_spawn.
+class OrganArgv {
+public:
+    explicit OrganArgv(const QStringList& args) : m_words{qgetenv("ORGAN_CLI").toStdString()} {
+        for (const QString& arg : args) {
+            m_words.push_back(arg.toStdString());
+        }
+        for (std::string& word : m_words) {
+            m_argv.push_back(word.data());
+        }
+        m_argv.push_back(nullptr);
+    }
+    OrganArgv(const OrganArgv&) = delete; // m_argv points into m_words
+    OrganArgv& operator=(const OrganArgv&) = delete;
+    const char* program() const { return m_argv.front(); }
+    char* const* data() const { return m_argv.data(); }
+
+private:
+    std::vector<std::string> m_words;
+    std::vector<char*> m_argv;
+};
+
 // Runs the organ command line with `args`, stdout and stderr pipes, stderr kept full until the
 // first line has come on stdout, so that the program waits at its first progress line: after its
 // first line on stdout, before its last. Then calls `paused` and, when `leave`, closes stdout (its
@@ -50,15 +72,7 @@ int runPausedAtFirstLine(const QStringList& args, const std::function<void()>& p
     while (write(errPipe[1], filler, sizeof filler) > 0) {
     }
     fcntl(errPipe[1], F_SETFL, 0);
-    std::vector<std::string> words{qgetenv("ORGAN_CLI").toStdString()};
-    for (const QString& arg : args) {
-        words.push_back(arg.toStdString());
-    }
-    std::vector<char*> argv;
-    for (std::string& word : words) {
-        argv.push_back(word.data());
-    }
-    argv.push_back(nullptr);
+    OrganArgv argv(args);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
@@ -71,7 +85,7 @@ int runPausedAtFirstLine(const QStringList& args, const std::function<void()>& p
     posix_spawnattr_setsigdefault(&attributes, &pipeSignal);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
     pid_t child = -1;
-    const int spawned = posix_spawn(&child, argv[0], &actions, &attributes, argv.data(), environ);
+    const int spawned = posix_spawn(&child, argv.program(), &actions, &attributes, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     close(out[1]);
@@ -124,21 +138,13 @@ int runPausedAtFirstLine(const QStringList& args, const std::function<void()>& p
 // memory in KiB (VmHWM, read every 10 ms while it runs: wait4's figure counts the memory of the
 // process that spawned it), or -1 when it did not run or exit 0.
 long peakKiBOfOrgan(const QStringList& args) {
-    std::vector<std::string> words{qgetenv("ORGAN_CLI").toStdString()};
-    for (const QString& arg : args) {
-        words.push_back(arg.toStdString());
-    }
-    std::vector<char*> argv;
-    for (std::string& word : words) {
-        argv.push_back(word.data());
-    }
-    argv.push_back(nullptr);
+    OrganArgv argv(args);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
     pid_t child = -1;
-    const int spawned = posix_spawn(&child, argv[0], &actions, nullptr, argv.data(), environ);
+    const int spawned = posix_spawn(&child, argv.program(), &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (spawned != 0) {
         return -1;
