@@ -51,13 +51,21 @@ bool Arguments::flag(std::string_view name) const {
     return std::any_of(m_values.begin(), m_values.end(), [&](const auto& v) { return v.first == name; });
 }
 
-std::optional<std::string> Arguments::option(std::string_view name) const {
-    for (auto it = m_values.rbegin(); it != m_values.rend(); ++it) {
-        if (it->first == name) {
-            return it->second;
+std::optional<std::string> Arguments::option(std::string_view name, std::string_view alias) const {
+    std::optional<std::pair<std::string, std::string>> found;
+    for (const auto& [key, value] : m_values) {
+        if (key != name && (alias.empty() || key != alias)) {
+            continue;
         }
+        if (found) {
+            const std::string given =
+                found->first == key ? key + " is" : found->first + " and " + key + " are";
+            throw UsageError{given + " given twice ('" + found->second + "', then '" + value +
+                             "'): give one value"};
+        }
+        found.emplace(key, value);
     }
-    return std::nullopt;
+    return found ? std::optional<std::string>(found->second) : std::nullopt;
 }
 
 std::vector<std::string> Arguments::all(std::string_view name) const {

@@ -38,7 +38,9 @@ public:
     Arguments(std::vector<std::string> args, std::vector<std::string> flags,
               std::vector<std::string> options);
     bool flag(std::string_view name) const;
-    std::optional<std::string> option(std::string_view name) const;
+    // The value of an option given at most once, under `name` or its `alias` (-o, --output); a
+    // second value is a UsageError, never silently the one that wins.
+    std::optional<std::string> option(std::string_view name, std::string_view alias = {}) const;
     std::vector<std::string> all(std::string_view name) const; // every value of a repeated option
     std::uint64_t unsignedOption(std::string_view name, std::uint64_t fallback) const;
     double numberOption(std::string_view name, double fallback) const; // finite

@@ -167,7 +167,7 @@ int runGraft(const std::vector<std::string>& args) {
                             "--quantize", "--imatrix", "--json"});
     const auto base = parsed.option("--base");
     const auto donor = parsed.option("--donor");
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto output = parsed.option("-o", "--output");
     if (!base || !donor || !output || !parsed.positional().empty()) {
         throw UsageError{"graft needs --base A.gguf|DIR --donor B.gguf|DIR -o OUT.gguf|DIR and a selection"};
     }
@@ -297,7 +297,7 @@ int runAssemble(const std::vector<std::string>& args) {
     const Arguments parsed(args, {"--keep-invalid"}, {"--plan", "--organs", "-o", "--output", "--json"});
     const auto planPath = parsed.option("--plan");
     const auto organs = parsed.option("--organs");
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto output = parsed.option("-o", "--output");
     if (organs) {
         if (planPath || !parsed.positional().empty() || !output) {
             throw UsageError{"assemble --organs DIR needs -o OUT.gguf (and no plan)"};

@@ -20,7 +20,7 @@ constexpr std::uint64_t kMaxTextBytes = 64u << 20;
 // llama-imatrix -f F -c N computes, from the forward pass, in the GGUF format llama-quantize reads.
 int runImatrix(const std::vector<std::string>& args) {
     const Arguments parsed(args, {}, {"--text", "--chunk", "-o", "--output", "--json"});
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto output = parsed.option("-o", "--output");
     const auto text = parsed.option("--text");
     if (parsed.positional().size() != 1 || !output || !text) {
         throw UsageError{"imatrix needs one model, --text FILE and -o OUT.gguf"};

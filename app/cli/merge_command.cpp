@@ -111,7 +111,7 @@ int runMerge(const std::vector<std::string>& args) {
     const Arguments parsed(args, {"--keep-invalid"},
                            {"-o", "--output", "--json", "--vitals", "--chunk", "--method", "--base",
                             "--model", "--density", "--gamma", "--t", "--seed", "--out-type"});
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto output = parsed.option("-o", "--output");
     const bool quick = parsed.option("--method").has_value();
     if (!output || (quick ? !parsed.positional().empty() : parsed.positional().size() != 1)) {
         throw UsageError{"merge needs CONFIG.yaml (or --method M --model X…) and -o OUT.gguf"};

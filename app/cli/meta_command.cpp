@@ -66,7 +66,7 @@ GraftOperation setOperation(const std::string& argument, const GgufModel& model)
 int runMeta(const std::vector<std::string>& args) {
     const Arguments parsed(args, {"--keep-invalid"},
                            {"--set", "--set-file", "--delete", "-o", "--output", "--json"});
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto output = parsed.option("-o", "--output");
     const auto sets = parsed.all("--set");
     const auto files = parsed.all("--set-file");
     const auto deletes = parsed.all("--delete");

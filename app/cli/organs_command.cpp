@@ -19,7 +19,7 @@ namespace organ::cli {
 // cache holds one for the default parameters (nothing is measured here).
 int runExtract(const std::vector<std::string>& args) {
     const Arguments parsed(args, {}, {"-o", "--output", "--json"});
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto output = parsed.option("-o", "--output");
     if (parsed.positional().size() != 1 || !output) {
         throw UsageError{"extract needs one model and -o DIR"};
     }
@@ -157,7 +157,7 @@ int runPurify(const std::vector<std::string>& args) {
     const Arguments parsed(args, {},
                            {"--method", "--keep", "--threshold", "--attenuation", "--layers", "--system",
                             "--role", "--tensor", "-o", "--output", "--json"});
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto output = parsed.option("-o", "--output");
     const auto given = purifyParamsFrom(parsed, "--method");
     if (parsed.positional().size() != 1 || !output || !given) {
         throw UsageError{"purify needs one model, --method fft|haar and -o OUT.gguf (or -o DIR)"};

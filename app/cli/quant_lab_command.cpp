@@ -196,7 +196,7 @@ int runQuantizeBudget(const std::vector<std::string>& args) {
     const Arguments parsed(args, {},
                            {"--target-bpw", "--text", "--eval-text", "--chunk", "--types", "--groups",
                             "--imatrix", "--sensitivity-from", "--threads", "-o", "--output", "--json"});
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto output = parsed.option("-o", "--output");
     if (parsed.positional().size() != 1 || !output) {
         throw UsageError{"quantize --target-bpw needs one model and -o OUT.gguf"};
     }

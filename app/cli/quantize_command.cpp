@@ -75,7 +75,7 @@ int runQuantize(const std::vector<std::string>& args) {
     const Arguments parsed(args, {"--pure", "--leave-output-tensor"},
                            {"--type", "-o", "--output", "--imatrix", "--tensor-type", "--output-tensor-type",
                             "--token-embedding-type", "--threads", "--json"});
-    const auto output = parsed.option("-o") ? parsed.option("-o") : parsed.option("--output");
+    const auto output = parsed.option("-o", "--output");
     if (parsed.positional().size() != 1 || !output) {
         throw UsageError{"quantize needs one model, --type TYPE and -o OUT.gguf"};
     }

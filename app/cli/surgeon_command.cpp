@@ -110,17 +110,17 @@ SurgeonRequest requestFrom(const Arguments& parsed, std::vector<std::string>& do
 
 int runSurgeon(const std::vector<std::string>& args) {
     const Arguments parsed(
-        args, {},
-        {"--prune",  "--merge",     "--organs",  "--text",       "--holdout",     "--chunk",  "--reference",
-         "--beam",   "--method",    "--points",  "--offspring",  "--generations", "--sweeps", "--seed",
-         "--budget", "--max-bytes", "--max-bpw", "--max-layers", "--threads",     "-o",       "--json"});
+        args, {}, {"--prune",     "--merge", "--organs", "--text",      "--holdout",   "--chunk",
+                   "--reference", "--beam",  "--method", "--points",    "--offspring", "--generations",
+                   "--sweeps",    "--seed",  "--budget", "--max-bytes", "--max-bpw",   "--max-layers",
+                   "--threads",   "-o",      "--output", "--json"});
     std::vector<std::string> donorPaths;
     SurgeonRequest request = requestFrom(parsed, donorPaths);
     const double holdout = parsed.numberOption("--holdout", 0);
     if (holdout < 0 || holdout >= 1) {
         throw UsageError{"--holdout is the share of the text held out, at least 0 and below 1"};
     }
-    const auto output = parsed.option("-o");
+    const auto output = parsed.option("-o", "--output");
     if (!output) {
         throw UsageError{"surgeon needs -o PLAN.json"};
     }

@@ -49,6 +49,28 @@ private slots:
             runOrgan({QStringLiteral("inspect"), QStringLiteral("--bogus"), QStringLiteral("x.gguf")});
         QCOMPARE(unknown.exitCode, 2);
         QVERIFY(unknown.err.contains(QStringLiteral("unknown option --bogus")));
+        // An option of one value given twice is refused, never the last one silently winning.
+        const QString specimen = m_dir.filePath(QStringLiteral("twice.gguf"));
+        QCOMPARE(runOrgan({QStringLiteral("specimen"), specimen}).exitCode, 0);
+        const QString out = m_dir.filePath(QStringLiteral("twice-out.gguf"));
+        const Run twice =
+            runOrgan({QStringLiteral("quantize"), specimen, QStringLiteral("--type"), QStringLiteral("Q8_0"),
+                      QStringLiteral("--type=Q4_0"), QStringLiteral("-o"), out});
+        QCOMPARE(twice.exitCode, 2);
+        QVERIFY2(twice.err.contains(QStringLiteral("--type is given twice ('Q8_0', then 'Q4_0')")),
+                 qPrintable(twice.err));
+        const Run aliases =
+            runOrgan({QStringLiteral("quantize"), specimen, QStringLiteral("--type"), QStringLiteral("Q8_0"),
+                      QStringLiteral("-o"), out, QStringLiteral("--output"),
+                      m_dir.filePath(QStringLiteral("other.gguf"))});
+        QCOMPARE(aliases.exitCode, 2);
+        QVERIFY2(aliases.err.contains(QStringLiteral("-o and --output are given twice")),
+                 qPrintable(aliases.err));
+        QVERIFY(!QFileInfo::exists(out));
+        const Run once = runOrgan({QStringLiteral("quantize"), specimen, QStringLiteral("--type"),
+                                   QStringLiteral("F16"), QStringLiteral("-o"), out});
+        QVERIFY2(once.exitCode == 0, qPrintable(once.err));
+
         const Run help = runOrgan({QStringLiteral("help")});
         QCOMPARE(help.exitCode, 0);
         QVERIFY(help.out.contains(QStringLiteral("organ inspect FILE...")));
