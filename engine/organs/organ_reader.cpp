@@ -306,6 +306,10 @@ std::shared_ptr<const GgufModel> openModel(const RootedPath& path) {
     if (OrganDirectory::looksLikeOne(path)) {
         return OrganDirectory::open(path).model();
     }
+    if (UniqueFd(path.tryOpen(O_PATH | O_DIRECTORY)).valid()) {
+        throw IoError(fileLabel(path.path) + ": is a folder without " + kOrganManifest +
+                      ": neither a GGUF file nor an organ directory");
+    }
     return GgufModel::open(path);
 }
 

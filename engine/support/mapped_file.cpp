@@ -67,7 +67,7 @@ std::shared_ptr<MappedFile> MappedFile::map(const UniqueFd& fd, const std::strin
         throw IoError(fileLabel(path) + ": cannot read its size: " + std::strerror(errno));
     }
     if (!S_ISREG(st.st_mode)) {
-        throw IoError(fileLabel(path) + ": is not a regular file");
+        throw IoError(notRegularFile(path, st.st_mode));
     }
     const auto size = static_cast<std::uint64_t>(st.st_size);
     const std::byte* bytes = kEmpty;

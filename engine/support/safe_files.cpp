@@ -253,8 +253,7 @@ std::shared_ptr<const FileRoot> openTargetFolder(const RootedPath& target,
         return folder; // a new file
     }
     if (!S_ISREG(st.st_mode)) {
-        throw IoError(label + ": " + (S_ISDIR(st.st_mode) ? "is a folder" : "is not a regular file") +
-                      "; refusing to write over it");
+        throw IoError(notRegularFile(target.path, st.st_mode) + "; refusing to write over it");
     }
     const FileIdentity identity{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
     bool isInput = MappedFile::isOpenAsInput(identity);
@@ -488,8 +487,11 @@ std::string readSmallFile(const RootedPath& rooted, std::uint64_t maxBytes) {
     const std::string& path = rooted.path;
     const UniqueFd fd = rooted.open(O_RDONLY | O_NONBLOCK);
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        throw IoError(fileLabel(path) + ": is not a regular file");
+    if (::fstat(fd.get(), &st) != 0) {
+        throw IoError(fileLabel(path) + ": cannot read its size: " + std::strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        throw IoError(notRegularFile(path, st.st_mode));
     }
     if (static_cast<std::uint64_t>(st.st_size) > maxBytes) {
         throw IoError(fileLabel(path) + ": " + groupDigits(static_cast<std::uint64_t>(st.st_size)) +

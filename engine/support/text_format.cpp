@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdio>
+#include <sys/stat.h>
 
 namespace organ {
 
@@ -76,6 +77,17 @@ std::string fileLabel(std::string_view path) {
     path = path.substr(0, end + 1);
     const auto slash = path.find_last_of('/');
     return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+std::string notRegularFile(std::string_view path, unsigned mode) {
+    const char* kind = S_ISDIR(mode)    ? "a folder"
+                       : S_ISCHR(mode)  ? "a character device, not a regular file"
+                       : S_ISBLK(mode)  ? "a block device, not a regular file"
+                       : S_ISFIFO(mode) ? "a FIFO (named pipe), not a regular file"
+                       : S_ISSOCK(mode) ? "a socket, not a regular file"
+                                        : "not a regular file";
+    const bool device = S_ISCHR(mode) || S_ISBLK(mode);
+    return (device ? std::string(path) : fileLabel(path)) + ": is " + kind;
 }
 
 } // namespace organ

@@ -25,4 +25,9 @@ std::string fixedDecimals(double value, int digits);
 // The last path component, which is how messages name a file ("models/" is "models", "/" is "/").
 std::string fileLabel(std::string_view path);
 
+// "/dev/zero: is a character device, not a regular file": what a file that is not one is, named by
+// fileLabel() but a device by its whole path (its last component alone, "zero", says nothing).
+// `mode` is stat's st_mode.
+std::string notRegularFile(std::string_view path, unsigned mode);
+
 } // namespace organ

@@ -267,7 +267,9 @@ private slots:
                       QStringLiteral("--system"), QStringLiteral("organ"), QStringLiteral("-o"),
                       QStringLiteral("/dev/null")});
         QCOMPARE(devnull.exitCode, 1);
-        QVERIFY(devnull.err.contains("null: is not a regular file; refusing to write over it"));
+        QVERIFY2(devnull.err.contains(
+                     "/dev/null: is a character device, not a regular file; refusing to write over it"),
+                 devnull.err.constData());
         struct stat st {};
         QVERIFY(::stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
         const Run report =
@@ -290,9 +292,23 @@ private slots:
               QStringList{QStringLiteral("plan"), QStringLiteral("check"), fifo}}) {
             const Run run = runOrgan(args, QString(), 10000);
             QCOMPARE(run.exitCode, 1);
-            QVERIFY2(run.err.contains("is not a regular file"), run.err.constData());
+            QVERIFY2(run.err.contains("is a FIFO (named pipe), not a regular file"), run.err.constData());
         }
         QVERIFY(timer.elapsed() < 10000);
+        // A device is named by its whole path ("zero" alone says nothing); a folder says what it lacks.
+        const Run zero =
+            runOrgan({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("linear"),
+                      QStringLiteral("--base"), m_a, QStringLiteral("--model"), QStringLiteral("/dev/zero"),
+                      QStringLiteral("-o"), path(QStringLiteral("zero.gguf"))});
+        QCOMPARE(zero.exitCode, 1);
+        QVERIFY2(zero.err.contains("organ merge: /dev/zero: is a character device, not a regular file\n"),
+                 zero.err.constData());
+        QVERIFY(QDir(m_dir.path()).mkdir(QStringLiteral("plain")));
+        const Run folder = runOrgan({QStringLiteral("inspect"), path(QStringLiteral("plain"))});
+        QCOMPARE(folder.exitCode, 1);
+        QVERIFY2(folder.err.contains(
+                     "plain: is a folder without manifest.json: neither a GGUF file nor an organ directory"),
+                 folder.err.constData());
     }
 
     // A chimera's assembly killed at several points: afterwards the output is absent or exactly

@@ -738,8 +738,8 @@ dtype: bfloat16
         QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
         const std::vector<std::pair<QString, QString>> cases{
             {big, QStringLiteral("more than the 1 048 576 such a file may have")},
-            {fifo, QStringLiteral("fifo.yaml: is not a regular file")},
-            {path(QStringLiteral("models")), QStringLiteral("models: is not a regular file")},
+            {fifo, QStringLiteral("fifo.yaml: is a FIFO (named pipe), not a regular file")},
+            {path(QStringLiteral("models")), QStringLiteral("models: is a folder")},
             {path(QStringLiteral("missing.yaml")), QStringLiteral("missing.yaml: ")},
         };
         for (const auto& [file, message] : cases) {

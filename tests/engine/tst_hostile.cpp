@@ -149,14 +149,15 @@ private slots:
             }
             return std::string();
         };
-        QVERIFY(refusal("/dev/null").find("null: is not a regular file") != std::string::npos);
+        QVERIFY(refusal("/dev/null").find("/dev/null: is a character device, not a regular file") !=
+                std::string::npos);
         struct stat st {};
         QVERIFY(::stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
         const std::string fifo = file(m_dir, "fifo");
         QCOMPARE(::mkfifo(fifo.c_str(), 0644), 0);
         QElapsedTimer timer;
         timer.start();
-        QVERIFY(refusal(fifo).find("fifo: is not a regular file") != std::string::npos);
+        QVERIFY(refusal(fifo).find("fifo: is a FIFO (named pipe), not a regular file") != std::string::npos);
         QVERIFY(timer.elapsed() < 2000);
         QVERIFY(refusal(m_dir.path().toStdString()).find("is a folder") != std::string::npos ||
                 refusal(m_dir.path().toStdString()).find("not a file name") != std::string::npos);
@@ -256,7 +257,9 @@ private slots:
                 }
                 QFAIL("a FIFO was opened");
             } catch (const IoError& e) {
-                QVERIFY2(std::string(e.what()).find("is not a regular file") != std::string::npos, e.what());
+                QVERIFY2(std::string(e.what()).find("is a FIFO (named pipe), not a regular file") !=
+                             std::string::npos,
+                         e.what());
             }
         }
         QVERIFY(timer.elapsed() < 2000);
@@ -271,7 +274,8 @@ private slots:
     void damagedCacheEntries_data() {
         QTest::addColumn<QString>("damage");
         QTest::addColumn<QString>("said");
-        QTest::newRow("fifo") << QStringLiteral("fifo") << QStringLiteral("is not a regular file");
+        QTest::newRow("fifo") << QStringLiteral("fifo")
+                              << QStringLiteral("is a FIFO (named pipe), not a regular file");
         QTest::newRow("edited H") << QStringLiteral("edit-H") << QStringLiteral("checksum does not match");
         QTest::newRow("edited H, checksum fixed")
             << QStringLiteral("edit-H-checksum") << QStringLiteral("do not follow from H, K and C");

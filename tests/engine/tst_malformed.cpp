@@ -366,7 +366,7 @@ private slots:
         QTest::addColumn<QString>("expected");
         QTest::newRow("missing") << QStringLiteral("missing.gguf") << QStringLiteral("cannot open");
         QTest::newRow("directory") << QStringLiteral("folder.gguf")
-                                   << QStringLiteral("is not a regular file");
+                                   << QStringLiteral("is a folder");
         QTest::newRow("empty") << QStringLiteral("empty.gguf") << QStringLiteral("not a GGUF file");
         QTest::newRow("text") << QStringLiteral("text.gguf") << QStringLiteral("not a GGUF file");
     }
