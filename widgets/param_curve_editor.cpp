@@ -61,8 +61,10 @@ void ParamCurveEditor::setValueRange(double low, double high) {
 void ParamCurveEditor::setLimits(double min, double max) {
     m_min = min;
     m_max = max;
-    for (double& p : m_points) {
-        p = std::clamp(p, m_min, m_max);
+    for (auto* points : {&m_points, &m_shaped}) {
+        for (double& p : *points) {
+            p = std::clamp(p, m_min, m_max);
+        }
     }
     redraw();
 }
@@ -82,10 +84,8 @@ void ParamCurveEditor::setPoints(std::vector<double> points) {
     for (double& p : points) {
         p = std::clamp(p, m_min, m_max);
     }
-    m_points = std::move(points);
-    m_current = std::min(m_current, int(m_points.size()) - 1);
-    redraw();
-    emit pointsChanged();
+    m_shaped = points;
+    showPoints(std::move(points));
 }
 
 void ParamCurveEditor::setPointCount(int count) {
@@ -93,11 +93,22 @@ void ParamCurveEditor::setPointCount(int count) {
     if (count == int(m_points.size())) {
         return;
     }
+    if (count == int(m_shaped.size())) {
+        showPoints(m_shaped);
+        return;
+    }
     std::vector<double> resampled(static_cast<std::size_t>(count));
     for (int j = 0; j < count; ++j) {
-        resampled[std::size_t(j)] = gradientAt(m_points, double(j) / (count - 1));
+        resampled[std::size_t(j)] = gradientAt(m_shaped, double(j) / (count - 1));
     }
-    setPoints(std::move(resampled));
+    showPoints(std::move(resampled));
+}
+
+void ParamCurveEditor::showPoints(std::vector<double> points) {
+    m_points = std::move(points);
+    m_current = std::min(m_current, int(m_points.size()) - 1);
+    redraw();
+    emit pointsChanged();
 }
 
 double ParamCurveEditor::xOfPoint(int index) const {
@@ -153,6 +164,7 @@ void ParamCurveEditor::moveTo(int index, double value) {
         return;
     }
     m_points[std::size_t(index)] = clamped;
+    m_shaped = m_points;
     redraw();
     emit pointsChanged();
 }

@@ -30,7 +30,8 @@ public:
     void setPoints(std::vector<double> points);
     const std::vector<double>& points() const { return m_points; }
     // The curve resampled at `count` points (2 to maxPointCount()): the shape is kept as far as
-    // that many can.
+    // that many can. The points last set or shaped by hand stay the source: fewer points and then
+    // as many again give them back, a shaped middle point included.
     void setPointCount(int count);
     // As many points as blocks (every point then shapes a block), at most 16, at least 2.
     int maxPointCount() const;
@@ -55,6 +56,7 @@ private:
     QString pointText(int index) const;
     void redraw();
     void moveTo(int index, double value);
+    void showPoints(std::vector<double> points); // drawn, m_shaped unchanged
 
     std::uint32_t m_blocks = 1;
     double m_low = 0; // drawn
@@ -64,6 +66,7 @@ private:
     double m_dragLow = 0; // what a drag may reach: the range drawn when it began
     double m_dragHigh = 1;
     std::vector<double> m_points{1, 1};
+    std::vector<double> m_shaped{1, 1}; // what setPointCount() resamples
     int m_dragged = -1;
     int m_current = -1;
     QCPGraph* m_curve = nullptr;

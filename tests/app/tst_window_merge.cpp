@@ -685,6 +685,15 @@ private slots:
         QCOMPARE(editor.points(), (std::vector<double>{0, 0.5, 1, 0.5, 0}));
         editor.setPointCount(2);
         QCOMPARE(editor.points(), (std::vector<double>{0, 0}));
+        // The shape set stays the source: as many points again give its middle point back.
+        editor.setPointCount(3);
+        QCOMPARE(editor.points(), (std::vector<double>{0, 1, 0}));
+        editor.setPointCount(2);
+        editor.setPointCount(5);
+        QCOMPARE(editor.points(), (std::vector<double>{0, 0.5, 1, 0.5, 0}));
+        editor.setPointCount(4);
+        editor.setPointCount(3);
+        QCOMPARE(editor.points(), (std::vector<double>{0, 1, 0}));
         editor.setPoints({0.2, 0.4});
         editor.show();
         settle(&editor);
@@ -692,6 +701,13 @@ private slots:
         QTest::keyClick(&editor, Qt::Key_Up);
         QCOMPARE(editor.points()[1], 0.42);
         QCOMPARE(editor.points()[0], 0.2);
+        // A point moved by hand makes the curve shown the source.
+        editor.setPointCount(3);
+        QCOMPARE(editor.points().size(), std::size_t(3));
+        QVERIFY(std::abs(editor.points()[1] - 0.31) < 1e-12 && std::abs(editor.points()[2] - 0.42) < 1e-12);
+        editor.setPointCount(2);
+        QCOMPARE(editor.points().size(), std::size_t(2));
+        QCOMPARE(editor.points()[1], 0.42);
 
         // No more points than layers: each then shapes a layer.
         QCOMPARE(editor.maxPointCount(), 6);
