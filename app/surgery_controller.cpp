@@ -5,6 +5,7 @@
 #include "open_models.h"
 
 #include "assembly_controller.h"
+#include "dock_height.h"
 #include "graft_document.h"
 #include "graft_plan_panel.h"
 #include "job_tracker.h"
@@ -49,6 +50,7 @@ SurgeryController::SurgeryController(widgets::ModelPane* recipient, widgets::Mod
     m_planDock->setWidget(m_planPanel);
     m_planDock->toggleViewAction()->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_G));
     m_window->addDockWidget(Qt::BottomDockWidgetArea, m_planDock);
+    keepDockHeight(m_window, m_planDock);
     connect(m_planPanel, &widgets::GraftPlanPanel::openPlanRequested, this,
             &SurgeryController::openPlanDialog);
     connect(m_planPanel, &widgets::GraftPlanPanel::savePlanRequested, this,

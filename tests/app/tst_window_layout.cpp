@@ -18,6 +18,7 @@
 #include "window_test_support.h"
 #include "worker_wait.h"
 
+#include <QDockWidget>
 #include <QFontMetrics>
 #include <QListWidget>
 #include <QPushButton>
@@ -189,6 +190,27 @@ private slots:
         recipient->showPage(widgets::ModelView::Page::Heatmap);
         settleAsShown();
         saveScreenshot(&window, QStringLiteral("layout-plan-heatmap.png"));
+        // The window made as short as it goes and tall again: the plan's dock gets its height back
+        // (QMainWindow gives it all to the models), so the check is not left clipped to a few lines.
+        const QSize size = window.size();
+        const int checkHeight = checkArea->height();
+        window.resize(size.width() - 300, 400);
+        settleAsShown();
+        QVERIFY(checkArea->height() < checkHeight);
+        window.resize(size);
+        settleAsShown();
+        QCOMPARE(checkArea->height(), checkHeight);
+        // A height the user gives the dock is the one it comes back to.
+        QDockWidget* dock = window.surgery()->planDock();
+        const int chosen = dock->height() + 100;
+        window.resizeDocks({dock}, {chosen}, Qt::Vertical);
+        settleAsShown();
+        QCOMPARE(dock->height(), chosen);
+        window.resize(size.width(), 400);
+        settleAsShown();
+        window.resize(size);
+        settleAsShown();
+        QCOMPARE(dock->height(), chosen);
     }
 
     void fleetStaysReadable() {
