@@ -10,11 +10,14 @@
 //             own arithmetic
 //   encode    the same with each merged piece encoded to Q8_0 as the writer does, less the merge
 //   the rest  of the whole run: the writer (copying into the file, digests, verification), checking
-//             the plan and validating the output
+//             the plan and validating the output; of it, the kernel's copy of the output's bytes
+//             into a new file, measured alone (on a virtual machine that hands freed memory back to
+//             its host, mostly the host's faults for the pages the copy lands in)
 // Also Q8_0 quantization from memory on its own (values per second on one thread and every core).
 // And from a cold page cache (the inputs' pages evicted with posix_fadvise, no root needed; not
-// measured where they stay, as on a tmpfs): the whole merge again, and the three inputs read from
-// the disk alone, one after the other as `cat` does: how much the merge adds to the disk's time.
+// measured where they stay, as on a tmpfs): the whole merge again, the three inputs read from the
+// disk alone, one after the other as `cat` does, and a new file of the output's size written and
+// fsynced as the writer does: how much the merge adds to the disk's time.
 // During the cold merge, how long the disk was busy (/proc/diskstats' time doing I/O, of the device
 // that holds the files) and how much of the cores' time the merge used: which of the two bounds it.
 //
@@ -149,6 +152,28 @@ std::optional<double> readFromDisk(const std::vector<std::string>& paths, std::s
         ::close(fd);
     }
     return secondsSince(start);
+}
+
+// Writes `bytes` bytes into a new file at `path` as the writer does (8 MiB at a time), fsynced when
+// `sync` says so, and removes it: what the kernel's copy into the page cache costs alone, or the
+// disk's time for the output. False when it cannot.
+bool writeNewFile(const std::string& path, std::uint64_t bytes, bool sync) {
+    const std::vector<char> chunk(8u << 20, 'x');
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        return false;
+    }
+    bool ok = true;
+    for (std::uint64_t at = 0; ok && at < bytes;) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), bytes - at));
+        const ssize_t put = ::write(fd, chunk.data(), n);
+        ok = put > 0 || (put < 0 && errno == EINTR);
+        at += put > 0 ? static_cast<std::uint64_t>(put) : 0;
+    }
+    ok = (!sync || ::fsync(fd) == 0) && ok;
+    ok = ::close(fd) == 0 && ok;
+    std::filesystem::remove(path);
+    return ok;
 }
 
 GraftPlan tiesPlan(const std::string& base, const std::string& a, const std::string& b, bool toQ8) {
@@ -377,6 +402,7 @@ int main(int argc, char** argv) {
                                [&](const std::string& path) { return evict(path, coldError); });
         };
         double disk = 0;
+        double diskWrite = 0;
         double coldWhole = 0;
         double coldCpu = 0;
         std::optional<std::uint64_t> busyBefore;
@@ -385,7 +411,13 @@ int main(int argc, char** argv) {
         if (evictAll()) {
             if (const std::optional<double> took = readFromDisk(paths, coldError)) {
                 disk = *took;
-                measured = evictAll();
+                const auto start = std::chrono::steady_clock::now();
+                if (!writeNewFile(output + ".copy", outputBytes, true)) {
+                    coldError = output + ".copy: cannot be written";
+                } else {
+                    diskWrite = secondsSince(start);
+                    measured = evictAll();
+                }
             }
         }
         if (measured) {
@@ -416,6 +448,8 @@ int main(int argc, char** argv) {
         const Cost merged = least([&] { mergeAll(tensors, false); });
         const Cost encoded = least([&] { mergeAll(tensors, true); });
         models.clear();
+        bool copiedAlone = true;
+        const Cost copied = costOf([&] { copiedAlone = writeNewFile(output + ".copy", outputBytes, false); });
 
         std::printf("\n%s inputs: 3 × %.2f GB → %.2f GB of Q8_0\n", name.c_str(), inputBytes / 3e9,
                     outputBytes / 1e9);
@@ -428,11 +462,22 @@ int main(int argc, char** argv) {
             "checking the plan, validating) %.2f\n",
             read.cpu, read.wall, merged.cpu - read.cpu, merged.wall - read.wall, encoded.cpu - merged.cpu,
             encoded.wall - merged.wall, cpu - encoded.cpu);
+        if (copiedAlone) {
+            std::printf(
+                "  of the rest, the kernel's copy of the output into a new file, alone (written 8 MiB "
+                "at a time, no fsync): %.2f CPU seconds (%.2f GB/s)\n",
+                copied.cpu, outputBytes / 1e9 / copied.cpu);
+        }
         if (measured) {
             std::printf(
                 "  from a cold page cache: whole merge %.1f s; the inputs alone read from the disk %.1f s "
-                "(%.2f GB/s): the merge adds %.1f s to the disk's time\n",
-                coldWhole, disk, inputBytes / 1e9 / disk, coldWhole - disk);
+                "(%.2f GB/s), a file of the output's size alone written to it %.1f s (fsync): moving "
+                "these bytes takes %.1f s (the longer, were they moved at once) to %.1f s (one after "
+                "the other), the merge %+.1f s to %+.1f s more: %s\n",
+                coldWhole, disk, inputBytes / 1e9 / disk, diskWrite, std::max(disk, diskWrite),
+                disk + diskWrite, coldWhole - std::max(disk, diskWrite), coldWhole - disk - diskWrite,
+                coldWhole <= std::max(disk, diskWrite) ? "no longer than the disk moving its bytes alone"
+                                                       : "longer than the disk moving its bytes at once");
             const double coreShare = coldCpu / (coldWhole * cores);
             if (busyBefore && busyAfter) {
                 const double busy = double(*busyAfter - *busyBefore) / 1e3;
