@@ -3,6 +3,7 @@
 #include <QDockWidget>
 #include <QEvent>
 #include <QMainWindow>
+#include <QResizeEvent>
 #include <QTimer>
 
 namespace organ::app {
@@ -26,8 +27,10 @@ protected:
                 m_wanted = m_dock->height();
             }
             m_windowSize = m_window->size();
-        } else if (watched == m_window) {
-            // After the window's layout has squeezed or grown its docks.
+        } else if (const auto* resized = static_cast<QResizeEvent*>(event);
+                   watched == m_window && resized->size().height() > resized->oldSize().height()) {
+            // Grown (made shorter, the window squeezes its docks as it will): once its layout has
+            // given the new height to the models.
             QTimer::singleShot(0, this, &DockHeightKeeper::restore);
         }
         return false;
