@@ -251,14 +251,26 @@ public:
         }
     }
 
+    // The output keeps the base's tokenizer (its GGUF metadata): `base`, or the base model named
+    // again, says so and is noted; another source (`union`, a model's) is refused.
+    void tokenizerSource(const YAML::Node& node, MergeConfig& config, const std::string& key) const {
+        const std::string source = string(node, "'" + key + "'");
+        if (source != "base" && (config.spec.base.empty() || source != config.spec.base)) {
+            fail(node, key + " '" + source +
+                           "' is not supported: the output keeps the base's tokenizer (only 'base' is read)");
+        }
+        config.notes.push_back(key + " " + source +
+                               ": the output keeps the base's tokenizer, as it always does");
+    }
+
     MergeConfig config(const YAML::Node& root) const {
         if (!root.IsMap()) {
             fail(root, "not a mergekit configuration (a mapping of merge_method, models, …)");
         }
-        checkKeys(
-            root,
-            {"merge_method", "base_model", "models", "slices", "parameters", "dtype", "out_type", "seed"},
-            "the configuration");
+        checkKeys(root,
+                  {"merge_method", "base_model", "models", "slices", "parameters", "dtype", "out_type",
+                   "seed", "tokenizer_source", "tokenizer"},
+                  "the configuration");
         MergeConfig config;
         if (!root["merge_method"]) {
             fail(root, "'merge_method' is missing (" + mergeMethodNames() + ")");
@@ -297,6 +309,19 @@ public:
         if (root["dtype"]) {
             config.notes.push_back("dtype " + string(root["dtype"], "'dtype'") +
                                    " ignored: the output takes the base's types (out_type sets a file type)");
+        }
+        if (root["tokenizer_source"] && root["tokenizer"]) {
+            fail(root["tokenizer"], "give 'tokenizer_source' or 'tokenizer', not both");
+        }
+        if (root["tokenizer_source"]) {
+            tokenizerSource(root["tokenizer_source"], config, "tokenizer_source");
+        }
+        if (root["tokenizer"]) {
+            checkKeys(root["tokenizer"], {"source"}, "'tokenizer'");
+            if (!root["tokenizer"]["source"]) {
+                fail(root["tokenizer"], "'tokenizer' without 'source'");
+            }
+            tokenizerSource(root["tokenizer"]["source"], config, "tokenizer.source");
         }
         if (root["out_type"]) {
             const std::string type = string(root["out_type"], "'out_type'");

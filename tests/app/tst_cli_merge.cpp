@@ -188,6 +188,7 @@ parameters:
   normalize: true
   int8_mask: true
 dtype: bfloat16
+tokenizer_source: base
 )";
 
 } // namespace
@@ -234,6 +235,10 @@ private slots:
             qPrintable(run.out));
         QVERIFY(run.out.contains(QStringLiteral("wrote ")));
         QVERIFY(run.err.contains(QStringLiteral("note: dtype bfloat16 ignored")));
+        QVERIFY2(
+            run.err.contains(QStringLiteral(
+                "note: tokenizer_source base: the output keeps the base's tokenizer, as it always does")),
+            qPrintable(run.err));
         QVERIFY(run.err.contains(QStringLiteral("note: int8_mask")));
         QCOMPARE(inputs(), before);
         const auto merged = GgufModel::open(out.toStdString());
@@ -254,7 +259,7 @@ private slots:
         QVERIFY(outcome.contains(QStringLiteral("error")) && outcome.value(QStringLiteral("error")).isNull());
         QCOMPARE(outcome.value(QStringLiteral("merge")).toObject().value(QStringLiteral("method")).toString(),
                  QStringLiteral("ties"));
-        QCOMPARE(outcome.value(QStringLiteral("notes")).toArray().size(), 2);
+        QCOMPARE(outcome.value(QStringLiteral("notes")).toArray().size(), 3);
         QVERIFY(outcome.value(QStringLiteral("vitals")).isNull());
     }
 
@@ -447,8 +452,21 @@ dtype: bfloat16
         QTest::addColumn<QString>("message");
         const QByteArray models = "models:\n  - model: models/a.gguf\n    parameters: {weight: 1}\n";
         QTest::newRow("a key mergekit has and we do not")
-            << QByteArray("merge_method: linear\ntokenizer_source: base\n" + models)
-            << QStringLiteral("line 2: the configuration: 'tokenizer_source' is not supported");
+            << QByteArray("merge_method: linear\nchat_template: auto\n" + models)
+            << QStringLiteral("line 2: the configuration: 'chat_template' is not supported");
+        QTest::newRow("another tokenizer")
+            << QByteArray("merge_method: linear\ntokenizer_source: union\n" + models)
+            << QStringLiteral(
+                   "line 2: tokenizer_source 'union' is not supported: the output keeps the base's "
+                   "tokenizer (only 'base' is read)");
+        QTest::newRow("a tokenizer's key")
+            << QByteArray("merge_method: linear\ntokenizer:\n  source: base\n  pad_to_multiple_of: 64\n" +
+                          models)
+            << QStringLiteral("line 4: 'tokenizer': 'pad_to_multiple_of' is not supported");
+        QTest::newRow("both tokenizer keys")
+            << QByteArray("merge_method: linear\ntokenizer_source: base\ntokenizer:\n  source: base\n" +
+                          models)
+            << QStringLiteral("give 'tokenizer_source' or 'tokenizer', not both");
         QTest::newRow("a path with a NUL")
             << QByteArray("merge_method: linear\nmodels:\n  - model: \"models/a.gguf\\0x\"\n    parameters: "
                           "{weight: 1}\n  - model: models/b.gguf\n    parameters: {weight: 1}\n")
