@@ -10,6 +10,8 @@
 #include "support/text_safety.h"
 #include "vitals/vitals_report.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -27,10 +29,16 @@ MergeConfig quickConfig(const Arguments& parsed) {
     const std::string method = *parsed.option("--method");
     const auto m = mergeMethodFromName(method);
     if (!m || *m == MergeMethod::Passthrough) {
-        throw UsageError{"--method is one of " + mergeMethodNames() +
-                         " but passthrough (write a configuration with "
-                         "slices), not '" +
-                         method + "'"};
+        std::string names = mergeMethodNames();
+        names = names.substr(0, names.rfind(", passthrough"));
+        std::string lower = method;
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        const std::string hint = m ? " (passthrough takes a configuration with slices)"
+                                 : lower != method && mergeMethodFromName(lower)
+                                     ? " (names are lowercase: '" + lower + "')"
+                                     : "";
+        throw UsageError{"--method '" + method + "' is not one of " + names + hint};
     }
     config.spec.method = *m;
     config.spec.base = parsed.option("--base").value_or("");

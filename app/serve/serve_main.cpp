@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +59,7 @@ Options parse(const std::vector<std::string>& args) {
     if (const char* token = std::getenv("ORGAN_SERVE_TOKEN"); token != nullptr) {
         o.config.token = QByteArray(token);
     }
+    std::map<std::string, std::string> given; // each option once, as organ's other commands take them
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
         if (arg == "--help" || arg == "-h") {
@@ -68,6 +70,12 @@ Options parse(const std::vector<std::string>& args) {
             usage(arg.rfind("--", 0) == 0 ? arg + " needs a value" : "unexpected argument '" + arg + "'");
         }
         const std::string& value = args[++i];
+        if (const auto [first, isNew] = given.emplace(arg, value); !isNew) {
+            // A token is never echoed.
+            usage(arg == "--token" ? arg + " is given twice: give one value"
+                                   : arg + " is given twice ('" + first->second + "', then '" + value +
+                                         "'): give one value");
+        }
         if (arg == "--listen") {
             const std::size_t colon = value.rfind(':');
             if (colon == std::string::npos) {

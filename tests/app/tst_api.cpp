@@ -843,6 +843,24 @@ private slots:
             QVERIFY(process.waitForFinished(10000));
             QCOMPARE(process.exitCode(), 2);
         }
+        // An option given twice is refused, never the last one winning; a token is never echoed.
+        for (const auto& [option, said] :
+             {std::pair{QStringLiteral("--root"), QByteArray("--root is given twice ('.', then '/tmp')")},
+              std::pair{QStringLiteral("--token"), QByteArray("--token is given twice: give one value")}}) {
+            const QString value =
+                option == QStringLiteral("--root") ? QStringLiteral(".") : QStringLiteral("0123456789abcdef");
+            const QString again = option == QStringLiteral("--root") ? QStringLiteral("/tmp")
+                                                                     : QStringLiteral("fedcba9876543210");
+            QProcess twice;
+            twice.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
+                        {QStringLiteral("serve"), option, value, option, again, QStringLiteral("--listen"),
+                         QStringLiteral("127.0.0.1:0")});
+            QVERIFY(twice.waitForFinished(10000));
+            QCOMPARE(twice.exitCode(), 2);
+            const QByteArray err = twice.readAllStandardError();
+            QVERIFY2(err.contains(said), err.constData());
+            QVERIFY(!err.contains("fedcba9876543210"));
+        }
         QProcess process;
         process.start(QString::fromLocal8Bit(qgetenv("ORGAN_CLI")),
                       {QStringLiteral("serve"), QStringLiteral("--root"),

@@ -291,6 +291,21 @@ private slots:
                                           QStringLiteral("--model"), b, QStringLiteral("-o"), out});
         QCOMPARE(slerp.exitCode, 2);
         QVERIFY(slerp.err.contains(QStringLiteral("slerp needs the parameter 't'")));
+        // A method that is not one names those that are (passthrough needs slices).
+        for (const auto& [method, said] :
+             {std::pair{QStringLiteral("Ties"), QStringLiteral("(names are lowercase: 'ties')")},
+              std::pair{QStringLiteral("passthrough"),
+                        QStringLiteral("(passthrough takes a configuration with slices)")},
+              std::pair{QStringLiteral("della"), QStringLiteral("breadcrumbs_ties, model_stock\n")}}) {
+            const CliRun refused = runOrganCli({QStringLiteral("merge"), QStringLiteral("--method"), method,
+                                                QStringLiteral("--base"), a, QStringLiteral("--model"), b,
+                                                QStringLiteral("-o"), out});
+            QCOMPARE(refused.exitCode, 2);
+            QVERIFY2(refused.err.contains(QStringLiteral("--method '") + method +
+                                          QStringLiteral("' is not one of linear, slerp")) &&
+                         refused.err.contains(said),
+                     qPrintable(refused.err));
+        }
         // A weight that is no number is said to be one, not taken for part of the file's name; a
         // leading + is a sign.
         const std::vector<std::pair<QString, QString>> weights{
