@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "support/mapped_file.h"
 #include "support/text_safety.h"
 
 #include <cstring>
@@ -230,7 +231,16 @@ int main(int argc, char** argv) {
         return kExitUsage;
     }
     try {
-        return it->second(std::vector<std::string>(argv + 2, argv + argc));
+        const int status = it->second(std::vector<std::string>(argv + 2, argv + argc));
+        // A file cut short while it was read gave zeros past its new end: a command that ended
+        // well read them (a writer refuses to keep what it made from them, and says so itself).
+        if (status == kExitOk && organ::MappedFile::cutEvents() != 0) {
+            std::cerr << "organ " << command << ": "
+                      << organ::escapeText(organ::MappedFile::cutShortMessage())
+                      << ": what was read from it past its new end was zeros, not the file's\n";
+            return kExitInvalid;
+        }
+        return status;
     } catch (const UsageError& error) {
         std::cerr << "organ " << command << ": " << organ::escapeText(error.message) << "\n\n" << kUsage;
         return kExitUsage;

@@ -12,6 +12,7 @@
 #include "organs/organ_directory.h"
 #include "purify/purify_model.h"
 #include "quant/quantize_model.h"
+#include "support/mapped_file.h"
 #include "support/safe_files.h"
 #include "support/sha256.h"
 #include "support/text_safety.h"
@@ -816,8 +817,15 @@ ApiServer::Reply ApiServer::startJob(const std::string& kind, ApiWork work, cons
         kind,
         [work = std::move(work), result](const ProgressFn& progress, const StopToken& stop) {
             try {
+                // A file cut short while the job read it gave it zeros past its new end
+                // (MappedFile): its result is not the files'.
+                const std::uint64_t cutsBefore = MappedFile::cutEvents();
                 nlohmann::json done = work(progress, stop);
                 std::lock_guard resultLock(result->mutex);
+                if (MappedFile::cutEvents() != cutsBefore) {
+                    result->error = MappedFile::cutShortMessage() + ": the job read zeros past its new end";
+                    return JobResult::failed(result->error);
+                }
                 result->result = std::move(done);
                 return JobResult::ok();
             } catch (const JobFailure& failure) {

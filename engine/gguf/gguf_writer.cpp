@@ -304,6 +304,9 @@ void checkPromise(const TensorSource& source) {
 JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const ProgressFn& progress,
                     const StopToken* stop, const AcceptWritten& accept) {
     const std::string label = fileLabel(path.path);
+    // A file cut short while it was read gave zeros past its new end (MappedFile): what was made
+    // from it is not what it held, and is not kept.
+    const std::uint64_t cutsBefore = MappedFile::cutEvents();
     try {
         const std::uint32_t alignment = alignmentOf(spec, label);
         auto planned = planTensors(spec, alignment, label);
@@ -482,6 +485,9 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
             if (const auto refusal = accept(out.partial())) {
                 return JobResult::failed(*refusal);
             }
+        }
+        if (MappedFile::cutEvents() != cutsBefore) {
+            return JobResult::failed(MappedFile::cutShortMessage() + ": " + label + " was not written");
         }
         if (stop != nullptr && !stop->beginCommit()) {
             return JobResult::cancelled();

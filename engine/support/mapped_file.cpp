@@ -4,7 +4,9 @@
 #include "support/text_format.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
@@ -40,6 +42,115 @@ void unregisterInput(const FileIdentity& identity) {
     if (auto it = std::find(open.begin(), open.end(), identity); it != open.end()) {
         open.erase(it);
     }
+}
+
+// The mappings a SIGBUS may come from, in slots that the signal handler reads without a lock
+// (watch() and unwatch() hold registryMutex()). An organ directory maps a file per tensor, hence
+// many; the slots are static (untouched ones take no memory) and used lowest first. A mapping
+// made when all are taken is not watched: a cut then kills the process, as it would anyway.
+constexpr std::size_t kGuardSlots = 1u << 17;
+struct GuardSlot {
+    std::atomic<std::uintptr_t> begin{0}; // 0: free
+    std::atomic<std::uintptr_t> end{0};   // the mapping's end, a whole page
+    std::atomic<bool> cut{false};
+};
+GuardSlot g_slots[kGuardSlots];
+std::atomic<std::size_t> g_slotsUsed{0}; // slots at or past it were never taken
+std::atomic<std::uint64_t> g_cutEvents{0};
+std::uintptr_t g_pageSize = 4096;
+struct sigaction g_previousBus {};
+
+struct GuardOwners {
+    std::vector<const MappedFile*> files; // by slot, for the messages
+    std::vector<int> free;
+};
+
+GuardOwners& guardOwners() {
+    static GuardOwners owners;
+    return owners;
+}
+
+// A read past the end of a file cut short beneath its mapping: zeros mapped from the page read
+// to the mapping's end (mmap is a system call, safe here), the slot marked, the read done again
+// on return. Any other SIGBUS goes where it went before.
+void onBusError(int signal, siginfo_t* info, void* context) {
+    const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
+    const std::size_t used = g_slotsUsed.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i) {
+        const std::uintptr_t begin = g_slots[i].begin.load(std::memory_order_acquire);
+        const std::uintptr_t end = g_slots[i].end.load(std::memory_order_acquire);
+        if (begin == 0 || address < begin || address >= end) {
+            continue;
+        }
+        const std::uintptr_t page = address & ~(g_pageSize - 1);
+        void* zeros = ::mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        if (zeros != MAP_FAILED) {
+            g_slots[i].cut.store(true, std::memory_order_release);
+            g_cutEvents.fetch_add(1, std::memory_order_acq_rel);
+            return;
+        }
+        break;
+    }
+    if ((g_previousBus.sa_flags & SA_SIGINFO) != 0 && g_previousBus.sa_sigaction != nullptr) {
+        g_previousBus.sa_sigaction(signal, info, context);
+        return;
+    }
+    if (g_previousBus.sa_handler != SIG_DFL && g_previousBus.sa_handler != SIG_IGN) {
+        g_previousBus.sa_handler(signal);
+        return;
+    }
+    // The fault comes again on return, with the default action: the process ends as it would have.
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    ::sigaction(SIGBUS, &fallback, nullptr);
+}
+
+int watchMapping(const MappedFile* file, const std::byte* data, std::uint64_t size) {
+    static std::once_flag installed;
+    std::call_once(installed, [] {
+        g_pageSize = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+        struct sigaction action {};
+        action.sa_sigaction = onBusError;
+        action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&action.sa_mask);
+        ::sigaction(SIGBUS, &action, &g_previousBus);
+    });
+    std::lock_guard lock(registryMutex());
+    GuardOwners& owners = guardOwners();
+    int slot = -1;
+    if (!owners.free.empty()) {
+        slot = owners.free.back();
+        owners.free.pop_back();
+    } else if (const std::size_t next = g_slotsUsed.load(std::memory_order_relaxed); next < kGuardSlots) {
+        slot = static_cast<int>(next);
+        owners.files.push_back(nullptr);
+    } else {
+        return -1;
+    }
+    const auto begin = reinterpret_cast<std::uintptr_t>(data);
+    GuardSlot& s = g_slots[slot];
+    s.cut.store(false, std::memory_order_relaxed);
+    s.end.store(begin + (size + g_pageSize - 1) / g_pageSize * g_pageSize, std::memory_order_relaxed);
+    s.begin.store(begin, std::memory_order_release);
+    owners.files[static_cast<std::size_t>(slot)] = file;
+    if (static_cast<std::size_t>(slot) >= g_slotsUsed.load(std::memory_order_relaxed)) {
+        g_slotsUsed.store(static_cast<std::size_t>(slot) + 1, std::memory_order_release);
+    }
+    return slot;
+}
+
+void unwatchMapping(int slot) {
+    if (slot < 0) {
+        return;
+    }
+    std::lock_guard lock(registryMutex());
+    GuardSlot& s = g_slots[slot];
+    s.begin.store(0, std::memory_order_release);
+    s.end.store(0, std::memory_order_release);
+    GuardOwners& owners = guardOwners();
+    owners.files[static_cast<std::size_t>(slot)] = nullptr;
+    owners.free.push_back(slot);
 }
 
 } // namespace
@@ -86,6 +197,9 @@ std::shared_ptr<MappedFile> MappedFile::map(const UniqueFd& fd, const std::strin
     file->m_data = bytes;
     file->m_identity = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
     registerInput(file->m_identity);
+    if (size != 0) {
+        file->m_guard = watchMapping(file.get(), bytes, size);
+    }
     return file;
 }
 
@@ -133,10 +247,37 @@ MappedFile::~MappedFile() {
     if (m_buffer) {
         return; // in memory: not mapped, not registered
     }
+    unwatchMapping(m_guard); // before the range may be mapped again by anyone
     if (m_size != 0) {
         ::munmap(const_cast<std::byte*>(m_data), static_cast<std::size_t>(m_size));
     }
     unregisterInput(m_identity);
+}
+
+std::uint64_t MappedFile::cutEvents() {
+    return g_cutEvents.load(std::memory_order_acquire);
+}
+
+bool MappedFile::wasCutShort() const {
+    return m_guard >= 0 && g_slots[m_guard].cut.load(std::memory_order_acquire);
+}
+
+std::string MappedFile::cutShortMessage() {
+    std::lock_guard lock(registryMutex());
+    std::string message;
+    for (const MappedFile* file : guardOwners().files) {
+        if (file == nullptr || !file->wasCutShort()) {
+            continue;
+        }
+        std::string now;
+        struct stat st {};
+        if (file->m_fd >= 0 && ::fstat(file->m_fd, &st) == 0) {
+            now = groupDigits(static_cast<std::uint64_t>(st.st_size)) + " bytes now, ";
+        }
+        message += (message.empty() ? "" : "; ") + fileLabel(file->m_path) +
+                   " was cut short while it was read (" + now + groupDigits(file->m_size) + " when opened)";
+    }
+    return message.empty() ? "a file was cut short while it was read" : message;
 }
 
 InputMark::InputMark(const FileIdentity& identity) : m_identity(identity) {

@@ -61,6 +61,16 @@ public:
 
     static bool isOpenAsInput(const FileIdentity& identity);
 
+    // A file cut short while mapped (truncated by another program) would kill the process with
+    // SIGBUS on the first read of a page past its new end. Instead the pages from there to the
+    // mapping's end are replaced by zeros, the file is marked, and the count of such events
+    // grows: a job that read while it grew must not trust what it read (the writer then writes
+    // nothing). cutEvents() is that count; cutShortMessage() names the marked files still mapped
+    // ("model.gguf was cut short while it was read (1 000 000 bytes now, 2 000 000 when opened)").
+    static std::uint64_t cutEvents();
+    static std::string cutShortMessage();
+    bool wasCutShort() const;
+
 private:
     MappedFile() = default;
     static std::shared_ptr<MappedFile> map(const UniqueFd& fd, const std::string& path);
@@ -72,6 +82,7 @@ private:
     std::unique_ptr<std::byte[]> m_buffer; // fromBuffer: the bytes, owned
     std::optional<RootedPath> m_reopen;    // mapBeneath: where the file is opened again
     std::shared_ptr<const void> m_owner;
+    int m_guard = -1; // its slot among the mappings watched for a cut (mapping_guard)
 };
 
 // Bytes of a mapped file.

@@ -687,6 +687,28 @@ dtype: bfloat16
         QVERIFY(GgufModel::open(kept.toStdString()) != nullptr);
     }
 
+    // A model cut short by another program while it is merged: no SIGBUS, nothing written, the
+    // file named (the pages past its new end read as zeros, and what was made of them is dropped).
+    void inputCutShortWhileMerged() {
+        const QString victim = path(QStringLiteral("victim.gguf"));
+        QFile::remove(victim);
+        QVERIFY(QFile::copy(path(QStringLiteral("models/a.gguf")), victim));
+        const QString out = path(QStringLiteral("cut.gguf"));
+        QString err;
+        const int status = runPausedAtFirstLine(
+            {QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("ties"),
+             QStringLiteral("--base"), path(QStringLiteral("models/base.gguf")), QStringLiteral("--model"),
+             victim, QStringLiteral("--density"), QStringLiteral("0.5"), QStringLiteral("-o"), out},
+            [&] { QCOMPARE(::truncate(victim.toLocal8Bit().constData(), 4096), 0); }, false, &err);
+        QVERIFY2(status == 1, qPrintable(QString::number(status) + QStringLiteral(": ") + err));
+        QVERIFY2(
+            err.contains(QStringLiteral("victim.gguf was cut short while it was read (4 096 bytes now, ")) &&
+                err.contains(QStringLiteral("cut.gguf was not written")),
+            qPrintable(err));
+        QVERIFY(!QFileInfo::exists(out));
+        QVERIFY(QDir(m_dir.path()).entryList({QStringLiteral("cut.gguf*")}, QDir::Files).isEmpty());
+    }
+
     // Memory stays flat in the model's size: a merge of many tensors (here 194, 143 MB of output)
     // kept each tensor's last batch of merged bytes until the end, the whole output in memory.
     void memoryStaysFlat() {

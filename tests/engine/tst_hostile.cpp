@@ -13,13 +13,16 @@
 #include "measure/measure_cache.h"
 #include "measure/model_measure.h"
 #include "support/errors.h"
+#include "support/mapped_file.h"
 #include "support/safe_files.h"
 #include "support/sha256.h"
+#include "support/text_format.h"
 #include "support/text_safety.h"
 
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QTest>
 #include <fstream>
@@ -240,6 +243,53 @@ private slots:
         const auto written = GgufModel::open(out);
         QCOMPARE(written->tensors().size(), smallModel().tensors.size());
         QCOMPARE(QDir(m_dir.path()).entryList({QStringLiteral("good.gguf.partial*")}).size(), 0);
+    }
+
+    // A file cut short while mapped: reads past its new end give zeros, never SIGBUS; the file is
+    // marked and named, and the writer keeps nothing made while it happened.
+    void filesCutShortBeneathTheirMapping() {
+        const std::string path = file(m_dir, "cut.bin");
+        const long page = ::sysconf(_SC_PAGESIZE);
+        QVERIFY(writeAll(QString::fromStdString(path), QByteArray(int(3 * page), 'x')));
+        const auto mapped = MappedFile::open(path);
+        const std::uint64_t before = MappedFile::cutEvents();
+        QCOMPARE(char(mapped->bytes()[std::size_t(2 * page)]), 'x');
+        QVERIFY(!mapped->wasCutShort());
+        QCOMPARE(::truncate(path.c_str(), page), 0);
+        const volatile std::byte* data = mapped->bytes().data();
+        QCOMPARE(int(data[2 * page + 5]), 0); // SIGBUS here before
+        QCOMPARE(int(data[page + 1]), 0);
+        QCOMPARE(char(data[10]), 'x');
+        QVERIFY(mapped->wasCutShort());
+        QVERIFY(MappedFile::cutEvents() > before);
+        const std::string expected = "cut.bin was cut short while it was read (" +
+                                     groupDigits(std::uint64_t(page)) + " bytes now, " +
+                                     groupDigits(std::uint64_t(3 * page)) + " when opened)";
+        QVERIFY2(MappedFile::cutShortMessage().find(expected) != std::string::npos,
+                 MappedFile::cutShortMessage().c_str());
+        // A write made while a file was cut is not kept, the file it would replace untouched.
+        const std::string out = file(m_dir, "after-cut.gguf");
+        const std::uint64_t cutsAtStart = MappedFile::cutEvents();
+        GgufWriteSpec spec = smallModel();
+        TensorToWrite extra;
+        extra.name = "cut.weight";
+        extra.ne = {16, 1, 1, 1};
+        extra.source.generate = [mapped](std::uint64_t, std::span<std::byte> outBytes) {
+            const volatile std::byte* bytes = mapped->bytes().data();
+            for (std::size_t i = 0; i < outBytes.size(); ++i) {
+                outBytes[i] = bytes[i]; // its first page, past the file's end by then
+            }
+        };
+        spec.tensors.push_back(extra);
+        QCOMPARE(::truncate(path.c_str(), 0), 0); // cut again, to nothing
+        const JobResult written = writeGguf(out, spec);
+        QVERIFY(MappedFile::cutEvents() > cutsAtStart);
+        QVERIFY2(!written.isOk() &&
+                     written.message.find("cut.bin was cut short while it was read") != std::string::npos &&
+                     written.message.find("after-cut.gguf was not written") != std::string::npos,
+                 written.message.c_str());
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(out)));
+        QVERIFY(QDir(m_dir.path()).entryList({QStringLiteral("after-cut.gguf*")}, QDir::Files).isEmpty());
     }
 
     // Inputs are opened without blocking and refused unless regular; small files are capped.
