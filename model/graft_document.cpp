@@ -356,6 +356,14 @@ GraftDocument::MergeRequest GraftDocument::evaluateMerge(const TensorDrag& drag,
         return result;
     }
     const auto& donorTensors = from->model->tensors();
+    // Several tensors (a layer, a system) dropped on a heatmap cell merge into the cell's layer,
+    // as they replace there; one tensor merges with the cell's own.
+    std::optional<std::uint32_t> cellLayer;
+    if (target.kind == DropTarget::Kind::Tensor && drag.tensors.size() > 1 &&
+        drag.pick != TensorDrag::Pick::Role && target.tensor >= 0 &&
+        std::size_t(target.tensor) < to->anatomy.tensors.size()) {
+        cellLayer = to->anatomy.tensors[std::size_t(target.tensor)].layer;
+    }
     std::vector<int> kept;
     for (const int t : drag.tensors) {
         if (t < 0 || std::size_t(t) >= donorTensors.size()) {
@@ -370,10 +378,24 @@ GraftDocument::MergeRequest GraftDocument::evaluateMerge(const TensorDrag& drag,
             (target.kind == DropTarget::Kind::System && a.system == target.system) ||
             (target.kind == DropTarget::Kind::Layer && a.layer == target.layer &&
              (!target.hasSystem || a.system == target.system)) ||
+            (cellLayer && a.layer == cellLayer) ||
             (target.kind == DropTarget::Kind::Tensor &&
              donorTensors[std::size_t(t)].name == to->model->tensors()[std::size_t(target.tensor)].name);
         if (fits) {
             kept.push_back(t);
+        } else if (target.kind == DropTarget::Kind::Layer || cellLayer) {
+            result.leftOut << tr("%1: not in layer %2 (a merge combines tensors of one name)")
+                                  .arg(q(donorTensors[std::size_t(t)].name))
+                                  .arg(cellLayer ? *cellLayer : *target.layer);
+        } else if (target.kind == DropTarget::Kind::System) {
+            const auto name = systemName(target.system);
+            result.leftOut << tr("%1: not in %2")
+                                  .arg(q(donorTensors[std::size_t(t)].name),
+                                       QString::fromUtf8(name.data(), qsizetype(name.size())));
+        } else if (target.kind == DropTarget::Kind::Tensor) {
+            result.leftOut << tr("%1: not %2 (a merge combines tensors of one name)")
+                                  .arg(q(donorTensors[std::size_t(t)].name),
+                                       q(to->model->tensors()[std::size_t(target.tensor)].name));
         }
     }
     if (kept.empty()) {

@@ -1,5 +1,6 @@
 #include "tensor_drag.h"
 
+#include <QCoreApplication>
 #include <QDataStream>
 #include <QIODevice>
 #include <QMimeData>
@@ -61,6 +62,14 @@ std::optional<TensorDrag> decodeTensorDrag(const QMimeData* data) {
 
 bool mergesOnDrop(Qt::KeyboardModifiers modifiers) {
     return modifiers.testFlag(Qt::ShiftModifier);
+}
+
+QString dragTooltip(const QString& message, bool fits, bool merge) {
+    if (!fits || merge || message.isEmpty()) {
+        return message;
+    }
+    return message + QLatin1Char('\n') +
+           QCoreApplication::translate("organ::model", "Hold Shift to merge them instead of replacing");
 }
 
 } // namespace organ::model

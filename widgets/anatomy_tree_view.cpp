@@ -1,15 +1,45 @@
 #include "anatomy_tree_view.h"
 
 #include "anatomy_tree_model.h"
+#include "display_names.h"
+#include "drag_badge.h"
 #include "tensor_drag.h"
 
+#include <QDrag>
 #include <QDragMoveEvent>
+#include <QMimeData>
 #include <QToolTip>
 
 namespace organ::widgets {
 
 AnatomyTreeView::AnatomyTreeView(model::AnatomyTreeModel* source, QWidget* parent)
     : QTreeView(parent), m_source(source) {}
+
+void AnatomyTreeView::startDrag(Qt::DropActions supportedActions) {
+    QModelIndexList rows;
+    for (const QModelIndex& index : selectedIndexes()) {
+        if (index.column() == 0 && (model()->flags(index) & Qt::ItemIsDragEnabled)) {
+            rows << index;
+        }
+    }
+    QMimeData* data = rows.isEmpty() ? nullptr : model()->mimeData(rows);
+    if (data == nullptr) {
+        return;
+    }
+    const auto decoded = model::decodeTensorDrag(data);
+    const QString count =
+        decoded ? model::countOf(qint64(decoded->tensors.size()), tr("tensor"), tr("tensors")) : QString();
+    const QString name = rows.size() == 1 ? rows.front().data(Qt::DisplayRole).toString() : QString();
+    const QString text = name.isEmpty() || (decoded && decoded->tensors.size() == 1)
+                             ? (name.isEmpty() ? count : name)
+                             : name + QStringLiteral(" · ") + count;
+    auto* drag = new QDrag(this);
+    drag->setMimeData(data);
+    drag->setPixmap(dragBadge(text, palette()));
+    drag->setHotSpot(QPoint(-16, -8)); // beside the pointer, below and to its right
+    drag->exec(supportedActions,
+               defaultDropAction() != Qt::IgnoreAction ? defaultDropAction() : Qt::CopyAction);
+}
 
 void AnatomyTreeView::dragMoveEvent(QDragMoveEvent* event) {
     m_source->setMergeDrop(model::mergesOnDrop(event->modifiers()));
@@ -22,7 +52,10 @@ void AnatomyTreeView::dragMoveEvent(QDragMoveEvent* event) {
     }
     const QString& message = m_source->dropMessage();
     if (!message.isEmpty()) {
-        QToolTip::showText(viewport()->mapToGlobal(event->position().toPoint()), message, viewport());
+        QToolTip::showText(viewport()->mapToGlobal(event->position().toPoint()),
+                           model::dragTooltip(message, event->dropAction() == Qt::CopyAction,
+                                              model::mergesOnDrop(event->modifiers())),
+                           viewport());
     }
 }
 

@@ -20,6 +20,9 @@ signals:
     void dropRefused(const QString& reason);
 
 protected:
+    // The dragged rows as a small badge beside the pointer ("layer 2 · 3 tensors"), not Qt's
+    // picture of the whole rows, which hid the target under the pointer.
+    void startDrag(Qt::DropActions supportedActions) override;
     void dragMoveEvent(QDragMoveEvent* event) override;
     void dragLeaveEvent(QDragLeaveEvent* event) override;
     void dropEvent(QDropEvent* event) override;

@@ -128,9 +128,9 @@ MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent),
     auto* layout = new QVBoxLayout;
     columns->addLayout(layout, 3);
     auto* intro = new QLabel(
-        tr("Merges %1 of <b>%2</b> into the recipient <b>%3</b> as mergekit does (merge-v1): each tensor "
-           "with the tensors of its name in the models checked, whatever their types, written in the "
-           "recipient's type. Nothing is written until you assemble; <i>Check chimera</i> takes the "
+        tr("Merges %1 (chosen in <b>%2</b>) into the recipient <b>%3</b> as mergekit does (merge-v1): each "
+           "tensor with the tensors of its name in every model checked below, whatever their types, written "
+           "in the recipient's type. Nothing is written until you assemble; <i>Check chimera</i> takes the "
            "merge's vital signs first.")
             .arg(setup.what.toHtmlEscaped(), QFileInfo(setup.donor).fileName().toHtmlEscaped(),
                  QFileInfo(setup.recipient).fileName().toHtmlEscaped()),

@@ -5,6 +5,7 @@
 
 #include "chart_style.h"
 #include "display_names.h"
+#include "drag_badge.h"
 
 #include <QApplication>
 #include <QDrag>
@@ -16,30 +17,6 @@
 #include <qcustomplot.h>
 
 namespace organ::widgets {
-namespace {
-
-// The pointer's picture while cells are dragged: what they are, in a label.
-QPixmap dragBadge(const QString& text, const QPalette& palette) {
-    QFont font;
-    font.setBold(true);
-    const QFontMetrics metrics(font);
-    const QSize size(metrics.horizontalAdvance(text) + 16, metrics.height() + 8);
-    const qreal ratio = qApp->devicePixelRatio();
-    QPixmap pixmap(size * ratio);
-    pixmap.setDevicePixelRatio(ratio);
-    pixmap.fill(Qt::transparent);
-    QPainter painter(&pixmap);
-    painter.setRenderHint(QPainter::Antialiasing);
-    painter.setPen(QPen(palette.color(QPalette::Highlight), 1.5));
-    painter.setBrush(palette.color(QPalette::Base));
-    painter.drawRoundedRect(QRectF(QPointF(0.75, 0.75), QSizeF(size) - QSizeF(1.5, 1.5)), 5, 5);
-    painter.setFont(font);
-    painter.setPen(palette.color(QPalette::Text));
-    painter.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter, text);
-    return pixmap;
-}
-
-} // namespace
 
 std::pair<int, int> ThetaHeatmap::cellAtPixel(const QPoint& pixel) const {
     return {static_cast<int>(std::lround(m_plot->xAxis->pixelToCoord(pixel.x()))),
@@ -230,6 +207,7 @@ bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
                 auto* qdrag = new QDrag(m_plot);
                 qdrag->setMimeData(model::encodeTensorDrag(*drag));
                 qdrag->setPixmap(dragBadge(dragText(*drag), palette()));
+                qdrag->setHotSpot(QPoint(-16, -8)); // beside the pointer: the cell under it stays seen
                 qdrag->exec(Qt::CopyAction);
                 return true;
             }
@@ -244,7 +222,8 @@ bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
         const bool fits = canDropAt(drag->mimeData(), drag->position().toPoint(), &message, merge);
         if (model::decodeTensorDrag(drag->mimeData())) {
             showDropMark(drag->position().toPoint(), fits);
-            QToolTip::showText(m_plot->mapToGlobal(drag->position().toPoint()), message, m_plot);
+            QToolTip::showText(m_plot->mapToGlobal(drag->position().toPoint()),
+                               model::dragTooltip(message, fits, merge), m_plot);
         }
         if (fits) {
             drag->setDropAction(Qt::CopyAction);

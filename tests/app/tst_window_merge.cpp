@@ -185,6 +185,51 @@ private slots:
         QVERIFY2(replaced.contains(QStringLiteral("6 tensors")), qPrintable(replaced));
     }
 
+    // A layer (its heatmap column) dropped with Shift on one cell of the same layer merges the
+    // whole layer, as it replaces it there; the donor's tree's whole system on a cell merges that
+    // cell's layer of it and says what it leaves out.
+    void layerOnACellMergesTheLayer() {
+        widgets::ThetaHeatmap* from = m_farm->heatmap();
+        widgets::ThetaHeatmap* to = m_base->heatmap();
+        std::unique_ptr<QMimeData> column(
+            model::encodeTensorDrag(*from->dragForColumn(from->columnOfLayer(2))));
+        const auto ffnUp = int(std::find(to->roles().begin(), to->roles().end(), std::string("ffn_up")) -
+                               to->roles().begin());
+        const int cell = to->tensorAt(to->columnOfLayer(2), ffnUp);
+        QVERIFY(cell >= 0);
+        QString merged;
+        QVERIFY2(to->canDropAt(column.get(), to->pixelOfTensor(cell), &merged, true), qPrintable(merged));
+        QVERIFY2(merged.startsWith(QStringLiteral("Merges 9 tensors")), qPrintable(merged));
+        QString replaced;
+        QVERIFY2(to->canDropAt(column.get(), to->pixelOfTensor(cell), &replaced, false),
+                 qPrintable(replaced));
+        QVERIFY2(replaced.contains(QStringLiteral("9 tensors")), qPrintable(replaced));
+        // While dragging, a replacement that fits says how to merge instead.
+        QCOMPARE(model::dragTooltip(replaced, true, false),
+                 replaced + QStringLiteral("\nHold Shift to merge them instead of replacing"));
+        QCOMPARE(model::dragTooltip(merged, true, true), merged);
+        QCOMPARE(model::dragTooltip(QStringLiteral("No"), false, false), QStringLiteral("No"));
+        // Every organ of the farm (all layers) on layer 2's cell: layer 2's merge, the rest left out.
+        model::TensorDrag organs;
+        organs.model = QString::fromStdString(m_farm->snapshot().model->path());
+        organs.pick = model::TensorDrag::Pick::Tensors;
+        const auto& anatomy = m_farm->snapshot().anatomy.tensors;
+        for (std::size_t t = 0; t < anatomy.size(); ++t) {
+            if (anatomy[t].system == System::Organ) {
+                organs.tensors.push_back(int(t));
+            }
+        }
+        QString message;
+        QVERIFY(m_plan->canMergeTensors(organs, QString::fromStdString(m_base->snapshot().model->path()),
+                                        DropTarget{DropTarget::Kind::Tensor, System::Other, false, 2u, cell},
+                                        &message));
+        QVERIFY2(
+            message.startsWith(QStringLiteral("Merges 3 tensors")) &&
+                message.contains(QStringLiteral("; leaves out 15: blk.0.ffn_")) &&
+                message.contains(QStringLiteral("not in layer 2 (a merge combines tensors of one name)")),
+            qPrintable(message));
+    }
+
     // Shift + drop of layer 2 on layer 2 → the dialog → one merge operation; the preview's θ are
     // those of the written file, and Check chimera's vital signs those of the written file.
     void shiftDropMergesALayer() {
