@@ -314,6 +314,22 @@ MergeSpec mergeSpecFromJson(const nlohmann::json& object, const std::string& whe
     return spec;
 }
 
+std::uint64_t mergeRuleLookups(const MergeSpec& spec) {
+    auto rulesOf = [](const std::map<std::string, ParamValue>& values) {
+        std::uint64_t n = 0;
+        for (const auto& [name, value] : values) {
+            n += value.rules.size();
+        }
+        return n;
+    };
+    const std::uint64_t defaults = rulesOf(spec.parameters);
+    std::uint64_t n = defaults;
+    for (const std::size_t i : spec.mergedModels()) {
+        n += rulesOf(spec.models[i].parameters) + defaults;
+    }
+    return n;
+}
+
 TensorMergeParams resolveTensorParams(const MergeSpec& spec, const TensorPlace& place,
                                       const std::string& stream) {
     TensorMergeParams out;

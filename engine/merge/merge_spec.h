@@ -56,6 +56,12 @@ std::optional<std::string> mergeSpecProblem(const MergeSpec& spec);
 // nothing: its weight is 0 everywhere"), and slerp at t = 0 everywhere (the base as it stands).
 std::vector<std::string> mergeSpecNoOps(const MergeSpec& spec);
 
+// How many filter rules resolving one tensor's parameters may try (every merged model's and the
+// defaults'), so that a plan's check can bound tensors × rules before it resolves them: 64 models
+// of 256 filtered weights over a stack of thousands of blocks would take minutes.
+std::uint64_t mergeRuleLookups(const MergeSpec& spec);
+inline constexpr std::uint64_t kMaxMergeRuleLookups = std::uint64_t(1) << 24;
+
 // A plan's merge operation: {"method", "base", "models": [{"model", "parameters"}], "parameters",
 // "seed"}; the keys are added to `out`. Reading ignores other keys (the operation's own).
 void mergeSpecToJson(const MergeSpec& spec, nlohmann::json& out);
