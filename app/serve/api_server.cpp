@@ -12,6 +12,7 @@
 #include "organs/organ_directory.h"
 #include "purify/purify_model.h"
 #include "quant/quantize_model.h"
+#include "support/bounded_json.h"
 #include "support/mapped_file.h"
 #include "support/safe_files.h"
 #include "support/sha256.h"
@@ -47,32 +48,9 @@ struct JobFailure {
     nlohmann::json result;
 };
 
-// A nesting deeper than this is refused before parsing: no request recurses without bound.
-constexpr int kMaxJsonDepth = 64;
-
-bool tooDeep(const QByteArray& body) {
-    int depth = 0;
-    bool inString = false;
-    for (qsizetype i = 0; i < body.size(); ++i) {
-        const char c = body[i];
-        if (inString) {
-            if (c == '\\') {
-                ++i;
-            } else if (c == '"') {
-                inString = false;
-            }
-        } else if (c == '"') {
-            inString = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > kMaxJsonDepth) {
-                return true;
-            }
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return false;
-}
+// A request's JSON values: a body of at most --max-body bytes (1 GiB at most) parses to some 50
+// bytes a value.
+constexpr std::uint64_t kMaxBodyValues = 1u << 21;
 
 // The request body: one JSON object whose keys are all among `allowed`.
 nlohmann::json bodyObject(const QHttpServerRequest& request, std::initializer_list<const char*> allowed) {
@@ -80,14 +58,13 @@ nlohmann::json bodyObject(const QHttpServerRequest& request, std::initializer_li
     if (body.trimmed().isEmpty()) {
         throw ApiError{400, "the request needs a JSON object as its body"};
     }
-    if (tooDeep(body)) {
-        throw ApiError{400, "the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
-    }
+    // Counted, its nesting and keys checked as it is parsed (support/bounded_json.h).
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(body.constData(), body.constData() + body.size());
-    } catch (const nlohmann::json::exception& error) {
-        throw ApiError{400, std::string("the body is not JSON: ") + error.what()};
+        j = parseBoundedJson(std::string_view(body.constData(), std::size_t(body.size())), kMaxBodyValues,
+                             "the body", "a request");
+    } catch (const FormatError& error) {
+        throw ApiError{400, error.what()};
     }
     if (!j.is_object()) {
         throw ApiError{400, "the body must be a JSON object"};

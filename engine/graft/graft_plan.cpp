@@ -1,5 +1,6 @@
 #include "graft/graft_plan.h"
 
+#include "support/bounded_json.h"
 #include "support/errors.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
@@ -632,12 +633,7 @@ nlohmann::json graftPlanToJson(const GraftPlan& plan) {
 GraftPlan loadGraftPlan(const RootedPath& rooted) {
     const std::string& path = rooted.path;
     const std::string text = readSmallFile(rooted, kMaxPlanBytes);
-    nlohmann::json json;
-    try {
-        json = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& error) {
-        throw FormatError(fileLabel(path) + ": not valid JSON: " + error.what());
-    }
+    const nlohmann::json json = parseBoundedJson(text, kMaxPlanValues, fileLabel(path), "a graft plan");
     GraftPlan plan = graftPlanFromJson(json, fileLabel(path));
     const std::filesystem::path folder = std::filesystem::path(path).parent_path();
     auto resolve = [&](std::string& p) {

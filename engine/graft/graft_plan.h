@@ -88,6 +88,8 @@ GraftPlan graftPlanFromJson(const nlohmann::json& json, const std::string& label
 nlohmann::json graftPlanToJson(const GraftPlan& plan);
 // A plan file is small: larger ones are refused before they are parsed.
 inline constexpr std::uint64_t kMaxPlanBytes = 16u << 20;
+// And its JSON values (a parsed value costs some 50 bytes; 16 MiB of "[[[…" took 608 MB).
+inline constexpr std::uint64_t kMaxPlanValues = 1u << 20;
 GraftPlan loadGraftPlan(const RootedPath& path); // resolves paths relative to the plan's folder
 // Through SafeOutput: never over one of the plan's models. Paths are stored relative to the
 // plan's folder when the model lies in it or below, absolute otherwise.

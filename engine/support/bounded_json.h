@@ -18,8 +18,10 @@ namespace organ {
 // past a limit.
 
 // Parses `text`, counting every number, string, boolean, null, object and array; past
-// `maxValues` it stops with FormatError("LABEL: more than N values, more than WHAT holds").
-// Not JSON: FormatError("LABEL: not JSON: …").
+// `maxValues` it stops with FormatError("LABEL: more than N values, more than WHAT holds"), and
+// so it does past kMaxJsonDepth levels of nesting and at a key given twice in one object. Not
+// JSON: FormatError("LABEL: not JSON: …").
+inline constexpr int kMaxJsonDepth = 64;
 nlohmann::json parseBoundedJson(std::string_view text, std::uint64_t maxValues, const std::string& label,
                                 const std::string& what);
 

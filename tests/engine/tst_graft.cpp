@@ -579,6 +579,35 @@ private slots:
                      e.what());
         }
     }
+
+    // A plan file is read with its values counted, its nesting bounded and its keys once each:
+    // nlohmann would keep the last of two "method"s, and 16 MiB of "[[[…" parsed to 608 MB.
+    void planFilesReadWithBounds() {
+        const std::string head =
+            R"({"format": "organ-graft-plan", "version": 1, "base": "a.gguf", "operations": [)";
+        std::string manyValues = "[";
+        for (int i = 0; i <= (1 << 20); ++i) {
+            manyValues += "0,";
+        }
+        manyValues += "0]";
+        const std::vector<std::pair<std::string, std::string>> cases{
+            {head + R"({"op": "duplicate_layer", "layer": 0, "layer": 1}]})",
+             R"(plan.json: the key "layer" is given twice in one object)"},
+            {head + R"({"op": "duplicate_layer", "layer": 1e400}]})", "plan.json: a number out of range"},
+            {head + "]," + R"("x": )" + std::string(100, '[') + std::string(100, ']') + "}",
+             "plan.json: nested deeper than 64 levels, more than a graft plan holds"},
+            {manyValues, "plan.json: more than 1 048 576 values, more than a graft plan holds"},
+        };
+        for (const auto& [text, expected] : cases) {
+            QVERIFY(writeAll(path(QStringLiteral("plan.json")), QByteArray::fromStdString(text)));
+            try {
+                loadGraftPlan(path(QStringLiteral("plan.json")).toStdString());
+                QFAIL("the plan was read");
+            } catch (const FormatError& e) {
+                QVERIFY2(std::string(e.what()).find(expected) != std::string::npos, e.what());
+            }
+        }
+    }
 };
 
 QTEST_APPLESS_MAIN(TestGraft)
