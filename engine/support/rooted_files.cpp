@@ -202,7 +202,16 @@ int RootedPath::tryOpen(int flags, mode_t mode) const {
 UniqueFd RootedPath::open(int flags, mode_t mode) const {
     UniqueFd fd(tryOpen(flags, mode));
     if (!fd.valid()) {
-        throw IoError(fileLabel(path) + ": cannot open: " + openFailure(root.get(), errno));
+        const int error = errno;
+        // A socket cannot be opened at all ("No such device or address"): say what it is.
+        if (error == ENXIO) {
+            const UniqueFd where(tryOpen(O_PATH));
+            struct stat st {};
+            if (where.valid() && ::fstat(where.get(), &st) == 0 && !S_ISREG(st.st_mode)) {
+                throw IoError(notRegularFile(path, st.st_mode));
+            }
+        }
+        throw IoError(fileLabel(path) + ": cannot open: " + openFailure(root.get(), error));
     }
     return fd;
 }

@@ -15,7 +15,10 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
+#include <cstring>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 using namespace organ;
@@ -303,6 +306,20 @@ private slots:
         QCOMPARE(zero.exitCode, 1);
         QVERIFY2(zero.err.contains("organ merge: /dev/zero: is a character device, not a regular file\n"),
                  zero.err.constData());
+        // A socket cannot be opened at all: it is said to be one.
+        const QString socketPath = path(QStringLiteral("sock.gguf"));
+        const int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        const QByteArray socketName = socketPath.toLocal8Bit();
+        QVERIFY(listener >= 0 && std::size_t(socketName.size()) < sizeof address.sun_path);
+        std::memcpy(address.sun_path, socketName.constData(), std::size_t(socketName.size()));
+        QCOMPARE(::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+        const Run socketRun = runOrgan({QStringLiteral("inspect"), socketPath});
+        ::close(listener);
+        QCOMPARE(socketRun.exitCode, 1);
+        QVERIFY2(socketRun.err.contains("sock.gguf: is a socket, not a regular file"),
+                 socketRun.err.constData());
         QVERIFY(QDir(m_dir.path()).mkdir(QStringLiteral("plain")));
         const Run folder = runOrgan({QStringLiteral("inspect"), path(QStringLiteral("plain"))});
         QCOMPARE(folder.exitCode, 1);
