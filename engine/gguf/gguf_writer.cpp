@@ -486,8 +486,24 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 return JobResult::failed(*refusal);
             }
         }
-        if (MappedFile::cutEvents() != cutsBefore) {
-            return JobResult::failed(MappedFile::cutShortMessage() + ": " + label + " was not written");
+        std::string cut;
+        for (const TensorToWrite& tensor : spec.tensors) {
+            std::vector<const MappedFile*> files{tensor.source.mapping.get()};
+            for (const FileSpan& span : tensor.source.reads) {
+                files.push_back(span.file.get());
+            }
+            for (const MappedFile* file : files) {
+                if (file != nullptr && file->wasCutShort() &&
+                    cut.find(file->cutShortText()) == std::string::npos) {
+                    cut += (cut.empty() ? "" : "; ") + file->cutShortText();
+                }
+            }
+        }
+        if (cut.empty() && MappedFile::cutEvents() != cutsBefore) {
+            cut = MappedFile::cutShortMessage();
+        }
+        if (!cut.empty()) {
+            return JobResult::failed(cut + ": " + label + " was not written");
         }
         if (stop != nullptr && !stop->beginCommit()) {
             return JobResult::cancelled();

@@ -259,23 +259,30 @@ std::uint64_t MappedFile::cutEvents() {
 }
 
 bool MappedFile::wasCutShort() const {
-    return m_guard >= 0 && g_slots[m_guard].cut.load(std::memory_order_acquire);
+    if (m_guard >= 0 && g_slots[m_guard].cut.load(std::memory_order_acquire)) {
+        return true;
+    }
+    struct stat st {};
+    return m_fd >= 0 && ::fstat(m_fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) < m_size;
+}
+
+std::string MappedFile::cutShortText() const {
+    std::string now;
+    struct stat st {};
+    if (m_fd >= 0 && ::fstat(m_fd, &st) == 0) {
+        now = groupDigits(static_cast<std::uint64_t>(st.st_size)) + " bytes now, ";
+    }
+    return fileLabel(m_path) + " was cut short while it was read (" + now + groupDigits(m_size) +
+           " when opened)";
 }
 
 std::string MappedFile::cutShortMessage() {
     std::lock_guard lock(registryMutex());
     std::string message;
     for (const MappedFile* file : guardOwners().files) {
-        if (file == nullptr || !file->wasCutShort()) {
-            continue;
+        if (file != nullptr && file->wasCutShort()) {
+            message += (message.empty() ? "" : "; ") + file->cutShortText();
         }
-        std::string now;
-        struct stat st {};
-        if (file->m_fd >= 0 && ::fstat(file->m_fd, &st) == 0) {
-            now = groupDigits(static_cast<std::uint64_t>(st.st_size)) + " bytes now, ";
-        }
-        message += (message.empty() ? "" : "; ") + fileLabel(file->m_path) +
-                   " was cut short while it was read (" + now + groupDigits(file->m_size) + " when opened)";
     }
     return message.empty() ? "a file was cut short while it was read" : message;
 }

@@ -69,7 +69,11 @@ public:
     // ("model.gguf was cut short while it was read (1 000 000 bytes now, 2 000 000 when opened)").
     static std::uint64_t cutEvents();
     static std::string cutShortMessage();
+    // Marked so, or shorter now than when it was mapped (a kernel that keeps a large folio across
+    // the cut gives zeros there without SIGBUS).
     bool wasCutShort() const;
+    // "model.gguf was cut short while it was read (1 000 000 bytes now, 2 000 000 when opened)".
+    std::string cutShortText() const;
 
 private:
     MappedFile() = default;

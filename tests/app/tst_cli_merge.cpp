@@ -71,6 +71,9 @@ int runPausedAtFirstLine(const QStringList& args, const std::function<void()>& p
     const char filler[4096] = {};
     while (write(errPipe[1], filler, sizeof filler) > 0) {
     }
+    // A write of less than a page may still fit: the pipe is full only once a byte does not.
+    while (write(errPipe[1], filler, 1) > 0) {
+    }
     fcntl(errPipe[1], F_SETFL, 0);
     OrganArgv argv(args);
     posix_spawn_file_actions_t actions;
@@ -291,6 +294,15 @@ private slots:
                                           QStringLiteral("--model"), b, QStringLiteral("-o"), out});
         QCOMPARE(slerp.exitCode, 2);
         QVERIFY(slerp.err.contains(QStringLiteral("slerp needs the parameter 't'")));
+        // The base spelled another way among the models is the base: not merged with itself.
+        const QString againBase = path(QStringLiteral("models/./base.gguf"));
+        const CliRun self =
+            runOrganCli({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("ties"),
+                         QStringLiteral("--base"), path(QStringLiteral("models/base.gguf")),
+                         QStringLiteral("--model"), againBase, QStringLiteral("-o"), out});
+        QCOMPARE(self.exitCode, 1);
+        QVERIFY2(self.out.contains(QStringLiteral("ties needs at least one model beside the base")),
+                 qPrintable(self.out + self.err));
         // A method that is not one names those that are (passthrough needs slices).
         for (const auto& [method, said] :
              {std::pair{QStringLiteral("Ties"), QStringLiteral("(names are lowercase: 'ties')")},
