@@ -315,6 +315,16 @@ MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent),
         update();
     });
     connect(m_varying.points, &QSpinBox::valueChanged, m_varying.curve, &ParamCurveEditor::setPointCount);
+    // The field of the parameter that varies shows the curve's mean, whatever shaped the curve.
+    connect(m_varying.curve, &ParamCurveEditor::pointsChanged, this, [this] {
+        const auto target = curveTarget();
+        if (target && m_shownCurve == targetKey(target->row, target->name)) {
+            const std::vector<double>& points = m_varying.curve->points();
+            QDoubleSpinBox* box = boxOf(*target);
+            const QSignalBlocker block(box);
+            box->setValue(std::accumulate(points.begin(), points.end(), 0.0) / double(points.size()));
+        }
+    });
     connect(m_varying.curve, &ParamCurveEditor::pointsChanged, this, &MergeDialog::update);
     update();
 }
@@ -438,8 +448,8 @@ void MergeDialog::takePlanned(const MergeSpec& planned) {
         m_varying.points->setMaximum(std::max(m_varying.curve->maxPointCount(), int(points.size())));
         m_varying.points->setValue(int(points.size()));
         prepareCurve(*curve);
-        m_varying.curve->setPoints(points);
         m_shownCurve = targetKey(curve->row, curve->name);
+        m_varying.curve->setPoints(points);
     }
 }
 

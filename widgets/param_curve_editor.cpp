@@ -219,7 +219,9 @@ void ParamCurveEditor::mousePressEvent(QMouseEvent* event) {
 
 void ParamCurveEditor::mouseMoveEvent(QMouseEvent* event) {
     if (m_dragged >= 0 && (event->buttons() & Qt::LeftButton)) {
-        moveTo(m_dragged, std::clamp(yAxis->pixelToCoord(event->position().y()), m_dragLow, m_dragHigh));
+        // Dragged values land on hundredths (a pixel is some 0.005 here): 0 is 0, not −0.000548.
+        const double value = std::round(yAxis->pixelToCoord(event->position().y()) * 100) / 100;
+        moveTo(m_dragged, std::clamp(value, m_dragLow, m_dragHigh));
         QToolTip::showText(event->globalPosition().toPoint(), pointText(m_dragged), this);
         event->accept();
         return;

@@ -11,9 +11,9 @@ namespace organ::widgets {
 // A merge parameter that varies over the blocks, as mergekit's gradients say it: k control
 // points spread evenly from the first block to the last, the value piecewise linear between them
 // (merge-v1, "Parameters that vary over the model"). A point is dragged up or down with the mouse
-// (or moved with the arrow keys once clicked), or given an exact value by a double-click; hovering
-// it tells its value and the layers it shapes. The dots show the value each block gets. Disabled
-// (no parameter varies), the curve is grey, without points to drag, and says so.
+// (landing on hundredths), or moved with the arrow keys once clicked, or given an exact value by a
+// double-click; hovering it tells its value and the layers it shapes. The dots show the value each block
+// gets. Disabled (no parameter varies), the curve is grey, without points to drag, and says so.
 class ParamCurveEditor : public QCustomPlot {
     Q_OBJECT
 public:

@@ -253,6 +253,9 @@ private slots:
         QCOMPARE(curve.size(), std::size_t(3));
         QCOMPARE(curve[0], 0.8);
         QVERIFY2(std::abs(curve[2] - 1.5) < 0.02, qPrintable(QString::number(curve[2])));
+        // A dragged point lands on hundredths.
+        QVERIFY2(std::abs(curve[2] * 100 - std::round(curve[2] * 100)) < 1e-9,
+                 qPrintable(QString::number(curve[2], 'g', 17)));
 
         // The plan: one merge of layer 2's 9 tensors, ties with the farm's weight as a gradient.
         QTRY_COMPARE(m_plan->plan().operations.size(), std::size_t(1));
@@ -697,6 +700,8 @@ private slots:
         method->setCurrentIndex(method->findText(QStringLiteral("slerp")));
         target->setCurrentIndex(target->findText(QStringLiteral("t")));
         dialog.curve()->setPoints({0.2, 1});
+        // The varied parameter's field shows the curve's mean while it varies, and after.
+        QCOMPARE(dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeT"))->value(), 0.6);
         target->setCurrentIndex(0);
         QCOMPARE(dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeT"))->value(), 0.6);
         QVERIFY(dialog.spec().parameters.at("t") == ParamValue::number(0.6));
