@@ -53,6 +53,16 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
         models = GraftModels::open(plan);
     } catch (const std::exception& error) {
         std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
+        // --json F says why nothing was written, as when the check or the writer stops it.
+        if (run.json) {
+            GraftOutcome refused;
+            refused.written = JobResult::failed(error.what());
+            nlohmann::json document = graftOutcomeToJson(refused, output);
+            if (run.moreJson) {
+                run.moreJson(document);
+            }
+            writeReport(command.c_str(), *run.json, dumpJson(document, 2) + "\n", inputs);
+        }
         return kExitInvalid;
     }
     ProgressPrinter printer(fileLabel(output));

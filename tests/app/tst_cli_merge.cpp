@@ -294,6 +294,30 @@ private slots:
                                           QStringLiteral("--model"), b, QStringLiteral("-o"), out});
         QCOMPARE(slerp.exitCode, 2);
         QVERIFY(slerp.err.contains(QStringLiteral("slerp needs the parameter 't'")));
+        // --json F says why nothing was written when a model cannot be opened, or the
+        // configuration is refused.
+        const QString refusedJson = path(QStringLiteral("refused.json"));
+        for (const QStringList& args :
+             {QStringList{QStringLiteral("--method"), QStringLiteral("ties"), QStringLiteral("--base"), a,
+                          QStringLiteral("--model"), path(QStringLiteral("models/gone.gguf"))},
+              QStringList{config(QStringLiteral("nan.yaml"),
+                                 "merge_method: ties\nbase_model: models/base.gguf\nmodels:\n  - model: "
+                                 "models/a.gguf\n    parameters: {weight: .nan}\n")}}) {
+            QFile::remove(refusedJson);
+            const CliRun refused =
+                runOrganCli(QStringList{QStringLiteral("merge")} + args +
+                            QStringList{QStringLiteral("-o"), out, QStringLiteral("--json"), refusedJson});
+            QCOMPARE(refused.exitCode, 1);
+            const QJsonObject document = QJsonDocument::fromJson(readAll(refusedJson)).object();
+            QVERIFY2(document.value(QStringLiteral("written")) == QJsonValue(false) &&
+                         (document.value(QStringLiteral("error"))
+                              .toString()
+                              .contains(QStringLiteral("gone.gguf")) ||
+                          document.value(QStringLiteral("error"))
+                              .toString()
+                              .contains(QStringLiteral("'weight' values must be finite numbers"))),
+                     readAll(refusedJson).constData());
+        }
         // The base spelled another way among the models is the base: not merged with itself.
         const QString againBase = path(QStringLiteral("models/./base.gguf"));
         const CliRun self =
