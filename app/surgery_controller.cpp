@@ -474,12 +474,13 @@ bool SurgeryController::confirmClose(widgets::ModelView* view) {
     if (!m_document->uses(path) || tabs > 1) {
         return true;
     }
-    const auto answer = QMessageBox::question(m_window, tr("Close a model the plan uses"),
-                                              tr("The graft plan uses %1. Close it and remove its operations "
-                                                 "from the plan? (Edit → Undo brings them "
-                                                 "back once the model is open again.)")
-                                                  .arg(QFileInfo(path).fileName()),
-                                              QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+    const auto answer =
+        QMessageBox::question(m_window, tr("Close a model the plan uses"),
+                              tr("The graft plan uses %1. Close it and remove it from the plan "
+                                 "(its operations, and its part of a merge of several models)? "
+                                 "(Edit → Undo brings them back once the model is open again.)")
+                                  .arg(QFileInfo(path).fileName()),
+                              QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
     if (answer != QMessageBox::Yes) {
         return false;
     }

@@ -654,13 +654,25 @@ void GraftDocument::removeOperationsUsing(const QString& path) {
     }
     const std::string id = donorId(path).toStdString();
     GraftPlan after = m_plan;
+    // A merge of several models goes on without this one, if it still can (a merge of the farm and
+    // the sea keeps the sea); the other operations that use it go.
+    for (GraftOperation& o : after.operations) {
+        if (o.kind == GraftOperation::Kind::Merge && o.merge.base != id) {
+            const auto before = o.merge.models.size();
+            std::erase_if(o.merge.models, [&](const MergeModel& m) { return m.model == id; });
+            if (o.merge.models.size() != before && mergeSpecProblem(o.merge)) {
+                o.merge.models.clear();
+            }
+        }
+    }
     std::erase_if(after.operations, [&](const GraftOperation& o) {
         return o.donor == id ||
                std::any_of(o.stack.begin(), o.stack.end(),
                            [&](const LayerRange& r) { return r.model == id; }) ||
-               std::ranges::count(o.merge.modelIds(), id) > 0;
+               std::ranges::count(o.merge.modelIds(), id) > 0 ||
+               (o.kind == GraftOperation::Kind::Merge && o.merge.models.empty());
     });
-    push(tr("Remove the operations that use %1").arg(QFileInfo(path).fileName()), std::move(after));
+    push(tr("Remove what uses %1 from the plan").arg(QFileInfo(path).fileName()), std::move(after));
 }
 
 void GraftDocument::adopt(const GraftPlan& plan, const QString& text) {

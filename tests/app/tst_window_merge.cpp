@@ -230,6 +230,34 @@ private slots:
             qPrintable(message));
     }
 
+    // Closing one donor of a merge of two keeps the merge with the other; closing the last one
+    // removes it.
+    void closingADonorKeepsTheOthersMerge() {
+        const QString base = QString::fromStdString(m_base->snapshot().model->path());
+        const std::string farm = m_farm->snapshot().model->path();
+        const std::string sea = familyModel("family-sea-f16.gguf").toStdString();
+        MergeSpec spec;
+        spec.method = MergeMethod::TaskArithmetic;
+        spec.base = base.toStdString();
+        spec.models = {{farm, {{"weight", ParamValue::number(1)}}},
+                       {sea, {{"weight", ParamValue::number(0.5)}}}};
+        m_plan->merge(base, spec, {"blk.1.ffn_up.weight", "blk.1.ffn_down.weight"});
+        QCOMPARE(m_plan->plan().operations.size(), std::size_t(1));
+        QCOMPARE(m_plan->plan().operations.front().merge.models.size(), std::size_t(2));
+        m_plan->removeOperationsUsing(QString::fromStdString(farm));
+        QCOMPARE(m_plan->plan().operations.size(), std::size_t(1));
+        const MergeSpec& left = m_plan->plan().operations.front().merge;
+        QCOMPARE(left.models.size(), std::size_t(1));
+        QCOMPARE(*m_plan->plan().donorPath(left.models.front().model), sea);
+        QVERIFY2(!m_plan->report().hasErrors(),
+                 qPrintable(QString::fromStdString(m_plan->report().findings.front().message)));
+        m_plan->removeOperationsUsing(QString::fromStdString(sea));
+        QVERIFY(m_plan->plan().operations.empty());
+        m_plan->undoStack()->undo();
+        m_plan->undoStack()->undo();
+        QCOMPARE(m_plan->plan().operations.front().merge.models.size(), std::size_t(2));
+    }
+
     // Shift + drop of layer 2 on layer 2 → the dialog → one merge operation; the preview's θ are
     // those of the written file, and Check chimera's vital signs those of the written file.
     void shiftDropMergesALayer() {
