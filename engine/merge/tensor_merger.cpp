@@ -4,6 +4,7 @@
 #include "merge/merge_kernels.h"
 #include "support/errors.h"
 #include "support/free_vector.h"
+#include "support/text_format.h"
 
 #include <algorithm>
 #include <bit>
@@ -394,7 +395,16 @@ bool TensorMerger::prepare(const StopToken* stop) {
             }
         }
         const double c = cosines / static_cast<double>(models * (models - 1) / 2);
-        const double t = static_cast<double>(models) * c / (1 + static_cast<double>(models - 1) * c);
+        const double divisor = 1 + static_cast<double>(models - 1) * c;
+        const double t = static_cast<double>(models) * c / divisor;
+        // (A NaN in an input makes c NaN: the merged values then say so, as for every method.)
+        if (std::isfinite(c) && (std::abs(divisor) < 1e-6 || !std::isfinite(t))) {
+            throw FormatError(m_params.stream +
+                              ": model_stock's task vectors point in opposite directions "
+                              "(their mean cosine is " +
+                              fixedDecimals(c, 3) +
+                              "), so t = N·c / (1 + (N − 1)·c) divides by (nearly) zero");
+        }
         m_coefficients = {static_cast<float>(t), static_cast<float>(1 - t)};
     }
     if (sparsifyOf(method) == Sparsify::Bernoulli && m_params.rescale) {

@@ -1119,6 +1119,24 @@ private slots:
             mergeTensorValues(paramsOf(MergeMethod::ModelStock, {1, 1, 1}), inputsOf(&base, models));
         QVERIFY(std::none_of(got.begin(), got.end(), [](float v) { return std::isnan(v); }));
         compare(got, refModelStock(base, models));
+        // Two task vectors pointing in opposite directions: c = −1 and t's divisor is 0, said so
+        // (not taken for a NaN in an input).
+        Values mirror(base.size());
+        for (std::size_t i = 0; i < base.size(); ++i) {
+            mirror[i] = 2 * base[i] - models[0][i];
+        }
+        TensorMergeParams opposite = paramsOf(MergeMethod::ModelStock, {1, 1});
+        opposite.stream = "blk.0.attn_q.weight";
+        try {
+            mergeTensorValues(opposite, inputsOf(&base, {models[0], mirror}));
+            QFAIL("merged");
+        } catch (const FormatError& e) {
+            QVERIFY2(
+                std::string(e.what()).starts_with(
+                    "blk.0.attn_q.weight: model_stock's task vectors point in opposite directions (their "
+                    "mean cosine is -1.000)"),
+                e.what());
+        }
     }
 
     // Gradients spread over the blocks; outside them the embedding takes v₀, the output side v_k.
