@@ -300,7 +300,19 @@ private:
         const GraftOperation& o = m_plan.operations[static_cast<std::size_t>(slot.mergeOperation)];
         const MergeResolution r = resolveMerge(o.merge, m_models, slot.mergeInput, slot.mergePlace, expected);
         if (r.error) {
-            add(Finding::Severity::Error, slot.mergeOperation, "merge: " + *r.error, {out.name});
+            // One finding for the tensors a problem shares (a model without a weight lacks it for
+            // each), the first tensor's message standing for them.
+            std::string shared = *r.error;
+            if (const auto at = shared.find(out.name); at != std::string::npos) {
+                shared.replace(at, out.name.size(), "{}");
+            }
+            const auto same = std::find_if(m_mergeErrors.begin(), m_mergeErrors.end(),
+                                           [&](const MergeError& e) { return e.shared == shared; });
+            if (same != m_mergeErrors.end()) {
+                same->tensors.push_back(out.name);
+            } else {
+                m_mergeErrors.push_back({shared, *r.error, {out.name}});
+            }
         } else if (r.keptAsItStands) {
             if (m_keptFromMerge.empty()) {
                 m_firstKeptBecause = out.name + ": " + r.keptBecause;
@@ -324,10 +336,18 @@ private:
         const auto& merge = *m_report.layout.merge;
         add(Finding::Severity::Info, m_mergeOperation,
             mergeSummary(merge, m_models, m_report.layout.tensorsMerged));
-        if (m_report.layout.tensorsMerged == 0) {
+        if (m_report.layout.tensorsMerged == 0 && m_mergeErrors.empty()) {
             add(Finding::Severity::Error, m_mergeOperation,
                 "merge: no tensor is merged: none of the selected tensors is in every model with the "
                 "base's shape");
+        }
+        for (const MergeError& e : m_mergeErrors) {
+            add(Finding::Severity::Error, m_mergeOperation,
+                "merge: " + e.first +
+                    (e.tensors.size() == 1 ? std::string()
+                                           : " (and so for " + std::to_string(e.tensors.size() - 1) +
+                                                 " more tensor" + (e.tensors.size() == 2 ? "" : "s") + ")"),
+                e.tensors);
         }
         if (!m_keptFromMerge.empty()) {
             add(Finding::Severity::Warning, m_mergeOperation,
@@ -690,6 +710,12 @@ private:
     int m_quantizeOperation = -1;
     int m_mergeOperation = -1;
     std::vector<std::string> m_keptFromMerge;
+    struct MergeError {
+        std::string shared; // the message with the tensor's name taken out
+        std::string first;  // as the first tensor had it
+        std::vector<std::string> tensors;
+    };
+    std::vector<MergeError> m_mergeErrors;
     std::string m_firstKeptBecause; // the first kept tensor and why
     std::vector<std::string> m_mergedAsF16;
     std::vector<std::string> m_purified;

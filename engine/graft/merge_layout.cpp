@@ -66,7 +66,15 @@ MergeResolution resolveMerge(const MergeSpec& spec, const GraftModels& models, c
         }
         out.merge = std::move(merge);
     } catch (const FormatError& error) {
-        out.error = error.what();
+        // The parameters name a model by its id in the plan ("base", "b"): the user knows its file.
+        std::string message = error.what();
+        for (const std::size_t i : spec.mergedModels()) {
+            const std::string id = "model '" + spec.models[i].model + "'";
+            if (const auto at = message.find(id); at != std::string::npos) {
+                message.replace(at, id.size(), "model '" + inputName(models, spec.models[i].model) + "'");
+            }
+        }
+        out.error = message;
     }
     return out;
 }

@@ -385,6 +385,21 @@ private slots:
         qInfo() << "checked in" << timer.elapsed() << "ms";
     }
 
+    // A problem every tensor shares is said once, for all of them, the model named by its file.
+    void sharedProblemsSaidOnce() {
+        const GraftPlan plan =
+            planOf(model("base.gguf"), {{"a", model("a.gguf")}, {"b", model("b.gguf")}},
+                   mergeOperation(R"({"method": "linear", "models": [{"model": "a"}, {"model": "b"}]})"));
+        const CompatibilityReport report = checkGraft(plan, GraftModels::open(plan));
+        const auto errors = std::ranges::count_if(
+            report.findings, [](const Finding& f) { return f.severity == Finding::Severity::Error; });
+        QVERIFY2(errors == 1, qPrintable(findingsOf(report)));
+        QVERIFY2(findingsOf(report).contains(
+                     QStringLiteral("model 'a.gguf' has no weight for token_embd.weight")) &&
+                     findingsOf(report).contains(QStringLiteral("more tensors)")),
+                 qPrintable(findingsOf(report)));
+    }
+
     void unknownModelRefused() {
         for (const char* json : {R"({"method": "task_arithmetic", "base": "base",
                                      "models": [{"model": "ghost", "parameters": {"weight": 1}}]})",
