@@ -29,16 +29,17 @@ void AnatomyTreeView::startDrag(Qt::DropActions supportedActions) {
     const auto decoded = model::decodeTensorDrag(data);
     const QString count =
         decoded ? model::countOf(qint64(decoded->tensors.size()), tr("tensor"), tr("tensors")) : QString();
-    const QString name = rows.size() == 1 ? rows.front().data(Qt::DisplayRole).toString() : QString();
-    const QString text = name.isEmpty() || (decoded && decoded->tensors.size() == 1)
-                             ? (name.isEmpty() ? count : name)
-                             : name + QStringLiteral(" · ") + count;
+    // "layer 2 · 3 tensors"; a tensor's own name alone; several rows as a count.
+    QString text = count;
+    if (const QString name = rows.size() == 1 ? rows.front().data(Qt::DisplayRole).toString() : QString();
+        !name.isEmpty()) {
+        text = decoded && decoded->tensors.size() == 1 ? name : name + QStringLiteral(" · ") + count;
+    }
     auto* drag = new QDrag(this);
     drag->setMimeData(data);
     drag->setPixmap(dragBadge(text, palette()));
-    drag->setHotSpot(QPoint(-16, -8)); // beside the pointer, below and to its right
-    drag->exec(supportedActions,
-               defaultDropAction() != Qt::IgnoreAction ? defaultDropAction() : Qt::CopyAction);
+    drag->setHotSpot(QPoint(-16, -8));            // beside the pointer, below and to its right
+    drag->exec(supportedActions, Qt::CopyAction); // tensors are copied into a plan, never moved
 }
 
 void AnatomyTreeView::dragMoveEvent(QDragMoveEvent* event) {

@@ -32,6 +32,21 @@ std::vector<std::string> inputsOf(const GraftPlan& plan) {
 
 } // namespace
 
+void writeRefusedReport(const std::string& command, const std::string& json, const std::string& output,
+                        const std::string& why, const std::vector<std::string>& inputs,
+                        const std::function<void(nlohmann::json&)>& more) {
+    if (json == output) {
+        return; // refused with the run: the output's name is never a report's
+    }
+    GraftOutcome refused;
+    refused.written = JobResult::failed(why);
+    nlohmann::json document = graftOutcomeToJson(refused, output);
+    if (more) {
+        more(document);
+    }
+    writeReport(command.c_str(), json, dumpJson(document, 2) + "\n", inputs);
+}
+
 int runPlan(const GraftPlan& plan, const std::string& output, const std::string& command,
             const PlanRun& run) {
     std::vector<std::string> inputs = run.inputs;
@@ -55,13 +70,7 @@ int runPlan(const GraftPlan& plan, const std::string& output, const std::string&
         std::cerr << "organ " << command << ": " << escapeText(error.what()) << "\n";
         // --json F says why nothing was written, as when the check or the writer stops it.
         if (run.json) {
-            GraftOutcome refused;
-            refused.written = JobResult::failed(error.what());
-            nlohmann::json document = graftOutcomeToJson(refused, output);
-            if (run.moreJson) {
-                run.moreJson(document);
-            }
-            writeReport(command.c_str(), *run.json, dumpJson(document, 2) + "\n", inputs);
+            writeRefusedReport(command, *run.json, output, error.what(), inputs, run.moreJson);
         }
         return kExitInvalid;
     }

@@ -1,7 +1,6 @@
 // organ merge CONFIG.yaml -o OUT, or organ merge --method M --base B --model X[:W]… -o OUT: a merge
 // from mergekit's configuration, run as a graft plan (check, vital signs if asked, write, validate).
 #include "cli.h"
-#include "graft/assembly.h"
 #include "graft/merge_plan.h"
 #include "organs/organ_directory.h"
 #include "plan_run.h"
@@ -161,18 +160,16 @@ int runMerge(const std::vector<std::string>& args) {
     } catch (const std::exception& error) {
         std::cerr << "organ merge: " << escapeText(error.what()) << "\n";
         // --json F says why nothing was written (never over the output it names, nor an input).
-        if (const auto json = parsed.option("--json"); json && *json != *output) {
-            GraftOutcome refused;
-            refused.written = JobResult::failed(error.what());
-            nlohmann::json document = graftOutcomeToJson(refused, *output);
-            document["merge"] = nullptr;
-            document["notes"] = nlohmann::json::array();
-            document["vitals"] = nullptr;
+        if (const auto json = parsed.option("--json")) {
             std::vector<std::string> inputs = run.inputs;
             if (!quick) {
                 inputs.push_back(parsed.positional().front());
             }
-            writeReport("merge", *json, dumpJson(document, 2) + "\n", inputs);
+            writeRefusedReport("merge", *json, *output, error.what(), inputs, [](nlohmann::json& document) {
+                document["merge"] = nullptr;
+                document["notes"] = nlohmann::json::array();
+                document["vitals"] = nullptr;
+            });
         }
         return kExitInvalid;
     }

@@ -41,6 +41,12 @@ struct PlanRun {
     std::function<void(nlohmann::json&)> moreJson;
 };
 
+// The JSON outcome (`json`) of a run refused before its plan could be checked: nothing written,
+// `error` saying why, `more` adding the command's own keys; never over `output` or an input.
+void writeRefusedReport(const std::string& command, const std::string& json, const std::string& output,
+                        const std::string& why, const std::vector<std::string>& inputs,
+                        const std::function<void(nlohmann::json&)>& more);
+
 // Checks the plan, prints the report, writes the chimera (Ctrl-C cancels: nothing written), then
 // validates it; `command` names the command in messages. Returns the exit status.
 int runPlan(const GraftPlan& plan, const std::string& output, const std::string& command, const PlanRun& run);

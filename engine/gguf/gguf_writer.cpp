@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
@@ -486,17 +487,18 @@ JobResult writeGguf(const RootedPath& path, const GgufWriteSpec& spec, const Pro
                 return JobResult::failed(*refusal);
             }
         }
+        // Each file the tensors were read from, asked once, in the order they were read.
+        std::set<const MappedFile*> asked{nullptr};
         std::string cut;
-        for (const TensorToWrite& tensor : spec.tensors) {
-            std::vector<const MappedFile*> files{tensor.source.mapping.get()};
-            for (const FileSpan& span : tensor.source.reads) {
-                files.push_back(span.file.get());
+        const auto ask = [&](const MappedFile* file) {
+            if (asked.insert(file).second && file->wasCutShort()) {
+                cut += (cut.empty() ? "" : "; ") + file->cutShortText();
             }
-            for (const MappedFile* file : files) {
-                if (file != nullptr && file->wasCutShort() &&
-                    cut.find(file->cutShortText()) == std::string::npos) {
-                    cut += (cut.empty() ? "" : "; ") + file->cutShortText();
-                }
+        };
+        for (const TensorToWrite& tensor : spec.tensors) {
+            ask(tensor.source.mapping.get());
+            for (const FileSpan& span : tensor.source.reads) {
+                ask(span.file.get());
             }
         }
         if (cut.empty() && MappedFile::cutEvents() != cutsBefore) {

@@ -280,11 +280,11 @@ private:
         if (selected == 0) {
             add(Finding::Severity::Error, index, "merge: the selection matches no tensor of the chimera");
         }
-        if (const std::uint64_t lookups = std::uint64_t(selected) * mergeRuleLookups(o.merge);
-            lookups > kMaxMergeRuleLookups) {
+        const std::uint64_t rules = mergeRuleLookups(o.merge);
+        if (const std::uint64_t lookups = std::uint64_t(selected) * rules; lookups > kMaxMergeRuleLookups) {
             add(Finding::Severity::Error, index,
                 "merge: " + groupDigits(selected) + " tensors, each resolved through up to " +
-                    groupDigits(mergeRuleLookups(o.merge)) + " filter rules, make " + groupDigits(lookups) +
+                    groupDigits(rules) + " filter rules, make " + groupDigits(lookups) +
                     " look-ups, more than the " + groupDigits(kMaxMergeRuleLookups) +
                     " a plan may ask for: give fewer filtered values or merge fewer tensors");
             forEachSlot([&](Slot& slot, const std::string&) {
