@@ -7,13 +7,20 @@
 #include "job_tracker.h"
 #include "model_pane.h"
 #include "model_view.h"
+#include "support/safe_files.h"
+#include "support/text_format.h"
 #include "surgery_controller.h"
+#include "vitals/quant_pareto.h"
 #include "vitals/vitals_report.h"
 #include "vitals_page.h"
 
+#include <QActionGroup>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
+#include <QMenu>
 #include <QPointer>
+#include <QSettings>
 #include <set>
 
 namespace organ::app {
@@ -24,12 +31,27 @@ std::size_t vocabularyOf(const GgufModel& model) {
     return embed != nullptr && embed->nDims == 2 ? std::size_t(embed->ne[1]) : 0;
 }
 
+const QString kTextKey = QStringLiteral("vitals/text");
+const QString kChunkKey = QStringLiteral("vitals/chunk");
+const QString kRecentTextsKey = QStringLiteral("vitals/recentTexts");
+constexpr qsizetype kRecentTexts = 5;
+
+// "farm.txt", or "the built-in text".
+QString textName(const QString& path) {
+    return path.isEmpty() ? VitalsController::tr("the built-in text") : QFileInfo(path).fileName();
+}
+
 } // namespace
 
 VitalsController::VitalsController(widgets::ModelPane* recipient, widgets::ModelPane* donor,
                                    SurgeryController* surgery, WindowHost host)
     : QObject(host.window), m_recipient(recipient), m_donor(donor), m_surgery(surgery),
       m_host(std::move(host)) {
+    const QSettings settings;
+    m_text = {settings.value(kTextKey).toString(),
+              std::clamp(settings.value(kChunkKey).toInt(), 0, int(kMaxVitalsTokens))};
+    m_recentTexts = settings.value(kRecentTextsKey).toStringList().mid(0, kRecentTexts);
+    connect(m_surgery->panel()->checkMenu(), &QMenu::aboutToShow, this, &VitalsController::fillTextMenu);
     connect(m_surgery->panel(), &widgets::GraftPlanPanel::checkRequested, this, [this] {
         if (m_check != 0) {
             m_host.jobs->cancel(m_check); // the button's Cancel while a check runs
@@ -37,9 +59,10 @@ VitalsController::VitalsController(widgets::ModelPane* recipient, widgets::Model
         }
         // Pressed again with nothing changed: the check shown is the plan's; said, not run again.
         if (m_chimera && m_chimeraRevision == m_surgery->document()->chimeraRevision() &&
-            !m_surgery->panel()->vitalsLabel()->isHidden()) {
-            m_host.say(tr("The chimera's vital signs shown are current: the plan has not changed since they "
-                          "were taken"));
+            m_chimeraText == m_text && !m_surgery->panel()->vitalsLabel()->isHidden()) {
+            m_host.say(
+                tr("The chimera's vital signs shown are current: neither the plan nor the text has changed "
+                   "since they were taken"));
             return;
         }
         QString error;
@@ -52,6 +75,63 @@ VitalsController::VitalsController(widgets::ModelPane* recipient, widgets::Model
             &VitalsController::updatePlannedChimera);
     for (widgets::ModelPane* pane : {m_recipient, m_donor}) {
         connect(pane, &widgets::ModelPane::viewsChanged, this, &VitalsController::updatePlannedChimera);
+        connect(pane, &widgets::ModelPane::viewsChanged, this, &VitalsController::updateOpenModels);
+    }
+}
+
+void VitalsController::chooseText(const Text& text) {
+    m_text = text;
+    QSettings settings;
+    settings.setValue(kTextKey, text.path);
+    settings.setValue(kChunkKey, text.chunk);
+    if (!text.path.isEmpty()) {
+        m_recentTexts.removeAll(text.path);
+        m_recentTexts.prepend(text.path);
+        m_recentTexts = m_recentTexts.mid(0, kRecentTexts);
+        settings.setValue(kRecentTextsKey, m_recentTexts);
+    }
+    for (widgets::ModelView* view : m_recipient->views() + m_donor->views()) {
+        view->vitalsPage()->showTextChoice(text.path, text.chunk);
+    }
+}
+
+void VitalsController::fillTextMenu() {
+    QMenu* menu = m_surgery->panel()->checkMenu();
+    menu->clear();
+    auto* group = new QActionGroup(menu);
+    const auto offer = [&](const QString& label, const QString& path) {
+        QAction* action = menu->addAction(label);
+        action->setCheckable(true);
+        action->setChecked(m_text.path == path);
+        action->setToolTip(path);
+        group->addAction(action);
+        connect(action, &QAction::triggered, this, [this, path] { chooseText({path, m_text.chunk}); });
+    };
+    menu->addSection(tr("Check on"));
+    offer(tr("The built-in short stories"), QString());
+    for (const QString& path : m_recentTexts) {
+        offer(QFileInfo(path).fileName(), path);
+    }
+    menu->addSeparator();
+    menu->addAction(tr("Choose a text…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(m_host.window, tr("Text for vital signs"),
+                                                          m_text.path.isEmpty() ? QString() : m_text.path,
+                                                          tr("Text (*.txt);;All files (*)"));
+        if (!path.isEmpty()) {
+            chooseText({path, m_text.chunk});
+        }
+    });
+    menu->setToolTipsVisible(true);
+}
+
+void VitalsController::updateOpenModels() {
+    QSet<QString> open;
+    const QList<widgets::ModelView*> views = m_recipient->views() + m_donor->views();
+    for (widgets::ModelView* view : views) {
+        open.insert(QString::fromStdString(fileLabel(view->snapshot().model->path())));
+    }
+    for (widgets::ModelView* view : views) {
+        view->vitalsPage()->setOpenModels(open);
     }
 }
 
@@ -67,6 +147,10 @@ void VitalsController::updatePlannedChimera() {
 
 void VitalsController::attach(widgets::ModelView* view) {
     widgets::VitalsPage* page = view->vitalsPage();
+    page->showTextChoice(m_text.path, m_text.chunk);
+    connect(page, &widgets::VitalsPage::textChosen, this, [this](const QString& path, int chunk) {
+        chooseText({path, chunk});
+    });
     connect(page, &widgets::VitalsPage::takeRequested, this, [this, view] { takeVitals(view); });
     connect(view, &QObject::destroyed, this, [this, view] {
         if (const quint64 job = m_pageJobs.take(view)) {
@@ -111,13 +195,19 @@ quint64 VitalsController::run(const ModelWeights& model, std::vector<ModelWeight
     };
     return m_host.jobs->start(
         std::move(job),
-        [model, parents = std::move(parents), report](const ProgressFn& p, const StopToken& stop,
-                                                      const JobTracker::Post&) {
+        [model, parents = std::move(parents), report, path = m_text.path.toStdString(),
+         chunk = std::size_t(m_text.chunk)](const ProgressFn& p, const StopToken& stop,
+                                            const JobTracker::Post&) {
             std::vector<const ModelWeights*> compared;
             for (const ModelWeights& parent : parents) {
                 compared.push_back(&parent);
             }
-            auto taken = organ::takeVitals(model, compared, VitalsRequest{}, p, &stop);
+            VitalsRequest request;
+            if (!path.empty()) {
+                request.text = readLabText(RootedPath(path));
+            }
+            request.chunk = chunk > 0 ? chunk : chunkToFit(model, request.text);
+            auto taken = organ::takeVitals(model, compared, request, p, &stop);
             if (!taken) {
                 return JobResult::cancelled();
             }
@@ -139,30 +229,32 @@ void VitalsController::takeVitals(widgets::ModelView* view) {
         }
     }
     view->vitalsPage()->setRunning(
-        tr("Running %1 and %2…")
+        tr("Running %1 and %2 on %3…")
             .arg(model::modelDisplayName(*self))
-            .arg(model::countOf(qint64(parents.size()), tr("other model"), tr("other models"))));
+            .arg(model::countOf(qint64(parents.size()), tr("other model"), tr("other models")))
+            .arg(textName(m_text.path)));
     const QPointer<widgets::ModelView> page = view;
-    m_pageJobs.insert(view,
-                      run(
-                          ModelWeights::ofModel(self), std::move(parents),
-                          tr("Vital signs of %1").arg(model::modelDisplayName(*self)),
-                          [page](const QString& stage) {
-                              if (page) {
-                                  page->vitalsPage()->setProgress(stage + u'…');
-                              }
-                          },
-                          [this, page](std::shared_ptr<const VitalsReport> report, const QString& failure) {
-                              if (!page) {
-                                  return;
-                              }
-                              m_pageJobs.remove(page);
-                              if (report) {
-                                  page->setVitalsReport(std::move(report));
-                              } else {
-                                  page->vitalsPage()->setFailed(failure);
-                              }
-                          }));
+    m_pageJobs.insert(view, run(
+                                ModelWeights::ofModel(self), std::move(parents),
+                                tr("Vital signs of %1").arg(model::modelDisplayName(*self)),
+                                [page](const QString& stage) {
+                                    if (page) {
+                                        page->vitalsPage()->setProgress(stage + u'…');
+                                    }
+                                },
+                                [this, page, on = m_text.path.isEmpty() ? QString() : textName(m_text.path)](
+                                    std::shared_ptr<const VitalsReport> report, const QString& failure) {
+                                    if (!page) {
+                                        return;
+                                    }
+                                    m_pageJobs.remove(page);
+                                    if (report) {
+                                        updateOpenModels();
+                                        page->setVitalsReport(std::move(report), on);
+                                    } else {
+                                        page->vitalsPage()->setFailed(failure);
+                                    }
+                                }));
 }
 
 bool VitalsController::checkChimera(QString* error) {
@@ -188,9 +280,11 @@ bool VitalsController::checkChimera(QString* error) {
             parents.push_back(ModelWeights::ofModel(model));
         }
         m_surgery->panel()->setChecking(
-            tr("Checking the chimera: running it and its %1…")
-                .arg(model::countOf(qint64(parents.size()), tr("parent"), tr("parents"))));
+            tr("Checking the chimera: running it and its %1 on %2…")
+                .arg(model::countOf(qint64(parents.size()), tr("parent"), tr("parents")))
+                .arg(textName(m_text.path)));
         m_checkRevision = document->chimeraRevision();
+        m_checkText = m_text;
         m_check = run(
             chimera, std::move(parents), tr("Checking the chimera"),
             [this](const QString& stage) {
@@ -216,11 +310,19 @@ bool VitalsController::checkChimera(QString* error) {
 void VitalsController::showChimera(const std::shared_ptr<const VitalsReport>& report) {
     m_chimera = report;
     m_chimeraRevision = m_checkRevision;
+    m_chimeraText = m_checkText;
     updatePlannedChimera();
     const auto& parents = report->parents;
+    const QString on =
+        report->chunk > 0 ? tr("%1 (%2 tokens, in chunks of %3)")
+                                .arg(textName(m_chimeraText.path))
+                                .arg(report->tokens.size())
+                                .arg(report->chunk)
+                          : tr("%1 (%2 tokens)").arg(textName(m_chimeraText.path)).arg(report->tokens.size());
     QString html =
-        tr("<b>Chimera (planned):</b> perplexity %1%2")
-            .arg(parents.empty() ? QString()
+        tr("<b>Chimera (planned)</b> on %1: perplexity %2%3")
+            .arg(on.toHtmlEscaped(),
+                 parents.empty() ? QString()
                                  : model::finiteNumber(parents.front().perplexity.perplexity, 3) + tr(" → "),
                  model::finiteNumber(report->perplexity.perplexity, 3));
     for (const auto& p : parents) {

@@ -13,6 +13,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
+#include <QMenu>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QTableView>
@@ -66,7 +67,10 @@ GraftPlanPanel::GraftPlanPanel(model::GraftDocument* document, QWidget* parent)
     m_check =
         button(this, tr("Check chimera"),
                tr("Run the planned chimera without writing it: perplexity, divergence from the recipient and "
-                  "donors, a sample of its text"));
+                  "donors, a sample of its text. The arrow beside it chooses the text it is scored on"));
+    m_checkMenu = new QMenu(m_check);
+    m_check->setMenu(m_checkMenu);
+    m_check->setPopupMode(QToolButton::MenuButtonPopup);
     m_assemble = button(this, tr("Assemble chimera…"), tr("Write the chimera on the engine thread"));
     for (QToolButton* b : {undo, redo, m_up, m_down, m_remove, m_clear, open, m_save, m_check, m_assemble}) {
         bar->addWidget(b);

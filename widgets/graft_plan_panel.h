@@ -4,6 +4,7 @@
 
 class QLabel;
 class QListWidget;
+class QMenu;
 class QScrollArea;
 class QSplitter;
 class QTableView;
@@ -28,6 +29,8 @@ public:
     QLabel* summaryLabel() const { return m_summary; }
     QLabel* vitalsLabel() const { return m_vitals; }
     bool isChecking() const { return m_checking; }
+    // Check chimera's menu (the arrow beside it): the text the check is taken on.
+    QMenu* checkMenu() const { return m_checkMenu; }
     // Check chimera: a run is under way (`text` says what; empty: none; the button then cancels
     // it: checkRequested again), or its result.
     void setChecking(const QString& text);
@@ -60,6 +63,7 @@ private:
     QToolButton* m_save = nullptr;
     QToolButton* m_assemble = nullptr;
     QToolButton* m_check = nullptr;
+    QMenu* m_checkMenu = nullptr;
     QLabel* m_vitals = nullptr;
     QScrollArea* m_vitalsArea = nullptr;
     QSplitter* m_side = nullptr; // the check over the findings

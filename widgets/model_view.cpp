@@ -565,12 +565,12 @@ QWidget* ModelView::buildHeatmapTab() {
     return tab;
 }
 
-void ModelView::setVitalsReport(std::shared_ptr<const VitalsReport> report) {
+void ModelView::setVitalsReport(std::shared_ptr<const VitalsReport> report, const QString& text) {
     const LayerImportance& importance = report->importance;
     m_heatmap->setLayerImportance(importance.angular, importance.blockInfluence);
     m_importance->setImportance(importance);
     m_importance->show();
-    m_vitals->setReport(std::move(report));
+    m_vitals->setReport(std::move(report), text);
 }
 
 void ModelView::selectTensor(int tensor) {

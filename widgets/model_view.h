@@ -79,8 +79,9 @@ public:
     VitalsPage* vitalsPage() const { return m_vitals; }
     QuantLabPage* quantLabPage() const { return m_quantLab; }
     // Vital signs taken: the Vital signs page, and layer importance beside the θ heatmap (a
-    // chart) and on it (a row).
-    void setVitalsReport(std::shared_ptr<const VitalsReport> report);
+    // chart) and on it (a row); `text`, the file name of the text they were taken on (empty: the
+    // built-in text).
+    void setVitalsReport(std::shared_ptr<const VitalsReport> report, const QString& text = {});
     LayerImportanceChart* importanceChart() const { return m_importance; }
     // Δθ against a donor: per tensor of this model, θ(donor) − θ(this), nullopt without a
     // measured counterpart. Shown in the "Δθ" tab, which is enabled only while there is a

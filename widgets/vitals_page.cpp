@@ -5,8 +5,11 @@
 #include "vertical_scroll.h"
 #include "wrapped_label.h"
 
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QSpinBox>
@@ -35,6 +38,44 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     top->addWidget(m_take);
     top->addWidget(m_status, 1);
     layout->addLayout(top);
+    // The text they are taken on, shared by every model's page and Check chimera.
+    auto* text = new QHBoxLayout;
+    m_text.path = new QLineEdit(this);
+    m_text.path->setObjectName(QStringLiteral("vitalsText"));
+    m_text.path->setPlaceholderText(tr("the built-in short stories"));
+    m_text.path->setToolTip(
+        tr("A text file to score (UTF-8, at most 4 MiB); empty: the built-in short stories. "
+           "Every model's vital signs and Check chimera use it"));
+    auto* choose = new QPushButton(tr("Choose…"), this);
+    choose->setObjectName(QStringLiteral("chooseVitalsText"));
+    m_text.chunk = new QSpinBox(this);
+    m_text.chunk->setObjectName(QStringLiteral("vitalsChunk"));
+    m_text.chunk->setRange(0, int(kMaxVitalsTokens));
+    m_text.chunk->setSpecialValueText(tr("automatic"));
+    m_text.chunk->setSuffix(tr(" tokens"));
+    m_text.chunk->setToolTip(tr(
+        "A text longer than the model's context is scored in pieces of this many tokens, the second half of "
+        "each (as llama-perplexity -c). Automatic: the text whole when it fits the context, else pieces of "
+        "the context"));
+    text->addWidget(new QLabel(tr("Text"), this));
+    text->addWidget(m_text.path, 1);
+    text->addWidget(choose);
+    text->addWidget(new QLabel(tr("in chunks of"), this));
+    text->addWidget(m_text.chunk);
+    layout->addLayout(text);
+    const auto chosen = [this] { emit textChosen(m_text.path->text().trimmed(), m_text.chunk->value()); };
+    connect(m_text.path, &QLineEdit::editingFinished, this, chosen);
+    connect(m_text.chunk, &QSpinBox::valueChanged, this, chosen);
+    connect(choose, &QPushButton::clicked, this, [this, chosen] {
+        const QString current = m_text.path->text().trimmed();
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Text for vital signs"), current.isEmpty() ? QFileInfo(m_model).absolutePath() : current,
+            tr("Text (*.txt);;All files (*)"));
+        if (!path.isEmpty()) {
+            m_text.path->setText(path);
+            chosen();
+        }
+    });
     // What the run found scrolls between the buttons: a long comparison table or sample never
     // makes the page (and so the window) taller.
     auto* body = new QWidget(this);
@@ -48,8 +89,9 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     bodyLayout->addWidget(m_chart, 1);
     m_chart->hide(); // until there is something to draw
     m_empty =
-        new QLabel(tr("<h3>Does it live?</h3><p><b>Take vital signs</b> runs the model on a short text "
-                      "(on the CPU, in the background): its perplexity, its divergence from the other open "
+        new QLabel(tr("<h3>Does it live?</h3><p><b>Take vital signs</b> runs the model on a text (the "
+                      "built-in short stories, or the file chosen above; on the CPU, in the background): its "
+                      "perplexity, its divergence from the other open "
                       "models that share its vocabulary, a sample of its text, and how much each layer "
                       "changes the hidden state — the layers that change it least are the ones a "
                       "pruning would remove first.</p>"),
@@ -121,15 +163,51 @@ const VitalsReport* VitalsPage::suggestionSource() const {
     return m_planned && m_canPlanRemoval ? m_chimera.get() : m_report.get();
 }
 
-void VitalsPage::setReport(std::shared_ptr<const VitalsReport> report) {
+void VitalsPage::showTextChoice(const QString& path, int chunk) {
+    const QSignalBlocker quietPath(m_text.path);
+    const QSignalBlocker quietChunk(m_text.chunk);
+    if (m_text.path->text().trimmed() != path) {
+        m_text.path->setText(path);
+    }
+    m_text.chunk->setValue(chunk);
+}
+
+void VitalsPage::setOpenModels(const QSet<QString>& labels) {
+    m_open = labels;
+    if (m_report) {
+        m_summary->setText(summaryText());
+    }
+}
+
+namespace {
+
+// What the vital signs were taken on: "Taken on farm.txt: 2 437 tokens in chunks of 256, …".
+QString takenOnText(const VitalsReport& r, const QString& text) {
+    const QString on = text.isEmpty() ? VitalsPage::tr("the built-in text") : text;
+    if (r.clippedFrom > 0) {
+        return VitalsPage::tr(
+                   "Taken on %1 tokens: the first of the built-in text's %2, as many as the model's "
+                   "context holds.")
+            .arg(r.tokens.size())
+            .arg(r.clippedFrom);
+    }
+    if (r.chunk > 0) {
+        return VitalsPage::tr("Taken on %1: %2 tokens in chunks of %3, %4 scored (the second half of each).")
+            .arg(on)
+            .arg(r.tokens.size())
+            .arg(r.chunk)
+            .arg(r.scored);
+    }
+    return VitalsPage::tr("Taken on %1 tokens of %2.").arg(r.tokens.size()).arg(on);
+}
+
+} // namespace
+
+void VitalsPage::setReport(std::shared_ptr<const VitalsReport> report, const QString& text) {
     m_report = std::move(report);
     setIdle();
     const VitalsReport& r = *m_report;
-    m_status->setText(r.clippedFrom > 0 ? tr("Taken on %1 tokens: the first of the built-in text's %2, as "
-                                             "many as the model's context holds.")
-                                              .arg(r.tokens.size())
-                                              .arg(r.clippedFrom)
-                                        : tr("Taken on %1 tokens.").arg(r.tokens.size()));
+    m_status->setText(takenOnText(r, text));
     m_summary->setText(summaryText());
     m_chart->setImportance(r.importance);
     m_empty->hide();
@@ -153,13 +231,16 @@ QString VitalsPage::summaryText() const {
                            "<th>%4</th><th>%5</th></tr>")
                 .arg(tr("against"), tr("its perplexity"), tr("KL mean"), tr("KL p99"), tr("top-1 agrees"));
         for (const auto& p : r.parents) {
-            html += QStringLiteral("<tr><td>%1</td><td align=\"right\">%2</td><td align=\"right\">%3</td>"
-                                   "<td align=\"right\">%4</td><td align=\"right\">%5 %</td></tr>")
-                        .arg(model::displayText(p.label).toHtmlEscaped(),
-                             model::finiteNumber(p.perplexity.perplexity, 3),
-                             model::finiteNumber(p.divergence.meanKl, 4),
-                             model::finiteNumber(p.divergence.p99Kl, 4),
-                             model::finiteNumber(100 * p.divergence.topAgreement, 1));
+            const QString label = model::displayText(p.label);
+            const bool closed = m_open && !m_open->contains(QString::fromStdString(p.label));
+            html +=
+                QStringLiteral("<tr><td>%1</td><td align=\"right\">%2</td><td align=\"right\">%3</td>"
+                               "<td align=\"right\">%4</td><td align=\"right\">%5 %</td></tr>")
+                    .arg(closed ? tr("%1 (closed since)").arg(label).toHtmlEscaped() : label.toHtmlEscaped(),
+                         model::finiteNumber(p.perplexity.perplexity, 3),
+                         model::finiteNumber(p.divergence.meanKl, 4),
+                         model::finiteNumber(p.divergence.p99Kl, 4),
+                         model::finiteNumber(100 * p.divergence.topAgreement, 1));
         }
         html += QStringLiteral("</table>");
     }

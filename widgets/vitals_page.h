@@ -2,10 +2,13 @@
 
 #include "vitals/vitals_report.h"
 
+#include <QSet>
 #include <QWidget>
 #include <memory>
+#include <optional>
 
 class QLabel;
+class QLineEdit;
 class QPushButton;
 class QSpinBox;
 
@@ -28,7 +31,16 @@ public:
     bool isRunning() const { return m_running; }
     void setProgress(const QString& text);
     void setFailed(const QString& message);
-    void setReport(std::shared_ptr<const VitalsReport> report);
+    // `text`: the file name of the text it was taken on (empty: the built-in text).
+    void setReport(std::shared_ptr<const VitalsReport> report, const QString& text = {});
+    // The text vital signs are taken on (empty: the built-in text) and its chunk (0: the text whole,
+    // or in chunks of the model's context when it is longer), as chosen on any page.
+    void showTextChoice(const QString& path, int chunk);
+    QLineEdit* textPath() const { return m_text.path; }
+    QSpinBox* textChunk() const { return m_text.chunk; }
+    // The models open now (their labels): a parent of the report shown that is no longer open is
+    // said to be closed.
+    void setOpenModels(const QSet<QString>& labels);
     const VitalsReport* report() const { return m_report.get(); }
     // Layer removal is offered on the recipient only.
     void setCanPlanRemoval(bool on);
@@ -45,6 +57,8 @@ public:
 signals:
     void takeRequested();
     void cancelRequested();
+    // The user chose the text (a path; empty: the built-in text) or its chunk.
+    void textChosen(const QString& path, int chunk);
     // Remove `count` layers from `first`: the cheapest block of that size.
     void removeLayersRequested(std::uint32_t first, std::uint32_t count);
 
@@ -56,12 +70,20 @@ private:
         QLabel* suggestion = nullptr;
     };
 
+    // The text's path, the button that asks for one and its chunk.
+    struct TextControls {
+        QLineEdit* path = nullptr;
+        QSpinBox* chunk = nullptr;
+    };
+
     void setIdle();
     void updateSuggestion();
     const VitalsReport* suggestionSource() const;
 
     QString m_model;
     std::shared_ptr<const VitalsReport> m_report;
+    std::optional<QSet<QString>> m_open; // the labels of the models open now, once told
+    TextControls m_text;
     QPushButton* m_take = nullptr;
     QLabel* m_status = nullptr;
     QLabel* m_summary = nullptr;

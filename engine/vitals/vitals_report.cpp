@@ -139,6 +139,19 @@ std::vector<std::int32_t> vitalsTokens(const ModelWeights& model, const Tokenize
     return tokens;
 }
 
+std::size_t chunkToFit(const ModelWeights& model, const std::string& text) {
+    const Tokenizer tokenizer = Tokenizer::fromWeights(model);
+    const std::size_t limit = tokenLimit(model);
+    if (text.empty() || tokenizer.encode(text).size() <= limit) {
+        return 0;
+    }
+    std::string_view read = text; // as a text in chunks is read: one final newline dropped
+    if (read.ends_with('\n')) {
+        read.remove_suffix(1);
+    }
+    return std::min(limit, tokenizer.encode(read).size() / 2);
+}
+
 std::optional<ScoredText> scorePieces(const std::vector<std::int32_t>& tokens, std::size_t chunk,
                                       std::optional<std::int32_t> bos, const PieceRun& run) {
     if (chunk > 0) {

@@ -92,6 +92,11 @@ void checkActivationMemory(const ModelWeights& model, const TransformerShape& sh
 std::vector<std::int32_t> vitalsTokens(const ModelWeights& model, const Tokenizer& tokenizer,
                                        const VitalsRequest& request, std::size_t* clippedFrom = nullptr);
 
+// The chunk a text is scored in when none is asked for: 0 (whole) when its tokens fit the
+// model's context, else the context, as llama-perplexity's default, or half the text's tokens where
+// that is less (two chunks at least are scored). The built-in text (empty) is cut to fit: 0.
+std::size_t chunkToFit(const ModelWeights& model, const std::string& text);
+
 // A model's logits on the positions takeVitals scores, and the tokens they predict (column i
 // predicts targets[i]).
 struct ScoredText {

@@ -4,6 +4,7 @@
 #include "anatomy_tree_model.h"
 #include "assembly_controller.h"
 #include "chart_export.h"
+#include "cli_run.h"
 #include "demo_models.h"
 #include "display_names.h"
 #include "fixtures.h"
@@ -122,9 +123,11 @@ private slots:
         m_plan = m_window->surgery()->document();
     }
 
-    // A window destroyed without closing: no questions, and its autosave goes.
+    // A window destroyed without closing: no questions, and its autosave goes; the text chosen for
+    // vital signs is forgotten.
     void cleanup() {
         m_window.reset();
+        QSettings().remove(QStringLiteral("vitals")); // the text vital signs are taken on
         m_recipient = m_donor = nullptr;
         m_plan = nullptr;
     }
@@ -167,6 +170,10 @@ private slots:
         QCOMPARE(page->chart()->plottable(0)->interface1D()->dataCount(), 5);
         QVERIFY2(page->summaryText().contains(QStringLiteral("stories260K-f32.gguf")),
                  qPrintable(page->summaryText()));
+        QVERIFY2(page->findChild<QLabel*>(QStringLiteral("vitalsStatus"))
+                     ->text()
+                     .endsWith(QStringLiteral(" tokens of the built-in text.")),
+                 qPrintable(page->findChild<QLabel*>(QStringLiteral("vitalsStatus"))->text()));
         settle(&window);
         saveScreenshot(&window, QStringLiteral("vitals-page.png"));
         // Beside the θ heatmap and on it: the same layer importance, a chart and a row.
@@ -220,7 +227,8 @@ private slots:
         check->click();
         QVERIFY(waitForJobs(checked, 1, 30000));
         const QString text = panel->vitalsLabel()->text();
-        QVERIFY2(text.contains(QStringLiteral("Chimera (planned):</b> perplexity ")) &&
+        QVERIFY2(text.contains(QStringLiteral("Chimera (planned)</b> on the built-in text (")) &&
+                     text.contains(QStringLiteral(" tokens): perplexity ")) &&
                      text.contains(QStringLiteral("→")) &&
                      text.contains(QStringLiteral("KL to <b>stories260K-damaged-f32.gguf</b>")),
                  qPrintable(text));
@@ -230,8 +238,8 @@ private slots:
         check->click();
         QVERIFY(!panel->isChecking());
         QCOMPARE(window.statusBar()->currentMessage(),
-                 QStringLiteral("The chimera's vital signs shown are current: the plan has not changed since "
-                                "they were taken"));
+                 QStringLiteral("The chimera's vital signs shown are current: neither the plan nor the text "
+                                "has changed since they were taken"));
         QCOMPARE(panel->vitalsLabel()->text(), text);
         settle(&window);
         saveScreenshot(&window, QStringLiteral("vitals-check-chimera.png"));
@@ -260,6 +268,134 @@ private slots:
         QTest::mouseClick(m_recipient->vitalsPage()->takeButton(), Qt::LeftButton);
         QVERIFY(waitForJobs(ready, 1, 30000));
         QCOMPARE(m_recipient->vitalsPage()->report()->parents.size(), std::size_t(1));
+    }
+
+    // Vital signs on a text the user chooses: on any page or in Check chimera's menu, one choice for
+    // every run, kept in the settings. A text longer than the model's context is scored in chunks of
+    // the context unless a chunk is set; what the window scores is what organ vitals scores.
+    void vitalSignsOnAChosenText() {
+        app::MainWindow& window = *m_window;
+        const QString longText = m_dir.filePath(QStringLiteral("long stories.txt"));
+        {
+            QFile file(longText);
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            for (int i = 0; i < 400; ++i) {
+                file.write(
+                    QStringLiteral("Once upon a time Lily saw a big red ball %1 times in the park. She "
+                                   "was happy and she played all day.\n")
+                        .arg(i)
+                        .toUtf8());
+            }
+        }
+        widgets::VitalsPage* page = m_recipient->vitalsPage();
+        m_recipient->showPage(widgets::ModelView::Page::Vitals);
+        page->textPath()->setText(longText);
+        QMetaObject::invokeMethod(page->textPath(), "editingFinished");
+        // One choice: the donor's page shows it too.
+        QCOMPARE(m_donor->vitalsPage()->textPath()->text(), longText);
+        JobEnds ready(window.jobs(), "vitals");
+        QTest::mouseClick(page->takeButton(), Qt::LeftButton);
+        QVERIFY(waitForJobs(ready, 1, 60000));
+        QCOMPARE(ready.count(JobState::Done), 1);
+        const VitalsReport* report = page->report();
+        QVERIFY(report != nullptr);
+        QCOMPARE(report->chunk, std::size_t(2048)); // the model's context
+        QVERIFY(report->tokens.size() >= 2 * 2048);
+        const QString status = page->findChild<QLabel*>(QStringLiteral("vitalsStatus"))->text();
+        QVERIFY2(status.startsWith(QStringLiteral("Taken on long stories.txt: %1 tokens in chunks of 2048, ")
+                                       .arg(report->tokens.size())),
+                 qPrintable(status));
+        // The command line on the same text and chunk gives the same numbers.
+        const QString json = m_dir.filePath(QStringLiteral("long-vitals.json"));
+        const testing::CliRun cli = testing::runOrganCli(
+            {QStringLiteral("vitals"), m_damagedPath, QStringLiteral("--text"), longText,
+             QStringLiteral("--chunk"), QStringLiteral("2048"), QStringLiteral("--json"), json});
+        QVERIFY2(cli.exitCode == 0, qPrintable(cli.err));
+        const auto measured = nlohmann::json::parse(readAll(json).toStdString());
+        QCOMPARE(measured["tokens"].get<std::size_t>(), report->tokens.size());
+        QCOMPARE(measured["scored"].get<std::size_t>(), report->scored);
+        QCOMPARE(measured["perplexity"].get<double>(), report->perplexity.perplexity);
+        // A chunk set on the page is the one used.
+        page->textChunk()->setValue(64);
+        QCOMPARE(m_donor->vitalsPage()->textChunk()->value(), 64);
+        JobEnds chunked(window.jobs(), "vitals");
+        QTest::mouseClick(page->takeButton(), Qt::LeftButton);
+        QVERIFY(waitForJobs(chunked, 1, 60000));
+        QCOMPARE(page->report()->chunk, std::size_t(64));
+
+        // Check chimera's menu offers the built-in text and the texts chosen lately.
+        m_plan->removeLayer(m_damagedPath, 4);
+        widgets::GraftPlanPanel* panel = window.surgery()->panel();
+        auto* check = panel->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"));
+        QCOMPARE(check->menu(), panel->checkMenu());
+        emit panel->checkMenu()->aboutToShow();
+        QStringList offered;
+        QString checked;
+        for (QAction* action : panel->checkMenu()->actions()) {
+            if (action->isCheckable()) {
+                offered << action->text();
+                if (action->isChecked()) {
+                    checked = action->text();
+                }
+            }
+        }
+        QCOMPARE(offered, (QStringList{QStringLiteral("The built-in short stories"),
+                                       QStringLiteral("long stories.txt")}));
+        QCOMPARE(checked, QStringLiteral("long stories.txt"));
+        JobEnds checkedOnLong(window.jobs(), "vitals");
+        check->click();
+        QVERIFY(waitForJobs(checkedOnLong, 1, 60000));
+        QVERIFY2(
+            panel->vitalsLabel()->text().contains(
+                QStringLiteral("Chimera (planned)</b> on long stories.txt (%1 tokens, in chunks of 64): ")
+                    .arg(report->tokens.size())),
+            qPrintable(panel->vitalsLabel()->text()));
+        // Another text makes the shown check not current: pressed again, it runs.
+        const auto builtIn = std::find_if(
+            panel->checkMenu()->actions().begin(), panel->checkMenu()->actions().end(),
+            [](QAction* a) { return a->text() == QStringLiteral("The built-in short stories"); });
+        (*builtIn)->trigger();
+        QCOMPARE(page->textPath()->text(), QString());
+        QCOMPARE(page->textChunk()->value(), 64);
+        page->textChunk()->setValue(0);
+        JobEnds checkedOnBuiltIn(window.jobs(), "vitals");
+        check->click();
+        QVERIFY(waitForJobs(checkedOnBuiltIn, 1, 60000));
+        QVERIFY2(panel->vitalsLabel()->text().contains(
+                     QStringLiteral("Chimera (planned)</b> on the built-in text (")),
+                 qPrintable(panel->vitalsLabel()->text()));
+
+        // A text that cannot be read fails the run, naming the file.
+        const QString empty = m_dir.filePath(QStringLiteral("empty.txt"));
+        QVERIFY(QFile(empty).open(QIODevice::WriteOnly));
+        for (const auto& [path, says] :
+             {std::pair{empty, QStringLiteral("empty.txt: the text is empty")},
+              std::pair{m_dir.filePath(QStringLiteral("missing.txt")), QStringLiteral("missing.txt: ")}}) {
+            page->textPath()->setText(path);
+            QMetaObject::invokeMethod(page->textPath(), "editingFinished");
+            JobEnds failed(window.jobs(), "vitals");
+            QTest::mouseClick(page->takeButton(), Qt::LeftButton);
+            QVERIFY(waitForJobs(failed, 1, 60000));
+            QCOMPARE(failed.count(JobState::Failed), 1);
+            const QString said = page->findChild<QLabel*>(QStringLiteral("vitalsStatus"))->text();
+            QVERIFY2(said.contains(says), qPrintable(said));
+        }
+        // Kept in the settings: the next window takes them on the same text.
+        page->textPath()->setText(longText);
+        QMetaObject::invokeMethod(page->textPath(), "editingFinished");
+        {
+            app::MainWindow next;
+            JobEnds measured(next.jobs(), "measure");
+            QCOMPARE(next.openFiles({m_healthyPath}), 1);
+            QCOMPARE(next.currentView()->vitalsPage()->textPath()->text(), longText);
+            QVERIFY(waitForJobs(measured, 1, 20000));
+        }
+        // A parent closed since the vital signs were taken is said to be.
+        QVERIFY2(page->summaryText().contains(QStringLiteral("stories260K-f32.gguf</td>")),
+                 qPrintable(page->summaryText()));
+        window.pane(app::MainWindow::Side::Donor)->closeView(0);
+        QVERIFY2(page->summaryText().contains(QStringLiteral("stories260K-f32.gguf (closed since)</td>")),
+                 qPrintable(page->summaryText()));
     }
 
     // The recipient's views take drops, the donor's drag; swapping the panes swaps the roles.

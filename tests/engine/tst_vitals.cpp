@@ -899,6 +899,49 @@ private slots:
         }
     }
 
+    // The chunk the window scores a text in when none is set: whole when it fits the context
+    // (family: 256), else the context, or half the text where that is less; the built-in text
+    // (empty) is cut to fit instead. The chunk chosen is one takeVitals takes.
+    void chunkToFitTheContext() {
+        const QString path = familyModel("family-base-f16.gguf");
+        const QString textPath = sharedModel(QStringLiteral("family/texts/farm.txt"));
+        for (const QString& p : {path, textPath}) {
+            ORGAN_REQUIRE_SHARED(p);
+        }
+        QFile file(textPath);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const std::string farm = file.readAll().toStdString();
+        const ModelWeights model = ModelWeights::ofModel(GgufModel::open(path.toStdString()));
+        const Tokenizer tokenizer = Tokenizer::fromWeights(model);
+        QCOMPARE(chunkToFit(model, {}), std::size_t(0));
+        // The longest prefix that fits 256 tokens whole, and one that does not.
+        std::string fits = farm.substr(0, 200);
+        while (tokenizer.encode(fits + farm[fits.size()]).size() <= 256) {
+            fits += farm[fits.size()];
+        }
+        QCOMPARE(tokenizer.encode(fits).size(), std::size_t(256));
+        QCOMPARE(chunkToFit(model, fits), std::size_t(0));
+        std::string over = fits + farm.substr(fits.size(), 40);
+        const std::size_t overTokens = tokenizer.encode(over).size();
+        QVERIFY(overTokens > 256 && overTokens < 512);
+        QCOMPARE(chunkToFit(model, over), overTokens / 2);
+        // One final newline is dropped from a text in chunks, as llama-perplexity reads a file.
+        const std::size_t withNewline = tokenizer.encode(over + "\n").size();
+        QCOMPARE(chunkToFit(model, over + "\n"), overTokens / 2);
+        QVERIFY(withNewline >= overTokens);
+        QVERIFY(tokenizer.encode(farm).size() >= 512);
+        QCOMPARE(chunkToFit(model, farm), std::size_t(256));
+        VitalsRequest request;
+        request.continuation = 0;
+        for (const std::string& text : {over, farm}) {
+            request.text = text;
+            request.chunk = chunkToFit(model, text);
+            const auto report = takeVitals(model, {}, request);
+            QVERIFY(report);
+            QCOMPARE(report->chunk, request.chunk);
+        }
+    }
+
     // In chunks, the model (and each parent) runs each chunk in turn and keeps what it measures of
     // it, not its logits: a text whose scored logits alone would pass the activation budget (over
     // 5 342 positions × 50 257 floats against the 1 GiB floor for a small model) is scored, every
