@@ -193,7 +193,8 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
             m_vitals->attach(view);
             m_quantLab->attach(view);
             connect(view, &widgets::ModelView::dropRefused, this, [this](const QString& reason) {
-                statusBar()->showMessage(tr("Not added to the plan: %1").arg(reason), 10000);
+                statusBar()->showMessage(tr("Not added to the plan: %1").arg(model::afterColon(reason)),
+                                         10000);
             });
             m_recent->remember(QFileInfo(path).absoluteFilePath());
             statusBar()->showMessage(tr("Opened %1").arg(QFileInfo(path).fileName()), 5000);

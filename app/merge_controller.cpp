@@ -75,7 +75,10 @@ void MergeController::askHow(const model::GraftDocument::MergeRequest& request) 
     if (dialog.exec() != QDialog::Accepted) {
         return;
     }
-    m_document->merge(request.recipient, dialog.spec(), request.names);
+    if (!m_document->merge(request.recipient, dialog.spec(), request.names)) {
+        m_host.say(m_document->lastDropMessage());
+        return;
+    }
     if (!request.leftOut.isEmpty()) {
         m_host.say(tr("Merged %1; left out %2: %3")
                        .arg(setup.what)

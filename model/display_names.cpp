@@ -8,6 +8,7 @@
 #include <QPainter>
 #include <QPixmap>
 #include <QRegularExpression>
+#include <algorithm>
 #include <cmath>
 
 namespace organ::model {
@@ -54,6 +55,15 @@ QString displayText(std::string_view raw) {
 
 QString countOf(qint64 n, const QString& one, const QString& many) {
     return QString::number(n) + u' ' + (n == 1 ? one : many);
+}
+
+QString afterColon(const QString& sentence) {
+    const qsizetype end = sentence.indexOf(u' ');
+    const QString word = sentence.left(end < 0 ? sentence.size() : end);
+    const bool plain =
+        word == u"A" || (word.size() >= 2 && word.front().isUpper() &&
+                         std::all_of(word.begin() + 1, word.end(), [](QChar c) { return c.isLower(); }));
+    return plain ? word.front().toLower() + sentence.mid(1) : sentence;
 }
 
 QString breakableText(const QString& text) {

@@ -48,4 +48,8 @@ QString sampleHtml(const std::string& prompt, const std::string& continuation);
 // "1 layer", "5 layers": a count with its noun in the right number.
 QString countOf(qint64 n, const QString& one, const QString& many);
 
+// A sentence put after a colon: its first word in lower case when it is a plain capitalized word
+// ("None of …" → "none of …"); a name (a file, a tensor, "KL") is kept as it is.
+QString afterColon(const QString& sentence);
+
 } // namespace organ::model

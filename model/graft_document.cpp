@@ -479,25 +479,28 @@ std::optional<MergeSpec> GraftDocument::plannedMerge() const {
     return spec;
 }
 
-void GraftDocument::merge(const QString& recipient, MergeSpec byPath, const std::vector<std::string>& names) {
+bool GraftDocument::merge(const QString& recipient, MergeSpec byPath, const std::vector<std::string>& names) {
     QString error;
     GraftPlan after = withBase(recipient, &error);
     if (!error.isEmpty() || names.empty()) {
         m_lastDropMessage = error;
-        return;
+        return false;
     }
     byPath.renameModels([&](const std::string& path) { return after.modelId(path); });
     const int existing = mergeOperationOf(after);
     std::set<std::string> wanted(names.begin(), names.end());
+    std::set<std::string> merged; // what the plan's merge merges now
     if (existing >= 0) {
         const TensorSelector& before = after.operations[std::size_t(existing)].select;
-        wanted.insert(before.names.begin(), before.names.end());
+        merged.insert(before.names.begin(), before.names.end());
         for (const ChimeraTensor& t : m_report.layout.tensors) {
             if (t.mergeOperation == existing) {
-                wanted.insert(t.name);
+                merged.insert(t.name);
             }
         }
+        wanted.insert(merged.begin(), merged.end());
     }
+    const std::size_t added = wanted.size() - merged.size();
     GraftOperation op;
     op.kind = GraftOperation::Kind::Merge;
     op.merge = std::move(byPath);
@@ -510,10 +513,21 @@ void GraftDocument::merge(const QString& recipient, MergeSpec byPath, const std:
         }
     }
     op.select.names.insert(op.select.names.end(), wanted.begin(), wanted.end());
-    const QString text = tr("Merge %1 (%2)")
-                             .arg(countOf(qint64(op.select.names.size()), tr("tensor"), tr("tensors")),
-                                  q(std::string(mergeMethodName(op.merge.method))));
+    const QString method = q(std::string(mergeMethodName(op.merge.method)));
+    const QString all = countOf(qint64(op.select.names.size()), tr("tensor"), tr("tensors"));
+    QString text = tr("Merge %1 (%2)").arg(all, method);
     if (existing >= 0) {
+        const GraftOperation& before = after.operations[std::size_t(existing)];
+        const bool sameSpec = before.merge == op.merge;
+        if (added == 0 && sameSpec && after.base == m_plan.base) {
+            m_lastDropMessage = tr("The plan merges these %1 so already: nothing changed").arg(all);
+            return false; // no step to undo
+        }
+        text = added == 0 ? tr("Change the merge of %1 (%2)").arg(all, method)
+               : sameSpec ? tr("Merge %1 more (%2, %3 in all)")
+                                .arg(countOf(qint64(added), tr("tensor"), tr("tensors")), method, all)
+                          : tr("Merge %1 more and change the merge (%2, %3 in all)")
+                                .arg(countOf(qint64(added), tr("tensor"), tr("tensors")), method, all);
         after.operations[std::size_t(existing)] = std::move(op);
     } else {
         const auto quantize =
@@ -522,6 +536,7 @@ void GraftDocument::merge(const QString& recipient, MergeSpec byPath, const std:
         after.operations.insert(quantize, std::move(op));
     }
     push(text, std::move(after));
+    return true;
 }
 
 std::vector<GraftDocument::Merged> GraftDocument::mergedTensors() const {

@@ -86,8 +86,10 @@ public:
     // Merges `names` (the recipient's tensors, as the chimera has them) as `byPath` says, its models
     // named by path: one undoable step. A plan merges once, so a plan that merges already keeps
     // merging what it merged, with these tensors added, by the new method and parameters. The
-    // merge goes before the plan's quantize operation.
-    void merge(const QString& recipient, MergeSpec byPath, const std::vector<std::string>& names);
+    // merge goes before the plan's quantize operation. False when nothing changed (the plan merged
+    // these tensors so already: no step) or the recipient cannot be the plan's base; lastDropMessage()
+    // then says which.
+    bool merge(const QString& recipient, MergeSpec byPath, const std::vector<std::string>& names);
 
     // What the last dropTensors() said (added, left out), for the status bar.
     const QString& lastDropMessage() const { return m_lastDropMessage; }

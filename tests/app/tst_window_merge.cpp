@@ -38,6 +38,7 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -256,6 +257,41 @@ private slots:
         m_plan->undoStack()->undo();
         m_plan->undoStack()->undo();
         QCOMPARE(m_plan->plan().operations.front().merge.models.size(), std::size_t(2));
+    }
+
+    // Each merge step says what it did, in the undo stack and in the status when undone; a merge
+    // that changes nothing (Add to plan with the plan's own merge) is no step at all.
+    void mergeStepsSayWhatTheyDid() {
+        const QString base = QString::fromStdString(m_base->snapshot().model->path());
+        MergeSpec spec;
+        spec.method = MergeMethod::TaskArithmetic;
+        spec.base = base.toStdString();
+        spec.models = {{m_farm->snapshot().model->path(), {{"weight", ParamValue::number(1)}}}};
+        QUndoStack* stack = m_plan->undoStack();
+        QVERIFY(m_plan->merge(base, spec, {"blk.1.ffn_up.weight", "blk.1.ffn_down.weight"}));
+        QCOMPARE(stack->undoText(), QStringLiteral("Merge 2 tensors (task_arithmetic)"));
+        QVERIFY(!m_plan->merge(base, spec, {"blk.1.ffn_down.weight"}));
+        QCOMPARE(stack->count(), 1);
+        QCOMPARE(m_plan->lastDropMessage(),
+                 QStringLiteral("The plan merges these 2 tensors so already: nothing changed"));
+        QVERIFY(m_plan->merge(base, spec, {"blk.1.ffn_gate.weight"}));
+        QCOMPARE(stack->undoText(),
+                 QStringLiteral("Merge 1 tensor more (task_arithmetic, 3 tensors in all)"));
+        spec.models.front().parameters["weight"] = ParamValue::number(0.5);
+        QVERIFY(m_plan->merge(base, spec, {"blk.1.ffn_gate.weight"}));
+        QCOMPARE(stack->undoText(), QStringLiteral("Change the merge of 3 tensors (task_arithmetic)"));
+        spec.method = MergeMethod::Linear;
+        QVERIFY(m_plan->merge(base, spec, {"blk.2.ffn_up.weight"}));
+        QCOMPARE(stack->undoText(),
+                 QStringLiteral("Merge 1 tensor more and change the merge (linear, 4 tensors in all)"));
+        QCOMPARE(stack->count(), 4);
+        stack->undo();
+        QCOMPARE(
+            m_window->statusBar()->currentMessage(),
+            QStringLiteral("Undone: Merge 1 tensor more and change the merge (linear, 4 tensors in all)"));
+        stack->undo();
+        QCOMPARE(m_window->statusBar()->currentMessage(),
+                 QStringLiteral("Undone: Change the merge of 3 tensors (task_arithmetic)"));
     }
 
     // Shift + drop of layer 2 on layer 2 → the dialog → one merge operation; the preview's θ are

@@ -72,6 +72,19 @@ private slots:
                  QStringLiteral("short words stay as they are"));
     }
 
+    // A reason put after "Not added to the plan:" starts in lower case unless it starts with a name.
+    void afterColon() {
+        QCOMPARE(model::afterColon(QStringLiteral("None of the dragged tensors belongs there")),
+                 QStringLiteral("none of the dragged tensors belongs there"));
+        QCOMPARE(model::afterColon(QStringLiteral("A merge combines tensors of one name")),
+                 QStringLiteral("a merge combines tensors of one name"));
+        for (const QString& kept :
+             {QStringLiteral("blk.1.ffn_up.weight cannot be merged"), QStringLiteral("KL is undefined"),
+              QStringLiteral("Farm.gguf has none"), QStringLiteral("I"), QString()}) {
+            QCOMPARE(model::afterColon(kept), kept);
+        }
+    }
+
     void anatomyTreeBySystem() {
         ORGAN_REQUIRE_SHARED(sharedModel(QStringLiteral("stories260K-f32.gguf")));
         AnatomyTreeModel model;
