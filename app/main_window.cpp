@@ -118,8 +118,10 @@ void MainWindow::buildMenus() {
     open->setShortcut(QKeySequence::Open);
     QAction* openDonor = file->addAction(tr("Open &donor…"), this, [this] { openDialog(Side::Donor); });
     openDonor->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    QMenu* openRecent = file->addMenu(tr("Open &Recent"));
+    openRecent->setObjectName(QStringLiteral("openRecent"));
     m_recent = new RecentFiles(
-        file->addMenu(tr("Open &Recent")), file->addMenu(tr("Open Recent as Do&nor")),
+        openRecent, file->addMenu(tr("Open Recent as Do&nor")),
         [this](const QString& path, Side side) { openFiles({path}, side); }, this);
     file->addSeparator();
     m_organs->populateMenu(file);
@@ -178,7 +180,7 @@ void MainWindow::buildMenus() {
     help->addAction(tr("&About Organ Workbench"), this, &MainWindow::showAbout);
 }
 
-int MainWindow::openFiles(const QStringList& paths, Side side) {
+int MainWindow::openFiles(const QStringList& paths, Side side, Recent recent) {
     int opened = 0;
     for (const QString& path : paths) {
         try {
@@ -196,7 +198,9 @@ int MainWindow::openFiles(const QStringList& paths, Side side) {
                 statusBar()->showMessage(tr("Not added to the plan: %1").arg(model::afterColon(reason)),
                                          10000);
             });
-            m_recent->remember(QFileInfo(path).absoluteFilePath());
+            if (recent == Recent::Remember) {
+                m_recent->remember(QFileInfo(path).absoluteFilePath());
+            }
             statusBar()->showMessage(tr("Opened %1").arg(QFileInfo(path).fileName()), 5000);
             ++opened;
         } catch (const std::exception& error) {

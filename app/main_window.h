@@ -40,10 +40,13 @@ public:
 
     using Side = widgets::ModelPane::Side;
 
+    // Whether a file opened goes into File → Open Recent (the demo's copies, deleted with the
+    // window, do not).
+    enum class Recent { Remember, Skip };
     // Opens each file in a tab of the recipient (left) or donor (right) pane; a file that
     // cannot be opened is reported in a dialog naming the file and the problem. Returns how
     // many opened.
-    int openFiles(const QStringList& paths, Side side = Side::Recipient);
+    int openFiles(const QStringList& paths, Side side = Side::Recipient, Recent recent = Recent::Remember);
     QTabWidget* documents() const { return m_recipient->tabs(); } // the recipient's tabs
     widgets::ModelPane* pane(Side side) const { return side == Side::Recipient ? m_recipient : m_donor; }
     widgets::ModelView* currentView() const {

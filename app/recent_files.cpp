@@ -33,8 +33,10 @@ void RecentFiles::remember(const QString& path) {
     rebuildMenus();
 }
 
+// A file gone since (deleted, moved, a demo's copy) is not offered.
 void RecentFiles::rebuildMenus() {
-    const QStringList recent = files();
+    QStringList recent = files();
+    recent.removeIf([](const QString& path) { return !QFileInfo::exists(path); });
     for (const auto& [menu, side] :
          {std::pair(m_recipient, Side::Recipient), std::pair(m_donor, Side::Donor)}) {
         menu->clear();

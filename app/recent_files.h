@@ -11,7 +11,8 @@ class QMenu;
 namespace organ::app {
 
 // File → Open Recent and Open Recent as Donor: the last ten models opened, newest first, kept in
-// the settings; choosing one calls `open` with its side.
+// the settings (those that still exist when the menus are built); choosing one calls `open` with
+// its side.
 class RecentFiles : public QObject {
     Q_OBJECT
 public:

@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QMessageBox>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <string_view>
@@ -67,21 +68,23 @@ int main(int argc, char** argv) {
 
     organ::app::MainWindow window;
     window.show();
-    QStringList files = parser.positionalArguments();
-    // The demo models live as long as the window does.
+    const QStringList files = parser.positionalArguments();
+    // The demo models live as long as the window does, and are not kept in Open Recent.
     QTemporaryDir demoFolder;
+    QStringList demos;
     if (parser.isSet(demo)) {
         QString error;
-        const QStringList demos = organ::app::writeDemoModels(demoFolder.path(), &error);
+        demos = organ::app::writeDemoModels(demoFolder.path(), &error);
         if (demos.isEmpty()) {
             QMessageBox::critical(&window, QStringLiteral("Cannot write the demo models"), error);
         }
-        files = demos + files;
     }
     // The first model is the recipient, the others are donors.
-    if (!files.isEmpty()) {
-        window.openFiles({files.front()});
-        window.openFiles(files.mid(1), organ::app::MainWindow::Side::Donor);
+    using Side = organ::app::MainWindow::Side;
+    using Recent = organ::app::MainWindow::Recent;
+    for (const QString& path : demos + files) {
+        window.openFiles({path}, window.documents()->count() == 0 ? Side::Recipient : Side::Donor,
+                         demos.contains(path) ? Recent::Skip : Recent::Remember);
     }
     // Plans autosaved by a session that crashed are offered back once the window shows.
     QTimer::singleShot(0, window.surgery(), &organ::app::SurgeryController::offerRecovery);

@@ -438,6 +438,53 @@ private slots:
         guide->close();
     }
 
+    // organ-workbench --demo opens its two specimens, written to a folder deleted with the window:
+    // they are not kept in Open Recent, while a file named beside them is. A recent file gone since
+    // is not offered.
+    void demoModelsAreNotRecent() {
+        const QString program = qEnvironmentVariable("ORGAN_WORKBENCH");
+        QVERIFY2(QFileInfo(program).isExecutable(), "ORGAN_WORKBENCH names the organ-workbench binary");
+        QTemporaryDir config;
+        QTemporaryDir models;
+        QString error;
+        const QStringList mine = app::writeDemoModels(models.path(), &error);
+        QCOMPARE(mine.size(), 2);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), config.path());
+        env.insert(QStringLiteral("XDG_DATA_HOME"), config.filePath(QStringLiteral("data")));
+        env.insert(QStringLiteral("ORGAN_CACHE_DIR"), config.filePath(QStringLiteral("cache")));
+        QProcess run;
+        run.setProcessEnvironment(env);
+        run.start(program, {QStringLiteral("--demo"), mine[1]});
+        QVERIFY(run.waitForStarted());
+        const QString conf = config.filePath(QStringLiteral("OrganWorkbench/organ-workbench.conf"));
+        QStringList recent;
+        QTRY_VERIFY_WITH_TIMEOUT(
+            (recent =
+                 QSettings(conf, QSettings::IniFormat).value(QStringLiteral("recentFiles")).toStringList())
+                .contains(mine[1]),
+            30000);
+        QTest::qWait(500); // the demo's two were opened before it
+        run.kill();
+        run.waitForFinished();
+        recent = QSettings(conf, QSettings::IniFormat).value(QStringLiteral("recentFiles")).toStringList();
+        QCOMPARE(recent, QStringList{mine[1]});
+
+        // In this process: a recent file deleted since is not in the menus.
+        QSettings().setValue(QStringLiteral("recentFiles"),
+                             QStringList{mine[0], models.filePath(QStringLiteral("gone.gguf"))});
+        app::MainWindow window;
+        QMenu* openRecent = window.findChild<QMenu*>(QStringLiteral("openRecent"));
+        QVERIFY(openRecent != nullptr);
+        QStringList offered;
+        for (QAction* action : openRecent->actions()) {
+            offered << action->toolTip();
+        }
+        QCOMPARE(offered, QStringList{mine[0]});
+        QSettings().remove(QStringLiteral("recentFiles"));
+    }
+
     // --help and --version answer on a machine with no display at all.
     void helpAndVersionWithoutADisplay() {
         const QString program = qEnvironmentVariable("ORGAN_WORKBENCH");
