@@ -15,6 +15,7 @@
 #include "vitals_page.h"
 
 #include <QActionGroup>
+#include <QDateTime>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -36,6 +37,16 @@ const QString kChunkKey = QStringLiteral("vitals/chunk");
 const QString kRecentTextsKey = QStringLiteral("vitals/recentTexts");
 constexpr qsizetype kRecentTexts = 5;
 
+// What a text file is now (its size and time of change): a check taken on it is current while this
+// is unchanged. Empty for the built-in text.
+QString textStamp(const QString& path) {
+    if (path.isEmpty()) {
+        return {};
+    }
+    const QFileInfo file(path);
+    return QString::number(file.size()) + u' ' + QString::number(file.lastModified().toMSecsSinceEpoch());
+}
+
 // "farm.txt", or "the built-in text".
 QString textName(const QString& path) {
     return path.isEmpty() ? VitalsController::tr("the built-in text") : QFileInfo(path).fileName();
@@ -50,7 +61,10 @@ VitalsController::VitalsController(widgets::ModelPane* recipient, widgets::Model
     const QSettings settings;
     m_text = {settings.value(kTextKey).toString(),
               std::clamp(settings.value(kChunkKey).toInt(), 0, int(kMaxVitalsTokens))};
-    m_recentTexts = settings.value(kRecentTextsKey).toStringList().mid(0, kRecentTexts);
+    m_recentTexts = settings.value(kRecentTextsKey).toStringList();
+    m_recentTexts.removeDuplicates();
+    m_recentTexts.removeAll(QString());
+    m_recentTexts = m_recentTexts.mid(0, kRecentTexts);
     connect(m_surgery->panel()->checkMenu(), &QMenu::aboutToShow, this, &VitalsController::fillTextMenu);
     connect(m_surgery->panel(), &widgets::GraftPlanPanel::checkRequested, this, [this] {
         if (m_check != 0) {
@@ -59,7 +73,8 @@ VitalsController::VitalsController(widgets::ModelPane* recipient, widgets::Model
         }
         // Pressed again with nothing changed: the check shown is the plan's; said, not run again.
         if (m_chimera && m_chimeraRevision == m_surgery->document()->chimeraRevision() &&
-            m_chimeraText == m_text && !m_surgery->panel()->vitalsLabel()->isHidden()) {
+            m_chimeraText == m_text && m_chimeraStamp == textStamp(m_text.path) &&
+            !m_surgery->panel()->vitalsLabel()->isHidden()) {
             m_host.say(
                 tr("The chimera's vital signs shown are current: neither the plan nor the text has changed "
                    "since they were taken"));
@@ -84,15 +99,19 @@ void VitalsController::chooseText(const Text& text) {
     QSettings settings;
     settings.setValue(kTextKey, text.path);
     settings.setValue(kChunkKey, text.chunk);
-    if (!text.path.isEmpty()) {
-        m_recentTexts.removeAll(text.path);
-        m_recentTexts.prepend(text.path);
-        m_recentTexts = m_recentTexts.mid(0, kRecentTexts);
-        settings.setValue(kRecentTextsKey, m_recentTexts);
-    }
     for (widgets::ModelView* view : m_recipient->views() + m_donor->views()) {
         view->vitalsPage()->showTextChoice(text.path, text.chunk);
     }
+}
+
+void VitalsController::rememberText(const QString& path) {
+    if (path.isEmpty()) {
+        return;
+    }
+    m_recentTexts.removeAll(path);
+    m_recentTexts.prepend(path);
+    m_recentTexts = m_recentTexts.mid(0, kRecentTexts);
+    QSettings().setValue(kRecentTextsKey, m_recentTexts);
 }
 
 void VitalsController::fillTextMenu() {
@@ -242,15 +261,17 @@ void VitalsController::takeVitals(widgets::ModelView* view) {
                                         page->vitalsPage()->setProgress(stage + u'…');
                                     }
                                 },
-                                [this, page, on = m_text.path.isEmpty() ? QString() : textName(m_text.path)](
-                                    std::shared_ptr<const VitalsReport> report, const QString& failure) {
+                                [this, page, path = m_text.path](std::shared_ptr<const VitalsReport> report,
+                                                                 const QString& failure) {
                                     if (!page) {
                                         return;
                                     }
                                     m_pageJobs.remove(page);
                                     if (report) {
+                                        rememberText(path);
                                         updateOpenModels();
-                                        page->setVitalsReport(std::move(report), on);
+                                        page->setVitalsReport(std::move(report),
+                                                              path.isEmpty() ? QString() : textName(path));
                                     } else {
                                         page->vitalsPage()->setFailed(failure);
                                     }
@@ -285,6 +306,7 @@ bool VitalsController::checkChimera(QString* error) {
                 .arg(textName(m_text.path)));
         m_checkRevision = document->chimeraRevision();
         m_checkText = m_text;
+        m_checkStamp = textStamp(m_text.path);
         m_check = run(
             chimera, std::move(parents), tr("Checking the chimera"),
             [this](const QString& stage) {
@@ -311,6 +333,8 @@ void VitalsController::showChimera(const std::shared_ptr<const VitalsReport>& re
     m_chimera = report;
     m_chimeraRevision = m_checkRevision;
     m_chimeraText = m_checkText;
+    m_chimeraStamp = m_checkStamp;
+    rememberText(m_chimeraText.path);
     updatePlannedChimera();
     const auto& parents = report->parents;
     const QString on =

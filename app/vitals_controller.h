@@ -56,7 +56,9 @@ private:
     void updatePlannedChimera();
     // Tells each page which models are open: a parent closed since is said to be.
     void updateOpenModels();
-    // Check chimera's menu: the built-in text, the texts chosen lately, and Choose a text….
+    // A text scored without failing goes first in the menu's recent texts.
+    void rememberText(const QString& path);
+    // Check chimera's menu: the built-in text, the texts scored lately, and Choose a text….
     void fillTextMenu();
 
     widgets::ModelPane* m_recipient;
@@ -67,9 +69,11 @@ private:
     quint64 m_check = 0;                            // the Check chimera run, 0: none
     quint64 m_checkRevision = 0;                    // the plan's revision it runs
     Text m_checkText;                               // and the text
+    QString m_checkStamp;                           // as the file was then
     std::shared_ptr<const VitalsReport> m_chimera;  // the last check's result, of
     quint64 m_chimeraRevision = 0;                  // this revision of the plan
     Text m_chimeraText;                             // on this text
+    QString m_chimeraStamp;                         // as the file was then
     Text m_text;
     QStringList m_recentTexts; // newest first
 };

@@ -53,10 +53,14 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     m_text.chunk->setRange(0, int(kMaxVitalsTokens));
     m_text.chunk->setSpecialValueText(tr("automatic"));
     m_text.chunk->setSuffix(tr(" tokens"));
-    m_text.chunk->setToolTip(tr(
-        "A text longer than the model's context is scored in pieces of this many tokens, the second half of "
-        "each (as llama-perplexity -c). Automatic: the text whole when it fits the context, else pieces of "
-        "the context"));
+    m_text.chunk->setToolTip(tr("A text longer than the model's context is scored in pieces of this many "
+                                "tokens (%1 at least), the "
+                                "second half of each (as llama-perplexity -c). Automatic: a file whole when "
+                                "it fits the context, else "
+                                "in pieces of the context (of half the text when that is less, so that two "
+                                "are scored); the built-in "
+                                "text is cut to the context")
+                                 .arg(kMinVitalsChunk));
     text->addWidget(new QLabel(tr("Text"), this));
     text->addWidget(m_text.path, 1);
     text->addWidget(choose);
@@ -64,16 +68,23 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     text->addWidget(m_text.chunk);
     layout->addLayout(text);
     const auto chosen = [this] { emit textChosen(m_text.path->text().trimmed(), m_text.chunk->value()); };
-    connect(m_text.path, &QLineEdit::editingFinished, this, chosen);
-    connect(m_text.chunk, &QSpinBox::valueChanged, this, chosen);
-    connect(choose, &QPushButton::clicked, this, [this, chosen] {
+    connect(m_text.path, &QLineEdit::textChanged, this, chosen); // typed: chosen, though not confirmed
+    // 1 to 3 tokens leave nothing to score: the box steps over them.
+    connect(m_text.chunk, &QSpinBox::valueChanged, this, [this, chosen](int value) {
+        if (value > 0 && value < int(kMinVitalsChunk)) {
+            m_text.chunk->setValue(m_lastChunk == 0 ? int(kMinVitalsChunk) : 0);
+            return;
+        }
+        m_lastChunk = value;
+        chosen();
+    });
+    connect(choose, &QPushButton::clicked, this, [this] {
         const QString current = m_text.path->text().trimmed();
         const QString path = QFileDialog::getOpenFileName(
             this, tr("Text for vital signs"), current.isEmpty() ? QFileInfo(m_model).absolutePath() : current,
             tr("Text (*.txt);;All files (*)"));
         if (!path.isEmpty()) {
             m_text.path->setText(path);
-            chosen();
         }
     });
     // What the run found scrolls between the buttons: a long comparison table or sample never
@@ -144,7 +155,9 @@ void VitalsPage::setProgress(const QString& text) {
 
 void VitalsPage::setFailed(const QString& message) {
     setIdle();
-    m_status->setText(message);
+    // The vital signs shown, if any, keep saying what they were taken on.
+    m_status->setText(m_report ? tr("%1\nShown still: %2").arg(message, model::afterColon(m_taken))
+                               : message);
 }
 
 void VitalsPage::setCanPlanRemoval(bool on) {
@@ -170,6 +183,7 @@ void VitalsPage::showTextChoice(const QString& path, int chunk) {
         m_text.path->setText(path);
     }
     m_text.chunk->setValue(chunk);
+    m_lastChunk = m_text.chunk->value();
 }
 
 void VitalsPage::setOpenModels(const QSet<QString>& labels) {
@@ -207,7 +221,8 @@ void VitalsPage::setReport(std::shared_ptr<const VitalsReport> report, const QSt
     m_report = std::move(report);
     setIdle();
     const VitalsReport& r = *m_report;
-    m_status->setText(takenOnText(r, text));
+    m_taken = takenOnText(r, text);
+    m_status->setText(m_taken);
     m_summary->setText(summaryText());
     m_chart->setImportance(r.importance);
     m_empty->hide();

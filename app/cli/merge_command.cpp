@@ -151,9 +151,7 @@ int runMerge(const std::vector<std::string>& args) {
         if (textPath) {
             request.text = readSmallFile(*textPath, kMaxTextBytes);
             run.inputs.push_back(*textPath);
-            if (request.text.empty()) {
-                throw FormatError(fileLabel(*textPath) + ": the text is empty");
-            }
+            checkScoredText(fileLabel(*textPath), request.text);
         }
     } catch (const UsageError&) {
         throw;

@@ -48,10 +48,7 @@ int runVitals(const std::vector<std::string>& args) {
         if (const auto text = parsed.option("--text")) {
             request.text = readSmallFile(*text, kMaxTextBytes);
             inputs.push_back(*text);
-            if (request.text.empty()) {
-                std::cerr << "organ vitals: " << escapeText(fileLabel(*text)) << ": the text is empty\n";
-                return kExitInvalid;
-            }
+            checkScoredText(fileLabel(*text), request.text);
         }
         // The model: a file, or the chimera a plan would write (never written); a plan's base
         // and donors are its parents.

@@ -6,6 +6,7 @@
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "support/text_safety.h"
+#include "vitals/vitals_report.h"
 
 #include <algorithm>
 #include <chrono>
@@ -94,9 +95,7 @@ constexpr std::uint64_t kMaxTextBytes = 4u << 20;
 
 std::string readLabText(const RootedPath& path) {
     std::string text = readSmallFile(path, kMaxTextBytes);
-    if (text.empty()) {
-        throw FormatError(fileLabel(path.path) + ": the text is empty");
-    }
+    checkScoredText(fileLabel(path.path), text);
     return text;
 }
 

@@ -139,6 +139,21 @@ std::vector<std::int32_t> vitalsTokens(const ModelWeights& model, const Tokenize
     return tokens;
 }
 
+void checkScoredText(const std::string& label, std::string_view text) {
+    if (text.empty()) {
+        throw FormatError(label + ": the text is empty");
+    }
+    if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+        throw FormatError(label + ": a NUL byte at byte " + std::to_string(nul) +
+                          ": a binary file, not a text to score");
+    }
+    if (!isValidUtf8(text)) {
+        throw FormatError(label +
+                          ": not UTF-8 text (another encoding, or not a text): convert it to UTF-8 to "
+                          "score it");
+    }
+}
+
 std::size_t chunkToFit(const ModelWeights& model, const std::string& text) {
     const Tokenizer tokenizer = Tokenizer::fromWeights(model);
     const std::size_t limit = tokenLimit(model);

@@ -92,6 +92,10 @@ void checkActivationMemory(const ModelWeights& model, const TransformerShape& sh
 std::vector<std::int32_t> vitalsTokens(const ModelWeights& model, const Tokenizer& tokenizer,
                                        const VitalsRequest& request, std::size_t* clippedFrom = nullptr);
 
+// Refuses (FormatError, naming `label`) a text to score that is empty, has a NUL byte (a binary
+// file) or is not UTF-8: its tokens would measure nothing the user meant.
+void checkScoredText(const std::string& label, std::string_view text);
+
 // The chunk a text is scored in when none is asked for: 0 (whole) when its tokens fit the
 // model's context, else the context, as llama-perplexity's default, or half the text's tokens where
 // that is less (two chunks at least are scored). The built-in text (empty) is cut to fit: 0.

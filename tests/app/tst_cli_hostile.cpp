@@ -328,6 +328,35 @@ private slots:
                  folder.err.constData());
     }
 
+    // A text to score that is not one (empty, a binary file, another encoding than UTF-8) is refused
+    // by name before anything runs, by organ vitals and by organ merge --vitals alike.
+    void textsThatAreNotTexts() {
+        QVERIFY(writeAll(path(QStringLiteral("empty.txt")), QByteArray()));
+        QVERIFY(writeAll(path(QStringLiteral("nul.txt")), QByteArray("a story\0 more", 14)));
+        QVERIFY(writeAll(path(QStringLiteral("latin1.txt")), QByteArray("caf\xe9 au lait\n")));
+        const std::pair<QString, QByteArray> cases[] = {
+            {path(QStringLiteral("empty.txt")), "empty.txt: the text is empty"},
+            {path(QStringLiteral("nul.txt")),
+             "nul.txt: a NUL byte at byte 7: a binary file, not a text to score"},
+            {path(QStringLiteral("latin1.txt")),
+             "latin1.txt: not UTF-8 text (another encoding, or not a text): convert it to UTF-8 to score it"},
+            {m_a, "hostile-a.gguf: a NUL byte at byte "},
+        };
+        for (const auto& [text, says] : cases) {
+            const Run vitals = runOrgan({QStringLiteral("vitals"), m_a, QStringLiteral("--text"), text});
+            QCOMPARE(vitals.exitCode, 1);
+            QVERIFY2(vitals.err.contains(QByteArray(QByteArray("organ vitals: ") + says)), vitals.err.constData());
+            const QString out = path(QStringLiteral("scored.gguf"));
+            const Run merge =
+                runOrgan({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("linear"),
+                          QStringLiteral("--model"), m_a, QStringLiteral("--model"), m_b,
+                          QStringLiteral("--vitals"), text, QStringLiteral("-o"), out});
+            QCOMPARE(merge.exitCode, 1);
+            QVERIFY2(merge.err.contains(QByteArray(QByteArray("organ merge: ") + says)), merge.err.constData());
+            QVERIFY(!QFileInfo::exists(out));
+        }
+    }
+
     // A chimera's assembly killed at several points: afterwards the output is absent or exactly
     // a clean run's, the inputs are unchanged, and the next run succeeds (and removes what the
     // killed runs left, saying so).

@@ -289,9 +289,8 @@ private slots:
         }
         widgets::VitalsPage* page = m_recipient->vitalsPage();
         m_recipient->showPage(widgets::ModelView::Page::Vitals);
+        // Typed (never confirmed with Enter) is chosen: the donor's page shows it too.
         page->textPath()->setText(longText);
-        QMetaObject::invokeMethod(page->textPath(), "editingFinished");
-        // One choice: the donor's page shows it too.
         QCOMPARE(m_donor->vitalsPage()->textPath()->text(), longText);
         JobEnds ready(window.jobs(), "vitals");
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
@@ -322,6 +321,12 @@ private slots:
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
         QVERIFY(waitForJobs(chunked, 1, 60000));
         QCOMPARE(page->report()->chunk, std::size_t(64));
+        // 1 to 3 tokens leave nothing to score: the box steps over them.
+        page->textChunk()->setValue(3);
+        QCOMPARE(page->textChunk()->value(), 0);
+        page->textChunk()->setValue(1);
+        QCOMPARE(page->textChunk()->value(), 4);
+        page->textChunk()->setValue(64);
 
         // Check chimera's menu offers the built-in text and the texts chosen lately.
         m_plan->removeLayer(m_damagedPath, 4);
@@ -350,7 +355,17 @@ private slots:
                 QStringLiteral("Chimera (planned)</b> on long stories.txt (%1 tokens, in chunks of 64): ")
                     .arg(report->tokens.size())),
             qPrintable(panel->vitalsLabel()->text()));
-        // Another text makes the shown check not current: pressed again, it runs.
+        // The file changed since makes the shown check not current: pressed again, it runs.
+        {
+            QFile file(longText);
+            QVERIFY(file.open(QIODevice::Append));
+            file.write("The end.\n");
+        }
+        JobEnds checkedOnChanged(window.jobs(), "vitals");
+        check->click();
+        QVERIFY(waitForJobs(checkedOnChanged, 1, 60000));
+        QCOMPARE(checkedOnChanged.count(JobState::Done), 1);
+        // Another text too.
         const auto builtIn = std::find_if(
             panel->checkMenu()->actions().begin(), panel->checkMenu()->actions().end(),
             [](QAction* a) { return a->text() == QStringLiteral("The built-in short stories"); });
@@ -372,17 +387,31 @@ private slots:
              {std::pair{empty, QStringLiteral("empty.txt: the text is empty")},
               std::pair{m_dir.filePath(QStringLiteral("missing.txt")), QStringLiteral("missing.txt: ")}}) {
             page->textPath()->setText(path);
-            QMetaObject::invokeMethod(page->textPath(), "editingFinished");
             JobEnds failed(window.jobs(), "vitals");
             QTest::mouseClick(page->takeButton(), Qt::LeftButton);
             QVERIFY(waitForJobs(failed, 1, 60000));
             QCOMPARE(failed.count(JobState::Failed), 1);
+            // The signs shown keep saying what they were taken on.
             const QString said = page->findChild<QLabel*>(QStringLiteral("vitalsStatus"))->text();
-            QVERIFY2(said.contains(says), qPrintable(said));
+            QVERIFY2(said.startsWith(says) &&
+                         said.contains(
+                             QStringLiteral("\nShown still: taken on long stories.txt: %1 tokens in chunks "
+                                            "of 64, ")
+                                 .arg(report->tokens.size())),
+                     qPrintable(said));
         }
+        // The menu offers the texts scored, not those that failed.
+        emit panel->checkMenu()->aboutToShow();
+        QStringList recent;
+        for (QAction* action : panel->checkMenu()->actions()) {
+            if (action->isCheckable()) {
+                recent << action->text();
+            }
+        }
+        QCOMPARE(recent, (QStringList{QStringLiteral("The built-in short stories"),
+                                      QStringLiteral("long stories.txt")}));
         // Kept in the settings: the next window takes them on the same text.
         page->textPath()->setText(longText);
-        QMetaObject::invokeMethod(page->textPath(), "editingFinished");
         {
             app::MainWindow next;
             JobEnds measured(next.jobs(), "measure");
