@@ -72,7 +72,7 @@ std::string fixedDecimals(double value, int digits) {
 std::string fileLabel(std::string_view path) {
     const auto end = path.find_last_not_of('/');
     if (end == std::string_view::npos) {
-        return std::string(path.empty() ? "" : "/");
+        return std::string(path.empty() ? "(an empty path)" : "/");
     }
     path = path.substr(0, end + 1);
     const auto slash = path.find_last_of('/');
@@ -86,8 +86,11 @@ std::string notRegularFile(std::string_view path, unsigned mode) {
                        : S_ISFIFO(mode) ? "a FIFO (named pipe), not a regular file"
                        : S_ISSOCK(mode) ? "a socket, not a regular file"
                                         : "not a regular file";
-    const bool device = S_ISCHR(mode) || S_ISBLK(mode);
-    return (device ? std::string(path) : fileLabel(path)) + ": is " + kind;
+    // A device, or anything under /dev or /proc (/dev/stdout, a pipe), by its whole path: its last
+    // component alone ("zero", "stdout", "1") says nothing.
+    const bool system =
+        S_ISCHR(mode) || S_ISBLK(mode) || path.starts_with("/dev/") || path.starts_with("/proc/");
+    return (system ? std::string(path) : fileLabel(path)) + ": is " + kind;
 }
 
 } // namespace organ

@@ -22,11 +22,13 @@ std::string padText(std::string text, std::size_t width, bool alignRight = false
 // "36.65": a fixed number of decimals.
 std::string fixedDecimals(double value, int digits);
 
-// The last path component, which is how messages name a file ("models/" is "models", "/" is "/").
+// The last path component, which is how messages name a file ("models/" is "models", "/" is "/", an
+// empty path "(an empty path)").
 std::string fileLabel(std::string_view path);
 
 // "/dev/zero: is a character device, not a regular file": what a file that is not one is, named by
-// fileLabel() but a device by its whole path (its last component alone, "zero", says nothing).
+// fileLabel() but a device, or anything under /dev or /proc, by its whole path (its last component
+// alone, "zero" or "stdout", says nothing).
 // `mode` is stat's st_mode.
 std::string notRegularFile(std::string_view path, unsigned mode);
 

@@ -278,6 +278,14 @@ private slots:
         const Run report =
             runOrgan({QStringLiteral("measure"), m_a, QStringLiteral("--json"), QStringLiteral("/dev/null")});
         QCOMPARE(report.exitCode, 1);
+        // Its standard output (a pipe here) is named by its whole path too, not as "stdout".
+        const Run toStdout = runOrgan(
+            {QStringLiteral("measure"), m_a, QStringLiteral("--json"), QStringLiteral("/dev/stdout")});
+        QCOMPARE(toStdout.exitCode, 1);
+        QVERIFY2(
+            toStdout.err.contains("organ measure: /dev/stdout: is a FIFO (named pipe), not a regular file; "
+                                  "refusing to write over it"),
+            toStdout.err.constData());
         const QString fifo = path(QStringLiteral("fifo.gguf"));
         QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0644), 0);
         const QString plan = path(QStringLiteral("fifo-plan.json"));
@@ -341,18 +349,21 @@ private slots:
             {path(QStringLiteral("latin1.txt")),
              "latin1.txt: not UTF-8 text (another encoding, or not a text): convert it to UTF-8 to score it"},
             {m_a, "hostile-a.gguf: a NUL byte at byte "},
+            {QString(), "(an empty path): cannot open"},
         };
         for (const auto& [text, says] : cases) {
             const Run vitals = runOrgan({QStringLiteral("vitals"), m_a, QStringLiteral("--text"), text});
             QCOMPARE(vitals.exitCode, 1);
-            QVERIFY2(vitals.err.contains(QByteArray(QByteArray("organ vitals: ") + says)), vitals.err.constData());
+            QVERIFY2(vitals.err.contains(QByteArray(QByteArray("organ vitals: ") + says)),
+                     vitals.err.constData());
             const QString out = path(QStringLiteral("scored.gguf"));
             const Run merge =
                 runOrgan({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("linear"),
                           QStringLiteral("--model"), m_a, QStringLiteral("--model"), m_b,
                           QStringLiteral("--vitals"), text, QStringLiteral("-o"), out});
             QCOMPARE(merge.exitCode, 1);
-            QVERIFY2(merge.err.contains(QByteArray(QByteArray("organ merge: ") + says)), merge.err.constData());
+            QVERIFY2(merge.err.contains(QByteArray(QByteArray("organ merge: ") + says)),
+                     merge.err.constData());
             QVERIFY(!QFileInfo::exists(out));
         }
     }
