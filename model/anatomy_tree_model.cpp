@@ -309,13 +309,20 @@ DropTarget AnatomyTreeModel::dropTarget(const QModelIndex& index) const {
 bool AnatomyTreeModel::canDropMimeData(const QMimeData* data, Qt::DropAction, int, int,
                                        const QModelIndex& parent) const {
     m_dropMessage.clear();
+    m_mergeFits = false;
     const auto drag = decodeTensorDrag(data);
     if (m_dropHandler == nullptr || m_snapshot == nullptr || !drag) {
         return false;
     }
     const QString recipient = QString::fromStdString(m_snapshot->model->path());
-    return m_mergeDrop ? m_dropHandler->canMergeTensors(*drag, recipient, dropTarget(parent), &m_dropMessage)
-                       : m_dropHandler->canDropTensors(*drag, recipient, dropTarget(parent), &m_dropMessage);
+    const DropTarget target = dropTarget(parent);
+    if (m_mergeDrop) {
+        return m_dropHandler->canMergeTensors(*drag, recipient, target, &m_dropMessage);
+    }
+    const bool fits = m_dropHandler->canDropTensors(*drag, recipient, target, &m_dropMessage);
+    QString merged;
+    m_mergeFits = fits && m_dropHandler->canMergeTensors(*drag, recipient, target, &merged);
+    return fits;
 }
 
 // The handler checks the drop again as it plans it: a refused drop adds nothing.

@@ -54,6 +54,8 @@ public:
     void setMergeDrop(bool merge) { m_mergeDrop = merge; }
     // What the last canDropMimeData() said about the drop (why it fits or not).
     const QString& dropMessage() const { return m_dropMessage; }
+    // Whether a merge would fit where the last canDropMimeData() found a replacement that fits.
+    bool mergeWouldFit() const { return m_mergeFits; }
     // The drop target a node stands for (the whole model for the invalid index).
     DropTarget dropTarget(const QModelIndex& index) const;
 
@@ -99,6 +101,7 @@ private:
     TensorDropHandler* m_dropHandler = nullptr;
     bool m_mergeDrop = false;
     mutable QString m_dropMessage;
+    mutable bool m_mergeFits = false;
     std::vector<int> m_nodeOfTensor;
     const TensorResults* m_results = nullptr;
     std::vector<double> m_thetaSum; // per node of the current tree

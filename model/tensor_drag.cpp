@@ -64,8 +64,8 @@ bool mergesOnDrop(Qt::KeyboardModifiers modifiers) {
     return modifiers.testFlag(Qt::ShiftModifier);
 }
 
-QString dragTooltip(const QString& message, bool fits, bool merge) {
-    if (!fits || merge || message.isEmpty()) {
+QString dragTooltip(const QString& message, bool fits, bool merge, bool mergeFits) {
+    if (!fits || merge || !mergeFits || message.isEmpty()) {
         return message;
     }
     return message + QLatin1Char('\n') +

@@ -47,8 +47,9 @@ public:
 // Whether a drop with these keys held merges (Shift) rather than replaces.
 bool mergesOnDrop(Qt::KeyboardModifiers modifiers);
 
-// What a drag's tooltip says over a target: the drop's message, and under a replacement that fits,
-// how to merge instead (Shift is found nowhere else while dragging).
-QString dragTooltip(const QString& message, bool fits, bool merge);
+// What a drag's tooltip says over a target: the drop's message, and under a replacement that fits
+// where a merge would fit too (`mergeFits`), how to merge instead (Shift is found nowhere else while
+// dragging).
+QString dragTooltip(const QString& message, bool fits, bool merge, bool mergeFits);
 
 } // namespace organ::model

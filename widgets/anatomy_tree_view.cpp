@@ -55,7 +55,8 @@ void AnatomyTreeView::dragMoveEvent(QDragMoveEvent* event) {
     if (!message.isEmpty()) {
         QToolTip::showText(viewport()->mapToGlobal(event->position().toPoint()),
                            model::dragTooltip(message, event->dropAction() == Qt::CopyAction,
-                                              model::mergesOnDrop(event->modifiers())),
+                                              model::mergesOnDrop(event->modifiers()),
+                                              m_source->mergeWouldFit()),
                            viewport());
     }
 }

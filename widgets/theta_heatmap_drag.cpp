@@ -222,8 +222,11 @@ bool ThetaHeatmap::eventFilter(QObject* watched, QEvent* event) {
         const bool fits = canDropAt(drag->mimeData(), drag->position().toPoint(), &message, merge);
         if (model::decodeTensorDrag(drag->mimeData())) {
             showDropMark(drag->position().toPoint(), fits);
+            QString merged;
+            const bool mergeFits =
+                fits && !merge && canDropAt(drag->mimeData(), drag->position().toPoint(), &merged, true);
             QToolTip::showText(m_plot->mapToGlobal(drag->position().toPoint()),
-                               model::dragTooltip(message, fits, merge), m_plot);
+                               model::dragTooltip(message, fits, merge, mergeFits), m_plot);
         }
         if (fits) {
             drag->setDropAction(Qt::CopyAction);

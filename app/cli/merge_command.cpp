@@ -91,6 +91,16 @@ MergeConfig quickConfig(const Arguments& parsed) {
     if (const auto problem = mergeSpecProblem(config.spec)) {
         throw UsageError{*problem};
     }
+    // Each model there (the hint where one looks like a Hugging Face id), before anything opens.
+    if (const auto missing =
+            config.spec.base.empty() ? std::nullopt : missingModel(config.spec.base, config.spec.base)) {
+        throw FormatError("--base: " + *missing);
+    }
+    for (const MergeModel& model : config.spec.models) {
+        if (const auto missing = missingModel(model.model, model.model)) {
+            throw FormatError("--model: " + *missing);
+        }
+    }
     return config;
 }
 

@@ -5,6 +5,7 @@
 #include "support/errors.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
+#include "support/text_safety.h"
 
 #include <filesystem>
 #include <limits>
@@ -405,6 +406,14 @@ bool isHubId(const std::string& given) {
 
 } // namespace
 
+std::optional<std::string> missingModel(const std::string& given, const std::string& resolved) {
+    if (std::error_code error; std::filesystem::exists(resolved, error)) {
+        return std::nullopt;
+    }
+    return "model '" + escapeText(given) + "': no such file or folder" +
+           (isHubId(given) ? " (models are GGUF files or organ directories, not Hugging Face ids)" : "");
+}
+
 MergeConfig readMergeConfig(const RootedPath& path) {
     MergeConfig config = mergeConfigFromYaml(readSmallFile(path, kMaxMergeConfigBytes), fileLabel(path.path));
     const std::filesystem::path folder = std::filesystem::path(path.path).parent_path();
@@ -418,14 +427,12 @@ MergeConfig readMergeConfig(const RootedPath& path) {
         if (std::filesystem::path(p).is_relative()) {
             p = (folder / p).lexically_normal().string();
         }
-        if (std::error_code error; !std::filesystem::exists(p, error)) {
+        if (const auto missing = missingModel(given, p)) {
             const auto line = config.lines.find(given);
             throw FormatError(
                 fileLabel(path.path) +
                 (line != config.lines.end() ? ": line " + std::to_string(line->second) : std::string()) +
-                ": model '" + given + "': no such file or folder" +
-                (isHubId(given) ? " (models are GGUF files or organ directories, not Hugging Face ids)"
-                                : ""));
+                ": " + *missing);
         }
     };
     resolve(config.spec.base);

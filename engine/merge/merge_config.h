@@ -46,4 +46,8 @@ MergeConfig mergeConfigFromYaml(std::string_view text, const std::string& label)
 // FormatError or IoError naming the file.
 MergeConfig readMergeConfig(const RootedPath& path);
 
+// "model 'org/name': no such file or folder (models are GGUF files or organ directories, not Hugging
+// Face ids)" for a model that is not there (the hint where `given` looks like a hub id), or nothing.
+std::optional<std::string> missingModel(const std::string& given, const std::string& resolved);
+
 } // namespace organ

@@ -318,6 +318,26 @@ private slots:
                               .contains(QStringLiteral("'weight' values must be finite numbers"))),
                      readAll(refusedJson).constData());
         }
+        // A model that is not there is refused before anything opens; a Hugging Face id is said to be one.
+        const CliRun hub =
+            runOrganCli({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("linear"),
+                         QStringLiteral("--model"), a, QStringLiteral("--model"),
+                         QStringLiteral("mistralai/Mistral-7B-v0.1"), QStringLiteral("-o"), out});
+        QCOMPARE(hub.exitCode, 1);
+        QVERIFY2(hub.err.contains(
+                     QStringLiteral("organ merge: --model: model 'mistralai/Mistral-7B-v0.1': no such "
+                                    "file or folder (models are GGUF files or organ directories, not "
+                                    "Hugging Face ids)")),
+                 qPrintable(hub.err));
+        const CliRun goneBase =
+            runOrganCli({QStringLiteral("merge"), QStringLiteral("--method"), QStringLiteral("ties"),
+                         QStringLiteral("--base"), path(QStringLiteral("models/gone.gguf")),
+                         QStringLiteral("--model"), a, QStringLiteral("-o"), out});
+        QCOMPARE(goneBase.exitCode, 1);
+        QVERIFY2(
+            goneBase.err.contains(QStringLiteral("organ merge: --base: model '%1': no such file or folder\n")
+                                      .arg(path(QStringLiteral("models/gone.gguf")))),
+            qPrintable(goneBase.err));
         // The base spelled another way among the models is the base: not merged with itself.
         const QString againBase = path(QStringLiteral("models/./base.gguf"));
         const CliRun self =

@@ -43,6 +43,7 @@
 #include <QTest>
 #include <QTimer>
 #include <QToolButton>
+#include <QToolTip>
 #include <QTreeView>
 #include <QUndoStack>
 
@@ -205,11 +206,12 @@ private slots:
         QVERIFY2(to->canDropAt(column.get(), to->pixelOfTensor(cell), &replaced, false),
                  qPrintable(replaced));
         QVERIFY2(replaced.contains(QStringLiteral("9 tensors")), qPrintable(replaced));
-        // While dragging, a replacement that fits says how to merge instead.
-        QCOMPARE(model::dragTooltip(replaced, true, false),
+        // While dragging, a replacement that fits says how to merge instead, where a merge fits too.
+        QCOMPARE(model::dragTooltip(replaced, true, false, true),
                  replaced + QStringLiteral("\nHold Shift to merge them instead of replacing"));
-        QCOMPARE(model::dragTooltip(merged, true, true), merged);
-        QCOMPARE(model::dragTooltip(QStringLiteral("No"), false, false), QStringLiteral("No"));
+        QCOMPARE(model::dragTooltip(replaced, true, false, false), replaced);
+        QCOMPARE(model::dragTooltip(merged, true, true, true), merged);
+        QCOMPARE(model::dragTooltip(QStringLiteral("No"), false, false, false), QStringLiteral("No"));
         // Every organ of the farm (all layers) on layer 2's cell: layer 2's merge, the rest left out.
         model::TensorDrag organs;
         organs.model = QString::fromStdString(m_farm->snapshot().model->path());
@@ -229,6 +231,49 @@ private slots:
                 message.contains(QStringLiteral("; leaves out 15: blk.0.ffn_")) &&
                 message.contains(QStringLiteral("not in layer 2 (a merge combines tensors of one name)")),
             qPrintable(message));
+    }
+
+    // The Shift hint shows only where a merge would fit: over the same layer, not over a map of one
+    // layer onto another (a merge combines tensors of one name), in the tree and on the heatmap.
+    void shiftHintOnlyWhereAMergeFits() {
+        model::AnatomyTreeModel* tree = m_base->anatomyModel();
+        std::unique_ptr<QMimeData> organs(m_farm->anatomyModel()->mimeData(
+            {layerNode(m_farm, QStringLiteral("organ"), QStringLiteral("layer 2"))}));
+        tree->setMergeDrop(false);
+        QVERIFY(tree->canDropMimeData(organs.get(), Qt::CopyAction, -1, -1,
+                                      layerNode(m_base, QStringLiteral("organ"), QStringLiteral("layer 2"))));
+        QVERIFY(tree->mergeWouldFit());
+        QVERIFY(tree->canDropMimeData(organs.get(), Qt::CopyAction, -1, -1,
+                                      layerNode(m_base, QStringLiteral("organ"), QStringLiteral("layer 4"))));
+        QVERIFY2(tree->dropMessage().contains(QStringLiteral("layer 2 → 4")),
+                 qPrintable(tree->dropMessage()));
+        QVERIFY(!tree->mergeWouldFit());
+
+        m_base->showPage(widgets::ModelView::Page::Heatmap); // tooltips show over a visible heatmap
+        settle(m_window.get());
+        widgets::ThetaHeatmap* from = m_farm->heatmap();
+        widgets::ThetaHeatmap* to = m_base->heatmap();
+        std::unique_ptr<QMimeData> column(
+            model::encodeTensorDrag(*from->dragForColumn(from->columnOfLayer(2))));
+        const QRect cells = to->plot()->axisRect()->rect();
+        const auto dragOver = [&](std::uint32_t layer) {
+            const QPointF label(to->plot()->xAxis->coordToPixel(to->columnOfLayer(layer)),
+                                cells.bottom() + 8);
+            QDragEnterEvent enter(label.toPoint(), Qt::CopyAction, column.get(), Qt::LeftButton,
+                                  Qt::NoModifier);
+            QApplication::sendEvent(to->plot(), &enter);
+            QDragMoveEvent move(label.toPoint(), Qt::CopyAction, column.get(), Qt::LeftButton,
+                                Qt::NoModifier);
+            QApplication::sendEvent(to->plot(), &move);
+        };
+        dragOver(2);
+        QTRY_VERIFY2(
+            QToolTip::text().endsWith(QStringLiteral("\nHold Shift to merge them instead of replacing")),
+            qPrintable(QToolTip::text()));
+        dragOver(4);
+        QTRY_VERIFY2(QToolTip::text().contains(QStringLiteral("2 → 4")), qPrintable(QToolTip::text()));
+        QVERIFY2(!QToolTip::text().contains(QStringLiteral("Hold Shift")), qPrintable(QToolTip::text()));
+        QToolTip::hideText();
     }
 
     // Closing one donor of a merge of two keeps the merge with the other; closing the last one
