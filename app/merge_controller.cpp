@@ -70,6 +70,7 @@ void MergeController::askHow(const model::GraftDocument::MergeRequest& request) 
                      ? model::displayText(request.names.front())
                      : model::countOf(qint64(request.names.size()), tr("tensor"), tr("tensors"));
     setup.blocks = recipient->anatomy.layerCount();
+    setup.leftOut = request.leftOut;
     setup.planned = m_document->plannedMerge();
     widgets::MergeDialog dialog(setup, m_host.window);
     if (dialog.exec() != QDialog::Accepted) {

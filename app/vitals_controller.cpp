@@ -117,6 +117,19 @@ void VitalsController::rememberText(const QString& path) {
 void VitalsController::fillTextMenu() {
     QMenu* menu = m_surgery->panel()->checkMenu();
     menu->clear();
+    menu->addSection(tr("Check on"));
+    const auto choose = [this](const QString& path) {
+        chooseText({path, m_text.chunk});
+        m_host.say(tr("Vital signs and Check chimera are taken on %1").arg(textName(path)));
+    };
+    menu->addAction(tr("Choose a text…"), this, [this, choose] {
+        const QString path = QFileDialog::getOpenFileName(m_host.window, tr("Text for vital signs"),
+                                                          m_text.path.isEmpty() ? QString() : m_text.path,
+                                                          tr("Text (*.txt);;All files (*)"));
+        if (!path.isEmpty()) {
+            choose(path);
+        }
+    });
     auto* group = new QActionGroup(menu);
     const auto offer = [&](const QString& label, const QString& path) {
         QAction* action = menu->addAction(label);
@@ -124,22 +137,17 @@ void VitalsController::fillTextMenu() {
         action->setChecked(m_text.path == path);
         action->setToolTip(path);
         group->addAction(action);
-        connect(action, &QAction::triggered, this, [this, path] { chooseText({path, m_text.chunk}); });
+        connect(action, &QAction::triggered, this, [choose, path] { choose(path); });
     };
-    menu->addSection(tr("Check on"));
     offer(tr("The built-in short stories"), QString());
-    for (const QString& path : m_recentTexts) {
+    // The text chosen, though not scored yet, then those scored lately.
+    QStringList texts = m_recentTexts;
+    if (!m_text.path.isEmpty() && !texts.contains(m_text.path)) {
+        texts.prepend(m_text.path);
+    }
+    for (const QString& path : texts) {
         offer(QFileInfo(path).fileName(), path);
     }
-    menu->addSeparator();
-    menu->addAction(tr("Choose a text…"), this, [this] {
-        const QString path = QFileDialog::getOpenFileName(m_host.window, tr("Text for vital signs"),
-                                                          m_text.path.isEmpty() ? QString() : m_text.path,
-                                                          tr("Text (*.txt);;All files (*)"));
-        if (!path.isEmpty()) {
-            chooseText({path, m_text.chunk});
-        }
-    });
     menu->setToolTipsVisible(true);
 }
 
@@ -343,16 +351,19 @@ void VitalsController::showChimera(const std::shared_ptr<const VitalsReport>& re
                                 .arg(report->tokens.size())
                                 .arg(report->chunk)
                           : tr("%1 (%2 tokens)").arg(textName(m_chimeraText.path)).arg(report->tokens.size());
+    // Four decimals: a merge's gain on a domain is often in the third.
     QString html =
-        tr("<b>Chimera (planned)</b> on %1: perplexity %2%3")
+        tr("<b>Chimera (planned)</b> on %1: perplexity %2<b>%3</b>")
             .arg(on.toHtmlEscaped(),
                  parents.empty() ? QString()
-                                 : model::finiteNumber(parents.front().perplexity.perplexity, 3) + tr(" → "),
-                 model::finiteNumber(report->perplexity.perplexity, 3));
+                                 : tr("%1 (the recipient) → ")
+                                       .arg(model::finiteNumber(parents.front().perplexity.perplexity, 4)),
+                 model::finiteNumber(report->perplexity.perplexity, 4));
     for (const auto& p : parents) {
         html +=
-            tr(" · KL to <b>%1</b> %2 (top-1 agrees %3 %)")
+            tr(" · KL to <b>%1</b> %2 (its perplexity %3, top-1 agrees %4 %)")
                 .arg(model::displayText(p.label).toHtmlEscaped(), model::finiteNumber(p.divergence.meanKl, 4),
+                     model::finiteNumber(p.perplexity.perplexity, 4),
                      model::finiteNumber(100 * p.divergence.topAgreement, 1));
     }
     html += model::sampleHtml(report->prompt, report->continuation);

@@ -271,7 +271,8 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
     case Refusal::None:
         break;
     case Refusal::SameModel:
-        result.message = tr("Drag from a donor onto the recipient");
+        result.message =
+            tr("%1 is the recipient itself: drag from another model").arg(fileOf(drag.model.toStdString()));
         return result;
     case Refusal::UnknownTensors:
         result.message = tr("The dragged tensors do not belong to that model");
@@ -346,7 +347,8 @@ GraftDocument::MergeRequest GraftDocument::evaluateMerge(const TensorDrag& drag,
         return result;
     }
     if (drag.model == recipient) {
-        result.message = tr("Drag from a donor onto the recipient");
+        result.message = tr("%1 is the recipient itself: a merge needs another model")
+                             .arg(fileOf(drag.model.toStdString()));
         return result;
     }
     QString error;

@@ -138,6 +138,17 @@ MergeDialog::MergeDialog(const Setup& setup, QWidget* parent) : QDialog(parent),
     intro->setWordWrap(true);
     intro->setMinimumWidth(520);
     layout->addWidget(intro);
+    if (!setup.leftOut.isEmpty()) {
+        auto* left = new QLabel(tr("Left out: %1 of the dragged tensors (%2%3).")
+                                    .arg(setup.leftOut.size())
+                                    .arg(setup.leftOut.front().toHtmlEscaped(),
+                                         setup.leftOut.size() > 1 ? tr("; and so on") : QString()),
+                                this);
+        left->setObjectName(QStringLiteral("mergeLeftOut"));
+        left->setWordWrap(true);
+        left->setToolTip(setup.leftOut.join(u'\n'));
+        layout->addWidget(left);
+    }
     if (setup.planned) {
         auto* note = new QLabel(tr("The plan merges already (a plan merges once): these tensors join it, and "
                                    "what is chosen here applies to all of them."),
@@ -450,6 +461,10 @@ void MergeDialog::takePlanned(const MergeSpec& planned) {
         prepareCurve(*curve);
         m_shownCurve = targetKey(curve->row, curve->name);
         m_varying.curve->setPoints(points);
+        // Its field shows the curve's mean, as while the curve is shaped (not the first point).
+        QDoubleSpinBox* box = boxOf(*curve);
+        const QSignalBlocker block(box);
+        box->setValue(std::accumulate(points.begin(), points.end(), 0.0) / double(points.size()));
     }
 }
 

@@ -34,6 +34,7 @@ public:
         std::uint32_t blocks = 1;         // the recipient's, for the curve
         std::optional<MergeSpec> planned; // the plan's merge, by path: its values come first
         std::map<QString, QString> unfit; // open donors none of the merged tensors fit, by path: why
+        QStringList leftOut;              // why dragged tensors are left out of the merge, one each
     };
     explicit MergeDialog(const Setup& setup, QWidget* parent = nullptr);
 

@@ -17,6 +17,34 @@
 #include <qcustomplot.h>
 
 namespace organ::widgets {
+namespace {
+
+// The chunk: 0 (automatic) or kMinVitalsChunk and more, since 1 to 3 tokens leave nothing to score.
+// The arrows step over 1-3; a 1-3 typed becomes kMinVitalsChunk once the editing ends (not while
+// typing: "128" passes through "1").
+class ChunkSpinBox : public QSpinBox {
+public:
+    explicit ChunkSpinBox(QWidget* parent) : QSpinBox(parent) {
+        connect(this, &QSpinBox::editingFinished, this, [this] {
+            if (value() > 0 && value() < int(kMinVitalsChunk)) {
+                setValue(int(kMinVitalsChunk));
+            }
+        });
+    }
+    void stepBy(int steps) override {
+        const int at = value();
+        if (at == 0 && steps > 0) {
+            setValue(int(kMinVitalsChunk) + steps - 1);
+        } else if (at <= int(kMinVitalsChunk) && at + steps < int(kMinVitalsChunk)) {
+            setValue(0);
+        } else {
+            QSpinBox::stepBy(steps);
+        }
+    }
+};
+
+} // namespace
+
 VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent), m_model(model) {
     setObjectName(QStringLiteral("vitalsPage"));
     auto* layout = new QVBoxLayout(this);
@@ -48,7 +76,7 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
            "Every model's vital signs and Check chimera use it"));
     auto* choose = new QPushButton(tr("Choose…"), this);
     choose->setObjectName(QStringLiteral("chooseVitalsText"));
-    m_text.chunk = new QSpinBox(this);
+    m_text.chunk = new ChunkSpinBox(this);
     m_text.chunk->setObjectName(QStringLiteral("vitalsChunk"));
     m_text.chunk->setRange(0, int(kMaxVitalsTokens));
     m_text.chunk->setSpecialValueText(tr("automatic"));
@@ -69,15 +97,7 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     layout->addLayout(text);
     const auto chosen = [this] { emit textChosen(m_text.path->text().trimmed(), m_text.chunk->value()); };
     connect(m_text.path, &QLineEdit::textChanged, this, chosen); // typed: chosen, though not confirmed
-    // 1 to 3 tokens leave nothing to score: the box steps over them.
-    connect(m_text.chunk, &QSpinBox::valueChanged, this, [this, chosen](int value) {
-        if (value > 0 && value < int(kMinVitalsChunk)) {
-            m_text.chunk->setValue(m_lastChunk == 0 ? int(kMinVitalsChunk) : 0);
-            return;
-        }
-        m_lastChunk = value;
-        chosen();
-    });
+    connect(m_text.chunk, &QSpinBox::valueChanged, this, chosen);
     connect(choose, &QPushButton::clicked, this, [this] {
         const QString current = m_text.path->text().trimmed();
         const QString path = QFileDialog::getOpenFileName(
@@ -183,7 +203,6 @@ void VitalsPage::showTextChoice(const QString& path, int chunk) {
         m_text.path->setText(path);
     }
     m_text.chunk->setValue(chunk);
-    m_lastChunk = m_text.chunk->value();
 }
 
 void VitalsPage::setOpenModels(const QSet<QString>& labels) {

@@ -85,7 +85,6 @@ private:
     QString m_taken;                     // what it was taken on ("Taken on farm.txt: …")
     std::optional<QSet<QString>> m_open; // the labels of the models open now, once told
     TextControls m_text;
-    int m_lastChunk = 0; // the chunk box's last value, 0 or at least kMinVitalsChunk
     QPushButton* m_take = nullptr;
     QLabel* m_status = nullptr;
     QLabel* m_summary = nullptr;

@@ -330,6 +330,17 @@ private slots:
         QCOMPARE(stack->undoText(),
                  QStringLiteral("Merge 1 tensor more and change the merge (linear, 4 tensors in all)"));
         QCOMPARE(stack->count(), 4);
+        // The recipient itself (open as a donor too) is said to be it, merged or grafted.
+        model::TensorDrag self;
+        self.model = base;
+        self.tensors = {0};
+        QString why;
+        QVERIFY(!m_plan->canMergeTensors(self, base, DropTarget{}, &why));
+        QCOMPARE(why,
+                 QStringLiteral("family-base-f16.gguf is the recipient itself: a merge needs another model"));
+        QVERIFY(!m_plan->canDropTensors(self, base, DropTarget{}, &why));
+        QCOMPARE(why,
+                 QStringLiteral("family-base-f16.gguf is the recipient itself: drag from another model"));
         stack->undo();
         QCOMPARE(
             m_window->statusBar()->currentMessage(),
@@ -464,13 +475,16 @@ private slots:
         parents = {&base, &donor};
         const auto report = takeVitals(ModelWeights::ofModel(chimera), parents, VitalsRequest{});
         QVERIFY(report.has_value());
-        const QString expected = QString::number(report->perplexity.perplexity, 'f', 3);
-        QVERIFY2(text.contains(QStringLiteral("→ ") + expected),
+        const QString expected = QString::number(report->perplexity.perplexity, 'f', 4);
+        QVERIFY2(text.contains(QStringLiteral("%1 (the recipient) → <b>%2</b>")
+                                   .arg(QString::number(report->parents.at(0).perplexity.perplexity, 'f', 4),
+                                        expected)),
                  qPrintable(text + QStringLiteral(" / ") + expected));
         for (const auto& p : report->parents) {
-            const QString kl = QStringLiteral("KL to <b>%1</b> %2")
+            const QString kl = QStringLiteral("KL to <b>%1</b> %2 (its perplexity %3, ")
                                    .arg(QString::fromStdString(p.label).toHtmlEscaped(),
-                                        QString::number(p.divergence.meanKl, 'f', 4));
+                                        QString::number(p.divergence.meanKl, 'f', 4),
+                                        QString::number(p.perplexity.perplexity, 'f', 4));
             QVERIFY2(text.contains(kl), qPrintable(text + QStringLiteral(" / ") + kl));
         }
         QVERIFY(report->parents.at(1).divergence.meanKl > 0);
@@ -741,10 +755,21 @@ private slots:
         widgets::MergeDialog dialog(setup);
         dialog.show();
         settle(&dialog);
+        // What a drop leaves out of the merge is said.
+        setup.leftOut = {QStringLiteral("blk.0.ffn_up.weight: not in layer 2"),
+                         QStringLiteral("blk.1.ffn_up.weight: not in layer 2")};
+        const widgets::MergeDialog leaving(setup);
+        QCOMPARE(
+            leaving.findChild<QLabel*>(QStringLiteral("mergeLeftOut"))->text(),
+            QStringLiteral("Left out: 2 of the dragged tensors (blk.0.ffn_up.weight: not in layer 2; and so "
+                           "on)."));
         // The first gradient is the curve (farm's density); the sea's weight gradient and the
         // farm's filtered weight are kept.
         QCOMPARE(dialog.findChild<QComboBox*>(QStringLiteral("mergeCurveParam"))->currentText(),
                  QStringLiteral("density of farm.gguf"));
+        // Its field shows the curve's mean, as while the curve is shaped, not its first point.
+        QCOMPARE(dialog.findChild<QDoubleSpinBox*>(QStringLiteral("mergeDensity_1"))->value(), 0.5);
+        QVERIFY(dialog.findChild<QLabel*>(QStringLiteral("mergeLeftOut")) == nullptr);
         const MergeSpec got = dialog.spec();
         QVERIFY(got.models.at(0).parameters.at("weight") == filtered);
         QVERIFY(got.models.at(0).parameters.at("density") == density);

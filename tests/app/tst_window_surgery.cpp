@@ -321,12 +321,25 @@ private slots:
         QTest::mouseClick(page->takeButton(), Qt::LeftButton);
         QVERIFY(waitForJobs(chunked, 1, 60000));
         QCOMPARE(page->report()->chunk, std::size_t(64));
-        // 1 to 3 tokens leave nothing to score: the box steps over them.
-        page->textChunk()->setValue(3);
-        QCOMPARE(page->textChunk()->value(), 0);
-        page->textChunk()->setValue(1);
-        QCOMPARE(page->textChunk()->value(), 4);
-        page->textChunk()->setValue(64);
+        // Typed, a number passes through its first digits ("128" through "1"); the arrows step over 1
+        // to 3, which leave nothing to score, and a 1 to 3 typed becomes 4 once the editing ends.
+        QSpinBox* chunk = page->textChunk();
+        chunk->setFocus();
+        chunk->selectAll();
+        QTest::keyClicks(chunk, QStringLiteral("128"));
+        QCOMPARE(chunk->value(), 128);
+        QCOMPARE(m_donor->vitalsPage()->textChunk()->value(), 128);
+        chunk->setValue(0);
+        chunk->stepBy(1);
+        QCOMPARE(chunk->value(), 4);
+        chunk->stepBy(-1);
+        QCOMPARE(chunk->value(), 0);
+        chunk->selectAll();
+        QTest::keyClicks(chunk, QStringLiteral("2"));
+        QCOMPARE(chunk->value(), 2);
+        QMetaObject::invokeMethod(chunk, "editingFinished");
+        QCOMPARE(chunk->value(), 4);
+        chunk->setValue(64);
 
         // Check chimera's menu offers the built-in text and the texts chosen lately.
         m_plan->removeLayer(m_damagedPath, 4);
@@ -366,10 +379,14 @@ private slots:
         QVERIFY(waitForJobs(checkedOnChanged, 1, 60000));
         QCOMPARE(checkedOnChanged.count(JobState::Done), 1);
         // Another text too.
-        const auto builtIn = std::find_if(
-            panel->checkMenu()->actions().begin(), panel->checkMenu()->actions().end(),
-            [](QAction* a) { return a->text() == QStringLiteral("The built-in short stories"); });
+        const QList<QAction*> choices = panel->checkMenu()->actions();
+        const auto builtIn = std::find_if(choices.begin(), choices.end(), [](QAction* a) {
+            return a->text() == QStringLiteral("The built-in short stories");
+        });
+        QVERIFY(builtIn != choices.end());
         (*builtIn)->trigger();
+        QCOMPARE(window.statusBar()->currentMessage(),
+                 QStringLiteral("Vital signs and Check chimera are taken on the built-in text"));
         QCOMPARE(page->textPath()->text(), QString());
         QCOMPARE(page->textChunk()->value(), 64);
         page->textChunk()->setValue(0);
@@ -400,16 +417,19 @@ private slots:
                                  .arg(report->tokens.size())),
                      qPrintable(said));
         }
-        // The menu offers the texts scored, not those that failed.
+        // The menu offers the text chosen (checked) and the texts scored, not those that failed before.
         emit panel->checkMenu()->aboutToShow();
         QStringList recent;
+        QString current;
         for (QAction* action : panel->checkMenu()->actions()) {
             if (action->isCheckable()) {
                 recent << action->text();
+                current = action->isChecked() ? action->text() : current;
             }
         }
         QCOMPARE(recent, (QStringList{QStringLiteral("The built-in short stories"),
-                                      QStringLiteral("long stories.txt")}));
+                                      QStringLiteral("missing.txt"), QStringLiteral("long stories.txt")}));
+        QCOMPARE(current, QStringLiteral("missing.txt"));
         // Kept in the settings: the next window takes them on the same text.
         page->textPath()->setText(longText);
         {
