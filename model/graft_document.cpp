@@ -318,6 +318,19 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
     if (!result.leftOut.isEmpty()) {
         result.message += tr("; leaves out %1: %2").arg(e.leftOutTensors).arg(result.leftOut.front());
     }
+    // Replacing a tensor the plan merges takes it out of the merge: said before the drop.
+    const std::string layerPrefix =
+        op.kind == GraftOperation::Kind::MapLayer ? "blk." + std::to_string(op.toLayer) + "." : std::string();
+    const std::set<std::string> replaced(op.select.names.begin(), op.select.names.end());
+    const auto merged = std::ranges::count_if(m_report.layout.tensors, [&](const ChimeraTensor& t) {
+        return t.mergeOperation >= 0 &&
+               (layerPrefix.empty() ? replaced.contains(t.name) : t.name.starts_with(layerPrefix));
+    });
+    if (merged > 0) {
+        result.message +=
+            tr("; %1 merged now, so taken out of the merge")
+                .arg(merged == qsizetype(e.tensors) ? tr("all of them") : tr("%1 of them").arg(merged));
+    }
     return result;
 }
 

@@ -330,6 +330,25 @@ private slots:
         QCOMPARE(stack->undoText(),
                  QStringLiteral("Merge 1 tensor more and change the merge (linear, 4 tensors in all)"));
         QCOMPARE(stack->count(), 4);
+        // Replacing what the plan merges takes it out of the merge: said before the drop.
+        model::TensorDrag organs;
+        organs.model = QString::fromStdString(m_farm->snapshot().model->path());
+        const auto& farmTensors = m_farm->snapshot().model->tensors();
+        for (int t = 0; t < int(farmTensors.size()); ++t) {
+            if (farmTensors[std::size_t(t)].name.starts_with("blk.1.ffn_")) {
+                organs.tensors.push_back(t);
+            }
+        }
+        QString replacing;
+        const DropTarget layer1{DropTarget::Kind::Layer, System::Organ, true, 1u, -1};
+        QVERIFY(m_plan->canDropTensors(organs, base, layer1, &replacing));
+        QCOMPARE(replacing,
+                 QStringLiteral("Replaces 3 tensors; all of them merged now, so taken out of the merge"));
+        const DropTarget layer2{DropTarget::Kind::Layer, System::Organ, true, 2u, -1};
+        QVERIFY(m_plan->canDropTensors(organs, base, layer2, &replacing));
+        QCOMPARE(
+            replacing,
+            QStringLiteral("Maps layer 1 → 2: 3 tensors; 1 of them merged now, so taken out of the merge"));
         // The recipient itself (open as a donor too) is said to be it, merged or grafted.
         model::TensorDrag self;
         self.model = base;
