@@ -88,6 +88,31 @@ void MergeController::askHow(const model::GraftDocument::MergeRequest& request) 
     }
 }
 
+void MergeController::changePlannedMerge() {
+    const auto planned = m_document->plannedMerge();
+    if (!planned) {
+        return;
+    }
+    model::GraftDocument::MergeRequest request;
+    request.ok = true;
+    request.recipient = m_document->base();
+    for (const MergeModel& m : planned->models) {
+        const QString path = QString::fromStdString(m.model);
+        if (path != request.recipient && m_document->model(path) != nullptr) {
+            request.donor = path;
+            break;
+        }
+    }
+    if (request.donor.isEmpty()) {
+        m_host.say(tr("Open the merge's models to change it"));
+        return;
+    }
+    for (const model::GraftDocument::Merged& merged : m_document->mergedTensors()) {
+        request.names.push_back(merged.name);
+    }
+    askHow(request);
+}
+
 void MergeController::mergeFromDonor(widgets::ModelView* donor, std::vector<int> tensors) {
     widgets::ModelView* recipient = m_recipient->currentView();
     if (recipient == nullptr) {

@@ -28,6 +28,9 @@ public:
     void mergeFromDonor(widgets::ModelView* donor, std::vector<int> tensors);
     // The same for the donor view that sent its mergeRequested.
     void mergeFromSender(std::vector<int> tensors);
+    // The dialog for the plan's merge as it stands (its tensors, models and parameters): another
+    // method or other parameters change it.
+    void changePlannedMerge();
 
     // The θ a merged chimera tensor will have, by its name: nullopt while not known (its
     // computation is started), an empty θ when the tensor has none (constant) or cannot be made.

@@ -58,6 +58,13 @@ SurgeryController::SurgeryController(widgets::ModelPane* recipient, widgets::Mod
     m_assembly = new AssemblyController(m_document, m_host, this);
     m_merge = new MergeController(m_document, m_recipient, m_donor, m_host, this);
     connect(m_merge, &MergeController::thetaArrived, this, &SurgeryController::updatePreview);
+    connect(m_planPanel, &widgets::GraftPlanPanel::operationActivated, this, [this](int row) {
+        const auto& operations = m_document->plan().operations;
+        if (row >= 0 && std::size_t(row) < operations.size() &&
+            operations[std::size_t(row)].kind == GraftOperation::Kind::Merge) {
+            m_merge->changePlannedMerge();
+        }
+    });
     connect(m_planPanel, &widgets::GraftPlanPanel::assembleRequested, m_assembly,
             &AssemblyController::assembleDialog);
     connect(m_planPanel, &widgets::GraftPlanPanel::tensorsRequested, this, [this](const QStringList& names) {

@@ -1,5 +1,6 @@
 #include "graft_document.h"
 
+#include "merge/merge_method.h"
 #include "support/text_format.h"
 
 #include <QCoreApplication>
@@ -470,6 +471,17 @@ bool GraftDocument::mergeTensors(const TensorDrag& drag, const QString& recipien
 
 namespace {
 
+// A merge with its flags as they act: normalize and rescale left out are their defaults, so that
+// one given at its default is the same merge.
+MergeSpec withDefaults(MergeSpec spec) {
+    spec.normalize = takesParameter(spec.method, "normalize")
+                         ? std::optional(spec.normalize.value_or(normalizesByDefault(spec.method)))
+                         : std::nullopt;
+    spec.rescale =
+        takesParameter(spec.method, "rescale") ? std::optional(spec.rescale.value_or(true)) : std::nullopt;
+    return spec;
+}
+
 int mergeOperationOf(const GraftPlan& plan) {
     for (std::size_t k = 0; k < plan.operations.size(); ++k) {
         if (plan.operations[k].kind == GraftOperation::Kind::Merge) {
@@ -533,7 +545,7 @@ bool GraftDocument::merge(const QString& recipient, MergeSpec byPath, const std:
     QString text = tr("Merge %1 (%2)").arg(all, method);
     if (existing >= 0) {
         const GraftOperation& before = after.operations[std::size_t(existing)];
-        const bool sameSpec = before.merge == op.merge;
+        const bool sameSpec = withDefaults(before.merge) == withDefaults(op.merge);
         if (added == 0 && sameSpec && after.base == m_plan.base) {
             m_lastDropMessage = tr("The plan merges these %1 so already: nothing changed").arg(all);
             return false; // no step to undo

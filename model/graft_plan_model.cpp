@@ -71,7 +71,10 @@ QVariant GraftPlanModel::data(const QModelIndex& index, int role) const {
     // findings in full beside it.
     if (role == Qt::ToolTipRole) {
         if (index.column() == Operation || index.column() == Donor) {
-            return data(index, Qt::DisplayRole);
+            const QString text = data(index, Qt::DisplayRole).toString();
+            return operation.kind == GraftOperation::Kind::Merge
+                       ? text + tr("\nDouble-click to change the merge's method or parameters")
+                       : text;
         }
         if (index.column() == Status && checked) {
             QStringList lines;

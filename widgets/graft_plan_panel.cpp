@@ -136,6 +136,8 @@ GraftPlanPanel::GraftPlanPanel(model::GraftDocument* document, QWidget* parent)
     connect(m_save, &QToolButton::clicked, this, &GraftPlanPanel::savePlanRequested);
     connect(m_assemble, &QToolButton::clicked, this, &GraftPlanPanel::assembleRequested);
     connect(m_check, &QToolButton::clicked, this, &GraftPlanPanel::checkRequested);
+    connect(m_operations, &QTableView::doubleClicked, this,
+            [this](const QModelIndex& index) { emit operationActivated(index.row()); });
     connect(m_findings, &QListWidget::currentItemChanged, this, [this](QListWidgetItem* item) {
         if (item != nullptr) {
             emit tensorsRequested(item->data(Qt::UserRole).toStringList());

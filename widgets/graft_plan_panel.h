@@ -42,6 +42,8 @@ signals:
     void savePlanRequested();
     void assembleRequested();
     void checkRequested();
+    // An operation's row was double-clicked (a merge's opens its dialog).
+    void operationActivated(int row);
     // A finding was chosen: select these chimera tensors in the recipient.
     void tensorsRequested(const QStringList& names);
 

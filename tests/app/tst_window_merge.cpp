@@ -8,6 +8,7 @@
 #include "gguf/specimen.h"
 #include "graft/assembly.h"
 #include "graft_document.h"
+#include "graft_plan_model.h"
 #include "graft_plan_panel.h"
 #include "job_ends.h"
 #include "main_window.h"
@@ -39,6 +40,7 @@
 #include <QRegularExpression>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -231,6 +233,59 @@ private slots:
                 message.contains(QStringLiteral("; leaves out 15: blk.0.ffn_")) &&
                 message.contains(QStringLiteral("not in layer 2 (a merge combines tensors of one name)")),
             qPrintable(message));
+    }
+
+    // Double-clicking the plan's merge opens its dialog on it: accepted as it is, nothing changes;
+    // another method changes the merge, one undoable step.
+    void doubleClickChangesTheMerge() {
+        const QString base = QString::fromStdString(m_base->snapshot().model->path());
+        MergeSpec spec;
+        spec.method = MergeMethod::TaskArithmetic;
+        spec.base = base.toStdString();
+        spec.models = {{m_farm->snapshot().model->path(), {{"weight", ParamValue::number(1)}}}};
+        QVERIFY(m_plan->merge(base, spec, {"blk.1.ffn_up.weight", "blk.1.ffn_down.weight"}));
+        QTableView* operations = m_window->surgery()->panel()->operationsView();
+        const QModelIndex row = operations->model()->index(0, model::GraftPlanModel::Operation);
+        QVERIFY2(row.data(Qt::ToolTipRole)
+                     .toString()
+                     .endsWith(QStringLiteral("Double-click to change the merge's method or parameters")),
+                 qPrintable(row.data(Qt::ToolTipRole).toString()));
+        const auto answer = [](const QString& method) {
+            return [method](QWidget* active) {
+                if (active->objectName() != QStringLiteral("mergeDialog")) {
+                    return false;
+                }
+                auto* box = active->findChild<QComboBox*>(QStringLiteral("mergeMethod"));
+                if (!method.isEmpty()) {
+                    box->setCurrentIndex(box->findText(method));
+                }
+                QMetaObject::invokeMethod(active->findChild<QPushButton*>(QStringLiteral("mergeAdd")),
+                                          "click", Qt::QueuedConnection);
+                return true;
+            };
+        };
+        const auto doubleClick = [&] {
+            operations->scrollTo(row);
+            const QPoint at = operations->visualRect(row).center();
+            QTest::mousePress(operations->viewport(), Qt::LeftButton, {}, at);
+            QTest::mouseRelease(operations->viewport(), Qt::LeftButton, {}, at);
+            QTest::mouseDClick(operations->viewport(), Qt::LeftButton, {}, at);
+        };
+        ModalSteps same;
+        same.then(answer(QString()));
+        doubleClick();
+        QTRY_VERIFY(same.done());
+        QTRY_COMPARE(m_window->statusBar()->currentMessage(),
+                     QStringLiteral("The plan merges these 2 tensors so already: nothing changed"));
+        QCOMPARE(m_plan->undoStack()->count(), 1);
+        ModalSteps linear;
+        linear.then(answer(QStringLiteral("linear")));
+        doubleClick();
+        QTRY_VERIFY(linear.done());
+        QTRY_COMPARE(m_plan->undoStack()->count(), 2);
+        QCOMPARE(m_plan->undoStack()->undoText(), QStringLiteral("Change the merge of 2 tensors (linear)"));
+        QCOMPARE(m_plan->plan().operations.front().merge.method, MergeMethod::Linear);
+        QCOMPARE(m_plan->plan().operations.front().select.names.size(), std::size_t(2));
     }
 
     // The Shift hint shows only where a merge would fit: over the same layer, not over a map of one
