@@ -83,6 +83,15 @@ class TestWindowMerge : public QObject {
         return drop.isAccepted();
     }
 
+    // task_arithmetic of the farm (weight 1) on the base, models by path.
+    MergeSpec farmOnTheBase() const {
+        MergeSpec spec;
+        spec.method = MergeMethod::TaskArithmetic;
+        spec.base = m_base->snapshot().model->path();
+        spec.models = {{m_farm->snapshot().model->path(), {{"weight", ParamValue::number(1)}}}};
+        return spec;
+    }
+
     // The dialog alone, for a base and two donors of six blocks, the tensors from `donor`.
     static widgets::MergeDialog::Setup dialogSetup(const QString& donor) {
         widgets::MergeDialog::Setup setup;
@@ -239,10 +248,7 @@ private slots:
     // another method changes the merge, one undoable step.
     void doubleClickChangesTheMerge() {
         const QString base = QString::fromStdString(m_base->snapshot().model->path());
-        MergeSpec spec;
-        spec.method = MergeMethod::TaskArithmetic;
-        spec.base = base.toStdString();
-        spec.models = {{m_farm->snapshot().model->path(), {{"weight", ParamValue::number(1)}}}};
+        const MergeSpec spec = farmOnTheBase();
         QVERIFY(m_plan->merge(base, spec, {"blk.1.ffn_up.weight", "blk.1.ffn_down.weight"}));
         QTableView* operations = m_window->surgery()->panel()->operationsView();
         const QModelIndex row = operations->model()->index(0, model::GraftPlanModel::Operation);
@@ -363,10 +369,7 @@ private slots:
     // that changes nothing (Add to plan with the plan's own merge) is no step at all.
     void mergeStepsSayWhatTheyDid() {
         const QString base = QString::fromStdString(m_base->snapshot().model->path());
-        MergeSpec spec;
-        spec.method = MergeMethod::TaskArithmetic;
-        spec.base = base.toStdString();
-        spec.models = {{m_farm->snapshot().model->path(), {{"weight", ParamValue::number(1)}}}};
+        MergeSpec spec = farmOnTheBase();
         QUndoStack* stack = m_plan->undoStack();
         QVERIFY(m_plan->merge(base, spec, {"blk.1.ffn_up.weight", "blk.1.ffn_down.weight"}));
         QCOMPARE(stack->undoText(), QStringLiteral("Merge 2 tensors (task_arithmetic)"));
