@@ -319,13 +319,21 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
     if (!result.leftOut.isEmpty()) {
         result.message += tr("; leaves out %1: %2").arg(e.leftOutTensors).arg(result.leftOut.front());
     }
-    // Replacing a tensor the plan merges takes it out of the merge: said before the drop.
-    const std::string layerPrefix =
-        op.kind == GraftOperation::Kind::MapLayer ? "blk." + std::to_string(op.toLayer) + "." : std::string();
-    const std::set<std::string> replaced(op.select.names.begin(), op.select.names.end());
+    // Replacing a tensor the plan merges takes it out of the merge: said before the drop. A layer
+    // mapped onto another sets the tensors of the same roles (names past "blk.N.") in its target.
+    const auto role = [](const std::string& name) {
+        const auto dot = name.starts_with("blk.") ? name.find('.', 4) : std::string::npos;
+        return dot == std::string::npos ? name : name.substr(dot + 1);
+    };
+    const bool mapped = op.kind == GraftOperation::Kind::MapLayer;
+    const std::string layerPrefix = "blk." + std::to_string(op.toLayer) + ".";
+    std::set<std::string> replaced;
+    for (const std::string& name : op.select.names) {
+        replaced.insert(mapped ? layerPrefix + role(name) : name);
+    }
     const auto merged = std::ranges::count_if(m_report.layout.tensors, [&](const ChimeraTensor& t) {
         return t.mergeOperation >= 0 &&
-               (layerPrefix.empty() ? replaced.contains(t.name) : t.name.starts_with(layerPrefix));
+               (replaced.contains(t.name) || (mapped && replaced.empty() && t.name.starts_with(layerPrefix)));
     });
     if (merged > 0) {
         result.message +=

@@ -81,14 +81,12 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     m_text.chunk->setRange(0, int(kMaxVitalsTokens));
     m_text.chunk->setSpecialValueText(tr("automatic"));
     m_text.chunk->setSuffix(tr(" tokens"));
-    m_text.chunk->setToolTip(tr("A text longer than the model's context is scored in pieces of this many "
-                                "tokens (%1 at least), the "
-                                "second half of each (as llama-perplexity -c). Automatic: a file whole when "
-                                "it fits the context, else "
-                                "in pieces of the context (of half the text when that is less, so that two "
-                                "are scored); the built-in "
-                                "text is cut to the context")
-                                 .arg(kMinVitalsChunk));
+    m_text.chunk->setToolTip(
+        tr("A text longer than the model's context is scored in pieces of this many tokens (%1 at least), "
+           "the second half of each (as llama-perplexity -c). Automatic: a file whole when it fits the "
+           "context, else in pieces of the context (of half the text when that is less, so that two are "
+           "scored); the built-in text is cut to the context")
+            .arg(kMinVitalsChunk));
     text->addWidget(new QLabel(tr("Text"), this));
     text->addWidget(m_text.path, 1);
     text->addWidget(choose);

@@ -70,7 +70,7 @@ private:
         QLabel* suggestion = nullptr;
     };
 
-    // The text's path, the button that asks for one and its chunk.
+    // The text's path and its chunk.
     struct TextControls {
         QLineEdit* path = nullptr;
         QSpinBox* chunk = nullptr;

@@ -407,6 +407,17 @@ private slots:
         QCOMPARE(
             replacing,
             QStringLiteral("Maps layer 1 → 2: 3 tensors; 1 of them merged now, so taken out of the merge"));
+        // Another system of that layer, none of it merged: nothing is taken out.
+        model::TensorDrag attention;
+        attention.model = organs.model;
+        for (int t = 0; t < int(farmTensors.size()); ++t) {
+            if (farmTensors[std::size_t(t)].name.starts_with("blk.1.attn_")) {
+                attention.tensors.push_back(t);
+            }
+        }
+        const DropTarget skeleton2{DropTarget::Kind::Layer, System::Skeleton, true, 2u, -1};
+        QVERIFY(m_plan->canDropTensors(attention, base, skeleton2, &replacing));
+        QCOMPARE(replacing, QStringLiteral("Maps layer 1 → 2: 4 tensors"));
         // The recipient itself (open as a donor too) is said to be it, merged or grafted.
         model::TensorDrag self;
         self.model = base;
