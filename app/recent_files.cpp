@@ -18,18 +18,18 @@ RecentFiles::RecentFiles(QMenu* recipient, QMenu* donor, std::function<void(cons
     rebuildMenus();
 }
 
+QStringList newestFirst(QStringList list, const QString& path, qsizetype most) {
+    list.removeAll(path);
+    list.prepend(path);
+    return list.mid(0, most);
+}
+
 QStringList RecentFiles::files() const {
     return QSettings().value(kRecentKey).toStringList();
 }
 
 void RecentFiles::remember(const QString& path) {
-    QStringList recent = files();
-    recent.removeAll(path);
-    recent.prepend(path);
-    while (recent.size() > kMaxRecent) {
-        recent.removeLast();
-    }
-    QSettings().setValue(kRecentKey, recent);
+    QSettings().setValue(kRecentKey, newestFirst(files(), path, kMaxRecent));
     rebuildMenus();
 }
 

@@ -10,6 +10,9 @@ class QMenu;
 
 namespace organ::app {
 
+// `list` with `path` first (moved there if it was in it), at most `most` entries.
+QStringList newestFirst(QStringList list, const QString& path, qsizetype most);
+
 // File → Open Recent and Open Recent as Donor: the last ten models opened, newest first, kept in
 // the settings (those that still exist when the menus are built); choosing one calls `open` with
 // its side.

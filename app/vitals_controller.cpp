@@ -7,6 +7,7 @@
 #include "job_tracker.h"
 #include "model_pane.h"
 #include "model_view.h"
+#include "recent_files.h"
 #include "support/safe_files.h"
 #include "support/text_format.h"
 #include "surgery_controller.h"
@@ -16,7 +17,6 @@
 
 #include <QActionGroup>
 #include <QDateTime>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMenu>
@@ -108,9 +108,7 @@ void VitalsController::rememberText(const QString& path) {
     if (path.isEmpty()) {
         return;
     }
-    m_recentTexts.removeAll(path);
-    m_recentTexts.prepend(path);
-    m_recentTexts = m_recentTexts.mid(0, kRecentTexts);
+    m_recentTexts = newestFirst(m_recentTexts, path, kRecentTexts);
     QSettings().setValue(kRecentTextsKey, m_recentTexts);
 }
 
@@ -123,9 +121,7 @@ void VitalsController::fillTextMenu() {
         m_host.say(tr("Vital signs and Check chimera are taken on %1").arg(textName(path)));
     };
     menu->addAction(tr("Choose a text…"), this, [this, choose] {
-        const QString path = QFileDialog::getOpenFileName(m_host.window, tr("Text for vital signs"),
-                                                          m_text.path.isEmpty() ? QString() : m_text.path,
-                                                          tr("Text (*.txt);;All files (*)"));
+        const QString path = widgets::VitalsPage::askForText(m_host.window, m_text.path);
         if (!path.isEmpty()) {
             choose(path);
         }

@@ -1,5 +1,6 @@
 #include "graft_document.h"
 
+#include "gguf/tensor_name.h"
 #include "merge/merge_method.h"
 #include "support/text_format.h"
 
@@ -320,20 +321,17 @@ GraftDocument::DropResult GraftDocument::evaluateDrop(const TensorDrag& drag, co
         result.message += tr("; leaves out %1: %2").arg(e.leftOutTensors).arg(result.leftOut.front());
     }
     // Replacing a tensor the plan merges takes it out of the merge: said before the drop. A layer
-    // mapped onto another sets the tensors of the same roles (names past "blk.N.") in its target.
-    const auto role = [](const std::string& name) {
-        const auto dot = name.starts_with("blk.") ? name.find('.', 4) : std::string::npos;
-        return dot == std::string::npos ? name : name.substr(dot + 1);
-    };
+    // mapped onto another sets the tensors of the same roles in its target.
     const bool mapped = op.kind == GraftOperation::Kind::MapLayer;
-    const std::string layerPrefix = "blk." + std::to_string(op.toLayer) + ".";
     std::set<std::string> replaced;
     for (const std::string& name : op.select.names) {
-        replaced.insert(mapped ? layerPrefix + role(name) : name);
+        const auto parsed = mapped ? parseLayerName(name) : std::nullopt;
+        replaced.insert(parsed ? layerTensorName(op.toLayer, parsed->rest) : name);
     }
     const auto merged = std::ranges::count_if(m_report.layout.tensors, [&](const ChimeraTensor& t) {
         return t.mergeOperation >= 0 &&
-               (replaced.contains(t.name) || (mapped && replaced.empty() && t.name.starts_with(layerPrefix)));
+               (replaced.contains(t.name) ||
+                (mapped && replaced.empty() && !suffixInLayer(t.name, op.toLayer).empty()));
     });
     if (merged > 0) {
         result.message +=
@@ -558,11 +556,10 @@ bool GraftDocument::merge(const QString& recipient, MergeSpec byPath, const std:
             m_lastDropMessage = tr("The plan merges these %1 so already: nothing changed").arg(all);
             return false; // no step to undo
         }
+        const QString more = countOf(qint64(added), tr("tensor"), tr("tensors"));
         text = added == 0 ? tr("Change the merge of %1 (%2)").arg(all, method)
-               : sameSpec ? tr("Merge %1 more (%2, %3 in all)")
-                                .arg(countOf(qint64(added), tr("tensor"), tr("tensors")), method, all)
-                          : tr("Merge %1 more and change the merge (%2, %3 in all)")
-                                .arg(countOf(qint64(added), tr("tensor"), tr("tensors")), method, all);
+               : sameSpec ? tr("Merge %1 more (%2, %3 in all)").arg(more, method, all)
+                          : tr("Merge %1 more and change the merge (%2, %3 in all)").arg(more, method, all);
         after.operations[std::size_t(existing)] = std::move(op);
     } else {
         const auto quantize =

@@ -98,9 +98,8 @@ VitalsPage::VitalsPage(const QString& model, QWidget* parent) : QWidget(parent),
     connect(m_text.chunk, &QSpinBox::valueChanged, this, chosen);
     connect(choose, &QPushButton::clicked, this, [this] {
         const QString current = m_text.path->text().trimmed();
-        const QString path = QFileDialog::getOpenFileName(
-            this, tr("Text for vital signs"), current.isEmpty() ? QFileInfo(m_model).absolutePath() : current,
-            tr("Text (*.txt);;All files (*)"));
+        const QString path =
+            askForText(this, current.isEmpty() ? QFileInfo(m_model).absolutePath() : current);
         if (!path.isEmpty()) {
             m_text.path->setText(path);
         }
@@ -192,6 +191,11 @@ void VitalsPage::setPlannedChimera(bool planned, std::shared_ptr<const VitalsRep
 // What removals are suggested from: the model's own vital signs, or the planned chimera's.
 const VitalsReport* VitalsPage::suggestionSource() const {
     return m_planned && m_canPlanRemoval ? m_chimera.get() : m_report.get();
+}
+
+QString VitalsPage::askForText(QWidget* parent, const QString& start) {
+    return QFileDialog::getOpenFileName(parent, tr("Text for vital signs"), start,
+                                        tr("Text (*.txt);;All files (*)"));
 }
 
 void VitalsPage::showTextChoice(const QString& path, int chunk) {

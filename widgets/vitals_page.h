@@ -36,6 +36,8 @@ public:
     // The text vital signs are taken on (empty: the built-in text) and its chunk (0: the text whole,
     // or in chunks of the model's context when it is longer), as chosen on any page.
     void showTextChoice(const QString& path, int chunk);
+    // Asks for a text file to score, starting at `start` (a file or a folder): its path, or empty.
+    static QString askForText(QWidget* parent, const QString& start);
     QLineEdit* textPath() const { return m_text.path; }
     QSpinBox* textChunk() const { return m_text.chunk; }
     // The models open now (their labels): a parent of the report shown that is no longer open is

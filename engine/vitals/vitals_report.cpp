@@ -155,16 +155,20 @@ void checkScoredText(const std::string& label, std::string_view text) {
 }
 
 std::size_t chunkToFit(const ModelWeights& model, const std::string& text) {
-    const Tokenizer tokenizer = Tokenizer::fromWeights(model);
-    const std::size_t limit = tokenLimit(model);
-    if (text.empty() || tokenizer.encode(text).size() <= limit) {
+    if (text.empty()) {
         return 0;
     }
-    std::string_view read = text; // as a text in chunks is read: one final newline dropped
-    if (read.ends_with('\n')) {
-        read.remove_suffix(1);
+    const Tokenizer tokenizer = Tokenizer::fromWeights(model);
+    const std::size_t limit = tokenLimit(model);
+    std::size_t tokens = tokenizer.encode(text).size();
+    if (tokens <= limit) {
+        return 0;
     }
-    return std::min(limit, tokenizer.encode(read).size() / 2);
+    // As a text in chunks is read: one final newline dropped (encoded again only then).
+    if (text.ends_with('\n')) {
+        tokens = tokenizer.encode(std::string_view(text).substr(0, text.size() - 1)).size();
+    }
+    return std::min(limit, tokens / 2);
 }
 
 std::optional<ScoredText> scorePieces(const std::vector<std::int32_t>& tokens, std::size_t chunk,

@@ -99,6 +99,21 @@ class TestWindowSurgery : public QObject {
         QCOMPARE(m_window->surgery()->panel()->operationsView()->model()->rowCount(), 1);
     }
 
+    // The texts Check chimera's menu offers as it opens, and the one checked.
+    static std::pair<QStringList, QString> textsOffered(widgets::GraftPlanPanel* panel) {
+        emit panel->checkMenu()->aboutToShow();
+        std::pair<QStringList, QString> texts;
+        for (QAction* action : panel->checkMenu()->actions()) {
+            if (action->isCheckable()) {
+                texts.first << action->text();
+                if (action->isChecked()) {
+                    texts.second = action->text();
+                }
+            }
+        }
+        return texts;
+    }
+
 private slots:
     void initTestCase() {
         initWindowTests(m_dir);
@@ -346,17 +361,7 @@ private slots:
         widgets::GraftPlanPanel* panel = window.surgery()->panel();
         auto* check = panel->findChild<QToolButton*>(QStringLiteral("plan-checkchimera"));
         QCOMPARE(check->menu(), panel->checkMenu());
-        emit panel->checkMenu()->aboutToShow();
-        QStringList offered;
-        QString checked;
-        for (QAction* action : panel->checkMenu()->actions()) {
-            if (action->isCheckable()) {
-                offered << action->text();
-                if (action->isChecked()) {
-                    checked = action->text();
-                }
-            }
-        }
+        const auto [offered, checked] = textsOffered(panel);
         QCOMPARE(offered, (QStringList{QStringLiteral("The built-in short stories"),
                                        QStringLiteral("long stories.txt")}));
         QCOMPARE(checked, QStringLiteral("long stories.txt"));
@@ -418,15 +423,7 @@ private slots:
                      qPrintable(said));
         }
         // The menu offers the text chosen (checked) and the texts scored, not those that failed before.
-        emit panel->checkMenu()->aboutToShow();
-        QStringList recent;
-        QString current;
-        for (QAction* action : panel->checkMenu()->actions()) {
-            if (action->isCheckable()) {
-                recent << action->text();
-                current = action->isChecked() ? action->text() : current;
-            }
-        }
+        const auto [recent, current] = textsOffered(panel);
         QCOMPARE(recent, (QStringList{QStringLiteral("The built-in short stories"),
                                       QStringLiteral("missing.txt"), QStringLiteral("long stories.txt")}));
         QCOMPARE(current, QStringLiteral("missing.txt"));
