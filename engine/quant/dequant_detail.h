@@ -54,6 +54,13 @@ inline void q3KScales(const std::uint8_t* packed, int scales[16]) {
 inline constexpr std::int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                1,    13,   25,  38,  53,  69,  89,  113};
 
+// The signed scale (its 6 bits − 32) of sub-block ib of an IQ4_XS super-block at src.
+inline int iq4XsScale(const std::byte* src, int ib) {
+    const std::uint16_t high = load16(src + 2);
+    const std::uint8_t low = bytes(src + 4)[ib / 2];
+    return (((low >> (4 * (ib % 2))) & 0xF) | (((high >> (2 * ib)) & 3) << 4)) - 32;
+}
+
 // The e2m1 values of MXFP4 and NVFP4, doubled (their scales are halved to match).
 inline constexpr std::int8_t kFp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 

@@ -35,13 +35,9 @@ void decodeIQ4_NL(const std::byte* src, std::size_t blocks, float* out) {
 void decodeIQ4_XS(const std::byte* src, std::size_t blocks, float* out) {
     for (std::size_t b = 0; b < blocks; ++b, src += 136) {
         const float d = loadHalf(src);
-        const std::uint16_t scalesHigh = load16(src + 2);
-        const std::uint8_t* scalesLow = bytes(src + 4);
         const std::uint8_t* q = bytes(src + 8);
         for (int ib = 0; ib < 8; ++ib, q += 16, out += 32) {
-            const int ls =
-                ((scalesLow[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scalesHigh >> (2 * ib)) & 3) << 4);
-            const float dl = d * static_cast<float>(ls - 32);
+            const float dl = d * static_cast<float>(iq4XsScale(src, ib));
             for (int j = 0; j < 16; ++j) {
                 out[j] = dl * iq::kIq4Levels[q[j] & 0xF];
                 out[j + 16] = dl * iq::kIq4Levels[q[j] >> 4];

@@ -1,4 +1,4 @@
-// AVX2 decoders of the block types (all but IQ4_NL, IQ4_XS, MXFP4, Q1_0, Q2_0, Q8_1 and Q8_K):
+// AVX2 decoders of the block types (all but Q1_0, Q2_0, Q8_1 and Q8_K):
 // eight values at a time, each the portable decoder's float operations in the same order (this file is
 // compiled without contracting a multiply and an add into one), so they give the same bits.
 #include "quant/dequant_detail.h"
@@ -24,13 +24,11 @@ ORGAN_TARGET inline __m256 toFloats(__m256i v) {
 ORGAN_TARGET void decodeQ8_0(const std::byte* src, std::size_t blocks, float* out) {
     for (std::size_t b = 0; b < blocks; ++b, src += 34, out += 32) {
         const __m256 d = _mm256_set1_ps(halfAt(src));
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2));
-        const __m128i low = _mm256_castsi256_si128(q);
-        const __m128i high = _mm256_extracti128_si256(q, 1);
-        _mm256_storeu_ps(out, _mm256_mul_ps(d, toFloats(_mm256_cvtepi8_epi32(low))));
-        _mm256_storeu_ps(out + 8, _mm256_mul_ps(d, toFloats(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)))));
-        _mm256_storeu_ps(out + 16, _mm256_mul_ps(d, toFloats(_mm256_cvtepi8_epi32(high))));
-        _mm256_storeu_ps(out + 24, _mm256_mul_ps(d, toFloats(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)))));
+        const auto* q = reinterpret_cast<const std::int8_t*>(src + 2);
+        for (int i = 0; i < 32; i += 8) {
+            const __m128i eight = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
+            _mm256_storeu_ps(out + i, _mm256_mul_ps(d, toFloats(_mm256_cvtepi8_epi32(eight))));
+        }
     }
 }
 
@@ -264,6 +262,55 @@ ORGAN_TARGET void decodeNVFP4Avx2(const std::byte* src, std::size_t blocks, floa
     }
 }
 
+// 32 values of a block of nibbles (low: values 0-15, high: 16-31) from their 16 levels, times d.
+ORGAN_TARGET inline void decodeNibbles(const __m128i levels, const std::uint8_t* q, float d, float* out) {
+    const __m128i nibble = _mm_set1_epi8(0x0F);
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i low = _mm_shuffle_epi8(levels, _mm_and_si128(v, nibble));
+    const __m128i high = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(v, 4), nibble));
+    const __m256 scale = _mm256_set1_ps(d);
+    _mm256_storeu_ps(out, _mm256_mul_ps(scale, toFloats(_mm256_cvtepi8_epi32(low))));
+    _mm256_storeu_ps(out + 8, _mm256_mul_ps(scale, toFloats(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)))));
+    _mm256_storeu_ps(out + 16, _mm256_mul_ps(scale, toFloats(_mm256_cvtepi8_epi32(high))));
+    _mm256_storeu_ps(out + 24, _mm256_mul_ps(scale, toFloats(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)))));
+}
+
+ORGAN_TARGET inline __m128i levelsOf(const std::int8_t* table) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));
+}
+
+// MXFP4: 2^(e-128) (the portable decoder's ldexp, subnormal for e < 2) times the doubled e2m1 levels.
+ORGAN_TARGET void decodeMXFP4Avx2(const std::byte* src, std::size_t blocks, float* out) {
+    const __m128i levels = levelsOf(kFp4Doubled);
+    for (std::size_t b = 0; b < blocks; ++b, src += 17, out += 32) {
+        const auto e = static_cast<std::uint32_t>(bytes(src)[0]);
+        const std::uint32_t bits = e >= 2 ? (e - 1) << 23 : 0x00400000u >> (1 - e);
+        float d;
+        std::memcpy(&d, &bits, sizeof d);
+        decodeNibbles(levels, bytes(src + 1), d, out);
+    }
+}
+
+// IQ4_NL: half d times the non-linear levels.
+ORGAN_TARGET void decodeIQ4_NLAvx2(const std::byte* src, std::size_t blocks, float* out) {
+    const __m128i levels = levelsOf(kIq4Levels);
+    for (std::size_t b = 0; b < blocks; ++b, src += 18, out += 32) {
+        decodeNibbles(levels, bytes(src + 2), halfAt(src), out);
+    }
+}
+
+// IQ4_XS: per 32 values d · (its 6-bit scale − 32) times the non-linear levels.
+ORGAN_TARGET void decodeIQ4_XSAvx2(const std::byte* src, std::size_t blocks, float* out) {
+    const __m128i levels = levelsOf(kIq4Levels);
+    for (std::size_t b = 0; b < blocks; ++b, src += 136) {
+        const float d = halfAt(src);
+        const std::uint8_t* q = bytes(src + 8);
+        for (int ib = 0; ib < 8; ++ib, q += 16, out += 32) {
+            decodeNibbles(levels, q, d * static_cast<float>(iq4XsScale(src, ib)), out);
+        }
+    }
+}
+
 // Q4_K and Q5_K: per 64 elements, d1 · level − m1 for the low nibbles, d2 · level − m2 for the
 // high ones (plus 16 where the fifth bit is set).
 template <bool kFifthBit>
@@ -415,6 +462,9 @@ constexpr TypeEntry<DecodeFn> kDecoders[] = {
     {TensorType::Q3_K, decodeQ3_KAvx2},
     {TensorType::TQ1_0, decodeTQ1_0Avx2},
     {TensorType::NVFP4, decodeNVFP4Avx2},
+    {TensorType::MXFP4, decodeMXFP4Avx2},
+    {TensorType::IQ4_NL, decodeIQ4_NLAvx2},
+    {TensorType::IQ4_XS, decodeIQ4_XSAvx2},
     {TensorType::IQ2_XXS, decodeSignedAvx2<66, readIQ2_XXS>},
     {TensorType::IQ2_XS, decodeSignedAvx2<74, readIQ2_XS>},
     {TensorType::IQ2_S, decodeSignedAvx2<82, readIQ2_S>},
