@@ -192,8 +192,7 @@ void decodeQ8(const std::byte* src, std::size_t blocks, float* out) {
 // MXFP4: an E8M0 exponent, then 16 bytes of e2m1 nibbles (low: 0-15, high: 16-31).
 void decodeMXFP4(const std::byte* src, std::size_t blocks, float* out) {
     for (std::size_t b = 0; b < blocks; ++b, src += 17, out += 32) {
-        const int e = static_cast<int>(bytes(src)[0]);
-        const float d = std::ldexp(1.0f, e - 128); // 2^(e-127), halved
+        const float d = mxfp4HalfScale(bytes(src)[0]); // 2^(e-127), halved
         const std::uint8_t* q = bytes(src + 1);
         for (int j = 0; j < 16; ++j) {
             out[j] = d * detail::kFp4Doubled[q[j] & 0x0F];

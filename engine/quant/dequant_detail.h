@@ -61,6 +61,15 @@ inline int iq4XsScale(const std::byte* src, int ib) {
     return (((low >> (4 * (ib % 2))) & 0xF) | (((high >> (2 * ib)) & 3) << 4)) - 32;
 }
 
+// MXFP4's E8M0 scale byte e as a float, halved like the doubled levels: 2^(e − 128), made from its
+// bits (subnormal for e < 2), as std::ldexp(1.0f, e - 128) gives it.
+inline float mxfp4HalfScale(std::uint8_t e) {
+    const std::uint32_t bits = e >= 2 ? static_cast<std::uint32_t>(e - 1) << 23 : 0x00400000u >> (1 - e);
+    float d;
+    std::memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
 // The e2m1 values of MXFP4 and NVFP4, doubled (their scales are halved to match).
 inline constexpr std::int8_t kFp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 

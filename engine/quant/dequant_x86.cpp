@@ -279,15 +279,11 @@ ORGAN_TARGET inline __m128i levelsOf(const std::int8_t* table) {
     return _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));
 }
 
-// MXFP4: 2^(e-128) (the portable decoder's ldexp, subnormal for e < 2) times the doubled e2m1 levels.
+// MXFP4: its halved scale times the doubled e2m1 levels.
 ORGAN_TARGET void decodeMXFP4Avx2(const std::byte* src, std::size_t blocks, float* out) {
     const __m128i levels = levelsOf(kFp4Doubled);
     for (std::size_t b = 0; b < blocks; ++b, src += 17, out += 32) {
-        const auto e = static_cast<std::uint32_t>(bytes(src)[0]);
-        const std::uint32_t bits = e >= 2 ? (e - 1) << 23 : 0x00400000u >> (1 - e);
-        float d;
-        std::memcpy(&d, &bits, sizeof d);
-        decodeNibbles(levels, bytes(src + 1), d, out);
+        decodeNibbles(levels, bytes(src + 1), mxfp4HalfScale(bytes(src)[0]), out);
     }
 }
 

@@ -184,17 +184,13 @@ void unpackQ6K(const std::byte* src, Unpacked& u) {
 // IQ4_XS: half d, u16 high scale bits, 4 bytes of low scale nibbles, qs[128]: per 32 levels 16
 // bytes, low nibbles first, indexing the non-linear levels (−127 … 113, kept as 1 … 241).
 void unpackIQ4XS(const std::byte* src, Unpacked& u) {
-    const std::uint16_t scalesHigh = load16(src + 2);
-    const std::uint8_t* scalesLow = bytes(src + 4);
     const std::uint8_t* q = bytes(src + 8);
     u.d = loadHalf(src);
     u.hasMins = false;
     u.wideLevels = true;
     int scales[16];
     for (int sub = 0; sub < 8; ++sub) {
-        const int ls =
-            ((scalesLow[sub / 2] >> (4 * (sub % 2))) & 0xF) | (((scalesHigh >> (2 * sub)) & 3) << 4);
-        scales[2 * sub] = scales[2 * sub + 1] = ls - 32;
+        scales[2 * sub] = scales[2 * sub + 1] = iq4XsScale(src, sub);
         for (int j = 0; j < 16; ++j) {
             u.q[32 * sub + j] = static_cast<std::uint8_t>(kIq4Levels[q[16 * sub + j] & 0xF] + 128);
             u.q[32 * sub + j + 16] = static_cast<std::uint8_t>(kIq4Levels[q[16 * sub + j] >> 4] + 128);

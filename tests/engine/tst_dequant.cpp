@@ -214,9 +214,9 @@ private slots:
 
     // MXFP4: E8M0 scale byte e means 2^(e-127); nibbles are e2m1 values
     // {0, .5, 1, 1.5, 2, 3, 4, 6} with a sign bit (−0 read as +0, as ggml's levels have it); low
-    // nibbles first. Every scale byte on every
-    // instruction set, compared bit for bit (QCOMPARE would take any two tiny floats as equal: the
-    // subnormal scales of e = 0 and 1 are the ones a decoder gets wrong).
+    // nibbles first. Every scale byte on every instruction set, compared bit for bit (QCOMPARE
+    // would take any two tiny floats as equal: the subnormal scales of e = 0 and 1 are the ones a
+    // decoder gets wrong).
     void mxfp4() {
         static const float e2m1[16] = {0, .5f, 1, 1.5f, 2, 3, 4, 6, 0, -.5f, -1, -1.5f, -2, -3, -4, -6};
         std::vector<std::byte> blocks(17 * 256);
